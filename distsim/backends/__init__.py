@@ -1,0 +1,104 @@
+"""Backends: 'cpu' (NumPy + Numba) and 'gpu' (CuPy RawModules compiled by NVRTC from ``kernels/``).
+
+Every workload implements its algorithm twice -- a Numba CPU kernel and a CUDA kernel -- with the
+same random-number layout, so both give the same answer bit for bit. ``resolve()`` picks the
+backend for the process it runs in (a Dask worker, or the client for in-process runs); nothing
+here touches CUDA at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("auto", "cpu", "gpu")
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """True when CuPy imports and sees a usable CUDA device in this process."""
+    if os.environ.get("DISTSIM_DISABLE_GPU"):
+        return False
+    try:
+        import cupy
+
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+def resolve(backend: str = "auto") -> str:
+    """Turn 'auto' | 'cpu' | 'gpu' into the backend this process will run ('cpu' or 'gpu')."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "gpu":
+        if not gpu_available():
+            raise RuntimeError("backend='gpu' was requested but no usable CUDA GPU (with CuPy) is visible here")
+        return "gpu"
+    if backend == "cpu":
+        return "cpu"
+    return "gpu" if gpu_available() else "cpu"
+
+
+def kernels_dir() -> Path:
+    """Folder holding the CUDA sources: ``distsim/kernels`` in a wheel, ``kernels/`` in a checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for cand in (here / "kernels", here.parent / "kernels"):
+        if (cand / "philox.cuh").is_file():
+            return cand
+    raise FileNotFoundError("CUDA kernel sources not found (looked in distsim/kernels and ../kernels)")
+
+
+def kernel_source(name: str) -> str:
+    return (kernels_dir() / name).read_text()
+
+
+_MODULES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_MODULES_LOCK = threading.Lock()
+
+
+def load_module(code: str, options: tuple[str, ...] = ()) -> Any:
+    """Compile (once per process; CuPy also caches on disk) a CUDA source into a ``cupy.RawModule``.
+
+    ``-I kernels/`` is added so sources can ``#include "philox.cuh"``. NVRTC only; jitify is never used.
+    """
+    import cupy
+
+    opts = ("-std=c++17", f"-I{kernels_dir()}") + tuple(options)
+    key = (hashlib.sha256(code.encode()).hexdigest(), opts)
+    with _MODULES_LOCK:
+        mod = _MODULES.get(key)
+        if mod is None:
+            mod = cupy.RawModule(code=code, options=opts, backend="nvrtc", jitify=False)
+            _MODULES[key] = mod
+    return mod
+
+
+def device_description(backend: str) -> str:
+    """Human-readable name of the device a backend runs on in this process."""
+    if backend == "gpu":
+        import cupy
+
+        dev = cupy.cuda.Device()
+        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        return f"{name} (GPU {dev.id})"
+    import platform
+
+    return f"CPU {platform.processor() or platform.machine()} x{os.cpu_count()}"
+
+
+def cpu_threads() -> int:
+    """Threads a CPU kernel may use here: the worker's thread count inside a Dask worker, else all cores."""
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except Exception:
+        import numba
+
+        return int(numba.config.NUMBA_NUM_THREADS)

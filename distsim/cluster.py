@@ -1,0 +1,152 @@
+"""``distsim.connect()``: a Dask client for an existing scheduler, local GPUs, or local CPU cores.
+
+* ``address`` (or ``scheduler_file``) given: connect to that scheduler.
+* otherwise, GPUs present (and ``gpus`` not False): a ``dask_cuda.LocalCUDACluster`` with one
+  worker per GPU, each advertising the resource ``GPU=1``; if dask-cuda is not installed, a
+  ``LocalCluster`` with one worker per GPU, each pinned to its device by a worker plugin.
+* otherwise: a ``LocalCluster`` with one single-threaded worker per core (resource ``CPU=1``).
+
+Dask configuration (YAML in ``~/.config/dask``, ``DASK_*`` environment variables) applies as
+usual; ``distsim.*`` keys are read from ``dask.config`` (e.g. ``DASK_DISTSIM__BACKEND=cpu``).
+GPU counting uses NVML so the client process never creates a CUDA context.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dask
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+
+dask.config.update_defaults({"distsim": {"backend": "auto", "retries": 3}})
+
+
+def count_gpus() -> int:
+    """Number of visible NVIDIA GPUs (via NVML; honours CUDA_VISIBLE_DEVICES). 0 when none or no NVML."""
+    if os.environ.get("DISTSIM_DISABLE_GPU"):
+        return 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return 0
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            n = int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return 0
+    if visible:
+        n = min(n, len([v for v in visible.split(",") if v.strip()]))
+    return n
+
+
+def _gpu_stack_usable() -> bool:
+    try:
+        import cupy  # noqa: F401
+
+        return True
+    except Exception:
+        return False
+
+
+class _PinGPU(WorkerPlugin):
+    """Worker plugin (used without dask-cuda): worker k uses GPU k mod n."""
+
+    name = "distsim-pin-gpu"
+
+    def __init__(self, n_gpus: int):
+        self.n_gpus = n_gpus
+
+    def setup(self, worker: Any) -> None:
+        try:
+            k = int(str(worker.name).split("-")[-1])
+        except ValueError:
+            k = abs(hash(worker.name))
+        worker._distsim_gpu = k % self.n_gpus
+
+
+def connect(
+    address: str | None = None,
+    *,
+    gpus: bool | int | str = "auto",
+    n_workers: int | None = None,
+    threads_per_worker: int = 1,
+    scheduler_file: str | None = None,
+    dashboard_address: str | None = ":0",
+    processes: bool = True,
+    **cluster_kwargs: Any,
+) -> Client:
+    """Return a ``distributed.Client`` (see the module docstring for what it starts).
+
+    ``gpus``: "auto" (use GPUs when present), False (CPU workers only), or a number of GPUs.
+    ``n_workers``: CPU workers (default: one per core) or GPU workers (default: one per GPU).
+    Extra keyword arguments go to the cluster class.
+    """
+    if address is not None or scheduler_file is not None:
+        return Client(address, scheduler_file=scheduler_file) if scheduler_file else Client(address)
+
+    want_gpu = gpus not in (False, 0, "0", "no", "false", "cpu")
+    n_gpu = count_gpus() if want_gpu else 0
+    if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0:
+        if n_gpu < gpus:
+            raise RuntimeError(f"{gpus} GPUs requested but {n_gpu} visible")
+        n_gpu = gpus
+    if n_gpu and n_workers:
+        n_gpu = min(n_gpu, n_workers)
+
+    if n_gpu and _gpu_stack_usable():
+        try:
+            from dask_cuda import LocalCUDACluster
+        except Exception:
+            LocalCUDACluster = None
+        if LocalCUDACluster is not None:
+            cluster = LocalCUDACluster(
+                n_workers=n_gpu,
+                threads_per_worker=threads_per_worker,
+                resources={"GPU": 1},
+                device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
+                dashboard_address=dashboard_address,
+                **cluster_kwargs,
+            )
+            return Client(cluster)
+        cluster = LocalCluster(
+            n_workers=n_gpu,
+            threads_per_worker=threads_per_worker,
+            processes=processes,
+            resources={"GPU": 1},
+            dashboard_address=dashboard_address,
+            **cluster_kwargs,
+        )
+        client = Client(cluster)
+        client.register_plugin(_PinGPU(n_gpu))
+        return client
+
+    cores = os.cpu_count() or 1
+    cluster = LocalCluster(
+        n_workers=n_workers or max(1, cores // max(1, threads_per_worker)),
+        threads_per_worker=threads_per_worker,
+        processes=processes,
+        resources={"CPU": threads_per_worker},
+        dashboard_address=dashboard_address,
+        **cluster_kwargs,
+    )
+    return Client(cluster)
+
+
+def describe_default() -> str:
+    """What ``connect()`` would start on this machine (for ``distsim info``)."""
+    n_gpu = count_gpus()
+    if n_gpu and _gpu_stack_usable():
+        try:
+            import dask_cuda  # noqa: F401
+
+            return f"LocalCUDACluster with {n_gpu} worker(s), one per GPU (resource GPU=1)"
+        except Exception:
+            return f"LocalCluster with {n_gpu} GPU worker(s) pinned by plugin (dask-cuda not installed)"
+    cores = os.cpu_count() or 1
+    return f"LocalCluster with {cores} single-threaded CPU worker(s) (resource CPU=1)"

@@ -1,0 +1,204 @@
+"""Executors run one *round*: one task per shard, each a pure function of its payload.
+
+* :class:`LocalExecutor` runs the shards in this process, one after the other.
+* :class:`DaskExecutor` submits one task per shard to a ``distributed.Client``. A shard keeps
+  returning to the worker that holds its cached state (``workers=[w]`` *with*
+  ``allow_other_workers=True``, so a restarted worker never blocks it); tasks are retried on
+  errors and recomputed by Dask when their worker dies. Only the small results come back.
+
+Both give identical results: shard tasks depend only on their payload (model, parameters, seed,
+shard, round), never on where or how often they ran.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .. import backends
+from . import registry
+
+
+@dataclass(frozen=True)
+class ShardContext:
+    """What a shard task knows about where it runs."""
+
+    run_id: str
+    shard: int
+    round: int
+    backend: str  # resolved: 'cpu' or 'gpu'
+
+    def cached(self, tag: str = "") -> Any:
+        return registry.get(self.run_id, self.shard, tag)
+
+    def cache(self, value: Any, tag: str = "") -> None:
+        registry.put(self.run_id, self.shard, value, tag)
+
+
+ShardFn = Callable[[ShardContext, Any], Any]
+
+
+def _gpu_index() -> int:
+    try:
+        from distributed import get_worker
+
+        return int(getattr(get_worker(), "_distsim_gpu", 0))
+    except Exception:
+        return 0
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except Exception:
+        return "local"
+
+
+def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:
+    """Run one shard task here (a Dask worker or this process) and time it."""
+    b = backends.resolve(backend)
+    ctx = ShardContext(run_id, shard, round_no, b)
+    t0 = time.perf_counter()
+    if b == "gpu":
+        import cupy
+
+        with cupy.cuda.Device(_gpu_index()):
+            result = fn(ctx, payload)
+            cupy.cuda.get_current_stream().synchronize()
+            device = backends.device_description("gpu")
+    else:
+        result = fn(ctx, payload)
+        device = backends.device_description("cpu")
+    meta = {"worker": _worker_address(), "backend": b, "device": device, "seconds": time.perf_counter() - t0,
+            "pid": os.getpid()}
+    return result, meta
+
+
+def new_run_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class LocalExecutor:
+    """Runs every shard in this process (no cluster)."""
+
+    kind = "local"
+
+    def __init__(self, backend: str = "auto"):
+        self.backend = backend
+
+    def n_workers(self) -> int:
+        return 1
+
+    def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any]) -> list[tuple[Any, dict]]:
+        return [execute_shard(fn, run_id, round_no, s, p, self.backend) for s, p in enumerate(payloads)]
+
+    def release(self, run_id: str) -> None:
+        registry.release(run_id)
+
+    def describe(self) -> str:
+        return "in-process"
+
+
+class DaskExecutor:
+    """Runs shards as Dask tasks on a ``distributed.Client``."""
+
+    kind = "dask"
+
+    def __init__(self, client: Any, backend: str = "auto", retries: int | None = None):
+        import dask
+
+        self.client = client
+        self.backend = backend
+        self.retries = int(dask.config.get("distsim.retries", 3) if retries is None else retries)
+        self._placement: dict[tuple[str, int], str] = {}
+
+    def _workers(self) -> dict[str, dict]:
+        return self.client.scheduler_info(n_workers=-1)["workers"]
+
+    def n_workers(self) -> int:
+        return max(1, len(self._workers()))
+
+    def _resources(self) -> dict | None:
+        workers = self._workers()
+        if self.backend != "cpu" and workers and all(w.get("resources", {}).get("GPU") for w in workers.values()):
+            return {"GPU": 1}
+        return None
+
+    def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any]) -> list[tuple[Any, dict]]:
+        addrs = sorted(self._workers())
+        resources = self._resources()
+        futures = []
+        for s, payload in enumerate(payloads):
+            pref = self._placement.get((run_id, s)) or (addrs[s % len(addrs)] if addrs else None)
+            futures.append(self.client.submit(
+                execute_shard, fn, run_id, round_no, s, payload, self.backend,
+                key=f"distsim-{run_id}-s{s}-r{round_no}",
+                workers=[pref] if pref else None,
+                allow_other_workers=True,  # never wait for a worker that may be gone
+                retries=self.retries,
+                resources=resources,
+                pure=False,
+            ))
+        results = self.client.gather(futures)
+        for s, (_, meta) in enumerate(results):
+            self._placement[(run_id, s)] = meta["worker"]
+        return results
+
+    def release(self, run_id: str) -> None:
+        for key in [k for k in self._placement if k[0] == run_id]:
+            del self._placement[key]
+        try:
+            self.client.run(registry.release, run_id)
+        except Exception:  # a worker may be gone; its cache went with it
+            pass
+
+    def describe(self) -> str:
+        return f"dask ({self.n_workers()} workers at {self.client.scheduler.address})"
+
+
+Executor = LocalExecutor | DaskExecutor
+
+
+def executor_for(client: Any = None, backend: str = "auto") -> Executor:
+    """``client`` given: a DaskExecutor on it; None: the default Dask client if one exists, else in-process."""
+    if client is None:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ValueError, ImportError):
+            client = None
+    if client is None:
+        return LocalExecutor(backend)
+    return DaskExecutor(client, backend)
+
+
+class Progress:
+    """A one-line progress report on stderr for long runs (rate-limited; silent when disabled)."""
+
+    def __init__(self, enabled: bool | None = None, label: str = "distsim", every: float = 0.5):
+        self.enabled = sys.stderr.isatty() if enabled is None else bool(enabled)
+        self.label = label
+        self.every = every
+        self._last = 0.0
+        self._shown = False
+
+    def update(self, message: str, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if force or now - self._last >= self.every:
+            self._last = now
+            end = "\r" if sys.stderr.isatty() else "\n"
+            print(f"[{self.label}] {message}".ljust(78), end=end, file=sys.stderr, flush=True)
+            self._shown = True
+
+    def close(self) -> None:
+        if self.enabled and self._shown and sys.stderr.isatty():
+            print(file=sys.stderr, flush=True)

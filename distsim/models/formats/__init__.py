@@ -1,0 +1,79 @@
+"""PBN file formats: ASSA-PBN ``.pbn`` (read/write), bnet and BoolNet, BNMPy/KGBN (read).
+
+:func:`load` picks the reader by extension (``.pbn``/``.assa``: ASSA-PBN; ``.bnet``: bnet/BoolNet)
+or, for ``.txt`` and anything else, by the first line that is not blank or a comment:
+``targets...`` -> BoolNet; ``type=``, ``n=``, ``perturbation=`` or ``nodeNames`` -> ASSA-PBN;
+``NAME = expr[, prob]`` -> BNMPy; ``NAME, expr`` -> bnet. ``format=`` overrides the choice.
+No reader evaluates its input; all report errors as :class:`ModelError` with file and line.
+See :mod:`.boolnet` for the free-input policies (``inputs=``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..errors import ModelError
+from ..pbn import PBN
+from .assa import parse_assa, read_assa, to_assa_text, write_assa
+from .bnmpy import parse_bnmpy, read_bnmpy
+from .boolnet import INPUT_POLICIES, parse_boolnet, read_boolnet
+
+__all__ = ["load", "detect_format", "FORMATS", "INPUT_POLICIES", "read_assa", "parse_assa", "to_assa_text",
+           "write_assa", "read_boolnet", "parse_boolnet", "read_bnmpy", "parse_bnmpy"]
+
+FORMATS = {"assa": "assa", "pbn": "assa", "boolnet": "boolnet", "bnet": "boolnet", "bnmpy": "bnmpy",
+           "kgbn": "bnmpy"}
+_EXTENSIONS = {".pbn": "assa", ".assa": "assa", ".bnet": "boolnet"}
+_ASSA_START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
+_BNMPY_LINE = re.compile(r"[^\s&|!^(),=:#]+\s*=")
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """``"assa"``, ``"boolnet"`` or ``"bnmpy"`` for ``path``, by extension or else by content."""
+    ext = Path(path).suffix.lower()
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            s = raw.strip()
+            if not s or s.startswith("#") or s.startswith("//"):
+                continue
+            if s.lower().startswith("targets"):
+                return "boolnet"
+            if _ASSA_START.match(s):
+                return "assa"
+            if _BNMPY_LINE.match(s):
+                return "bnmpy"
+            if "," in s:
+                return "boolnet"
+            raise ModelError("cannot tell the file format from this line (expected 'targets, factors', "
+                             "'NAME = expr, prob', 'NAME, expr' or an ASSA-PBN 'type=' line); pass format=",
+                             file=str(path), line=lineno)
+    raise ModelError("the file is empty (no line that is not blank or a comment)", file=str(path), line=1)
+
+
+def load(path: str | os.PathLike, *, format: str | None = None, inputs: str = "keep") -> PBN:
+    """Read a PBN file. ``format``: ``"assa"``, ``"boolnet"``, ``"bnet"`` or ``"bnmpy"`` (default:
+    detected). ``inputs``: free-input policy for bnet/BoolNet/BNMPy, one of ``"keep"`` (identity),
+    ``"zero"``, ``"one"``, ``"random"``. A missing file raises :class:`FileNotFoundError`.
+    """
+    if inputs not in INPUT_POLICIES:
+        raise ValueError(f"unknown free-input policy {inputs!r}; expected one of {', '.join(INPUT_POLICIES)}")
+    if not Path(path).is_file():
+        if not Path(path).exists():
+            raise FileNotFoundError(f"model file not found: {os.fspath(path)}")
+        raise IsADirectoryError(f"not a file: {os.fspath(path)}")
+    if format is None:
+        kind = detect_format(path)
+    else:
+        try:
+            kind = FORMATS[format.lower()]
+        except KeyError:
+            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}") from None
+    if kind == "assa":
+        return read_assa(path)
+    if kind == "boolnet":
+        return read_boolnet(path, inputs=inputs)
+    return read_bnmpy(path, inputs=inputs)

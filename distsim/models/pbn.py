@@ -1,0 +1,242 @@
+"""Probabilistic Boolean networks (Shmulevich et al. 2002; seed 000, section 2.1).
+
+A :class:`PBN` is immutable. Each node has one or more predictor functions with selection
+probabilities (an *independent* PBN), or the network has a list of *contexts* -- one function per
+node, chosen jointly with a context probability (a *dependent* PBN). ``perturbation`` is the
+per-node flip probability p of seed 000 eq. (3)/(4); nodes in ``fixed`` are never perturbed
+(ASSA-PBN's ``npNode``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
+
+from .boolean import Expr, Var, to_text, variables
+from .errors import ModelError
+
+PROB_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """One predictor function of a node and its selection probability."""
+
+    expr: Expr
+    probability: float = 1.0
+
+    @property
+    def parents(self) -> tuple[int, ...]:
+        return variables(self.expr)
+
+
+@dataclass(frozen=True)
+class PBN:
+    """An immutable PBN. Build one with :meth:`create` (which normalises probabilities) or a parser."""
+
+    nodes: tuple[str, ...]
+    predictors: tuple[tuple[Predictor, ...], ...]
+    perturbation: float = 0.0
+    fixed: frozenset[int] = frozenset()
+    contexts: tuple[tuple[tuple[int, ...], float], ...] | None = None
+    name: str = ""
+    source: str = ""
+    _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+
+    # ---- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        nodes: Sequence[str],
+        predictors: Sequence[Sequence[Predictor | tuple[Expr, float] | Expr]],
+        *,
+        perturbation: float = 0.0,
+        fixed: Iterable[int | str] = (),
+        contexts: Sequence[tuple[Sequence[int], float]] | None = None,
+        name: str = "",
+        source: str = "",
+        normalise: bool = True,
+    ) -> "PBN":
+        """Validate and build; selection (or context) probabilities are normalised per node."""
+        nodes = tuple(nodes)
+        preds: list[tuple[Predictor, ...]] = []
+        for i, plist in enumerate(predictors):
+            row = []
+            for p in plist:
+                if isinstance(p, Predictor):
+                    row.append(p)
+                elif isinstance(p, Expr):
+                    row.append(Predictor(p, 1.0))
+                else:
+                    row.append(Predictor(p[0], float(p[1])))
+            if normalise and row:
+                total = sum(p.probability for p in row)
+                if total > 0:
+                    row = [Predictor(p.expr, p.probability / total) for p in row]
+            preds.append(tuple(row))
+        index = {n: i for i, n in enumerate(nodes)}
+        fixed_idx = set()
+        for f in fixed:
+            if isinstance(f, str):
+                if f not in index:
+                    raise ModelError(f"non-perturbable node {f!r} is not a node of the network", file=source or None)
+                fixed_idx.add(index[f])
+            else:
+                fixed_idx.add(int(f))
+        ctx = None
+        if contexts is not None:
+            ctx = [(tuple(int(c) for c in choice), float(prob)) for choice, prob in contexts]
+            total = sum(p for _, p in ctx)
+            if normalise and total > 0:
+                ctx = [(c, p / total) for c, p in ctx]
+            ctx = tuple(ctx)
+        return cls(nodes, tuple(preds), float(perturbation), frozenset(fixed_idx), ctx, name, source)
+
+    def __post_init__(self) -> None:
+        src = self.source or None
+        n = len(self.nodes)
+        if n == 0:
+            raise ModelError("a network needs at least one node", file=src)
+        if len(set(self.nodes)) != n:
+            dup = sorted({x for x in self.nodes if self.nodes.count(x) > 1})
+            raise ModelError(f"duplicate node names: {', '.join(dup)}", file=src)
+        if len(self.predictors) != n:
+            raise ModelError(f"{n} nodes but {len(self.predictors)} predictor lists", file=src)
+        if not (0.0 <= self.perturbation < 1.0) or math.isnan(self.perturbation):
+            raise ModelError(f"perturbation probability must be in [0, 1), got {self.perturbation}", file=src)
+        for i, plist in enumerate(self.predictors):
+            if not plist:
+                raise ModelError(f"node {self.nodes[i]!r} has no predictor function", file=src)
+            for p in plist:
+                if not (p.probability > 0) or math.isinf(p.probability):
+                    raise ModelError(
+                        f"node {self.nodes[i]!r}: selection probabilities must be positive, got {p.probability}", file=src
+                    )
+                bad = [v for v in p.parents if not 0 <= v < n]
+                if bad:
+                    raise ModelError(f"node {self.nodes[i]!r}: function reads unknown node index {bad[0]}", file=src)
+            if self.contexts is None and abs(sum(p.probability for p in plist) - 1.0) > PROB_TOL:
+                raise ModelError(
+                    f"node {self.nodes[i]!r}: selection probabilities sum to {sum(p.probability for p in plist)}, not 1",
+                    file=src,
+                )
+        for f in self.fixed:
+            if not 0 <= f < n:
+                raise ModelError(f"non-perturbable node index {f} out of range", file=src)
+        if self.contexts is not None:
+            if not self.contexts:
+                raise ModelError("a dependent PBN needs at least one context", file=src)
+            for choice, prob in self.contexts:
+                if len(choice) != n:
+                    raise ModelError(f"a context must choose one function for each of the {n} nodes", file=src)
+                for i, c in enumerate(choice):
+                    if not 0 <= c < len(self.predictors[i]):
+                        raise ModelError(f"context chooses function {c} of node {self.nodes[i]!r}, which has "
+                                         f"{len(self.predictors[i])}", file=src)
+                if not prob > 0:
+                    raise ModelError(f"context probabilities must be positive, got {prob}", file=src)
+            total = sum(p for _, p in self.contexts)
+            if abs(total - 1.0) > PROB_TOL:
+                raise ModelError(f"context probabilities sum to {total}, not 1", file=src)
+        object.__setattr__(self, "_index", {name: i for i, name in enumerate(self.nodes)})
+
+    # ---- queries ----------------------------------------------------------------------------
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def dependent(self) -> bool:
+        return self.contexts is not None
+
+    @property
+    def n_functions(self) -> int:
+        return sum(len(p) for p in self.predictors)
+
+    def index(self, node: str | int) -> int:
+        """Index of a node given by name (or index)."""
+        if isinstance(node, (int,)) and not isinstance(node, bool):
+            if not 0 <= node < self.n:
+                raise KeyError(f"node index {node} out of range")
+            return node
+        try:
+            return self._index[node]
+        except KeyError:
+            raise KeyError(f"unknown node {node!r}; nodes are: {', '.join(self.nodes[:20])}"
+                           f"{' ...' if self.n > 20 else ''}") from None
+
+    def parents(self, node: int | str) -> tuple[int, ...]:
+        """Union of the parents of all predictor functions of ``node``."""
+        i = self.index(node)
+        return tuple(sorted({v for p in self.predictors[i] for v in p.parents}))
+
+    def perturbable(self) -> tuple[int, ...]:
+        return tuple(i for i in range(self.n) if i not in self.fixed)
+
+    def density(self) -> float:
+        """Seed 000's density: total number of parents over all functions, divided by n."""
+        return sum(len(p.parents) for plist in self.predictors for p in plist) / self.n
+
+    def with_perturbation(self, p: float) -> "PBN":
+        return replace(self, perturbation=float(p))
+
+    def digest(self) -> str:
+        """SHA-256 of a canonical text form (names, functions, probabilities, p, fixed, contexts)."""
+        h = hashlib.sha256()
+        h.update(repr((self.nodes, self.perturbation, sorted(self.fixed))).encode())
+        for plist in self.predictors:
+            for p in plist:
+                h.update(to_text(p.expr, self.nodes).encode())
+                h.update(repr(float(p.probability)).encode())
+            h.update(b";")
+        if self.contexts is not None:
+            h.update(repr(self.contexts).encode())
+        return h.hexdigest()
+
+    def summary(self) -> str:
+        kind = "dependent PBN" if self.dependent else ("PBN" if self.n_functions > self.n else "Boolean network")
+        maxdeg = max(len(p.parents) for plist in self.predictors for p in plist)
+        return (f"{self.name or 'network'}: {kind}, {self.n} nodes, {self.n_functions} functions, "
+                f"max in-degree {maxdeg}, p={self.perturbation:g}, {len(self.fixed)} non-perturbable")
+
+    def __repr__(self) -> str:
+        return f"PBN({self.summary()})"
+
+    # ---- transformations --------------------------------------------------------------------
+
+    def subnetwork(self, keep: Sequence[int]) -> "PBN":
+        """The network restricted to ``keep`` (which must be closed under parents), renumbered in order."""
+        keep = sorted(set(keep))
+        mapping = {old: new for new, old in enumerate(keep)}
+        preds = []
+        for old in keep:
+            row = []
+            for p in self.predictors[old]:
+                missing = [v for v in p.parents if v not in mapping]
+                if missing:
+                    raise ValueError(f"node {self.nodes[old]!r} reads {self.nodes[missing[0]]!r}, which is not kept")
+                from .boolean import remap
+
+                row.append(Predictor(remap(p.expr, mapping), p.probability))
+            preds.append(tuple(row))
+        ctx = None
+        if self.contexts is not None:
+            merged: dict[tuple[int, ...], float] = {}
+            for choice, prob in self.contexts:
+                sub = tuple(choice[o] for o in keep)
+                merged[sub] = merged.get(sub, 0.0) + prob
+            ctx = tuple(merged.items())
+        return PBN(tuple(self.nodes[o] for o in keep), tuple(preds), self.perturbation,
+                   frozenset(mapping[f] for f in self.fixed if f in mapping), ctx, self.name, self.source)
+
+    def state_from_mapping(self, values: Mapping[str | int, int | bool]) -> dict[int, bool]:
+        return {self.index(k): bool(v) for k, v in values.items()}
+
+
+def identity(i: int) -> Predictor:
+    """The predictor ``x_i(t+1) = x_i(t)`` (used for free inputs under the 'keep' policy)."""
+    return Predictor(Var(i), 1.0)

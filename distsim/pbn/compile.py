@@ -1,0 +1,307 @@
+"""Compile a :class:`~distsim.models.pbn.PBN` into flat arrays shared by the CPU and GPU kernels.
+
+Random-number layout (identical on every backend). Trajectory ``c`` of a run with seed ``s`` uses
+the Philox key ``(s, c)``. Word ``k`` of step ``t`` (the transition from state t to t+1) is word
+``k % 4`` of ``philox(counter=(k // 4, t mod 2**32, t >> 32, 0))``; the initial state uses
+counter word 3 = 1. Within a step:
+
+* word 0 decides perturbations (one uniform instead of n Bernoulli draws): with
+  ``G[i] = 2**32 * (1 - (1-p)**(i+1))``, the step is a perturbation iff ``w0 < G[m-1]`` (m
+  perturbable nodes), and then the first flipped node is the smallest ``i`` with ``w0 < G[i]``.
+  Each further flip among the r nodes after the last one uses the next word ``w`` the same way
+  (another flip iff ``w < G[r-1]``). This samples exactly seed 000 eq. (3)/(4) (independent flips
+  with probability p, conditioned on "any flip") up to the 2**-32 resolution of the thresholds.
+* otherwise (no perturbation):
+  synchronous, independent PBN: words 1..M choose the function of each of the M nodes that have
+  more than one (in node order): function f is the first with ``w < T[f]`` (cumulative
+  probabilities times 2**32);
+  synchronous, dependent PBN: word 1 chooses the context;
+  asynchronous: word 1 chooses the node (``floor(w * n / 2**32)``), word 2 its function
+  (independent) or the context (dependent) when there is a choice.
+
+Boolean functions become one straight-line *bit program* over machine words (each bit a
+trajectory): the CPU kernel interprets it over 64-bit words, the GPU kernel is generated from it
+over 32-bit words. Truth tables (lowest-index parent = most significant bit, as in ASSA-PBN) are
+packed 32 entries per word for functions with at most ``TT_MAX_PARENTS`` parents; larger
+functions are evaluated through the program only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models.boolean import And, AtLeast, Const, Expr, Not, Or, Var, Xor, truth_table, variables
+from ..models.pbn import PBN
+
+TT_MAX_PARENTS = 16
+U32 = 2**32
+
+# bit-program opcodes: dst = a OP b
+OP_AND, OP_OR, OP_XOR, OP_ANDN, OP_NOT = 0, 1, 2, 3, 4
+OP_NAMES = {OP_AND: "&", OP_OR: "|", OP_XOR: "^", OP_ANDN: "&~", OP_NOT: "~"}
+
+
+def threshold(prob: float) -> int:
+    """A probability as a uint32 threshold: ``w < threshold(p)`` has probability p (to 2**-32)."""
+    return int(min(U32 - 1, max(0, round(prob * U32))))
+
+
+def perturbation_table(p: float, m: int) -> np.ndarray:
+    """``G[i] = 2**32 * P(at least one flip among i+1 nodes)``, i < m, as uint32."""
+    if p <= 0 or m == 0:
+        return np.zeros(max(m, 1), dtype=np.uint32)
+    lp = math.log1p(-p)
+    return np.array([threshold(-math.expm1((i + 1) * lp)) for i in range(m)], dtype=np.uint32)
+
+
+def cumulative_thresholds(probs: list[float]) -> list[int]:
+    """Thresholds for choosing among options with these probabilities (all but the last matter)."""
+    out, acc = [], 0.0
+    for p in probs:
+        acc += p
+        out.append(threshold(acc))
+    out[-1] = U32 - 1
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# bit program
+
+
+class _ProgramBuilder:
+    """Hash-consed straight-line program with constant folding. Registers 0..n-1 hold the node
+    states, ``n`` is all-zeros and ``n+1`` all-ones; temporaries follow."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.zero = n
+        self.ones = n + 1
+        self.n_regs = n + 2
+        self.code: list[tuple[int, int, int, int]] = []
+        self.cache: dict[tuple[int, int, int], int] = {}
+        self.negation: dict[int, int] = {}  # reg -> reg holding its complement
+
+    def _emit(self, op: int, a: int, b: int) -> int:
+        key = (op, a, b)
+        if key in self.cache:
+            return self.cache[key]
+        d = self.n_regs
+        self.n_regs += 1
+        self.code.append((op, d, a, b))
+        self.cache[key] = d
+        return d
+
+    def not_(self, a: int) -> int:
+        if a == self.zero:
+            return self.ones
+        if a == self.ones:
+            return self.zero
+        if a in self.negation:
+            return self.negation[a]
+        d = self._emit(OP_NOT, a, a)
+        self.negation[d] = a
+        self.negation[a] = d
+        return d
+
+    def and_(self, a: int, b: int) -> int:
+        if a > b:
+            a, b = b, a
+        if a == self.zero or b == self.zero or self.negation.get(a) == b:
+            return self.zero
+        if a == self.ones or a == b:
+            return b
+        if b == self.ones:
+            return a
+        # a & ~x == ANDN(a, x): avoids materialising the complement
+        if b in self.negation and self.code and self._is_not(b):
+            return self._emit(OP_ANDN, a, self.negation[b])
+        if a in self.negation and self._is_not(a):
+            return self._emit(OP_ANDN, b, self.negation[a])
+        return self._emit(OP_AND, a, b)
+
+    def _is_not(self, r: int) -> bool:
+        return r >= self.n + 2 and self.code[r - self.n - 2][0] == OP_NOT
+
+    def or_(self, a: int, b: int) -> int:
+        if a > b:
+            a, b = b, a
+        if a == self.ones or b == self.ones or self.negation.get(a) == b:
+            return self.ones
+        if a == self.zero or a == b:
+            return b
+        if b == self.zero:
+            return a
+        return self._emit(OP_OR, a, b)
+
+    def xor(self, a: int, b: int) -> int:
+        if a > b:
+            a, b = b, a
+        if a == b:
+            return self.zero
+        if a == self.zero:
+            return b
+        if b == self.zero:
+            return a
+        if a == self.ones:
+            return self.not_(b)
+        if b == self.ones:
+            return self.not_(a)
+        return self._emit(OP_XOR, a, b)
+
+    def expr(self, e: Expr) -> int:
+        if isinstance(e, Var):
+            return e.index
+        if isinstance(e, Const):
+            return self.ones if e.value else self.zero
+        if isinstance(e, Not):
+            return self.not_(self.expr(e.arg))
+        if isinstance(e, (And, Or, Xor)):
+            op = {And: self.and_, Or: self.or_, Xor: self.xor}[type(e)]
+            regs = [self.expr(a) for a in e.args]
+            acc = regs[0]
+            for r in regs[1:]:
+                acc = op(acc, r)
+            return acc
+        if isinstance(e, AtLeast):
+            # t[j] = "at least j of the arguments seen so far"
+            t = [self.ones] + [self.zero] * e.k
+            for a in e.args:
+                x = self.expr(a)
+                for j in range(e.k, 0, -1):
+                    t[j] = self.or_(t[j], self.and_(t[j - 1], x))
+            return t[e.k]
+        raise TypeError(f"not an expression: {e!r}")
+
+
+@dataclass(frozen=True)
+class Program:
+    """Straight-line bit program: ``code[k] = (op, dst, a, b)``; function j's value ends in ``outputs[j]``."""
+
+    n_nodes: int
+    n_regs: int
+    code: np.ndarray  # int32 [P, 4]
+    outputs: np.ndarray  # int32 [n_functions]
+
+    @property
+    def size(self) -> int:
+        return int(self.code.shape[0])
+
+
+def compile_program(exprs: list[Expr], n: int) -> Program:
+    b = _ProgramBuilder(n)
+    outs = [b.expr(e) for e in exprs]
+    # dead-code elimination, then renumber temporaries densely
+    live = set(outs)
+    keep = []
+    for op, d, a, c in reversed(b.code):
+        if d in live:
+            keep.append((op, d, a, c))
+            live.update((a, c))
+    keep.reverse()
+    rename = {r: r for r in range(n + 2)}
+    code = []
+    for op, d, a, c in keep:
+        rename[d] = n + 2 + len(code)
+        code.append((op, rename[d], rename[a], rename[c]))
+    arr = np.array(code, dtype=np.int32).reshape(-1, 4)
+    return Program(n, n + 2 + len(code), arr, np.array([rename[o] for o in outs], dtype=np.int32))
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled network
+
+
+@dataclass(frozen=True)
+class CompiledPBN:
+    """Flat arrays of a PBN for the kernels (see the module docstring for their meaning)."""
+
+    n: int
+    perturbation: float
+    dependent: bool
+    func_start: np.ndarray  # int32 [n+1]: node i owns functions func_start[i]:func_start[i+1]
+    func_thresh: np.ndarray  # uint32 [F]: cumulative selection thresholds (per node)
+    multi_nodes: np.ndarray  # int32 [M]: nodes with > 1 function, in node order (independent PBNs)
+    ctx_thresh: np.ndarray  # uint32 [K]: cumulative context thresholds (dependent PBNs; else [1])
+    ctx_func: np.ndarray  # int32 [K, n]: function (local index) of each node in each context
+    n_pert: int  # m: perturbable entries (0 when p == 0)
+    pert_nodes: np.ndarray  # int32 [max(m,1)]: perturbable nodes; -1 = a removed node (SCC reduction)
+    pert_G: np.ndarray  # uint32 [max(m,1)]
+    program: Program
+    # packed truth tables (functions with <= TT_MAX_PARENTS parents; others have tt_words == 0)
+    par_start: np.ndarray  # int32 [F+1]
+    par_index: np.ndarray  # int32 [sum of in-degrees]: parents sorted by index
+    tt_start: np.ndarray  # int32 [F+1]: word offsets into tt
+    tt: np.ndarray  # uint32
+    digest: str
+
+    @property
+    def n_functions(self) -> int:
+        return int(self.func_start[-1])
+
+    @property
+    def words_per_step(self) -> int:
+        """Random words a non-perturbed step consumes (sync) / at most (async)."""
+        return 1 + (1 if self.dependent else len(self.multi_nodes))
+
+
+def compile_pbn(net: PBN, *, removed_perturbable: int = 0) -> CompiledPBN:
+    """Compile ``net``. ``removed_perturbable`` adds that many perturbable phantom nodes (nodes the
+    SCC reduction removed): their flips still make a step a perturbation step (seed 000, Alg. 5)."""
+    n = net.n
+    exprs: list[Expr] = []
+    func_start = [0]
+    func_thresh: list[int] = []
+    for plist in net.predictors:
+        exprs.extend(p.expr for p in plist)
+        func_thresh.extend(cumulative_thresholds([p.probability for p in plist]))
+        func_start.append(len(exprs))
+    multi = [i for i in range(n) if len(net.predictors[i]) > 1] if not net.dependent else []
+    if net.dependent:
+        ctx_thresh = cumulative_thresholds([p for _, p in net.contexts])
+        ctx_func = np.array([c for c, _ in net.contexts], dtype=np.int32).reshape(-1, n)
+    else:
+        ctx_thresh = [U32 - 1]
+        ctx_func = np.zeros((1, n), dtype=np.int32)
+    pert = list(net.perturbable()) + [-1] * int(removed_perturbable)
+    if net.perturbation <= 0:
+        pert = []
+    G = perturbation_table(net.perturbation, len(pert))
+
+    par_start, par_index, tt_start, tt_words = [0], [], [0], []
+    for e in exprs:
+        parents = variables(e)
+        par_index.extend(parents)
+        par_start.append(len(par_index))
+        if len(parents) <= TT_MAX_PARENTS:
+            bits = truth_table(e, parents).astype(np.uint8)
+            pad = (-len(bits)) % 32
+            words = np.packbits(np.concatenate([bits, np.zeros(pad, np.uint8)]).reshape(-1, 32)[:, ::-1],
+                                bitorder="big").view(">u4").astype(np.uint32)
+            tt_words.extend(int(w) for w in words)
+        tt_start.append(len(tt_words))
+
+    prog = compile_program(exprs, n)
+    h = hashlib.sha256((net.digest() + f"|removed={removed_perturbable}").encode()).hexdigest()
+    return CompiledPBN(
+        n=n,
+        perturbation=net.perturbation,
+        dependent=net.dependent,
+        func_start=np.array(func_start, dtype=np.int32),
+        func_thresh=np.array(func_thresh, dtype=np.uint32),
+        multi_nodes=np.array(multi, dtype=np.int32),
+        ctx_thresh=np.array(ctx_thresh, dtype=np.uint32),
+        ctx_func=np.ascontiguousarray(ctx_func),
+        n_pert=len(pert),
+        pert_nodes=np.array(pert if pert else [-1], dtype=np.int32),
+        pert_G=G,
+        program=prog,
+        par_start=np.array(par_start, dtype=np.int32),
+        par_index=np.array(par_index, dtype=np.int32),
+        tt_start=np.array(tt_start, dtype=np.int32),
+        tt=np.array(tt_words if tt_words else [0], dtype=np.uint32),
+        digest=h,
+    )

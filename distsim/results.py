@@ -1,0 +1,115 @@
+"""Result conventions: xarray Datasets with named dims, units and provenance; netCDF/zarr writing.
+
+Dimension names used across workloads: ``chain``, ``trajectory``, ``realization``, ``time``,
+``step``, ``species``, ``node``, ``target``, ``island``, ``generation``, ``draw``, ``point``.
+Every variable carries ``units`` and ``long_name`` where meaningful; the Dataset's ``attrs``
+carry provenance (:func:`provenance`). Attributes are flat strings/numbers so both netCDF and zarr
+store them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+FORMATS = {".nc": "netcdf", ".nc4": "netcdf", ".h5": "netcdf", ".zarr": "zarr"}
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def provenance(
+    *,
+    workload: str,
+    seed: int | None = None,
+    model_name: str | None = None,
+    model_sha256: str | None = None,
+    backend: str | None = None,
+    devices: list[str] | tuple[str, ...] | None = None,
+    executor: str | None = None,
+    wall_time_s: float | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Provenance attributes for a result Dataset (None values are left out)."""
+    import dask
+    import numpy
+
+    attrs: dict[str, Any] = {
+        "distsim_version": _version(),
+        "workload": workload,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "numpy_version": numpy.__version__,
+        "dask_version": dask.__version__,
+        "seed": seed,
+        "model_name": model_name,
+        "model_sha256": model_sha256,
+        "backend": backend,
+        "devices": ", ".join(sorted(set(devices))) if devices else None,
+        "executor": executor,
+        "wall_time_s": None if wall_time_s is None else float(wall_time_s),
+    }
+    for k, v in extra.items():
+        attrs[k] = v
+    clean = {}
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            v = int(v)
+        elif not isinstance(v, (str, int, float)):
+            v = str(v)
+        clean[k] = v
+    return clean
+
+
+def check_output_path(path: str | os.PathLike) -> Path:
+    """Validate an output path before any work is done (known extension, existing parent folder)."""
+    p = Path(path)
+    if p.suffix.lower() not in FORMATS:
+        raise ValueError(f"{p}: unknown output format {p.suffix!r}; use one of {', '.join(sorted(FORMATS))}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{p}: folder {parent} does not exist")
+    return p
+
+
+def write(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write to netCDF (``.nc``, via h5netcdf) or zarr (``.zarr``), atomically (temp file, then rename)."""
+    p = check_output_path(path)
+    fmt = FORMATS[p.suffix.lower()]
+    parent = p.parent if str(p.parent) else Path(".")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
+    try:
+        target = tmp / p.name
+        if fmt == "netcdf":
+            ds.to_netcdf(target, engine="h5netcdf")
+        else:
+            ds.to_zarr(target, mode="w", consolidated=False)
+        if p.exists():
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+        os.replace(target, p)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return p
+
+
+def open_result(path: str | os.PathLike) -> xr.Dataset:
+    """Open a result written by :func:`write`."""
+    p = Path(path)
+    if FORMATS.get(p.suffix.lower()) == "zarr":
+        return xr.open_zarr(p, consolidated=False)
+    return xr.open_dataset(p, engine="h5netcdf")

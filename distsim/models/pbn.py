@@ -240,3 +240,49 @@ class PBN:
 def identity(i: int) -> Predictor:
     """The predictor ``x_i(t+1) = x_i(t)`` (used for free inputs under the 'keep' policy)."""
     return Predictor(Var(i), 1.0)
+
+
+def random_pbn(
+    n: int,
+    *,
+    seed: int = 0,
+    max_parents: int = 3,
+    multi_fraction: float = 0.3,
+    max_functions: int = 3,
+    perturbation: float = 0.01,
+    fixed_fraction: float = 0.0,
+    contexts: int = 0,
+    name: str = "random",
+) -> PBN:
+    """A random PBN (for tests and benchmarks): random AND/OR/NOT expressions over random parents.
+
+    ``multi_fraction`` of the nodes get 2..``max_functions`` predictors; ``contexts`` > 0 makes a
+    dependent PBN with that many random contexts.
+    """
+    import numpy as np
+
+    from .boolean import And, Not, Or
+
+    rng = np.random.default_rng(seed)
+    preds = []
+    for _ in range(n):
+        nf = int(rng.integers(2, max_functions + 1)) if rng.random() < multi_fraction else 1
+        row = []
+        for _ in range(nf):
+            k = int(rng.integers(1, min(max_parents, n) + 1))
+            lits: list[Expr] = []
+            for j in rng.choice(n, k, replace=False):
+                v: Expr = Var(int(j))
+                lits.append(Not(v) if rng.random() < 0.4 else v)
+            e = lits[0]
+            for lit in lits[1:]:
+                e = And((e, lit)) if rng.random() < 0.5 else Or((e, lit))
+            row.append(Predictor(e, float(rng.random() + 0.1)))
+        preds.append(row)
+    fixed = [i for i in range(n) if rng.random() < fixed_fraction]
+    ctx = None
+    if contexts:
+        ctx = [(tuple(int(rng.integers(len(preds[i]))) for i in range(n)), float(rng.random() + 0.1))
+               for _ in range(contexts)]
+    return PBN.create([f"x{i}" for i in range(n)], preds, perturbation=perturbation, fixed=fixed, contexts=ctx,
+                      name=name)

@@ -27,8 +27,8 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1):
     c1 = np.uint64(c1)
     c2 = np.uint64(c2)
     c3 = np.uint64(c3)
-    k0 = np.uint64(k0)
-    k1 = np.uint64(k1)
+    k0 = np.uint64(k0) & MASK32
+    k1 = np.uint64(k1) & MASK32
     for i in range(10):
         if i > 0:
             k0 = (k0 + W0) & MASK32

@@ -1,0 +1,301 @@
+"""Steady-state probabilities of PBNs: seed 000's Algorithm 3, distributed over shards of chains.
+
+1. Gelman & Rubin (Algorithm 2): omega chains run to length 2*psi; R-hat of the 0/1 process "in
+   the target set" over the last psi steps of each chain; psi doubles until R-hat is below the
+   threshold for every target.
+2. Two-state Markov chain (Algorithm 3): the sample is steps m+1..m+n of every chain (m = n = psi
+   at first); alpha and beta are estimated from the pooled sample, the required sample size N
+   (Algorithm 1, line 8) decides how far every chain is extended; then the burn-in M is checked
+   (Algorithm 3, lines 14-17) and, if M > m, the sample start moves to M and step 2 repeats.
+
+Only integer counts travel back from the shards (per-chain sums for R-hat, pooled segment counts
+for the two-state chain), so the answer for a given seed does not depend on how many workers or
+GPUs ran it. Several targets share one simulation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import engine, results
+from ..models.pbn import PBN
+from ..rng import check_seed
+from .compile import compile_pbn
+from .inputs import Target, TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, target_label
+from .reduce import reduce_network
+from .shard import Block, advance_block
+from .simulate import LANE_ALIGN
+from .stats import ChainSums, TwoState, burn_in, half_width, rhat, sample_size
+
+
+def default_chains(precision: float) -> int:
+    """Chains used when ``chains`` is not given: a power of two growing like 1/(64 r^2), in [2^8, 2^22].
+
+    It depends only on the precision, never on the hardware, so a seed gives the same answer on any
+    cluster; it is large enough to fill a GPU at r <= 1e-4.
+    """
+    want = 1.0 / (64.0 * precision * precision)
+    return int(2 ** min(22, max(8, math.ceil(math.log2(want)))))
+
+
+@dataclass
+class _Segment:
+    start: int
+    end: int
+    counts: np.ndarray  # [T, 3]: ones, n01, n10 over states start+1..end
+
+
+@dataclass
+class _Ensemble:
+    """The chains of one run, split in shards; tracks their length and the counted segments."""
+
+    ex: Any
+    template: list[Block]
+    run_id: str
+    T: int
+    length: int = 0
+    rounds: int = 0
+    steps: int = 0
+    segments: list[_Segment] = field(default_factory=list)
+    occupancy: dict[int, np.ndarray] = field(default_factory=dict)  # step -> chains in each target
+    metas: list[dict] = field(default_factory=list)
+    device_seconds: float = 0.0
+
+    @property
+    def chains(self) -> int:
+        return sum(b.n_chains for b in self.template)
+
+    def advance(self, to_step: int, *, count_from: int | None = None, pieces: int = 1,
+                boundaries: Sequence[int] = (), want_chain: bool = False) -> list[ChainSums] | None:
+        """Advance every chain to ``to_step``; count from ``count_from`` (default: current length)
+        in ``pieces`` equal segments plus the given extra boundaries."""
+        start = self.length if count_from is None else count_from
+        grid = {start + (to_step - start) * k // pieces for k in range(1, pieces + 1)}
+        grid |= {b for b in boundaries if start < b < to_step}
+        segs = (start,) + tuple(sorted(grid))
+        blocks = [replace(b, step_from=start, segments=segs, want_chain=want_chain) for b in self.template]
+        out = self.ex.run_round(advance_block, self.run_id, self.rounds, blocks)
+        self.rounds += 1
+        self.steps += self.chains * (to_step - self.length)
+        self.metas.extend(m for _, m in out)
+        self.device_seconds += max(m["seconds"] for _, m in out)
+        pooled = np.sum([r["pooled"] for r, _ in out], axis=0).astype(np.int64)  # [S, T, 4]
+        self.occupancy[start] = pooled[0, :, 3]
+        for k in range(1, len(segs)):
+            self.segments.append(_Segment(segs[k - 1], segs[k], pooled[k, :, :3]))
+            self.occupancy[segs[k]] = pooled[k, :, 3]
+        self.length = to_step
+        if not want_chain:
+            return None
+        psi = to_step - start
+        return [sum((ChainSums(b.n_chains, psi, *r["chain_sums"][t]) for b, (r, _) in zip(self.template, out)),
+                    ChainSums(0, psi, 0, 0)) for t in range(self.T)]
+
+    def boundaries(self) -> list[int]:
+        return sorted({s.start for s in self.segments} | {s.end for s in self.segments})
+
+    def window(self, m: int) -> list[TwoState]:
+        """Two-state counts of the sample of states m+1..length, per target."""
+        counts = sum((s.counts for s in self.segments if s.start >= m and s.end <= self.length),
+                     np.zeros((self.T, 3), np.int64))
+        size = self.chains * (self.length - m)
+        out = []
+        for t in range(self.T):
+            ones, n01, n10 = (int(x) for x in counts[t])
+            from1 = ones + int(self.occupancy[m][t]) - int(self.occupancy[self.length][t])
+            out.append(TwoState(size, ones, n01, n10, from1))
+        return out
+
+
+def steady_state(
+    net: PBN | str,
+    target: TargetSpec | Sequence[TargetSpec],
+    *,
+    mode: str = "sync",
+    precision: float = 1e-4,
+    confidence: float = 0.95,
+    epsilon: float = 1e-10,
+    chains: int | None = None,
+    initial_length: int = 64,
+    rhat_threshold: float = 1.05,
+    reduce: bool = True,
+    seed: int = 0,
+    perturbation: float | None = None,
+    initial: str | Mapping[str, int] | None = "random",
+    segments: int = 8,
+    max_length: int = 2**31,
+    client: Any = None,
+    backend: str = "auto",
+    progress: bool | None = None,
+    plot: str | None = None,
+) -> xr.Dataset:
+    """Estimate the steady-state probability of one or more target sets of states.
+
+    ``target``: ``"A=1,B=0"``, ``{"A": 1, "B": 0}``, or a list of such (sharing one simulation).
+    ``precision`` r and ``confidence`` s: the estimate is within +-r of the true value with
+    probability s (two-state Markov chain approach); ``epsilon``: its burn-in tolerance.
+    ``chains``: omega (default :func:`default_chains`); ``initial_length``: psi_0.
+    ``reduce``: drop nodes that are not ancestors of the target nodes (SCC reduction).
+    Returns a Dataset over ``target`` with ``probability``, ``ci_low``, ``ci_high``, ``rhat``,
+    ``burn_in``, ``sample_size``, ``alpha``, ``beta`` and run figures; ``plot`` writes a PNG of the
+    convergence (R-hat and estimate against chain length).
+    """
+    t_start = time.perf_counter()
+    if not 0 < precision < 0.5:
+        raise ValueError(f"precision must be in (0, 0.5), got {precision}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not 0 < epsilon < 1:
+        raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
+    if rhat_threshold <= 1:
+        raise ValueError(f"rhat_threshold must be > 1, got {rhat_threshold}")
+    if plot is not None and not str(plot).lower().endswith(".png"):
+        raise ValueError(f"plot must be a .png path, got {plot!r}")
+    net = as_network(net, perturbation=perturbation)
+    tgts = parse_targets(target, net)
+    if not tgts:
+        raise ValueError("steady_state needs at least one target")
+    seed = check_seed(seed)
+    mode_id = check_mode(mode)
+    omega = check_count("chains", chains if chains is not None else default_chains(precision), 2, 2**32)
+    psi0 = check_count("initial_length", initial_length, 2, max_length)
+    segments = check_count("segments", segments, 1, 1024)
+    fix_mask, fix_val = initial_state(initial, net)
+
+    # SCC reduction: simulate only the ancestors of the target nodes
+    if reduce:
+        sub, keep, removed_pert = reduce_network(net, {i for t in tgts for i, _ in t})
+    else:
+        sub, keep, removed_pert = net, list(range(net.n)), 0
+    remap = {old: new for new, old in enumerate(keep)}
+    sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
+    compiled = compile_pbn(sub, removed_perturbable=removed_pert)
+    T = len(tgts)
+
+    ex = engine.executor_for(client, backend)
+    shards = engine.split(omega, ex.n_workers(), align=LANE_ALIGN)
+    template = [Block(compiled, mode_id, sim_targets, seed, r.start, len(r), fix_mask[keep], fix_val[keep], 0, (0,))
+                for r in shards]
+    ens = _Ensemble(ex, template, engine.new_run_id("pbn-ss"), T)
+    prog = engine.Progress(progress, "pbn steady-state")
+    history: list[tuple[int, list[float], list[float]]] = []
+    converged_gr = False
+    try:
+        # ---- 1. Gelman & Rubin: psi doubles until R-hat < threshold for every target
+        psi = psi0
+        while True:
+            sums = ens.advance(2 * psi, count_from=psi, pieces=segments, want_chain=True)
+            r = [rhat(s) for s in sums]
+            est = [s.s1 / (s.chains * s.psi) for s in sums]
+            history.append((ens.length, r, est))
+            prog.update(f"Gelman-Rubin: length {ens.length}, R-hat {max(r):.4f}, estimate {_fmt(est)}")
+            if max(r) < rhat_threshold:
+                converged_gr = True
+                break
+            if 4 * psi > max_length:
+                break
+            psi *= 2
+
+        # ---- 2. two-state Markov chain: extend until the sample is large enough, check burn-in
+        m = psi
+        flag = "" if converged_gr else "Gelman-Rubin did not converge within max_length"
+        for _ in range(10_000):
+            while True:
+                if m >= ens.length:  # sample start beyond the chains' end: extend past it first
+                    ens.advance(m + max(psi, 1), pieces=segments, boundaries=(m,))
+                win = ens.window(m)
+                n = ens.length - m
+                if all(w.identifiable for w in win):
+                    need = [sample_size(w.alpha, w.beta, precision, confidence) for w in win]
+                    E = max(-(-(N - w.size) // omega) for N, w in zip(need, win))
+                else:  # a target not yet entered and left: no alpha/beta yet; double the sample
+                    E = n
+                history.append((ens.length, [math.nan] * T, [w.estimate for w in win]))
+                prog.update(f"two-state: length {ens.length}, sample {omega * n:.3g}, estimate "
+                            f"{_fmt([w.estimate for w in win])}")
+                if E <= 0:
+                    break
+                if ens.length + E > max_length:
+                    flag = flag or "max_length reached before the required sample size"
+                    break
+                ens.advance(ens.length + E, pieces=segments)
+            if flag and "max_length" in flag:
+                break
+            win = ens.window(m)
+            if not all(w.identifiable for w in win):
+                break
+            M = max(burn_in(w.alpha, w.beta, epsilon) for w in win)
+            if M <= m:
+                break
+            later = [b for b in ens.boundaries() if b >= M]
+            m = later[0] if later and later[0] <= ens.length else M  # round up to a counted boundary
+    finally:
+        ens.ex.release(ens.run_id)
+        prog.close()
+
+    win = ens.window(m)
+    wall = time.perf_counter() - t_start
+    ds = _dataset(net, tgts, win, sums, r if converged_gr else [rhat(s) for s in sums], m, ens, omega, precision,
+                  confidence, epsilon, psi, converged_gr, flag, history)
+    ds.attrs = results.provenance(
+        workload="pbn.steady_state", seed=seed, model_name=net.name, model_sha256=net.digest(),
+        backend=",".join(sorted({m_["backend"] for m_ in ens.metas})), devices=[m_["device"] for m_ in ens.metas],
+        executor=ex.describe(), wall_time_s=wall, mode=mode, precision=precision, confidence=confidence,
+        epsilon=epsilon, rhat_threshold=rhat_threshold, chains=omega, initial_length=psi0,
+        chain_length=ens.length, steps_simulated=ens.steps, rounds=ens.rounds, perturbation=net.perturbation,
+        reduced=reduce, nodes=net.n, nodes_removed=net.n - len(keep), nodes_simulated=len(keep),
+        device_seconds=ens.device_seconds, steps_per_second=ens.steps / max(ens.device_seconds, 1e-12),
+        converged=int(converged_gr and not flag), note=flag or "ok",
+    )
+    if plot is not None:
+        from .plots import plot_convergence
+
+        plot_convergence(ds, plot)
+    return ds
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return ", ".join(f"{v:.6f}" for v in values[:4]) + (" ..." if len(values) > 4 else "")
+
+
+def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], sums: list[ChainSums], rh: list[float], m: int,
+             ens: _Ensemble, omega: int, precision: float, confidence: float, epsilon: float, psi: int,
+             converged: bool, flag: str, history) -> xr.Dataset:
+    T = len(tgts)
+    prob = np.array([w.estimate for w in win])
+    hw = np.array([half_width(w, confidence) for w in win])
+    needed = [sample_size(w.alpha, w.beta, precision, confidence) if w.identifiable else -1 for w in win]
+    M = [burn_in(w.alpha, w.beta, epsilon) if w.identifiable else -1 for w in win]
+    labels = [target_label(t, net) for t in tgts]
+    hist_len = np.array([h[0] for h in history], dtype=np.int64)
+    hist_r = np.array([h[1] for h in history], dtype=np.float64).reshape(len(history), T)
+    hist_e = np.array([h[2] for h in history], dtype=np.float64).reshape(len(history), T)
+    data = {
+        "probability": ("target", prob, {"long_name": "steady-state probability of the target set", "units": "1"}),
+        "ci_low": ("target", np.clip(prob - precision, 0, 1),
+                   {"long_name": f"lower end of the {confidence:.0%} interval (estimate - precision)", "units": "1"}),
+        "ci_high": ("target", np.clip(prob + precision, 0, 1),
+                    {"long_name": f"upper end of the {confidence:.0%} interval (estimate + precision)", "units": "1"}),
+        "half_width": ("target", hw, {"long_name": "achieved half-width of the interval (two-state chain)",
+                                      "units": "1"}),
+        "rhat": ("target", np.array(rh), {"long_name": "Gelman-Rubin potential scale reduction at convergence"}),
+        "burn_in": ("target", np.full(T, m, dtype=np.int64), {"long_name": "steps discarded from each chain"}),
+        "burn_in_required": ("target", np.array(M, dtype=np.int64),
+                             {"long_name": "two-state burn-in M from alpha, beta, epsilon"}),
+        "sample_size": ("target", np.array([w.size for w in win], dtype=np.int64),
+                        {"long_name": "states in the pooled sample (all chains)"}),
+        "sample_size_required": ("target", np.array(needed, dtype=np.int64),
+                                 {"long_name": "two-state sample size N for the precision and confidence"}),
+        "alpha": ("target", np.array([w.alpha for w in win]), {"long_name": "P(enter the target set)"}),
+        "beta": ("target", np.array([w.beta for w in win]), {"long_name": "P(leave the target set)"}),
+        "history_length": ("round", hist_len, {"long_name": "chain length after the round"}),
+        "history_rhat": (("round", "target"), hist_r, {"long_name": "R-hat (Gelman-Rubin rounds)"}),
+        "history_estimate": (("round", "target"), hist_e, {"long_name": "estimate after the round"}),
+    }
+    return xr.Dataset(data, coords={"target": labels, "round": np.arange(len(history))})

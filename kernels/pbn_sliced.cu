@@ -1,0 +1,233 @@
+// Bit-sliced PBN simulation: each thread advances 32 trajectories (one bit each) of one word group.
+// State layout: S[node * G + group], one 32-bit word per node and group (coalesced across threads).
+//
+// This file is a template: distsim/pbn/gpu.py replaces every region between "//@@ NAME" and
+// "//@@ end" with code generated from the network's compiled bit program (the same program the CPU
+// kernel interprets), so CPU and GPU compute identical trajectories. As written here it holds a
+// tiny default network (x0' = x1, x1' = !x0 | x2 with 2 functions for x2) so that `nvcc --ptx`
+// can check it on a machine with no GPU. Random-number layout: distsim/pbn/compile.py.
+#include "philox.cuh"
+
+//@@ defs
+#define DS_N 3
+#define DS_ASYNC 0
+#define DS_NBITS 2       // bits to encode a node index (async)
+#define DS_MAXF 2        // max functions per node
+#define DS_T 1           // number of target sets
+//@@ end
+
+#define DS_VC 8          // vertical-counter planes (per-chain counts flushed every 255 steps)
+
+__device__ __forceinline__ uint32_t ds_word(const ds_u32x4& b, int k) {
+    return (k & 3) == 0 ? b.x : ((k & 3) == 1 ? b.y : ((k & 3) == 2 ? b.z : b.w));
+}
+
+// First i < len with u < G[i] (G non-decreasing, u < G[len-1]).
+__device__ __forceinline__ int ds_first_above(const uint32_t* __restrict__ G, int len, uint32_t u) {
+    int lo = 0, hi = len - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        if (u < G[mid]) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ int ds_choose(uint32_t u, const uint32_t* __restrict__ th, int count) {
+    int f = 0;
+    while (f < count - 1 && u >= th[f]) ++f;
+    return f;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
+           const unsigned long long chain0, const unsigned long long step0, const int nsteps, const uint32_t seed,
+           const int* __restrict__ func_start, const uint32_t* __restrict__ func_thresh,
+           const uint32_t* __restrict__ ctx_thresh, const int n_ctx, const int* __restrict__ ctx_func,
+           const int* __restrict__ pert_nodes, const uint32_t* __restrict__ pertG, const int n_pert,
+           const int want_chain, uint32_t* __restrict__ chain_ones,
+           const int want_nodes, unsigned long long* __restrict__ node_ones,
+           unsigned long long* __restrict__ pooled)
+{
+    extern __shared__ unsigned long long ds_node_acc[];  // [DS_N] when want_nodes
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (want_nodes) {
+        for (int i = threadIdx.x; i < DS_N; i += blockDim.x) ds_node_acc[i] = 0ull;
+        __syncthreads();
+    }
+    const bool active = g < G;
+    const int lanes = active ? min(32, n_chains - g * 32) : 0;
+    const uint32_t valid = lanes >= 32 ? 0xFFFFFFFFu : ((1u << lanes) - 1u);
+    const uint32_t G_last = n_pert > 0 ? pertG[n_pert - 1] : 0u;
+    const int gi = active ? g : 0;
+
+    //@@ load
+    uint32_t s0 = S[0 * G + gi], s1 = S[1 * G + gi], s2 = S[2 * G + gi];
+    //@@ end
+
+    // targets: previous occupancy, pooled counters, vertical counters
+    uint32_t prev[DS_T];
+    uint32_t cnt_ones[DS_T], cnt_01[DS_T], cnt_10[DS_T];
+    uint32_t vc[DS_T][DS_VC];
+#pragma unroll
+    for (int t = 0; t < DS_T; ++t) {
+        cnt_ones[t] = cnt_01[t] = cnt_10[t] = 0u;
+#pragma unroll
+        for (int b = 0; b < DS_VC; ++b) vc[t][b] = 0u;
+    }
+    //@@ targets
+#define DS_TARGETS(m) { m[0] = s0 & ~s1 & valid; }
+    //@@ end
+    DS_TARGETS(prev);
+
+    int since_flush = 0;
+    for (int st = 0; st < nsteps; ++st) {
+        const unsigned long long step = step0 + (unsigned long long)st;
+        const uint32_t slo = (uint32_t)step, shi = (uint32_t)(step >> 32);
+        uint32_t ev = 0u;
+        //@@ select_decl
+        uint32_t ge_2_1 = 0u;  // lanes where node 2 takes function >= 1
+        //@@ end
+        for (int lane = 0; lane < lanes; ++lane) {
+            const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
+            const uint32_t bit = 1u << lane;
+            const ds_u32x4 b0 = ds_philox4x32_10(ds_u32x4{0u, slo, shi, 0u}, seed, chain);
+            if (b0.x < G_last) { ev |= bit; continue; }
+            //@@ select_lane
+            if (b0.y >= 0x80000000u) ge_2_1 |= bit;
+            //@@ end
+        }
+
+        //@@ logic
+        const uint32_t f0 = s1;
+        const uint32_t f1 = ~s0 | s2;
+        const uint32_t f2 = s0;
+        const uint32_t f3 = s1;
+        //@@ end
+
+        //@@ merge
+        uint32_t n0 = f0, n1 = f1, n2 = f2;
+        n2 ^= (n2 ^ f3) & ge_2_1;
+        n0 = (n0 & ~ev) | (s0 & ev); n1 = (n1 & ~ev) | (s1 & ev); n2 = (n2 & ~ev) | (s2 & ev);
+        //@@ end
+
+        // perturbation steps: flip the chosen nodes of each perturbed trajectory
+        uint32_t e = ev;
+        while (e) {
+            const int lane = __ffs(e) - 1;
+            const uint32_t lb = 1u << lane;
+            e &= e - 1u;
+            const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
+            ds_u32x4 blk = ds_philox4x32_10(ds_u32x4{0u, slo, shi, 0u}, seed, chain);
+            int cur = 0;
+            uint32_t u = blk.x;
+            int i = ds_first_above(pertG, n_pert, u);
+            int base = 0, k = 1;
+            while (true) {
+                const int node = pert_nodes[base + i];
+                switch (node) {
+                    //@@ flip
+                    case 0: n0 ^= lb; break;
+                    case 1: n1 ^= lb; break;
+                    case 2: n2 ^= lb; break;
+                    //@@ end
+                    default: break;
+                }
+                base += i + 1;
+                if (base >= n_pert) break;
+                if ((k >> 2) != cur) { cur = k >> 2; blk = ds_philox4x32_10(ds_u32x4{(uint32_t)cur, slo, shi, 0u}, seed, chain); }
+                u = ds_word(blk, k);
+                ++k;
+                const int r = n_pert - base;
+                if (u >= pertG[r - 1]) break;
+                i = ds_first_above(pertG, r, u);
+            }
+        }
+
+        //@@ store_step
+        s0 = n0; s1 = n1; s2 = n2;
+        //@@ end
+
+        uint32_t now[DS_T];
+        DS_TARGETS(now);
+#pragma unroll
+        for (int t = 0; t < DS_T; ++t) {
+            cnt_ones[t] += __popc(now[t]);
+            cnt_01[t] += __popc(~prev[t] & now[t]);
+            cnt_10[t] += __popc(prev[t] & ~now[t]);
+            prev[t] = now[t];
+        }
+        if (want_chain) {
+#pragma unroll
+            for (int t = 0; t < DS_T; ++t) {
+                uint32_t carry = now[t];
+#pragma unroll
+                for (int b = 0; b < DS_VC; ++b) {
+                    const uint32_t tmp = vc[t][b] & carry;
+                    vc[t][b] ^= carry;
+                    carry = tmp;
+                }
+            }
+            if (++since_flush == (1 << DS_VC) - 1 || st == nsteps - 1) {
+#pragma unroll
+                for (int t = 0; t < DS_T; ++t) {
+                    for (int lane = 0; lane < lanes; ++lane) {
+                        uint32_t c = 0u;
+#pragma unroll
+                        for (int b = 0; b < DS_VC; ++b) c |= ((vc[t][b] >> lane) & 1u) << b;
+                        chain_ones[(size_t)t * n_chains + g * 32 + lane] += c;
+                    }
+#pragma unroll
+                    for (int b = 0; b < DS_VC; ++b) vc[t][b] = 0u;
+                }
+                since_flush = 0;
+            }
+        }
+        if (want_nodes) {
+            //@@ node_counts
+            { uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc(s0 & valid)); if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[0], (unsigned long long)c); }
+            { uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc(s1 & valid)); if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[1], (unsigned long long)c); }
+            { uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc(s2 & valid)); if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[2], (unsigned long long)c); }
+            //@@ end
+        }
+    }
+
+    if (active) {
+        //@@ store
+        S[0 * G + g] = s0; S[1 * G + g] = s1; S[2 * G + g] = s2;
+        //@@ end
+#pragma unroll
+        for (int t = 0; t < DS_T; ++t) {
+            atomicAdd(&pooled[4 * t + 0], (unsigned long long)cnt_ones[t]);
+            atomicAdd(&pooled[4 * t + 1], (unsigned long long)cnt_01[t]);
+            atomicAdd(&pooled[4 * t + 2], (unsigned long long)cnt_10[t]);
+            atomicAdd(&pooled[4 * t + 3], (unsigned long long)__popc(prev[t]));
+        }
+    }
+    if (want_nodes) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < DS_N; i += blockDim.x) atomicAdd(&node_ones[i], ds_node_acc[i]);
+    }
+}
+
+// Initial states: node i of trajectory c is bit i%32 of word i/32 of the stream (counter word 3 = 1).
+extern "C" __global__ void pbn_init(uint32_t* __restrict__ S, const int G, const int n_chains, const int n,
+                                    const unsigned long long chain0, const uint32_t seed)
+{
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= G) return;
+    const int lanes = min(32, n_chains - g * 32);
+    for (int w = 0; w * 32 < n; ++w) {
+        uint32_t lw[32];
+#pragma unroll
+        for (int lane = 0; lane < 32; ++lane) {
+            const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
+            lw[lane] = lane < lanes ? ds_word(ds_philox4x32_10(ds_u32x4{(uint32_t)(w >> 2), 0u, 0u, 1u}, seed, chain), w) : 0u;
+        }
+        for (int b = 0; b < 32 && w * 32 + b < n; ++b) {
+            uint32_t word = 0u;
+#pragma unroll
+            for (int lane = 0; lane < 32; ++lane) word |= ((lw[lane] >> b) & 1u) << lane;
+            S[(size_t)(w * 32 + b) * G + g] = word;
+        }
+    }
+}

@@ -1,0 +1,43 @@
+"""Shared fixtures: GPU detection (tests marked ``gpu`` are skipped without one) and a Dask cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "pbn"
+
+
+def _gpu() -> bool:
+    from distsim.backends import gpu_available
+
+    return gpu_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if _gpu():
+        return
+    skip = pytest.mark.skip(reason="no usable CUDA GPU (CuPy) here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A 2-worker local CPU cluster (processes, one thread each), shared by the session."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           resources={"CPU": 1})
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture
+def examples() -> Path:
+    return EXAMPLES

@@ -1,0 +1,147 @@
+"""GPU conformance: the CUDA kernels reproduce the CPU kernels bit for bit (run on a lent GPU)."""
+
+import numpy as np
+import pytest
+
+from distsim import backends
+from distsim.models.formats import load
+from distsim.models.pbn import random_pbn
+from distsim.pbn import cpu
+from distsim.pbn.compile import compile_pbn
+from distsim.pbn.shard import flat_targets
+from distsim.rng import philox, uniform_f32, uniform_f64
+
+pytestmark = pytest.mark.gpu
+
+PHILOX_TEST = r"""
+#include "philox.cuh"
+extern "C" __global__ void blocks(const uint32_t* ctr, const uint32_t* key, uint32_t* out, float* f32, double* f64, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    ds_u32x4 c{ctr[4*i], ctr[4*i+1], ctr[4*i+2], ctr[4*i+3]};
+    ds_u32x4 r = ds_philox4x32_10(c, key[2*i], key[2*i+1]);
+    out[4*i] = r.x; out[4*i+1] = r.y; out[4*i+2] = r.z; out[4*i+3] = r.w;
+    f32[i] = ds_u01_f32(r.x);
+    f64[i] = ds_u01_f64(r.y, r.z);
+}
+"""
+
+
+def test_philox_cpu_equals_gpu():
+    import cupy as cp
+
+    rng = np.random.default_rng(1)
+    n = 100_000
+    ctr = rng.integers(0, 2**32, size=(n, 4), dtype=np.uint64).astype(np.uint32)
+    ctr[:3] = [[0, 0, 0, 0], [0xFFFFFFFF] * 4, [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344]]
+    key = rng.integers(0, 2**32, size=(n, 2), dtype=np.uint64).astype(np.uint32)
+    key[:3] = [[0, 0], [0xFFFFFFFF] * 2, [0xA4093822, 0x299F31D0]]
+    fn = backends.load_module(PHILOX_TEST).get_function("blocks")
+    out = cp.zeros((n, 4), cp.uint32)
+    f32 = cp.zeros(n, cp.float32)
+    f64 = cp.zeros(n, cp.float64)
+    fn(((n + 255) // 256,), (256,), (cp.asarray(ctr), cp.asarray(key), out, f32, f64, np.int32(n)))
+    ref = philox(ctr, key)
+    assert np.array_equal(cp.asnumpy(out), ref)
+    assert int(ref[0, 0]) == 0x6627E8D5 and int(ref[2, 3]) == 0x24126EA1
+    assert np.array_equal(cp.asnumpy(f32), uniform_f32(ref[:, 0]))
+    assert np.array_equal(cp.asnumpy(f64), uniform_f64(ref[:, 1], ref[:, 2]))
+
+
+CASES = {
+    "random-independent": lambda: random_pbn(40, seed=1, multi_fraction=0.4, perturbation=0.05, fixed_fraction=0.1),
+    "random-dependent": lambda: random_pbn(30, seed=2, multi_fraction=0.5, perturbation=0.02, contexts=4),
+    "large-p": lambda: random_pbn(12, seed=4, perturbation=0.3),
+    "shmulevich": lambda: load("examples/pbn/bnmpy_shmulevich2002_examplePBN_3n.txt").with_perturbation(0.01),
+    "kgbn48": lambda: load("examples/pbn/kgbn_aspc1_optimized_pbn_48n_80f.txt").with_perturbation(0.001),
+    "sizek87": lambda: load("examples/pbn/bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet").with_perturbation(0.001),
+    "erbb247": lambda: load("examples/pbn/bbm004_helikar2013_erbb_receptor_signaling_247n.bnet").with_perturbation(0.01),
+    "assa-npnode": lambda: load("examples/pbn/bang_test2_perturbation0.2.pbn"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("mode", [0, 1])
+def test_pbn_kernel_cpu_equals_gpu(case, mode):
+    import cupy as cp
+
+    from distsim.pbn.gpu import get_kernel, unslice32
+
+    net = CASES[case]()
+    c = compile_pbn(net)
+    n_chains, chain0, seed = 1000, 77, 5
+    targets = [((0, 1),), ((1, 0), (net.n - 1, 1))]
+    fix = (np.zeros(net.n, bool), np.zeros(net.n, np.uint8))
+    S = cpu.init_sliced(net.n, chain0, n_chains, seed, *fix)
+    k = get_kernel(c, mode, targets)
+    Sg = k.init_state(chain0, n_chains, seed, *fix)
+    assert np.array_equal(unslice32(cp.asnumpy(Sg), n_chains), cpu.unslice(S, n_chains, net.n))
+    for step0, nsteps in ((0, 150), (150, 333)):
+        a = cpu.advance_sliced(S, c, chain0=chain0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed,
+                               mode=mode, targets=flat_targets(targets), want_chain=True, want_nodes=True)
+        b = k.advance(Sg, chain0=chain0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed,
+                      want_chain=True, want_nodes=True)
+        assert np.array_equal(unslice32(cp.asnumpy(Sg), n_chains), cpu.unslice(S, n_chains, net.n))
+        assert np.array_equal(a["pooled"], b["pooled"])
+        assert np.array_equal(a["chain_ones"], b["chain_ones"])
+        assert np.array_equal(a["node_ones"], b["node_ones"])
+
+
+def test_multi_launch_equals_single(monkeypatch):
+    import cupy as cp
+
+    from distsim.pbn import gpu
+
+    net = random_pbn(20, seed=8, perturbation=0.05)
+    c = compile_pbn(net)
+    k = gpu.get_kernel(c, 0, [((0, 1),)])
+    fix = (np.zeros(net.n, bool), np.zeros(net.n, np.uint8))
+    S1 = k.init_state(0, 500, 1, *fix)
+    S2 = S1.copy()
+    one = k.advance(S1, chain0=0, n_chains=500, step0=0, nsteps=1000, seed=1)
+    monkeypatch.setattr(gpu, "MAX_STEPS_PER_LAUNCH", 97)
+    many = k.advance(S2, chain0=0, n_chains=500, step0=0, nsteps=1000, seed=1)
+    assert np.array_equal(cp.asnumpy(S1), cp.asnumpy(S2))
+    assert np.array_equal(one["pooled"], many["pooled"])
+
+
+def test_simulate_gpu_equals_cpu():
+    import distsim.pbn as pbn
+
+    net = pbn.load("examples/pbn/kgbn_aspc1_optimized_pbn_48n_80f.txt", perturbation=0.01)
+    kw = dict(steps=300, trajectories=3000, seed=4, targets=["AKT1=1", "APC=0,BAD=1"])
+    a = pbn.simulate(net, backend="cpu", **kw)
+    b = pbn.simulate(net, backend="gpu", **kw)
+    for v in ("final_state", "frequency", "target_frequency", "transitions_01", "transitions_10"):
+        assert np.array_equal(a[v].values, b[v].values), v
+    assert b.attrs["backend"] == "gpu"
+
+
+def test_steady_state_gpu_equals_cpu():
+    from distsim.pbn.steady import steady_state
+
+    net = load("examples/pbn/bbm023_faure2006_mammalian_cell_cycle_10n.bnet").with_perturbation(0.01)
+    kw = dict(precision=2e-3, seed=3, chains=2048)
+    a = steady_state(net, ["v_CycE=1", "v_Rb=0,v_p27=1"], backend="cpu", **kw)
+    b = steady_state(net, ["v_CycE=1", "v_Rb=0,v_p27=1"], backend="gpu", **kw)
+    for v in ("probability", "rhat", "burn_in", "sample_size", "alpha", "beta"):
+        assert np.array_equal(a[v].values, b[v].values), v
+
+
+def test_connect_uses_gpu_workers_and_matches_cpu():
+    import distsim
+    from distsim.pbn.steady import steady_state
+
+    net = load("examples/pbn/bnmpy_shmulevich2002_examplePBN_3n.txt").with_perturbation(0.01)
+    kw = dict(chains=4096, precision=2e-3, seed=2)
+    client = distsim.connect()
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        assert workers and all(w["resources"].get("GPU") for w in workers.values())
+        a = steady_state(net, "x1=1", client=client, **kw)
+    finally:
+        client.close()
+    b = steady_state(net, "x1=1", backend="cpu", **kw)
+    assert a.attrs["backend"] == "gpu"
+    assert np.array_equal(a.probability.values, b.probability.values)
+    assert np.array_equal(a.sample_size.values, b.sample_size.values)

@@ -1,0 +1,56 @@
+"""Philox4x32-10: Random123 known-answer vectors and the uniform conversions."""
+
+import numpy as np
+import pytest
+
+from distsim.rng import check_seed, philox, uniform_f32, uniform_f64
+
+# Random123 kat_vectors, "philox4x32 10": counter (4 words), key (2 words) -> output (4 words)
+KAT = [
+    ([0, 0, 0, 0], [0, 0], [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]),
+    ([0xFFFFFFFF] * 4, [0xFFFFFFFF] * 2, [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]),
+    ([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0],
+     [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]),
+]
+
+
+@pytest.mark.parametrize("ctr,key,expected", KAT)
+def test_known_answers(ctr, key, expected):
+    assert [int(x) for x in philox(ctr, key)] == expected
+
+
+def test_vectorised_matches_scalar():
+    rng = np.random.default_rng(0)
+    ctr = rng.integers(0, 2**32, size=(100, 4), dtype=np.uint64).astype(np.uint32)
+    key = rng.integers(0, 2**32, size=(100, 2), dtype=np.uint64).astype(np.uint32)
+    batch = philox(ctr, key)
+    for i in range(100):
+        assert np.array_equal(batch[i], philox(ctr[i], key[i]))
+
+
+def test_uniforms_open_interval_and_exact():
+    w = np.array([0, 1, 511, 512, 2**31, 2**32 - 1], dtype=np.uint32)
+    f = uniform_f32(w)
+    assert f.dtype == np.float32 and np.all(f > 0) and np.all(f < 1)
+    assert f[0] == np.float32(2**-24) and f[-1] == np.float32(1 - 2**-24)
+    d = uniform_f64(w, w)
+    assert np.all(d > 0) and np.all(d < 1)
+    assert d[0] == 2**-53 and d[-1] == 1 - 2**-53
+
+
+def test_uniform_mean_and_independence_of_streams():
+    n = 200_000
+    ctr = np.zeros((n, 4), np.uint32)
+    ctr[:, 0] = np.arange(n)
+    a = uniform_f64(*philox(ctr, [7, 0])[:, :2].T)
+    b = uniform_f64(*philox(ctr, [7, 1])[:, :2].T)
+    # mean 1/2 and variance 1/12; 5-sigma bounds for n draws
+    assert abs(a.mean() - 0.5) < 5 * np.sqrt(1 / 12 / n)
+    assert abs(a.var() - 1 / 12) < 5 * np.sqrt(1 / 180 / n)
+    assert abs(np.corrcoef(a, b)[0, 1]) < 5 / np.sqrt(n)
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32, 1.5, "3", True])
+def test_seed_validation(bad):
+    with pytest.raises((TypeError, ValueError)):
+        check_seed(bad)

@@ -174,7 +174,7 @@ pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
                         uint32_t c = 0u;
 #pragma unroll
                         for (int b = 0; b < DS_VC; ++b) c |= ((vc[t][b] >> lane) & 1u) << b;
-                        chain_ones[(size_t)t * n_chains + g * 32 + lane] += c;
+                        chain_ones[(unsigned long long)t * n_chains + g * 32 + lane] += c;
                     }
 #pragma unroll
                     for (int b = 0; b < DS_VC; ++b) vc[t][b] = 0u;
@@ -227,7 +227,7 @@ extern "C" __global__ void pbn_init(uint32_t* __restrict__ S, const int G, const
             uint32_t word = 0u;
 #pragma unroll
             for (int lane = 0; lane < 32; ++lane) word |= ((lw[lane] >> b) & 1u) << lane;
-            S[(size_t)(w * 32 + b) * G + g] = word;
+            S[(unsigned long long)(w * 32 + b) * G + g] = word;
         }
     }
 }

@@ -4,7 +4,12 @@
 // distsim convention: key = (seed, stream), counter = 4 words chosen by the workload
 // (e.g. PBN: (block within step, step lo, step hi, purpose)).
 #pragma once
+#ifdef __CUDACC_RTC__  // NVRTC has no C headers
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
 #include <stdint.h>
+#endif
 
 #define DS_PHILOX_M0 0xD2511F53u
 #define DS_PHILOX_M1 0xCD9E8D57u

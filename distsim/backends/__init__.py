@@ -73,7 +73,7 @@ def load_module(code: str, options: tuple[str, ...] = ()) -> Any:
     with _MODULES_LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            mod = cupy.RawModule(code=code, options=opts, backend="nvrtc", jitify=False)
+            mod = cupy.RawModule(code=code, options=opts, backend="nvrtc")  # NVRTC; jitify stays off (default)
             _MODULES[key] = mod
     return mod
 

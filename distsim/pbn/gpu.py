@@ -50,7 +50,7 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets) -> str:
 
     R["defs"] = "\n".join([f"#define DS_N {n}", f"#define DS_ASYNC {mode}", f"#define DS_NBITS {nbits}",
                            f"#define DS_MAXF {maxf}", f"#define DS_T {T}"])
-    R["load"] = "\n".join(f"uint32_t s{i} = S[(size_t){i} * G + gi];" for i in range(n))
+    R["load"] = "\n".join(f"uint32_t s{i} = S[(unsigned long long){i} * G + gi];" for i in range(n))
 
     def literal(node: int, val: int) -> str:
         return f"s{node}" if val else f"~s{node}"
@@ -132,7 +132,7 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets) -> str:
     R["node_counts"] = "\n".join(
         f"{{ uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc(s{i} & valid)); "
         f"if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[{i}], (unsigned long long)c); }}" for i in range(n))
-    R["store"] = " ".join(f"S[(size_t){i} * G + g] = s{i};" for i in range(n))
+    R["store"] = " ".join(f"S[(unsigned long long){i} * G + g] = s{i};" for i in range(n))
     return fill_template(template, R)
 
 

@@ -92,6 +92,8 @@ def bench_gpu(net, chains: int, steps: int, repeats: int = 3) -> tuple[float, fl
 
 def bench_bang(net, chains: int, steps: int) -> float:
     os.environ.setdefault("BANG_SUPPRESS_WARNINGS", "1")
+    if not hasattr(np, "row_stack"):  # bang-gpu 0.4.4 targets NumPy < 2.4, where row_stack still existed
+        np.row_stack = np.vstack
     from bang import PBN as BangPBN
 
     nf, nv, F, var, cij = [], [], [], [], []
@@ -123,8 +125,8 @@ def main() -> None:
     ap.add_argument("--p", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--gpu-chains", type=int, default=2**22)
-    ap.add_argument("--cpu-chains", type=int, default=0, help="default: 512 per CPU thread")
-    ap.add_argument("--cpu-steps", type=int, default=200)
+    ap.add_argument("--cpu-chains", type=int, default=0, help="default: 2048 per CPU thread")
+    ap.add_argument("--cpu-steps", type=int, default=500)
     ap.add_argument("--bang-chains", type=int, default=2**20)
     ap.add_argument("--no-bang", action="store_true")
     ap.add_argument("--no-gpu", action="store_true")
@@ -136,7 +138,7 @@ def main() -> None:
     from distsim import backends
 
     threads = numba.get_num_threads()
-    cpu_chains = args.cpu_chains or 512 * threads
+    cpu_chains = args.cpu_chains or 2048 * threads
     have_gpu = backends.gpu_available() and not args.no_gpu
     device = backends.device_description("gpu") if have_gpu else "no GPU"
     rows = []

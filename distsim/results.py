@@ -95,6 +95,11 @@ def write(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         if fmt == "netcdf":
             ds.to_netcdf(target, engine="h5netcdf")
         else:
+            # fixed-width unicode has no zarr v3 spec: store text as variable-length strings
+            ds = ds.copy()
+            for name in list(ds.variables):
+                if ds[name].dtype.kind == "U":
+                    ds[name] = ds[name].astype(object)
             ds.to_zarr(target, mode="w", consolidated=False)
         if p.exists():
             if p.is_dir():

@@ -30,14 +30,14 @@ def dask_client():
     """A 2-worker local CPU cluster (processes, one thread each), shared by the session."""
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                            resources={"CPU": 1})
-    client = Client(cluster)
+    client = Client(cluster, set_as_default=False)  # tests pass it explicitly
     yield client
     client.close()
     cluster.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def examples() -> Path:
     return EXAMPLES

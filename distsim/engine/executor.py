@@ -73,6 +73,9 @@ def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: 
             cupy.cuda.get_current_stream().synchronize()
             device = backends.device_description("gpu")
     else:
+        import numba
+
+        numba.set_num_threads(min(backends.cpu_threads(), numba.config.NUMBA_NUM_THREADS))
         result = fn(ctx, payload)
         device = backends.device_description("cpu")
     meta = {"worker": _worker_address(), "backend": b, "device": device, "seconds": time.perf_counter() - t0,
@@ -110,11 +113,13 @@ class DaskExecutor:
 
     kind = "dask"
 
-    def __init__(self, client: Any, backend: str = "auto", retries: int | None = None):
+    def __init__(self, client: Any, backend: str = "auto", retries: int | None = None,
+                 wrap: Callable[[ShardFn], ShardFn] | None = None):
         import dask
 
         self.client = client
         self.backend = backend
+        self.wrap = wrap  # e.g. fault injection (distsim.engine.faults)
         self.retries = int(dask.config.get("distsim.retries", 3) if retries is None else retries)
         self._placement: dict[tuple[str, int], str] = {}
 
@@ -137,7 +142,7 @@ class DaskExecutor:
         for s, payload in enumerate(payloads):
             pref = self._placement.get((run_id, s)) or (addrs[s % len(addrs)] if addrs else None)
             futures.append(self.client.submit(
-                execute_shard, fn, run_id, round_no, s, payload, self.backend,
+                execute_shard, self.wrap(fn) if self.wrap else fn, run_id, round_no, s, payload, self.backend,
                 key=f"distsim-{run_id}-s{s}-r{round_no}",
                 workers=[pref] if pref else None,
                 allow_other_workers=True,  # never wait for a worker that may be gone
@@ -166,7 +171,10 @@ Executor = LocalExecutor | DaskExecutor
 
 
 def executor_for(client: Any = None, backend: str = "auto") -> Executor:
-    """``client`` given: a DaskExecutor on it; None: the default Dask client if one exists, else in-process."""
+    """``client``: a ``distributed.Client`` (run there), an executor (used as is), or None (the
+    default Dask client if one exists, else in-process)."""
+    if isinstance(client, (LocalExecutor, DaskExecutor)):
+        return client
     if client is None:
         try:
             from distributed import default_client

@@ -12,7 +12,9 @@ import os
 from ..models.formats import write_assa
 from ..models.pbn import PBN, Predictor
 from .inputs import as_network
+from .influence import influence
 from .simulate import simulate
+from .steady import default_chains, steady_state
 
 
 def load(path: str | os.PathLike, *, perturbation: float | None = None, inputs: str = "keep", format: str | None = None) -> PBN:
@@ -27,4 +29,4 @@ def load(path: str | os.PathLike, *, perturbation: float | None = None, inputs: 
     return net.with_perturbation(perturbation) if perturbation is not None else net
 
 
-__all__ = ["PBN", "Predictor", "as_network", "load", "simulate", "write_assa"]
+__all__ = ["PBN", "Predictor", "as_network", "default_chains", "influence", "load", "simulate", "steady_state", "write_assa"]

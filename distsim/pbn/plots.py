@@ -39,7 +39,7 @@ def plot_convergence(ds: xr.Dataset, path: str) -> str:
     ax2.set_ylabel("estimate")
     ax2.set_xlabel("chain length (steps)")
     ax1.set_title(f"{ds.attrs.get('model_name', '')}: {ds.attrs.get('chains', '?')} chains, "
-                  f"r={ds.attrs.get('precision')}, s={ds.attrs.get('confidence')}")
+                  f"r={ds.attrs.get('precision')}, s={ds.attrs.get('confidence')}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

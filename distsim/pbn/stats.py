@@ -45,6 +45,19 @@ class ChainSums:
         return ChainSums(self.chains + other.chains, self.psi, self.s1 + other.s1, self.s2 + other.s2)
 
 
+def between_variance(s: ChainSums) -> float:
+    """Gelman-Rubin's B = n * (variance of the chain means), n = psi.
+
+    For chains at stationarity and n much longer than the autocorrelation time, B estimates the
+    asymptotic variance of the time average (sigma^2 in sqrt(N) (estimate - p) -> Normal(0,
+    sigma^2)), with no assumption that the 0/1 process is Markov.
+    """
+    w, n = s.chains, s.psi
+    if w < 2:
+        return math.nan
+    return (w * s.s2 - s.s1 * s.s1) / (w * n * (w - 1))
+
+
 def rhat(s: ChainSums) -> float:
     """Potential scale reduction factor for 0/1 chains (Gelman & Rubin 1992).
 
@@ -105,8 +118,7 @@ def z_value(confidence: float) -> float:
 
 def sample_size(alpha: float, beta: float, precision: float, confidence: float) -> int:
     """N = alpha beta (2 - alpha - beta) / (alpha + beta)^3 * (Phi^-1((1+s)/2) / r)^2 (seed 000, Alg. 1)."""
-    a, b = alpha, beta
-    return math.ceil(a * b * (2 - a - b) / (a + b) ** 3 * (z_value(confidence) / precision) ** 2)
+    return required_size(two_state_variance(alpha, beta), precision, confidence)
 
 
 def burn_in(alpha: float, beta: float, epsilon: float) -> int:
@@ -120,9 +132,20 @@ def burn_in(alpha: float, beta: float, epsilon: float) -> int:
     return max(1, math.ceil(math.log(epsilon * (a + b) / max(a, b)) / math.log(lam)))
 
 
-def half_width(t: TwoState, confidence: float) -> float:
-    """Achieved half-width of the interval: z * sqrt(alpha beta (2-alpha-beta) / ((alpha+beta)^3 size))."""
-    a, b = t.alpha, t.beta
-    if not t.identifiable:
-        return math.nan
-    return z_value(confidence) * math.sqrt(a * b * (2 - a - b) / ((a + b) ** 3 * t.size))
+def two_state_variance(alpha: float, beta: float) -> float:
+    """Asymptotic variance of the time average of a two-state Markov chain: ab(2-a-b)/(a+b)^3."""
+    return alpha * beta * (2 - alpha - beta) / (alpha + beta) ** 3
+
+
+def required_size(variance: float, precision: float, confidence: float) -> int:
+    """Sample size for half-width ``precision``: variance * (Phi^-1((1+s)/2) / r)^2."""
+    return math.ceil(variance * (z_value(confidence) / precision) ** 2)
+
+
+def half_width(t: TwoState, confidence: float, variance: float | None = None) -> float:
+    """Achieved half-width z * sqrt(variance / size); variance defaults to the two-state one."""
+    if variance is None:
+        if not t.identifiable:
+            return math.nan
+        variance = two_state_variance(t.alpha, t.beta)
+    return z_value(confidence) * math.sqrt(variance / t.size)

@@ -8,6 +8,13 @@
    (Algorithm 1, line 8) decides how far every chain is extended; then the burn-in M is checked
    (Algorithm 3, lines 14-17) and, if M > m, the sample start moves to M and step 2 repeats.
 
+One safeguard beyond the seed: with thinning k = 1 the two-state formula assumes the 0/1 process is
+a first-order Markov chain. When it is not (slow network variables behind the target), its variance
+-- and so N -- can be several times too small and the interval undercovers (measured: 3.5x-11x on
+the 3-gene Shmulevich PBN). Gelman-Rubin's between-chain variance B at convergence estimates the
+true asymptotic variance without that assumption, so N is the larger of the two-state N and
+B z^2 / r^2, and the reported half-width uses the larger variance.
+
 Only integer counts travel back from the shards (per-chain sums for R-hat, pooled segment counts
 for the two-state chain), so the answer for a given seed does not depend on how many workers or
 GPUs ran it. Several targets share one simulation.
@@ -31,17 +38,18 @@ from .inputs import Target, TargetSpec, as_network, check_count, check_mode, ini
 from .reduce import reduce_network
 from .shard import Block, advance_block
 from .simulate import LANE_ALIGN
-from .stats import ChainSums, TwoState, burn_in, half_width, rhat, sample_size
+from .stats import ChainSums, TwoState, between_variance, burn_in, half_width, required_size, rhat, sample_size, two_state_variance
 
 
 def default_chains(precision: float) -> int:
-    """Chains used when ``chains`` is not given: a power of two growing like 1/(64 r^2), in [2^8, 2^22].
+    """Chains used when ``chains`` is not given: the power of two nearest 1/(100 r^2), in [2^8, 2^22].
 
     It depends only on the precision, never on the hardware, so a seed gives the same answer on any
-    cluster; it is large enough to fill a GPU at r <= 1e-4.
+    cluster. Fewer chains make the Gelman-Rubin phase (every chain runs to twice its burn-in)
+    cheaper; more keep a GPU busy: 2^20 chains at r = 1e-4, 2^22 at r <= 3e-5 (4 GPUs).
     """
-    want = 1.0 / (64.0 * precision * precision)
-    return int(2 ** min(22, max(8, math.ceil(math.log2(want)))))
+    want = 1.0 / (100.0 * precision * precision)
+    return int(2 ** min(22, max(8, round(math.log2(want)))))
 
 
 @dataclass
@@ -204,6 +212,7 @@ def steady_state(
 
         # ---- 2. two-state Markov chain: extend until the sample is large enough, check burn-in
         m = psi
+        gr_var = [between_variance(s) for s in sums]  # asymptotic variance estimates (no Markov assumption)
         flag = "" if converged_gr else "Gelman-Rubin did not converge within max_length"
         for _ in range(10_000):
             while True:
@@ -212,7 +221,8 @@ def steady_state(
                 win = ens.window(m)
                 n = ens.length - m
                 if all(w.identifiable for w in win):
-                    need = [sample_size(w.alpha, w.beta, precision, confidence) for w in win]
+                    need = [max(sample_size(w.alpha, w.beta, precision, confidence),
+                                required_size(v, precision, confidence)) for w, v in zip(win, gr_var)]
                     E = max(-(-(N - w.size) // omega) for N, w in zip(need, win))
                 else:  # a target not yet entered and left: no alpha/beta yet; double the sample
                     E = n
@@ -241,8 +251,7 @@ def steady_state(
 
     win = ens.window(m)
     wall = time.perf_counter() - t_start
-    ds = _dataset(net, tgts, win, sums, r if converged_gr else [rhat(s) for s in sums], m, ens, omega, precision,
-                  confidence, epsilon, psi, converged_gr, flag, history)
+    ds = _dataset(net, tgts, win, gr_var, r, m, ens, precision, confidence, epsilon, history)
     ds.attrs = results.provenance(
         workload="pbn.steady_state", seed=seed, model_name=net.name, model_sha256=net.digest(),
         backend=",".join(sorted({m_["backend"] for m_ in ens.metas})), devices=[m_["device"] for m_ in ens.metas],
@@ -264,13 +273,14 @@ def _fmt(values: Sequence[float]) -> str:
     return ", ".join(f"{v:.6f}" for v in values[:4]) + (" ..." if len(values) > 4 else "")
 
 
-def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], sums: list[ChainSums], rh: list[float], m: int,
-             ens: _Ensemble, omega: int, precision: float, confidence: float, epsilon: float, psi: int,
-             converged: bool, flag: str, history) -> xr.Dataset:
+def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], gr_var: list[float], rh: list[float], m: int,
+             ens: _Ensemble, precision: float, confidence: float, epsilon: float, history) -> xr.Dataset:
     T = len(tgts)
     prob = np.array([w.estimate for w in win])
-    hw = np.array([half_width(w, confidence) for w in win])
-    needed = [sample_size(w.alpha, w.beta, precision, confidence) if w.identifiable else -1 for w in win]
+    ts_var = [two_state_variance(w.alpha, w.beta) if w.identifiable else math.nan for w in win]
+    var = [max(a, b) if not math.isnan(a) else b for a, b in zip(ts_var, gr_var)]
+    hw = np.array([half_width(w, confidence, v) for w, v in zip(win, var)])
+    needed = [required_size(v, precision, confidence) if not math.isnan(v) else -1 for v in var]
     M = [burn_in(w.alpha, w.beta, epsilon) if w.identifiable else -1 for w in win]
     labels = [target_label(t, net) for t in tgts]
     hist_len = np.array([h[0] for h in history], dtype=np.int64)
@@ -291,7 +301,11 @@ def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], sums: list[Chain
         "sample_size": ("target", np.array([w.size for w in win], dtype=np.int64),
                         {"long_name": "states in the pooled sample (all chains)"}),
         "sample_size_required": ("target", np.array(needed, dtype=np.int64),
-                                 {"long_name": "two-state sample size N for the precision and confidence"}),
+                                 {"long_name": "sample size N for the precision and confidence (max of the two-state "
+                                               "and the Gelman-Rubin variance)"}),
+        "variance_two_state": ("target", np.array(ts_var), {"long_name": "asymptotic variance, two-state model"}),
+        "variance_between_chains": ("target", np.array(gr_var),
+                                    {"long_name": "asymptotic variance, Gelman-Rubin B at convergence"}),
         "alpha": ("target", np.array([w.alpha for w in win]), {"long_name": "P(enter the target set)"}),
         "beta": ("target", np.array([w.beta for w in win]), {"long_name": "P(leave the target set)"}),
         "history_length": ("round", hist_len, {"long_name": "chain length after the round"}),

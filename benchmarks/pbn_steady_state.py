@@ -1,0 +1,112 @@
+"""Wall time of one steady-state probability (seed 000's Algorithm 3) on CPU and 1/2/4 GPUs.
+
+    python benchmarks/pbn_steady_state.py [--gpus 1 2 4] [--precisions 1e-4 1e-5] [--cpu-precisions 1e-4]
+                                          [--networks sizek montagud] [--out table.md]
+
+Each configuration runs through Dask end to end (``distsim.connect()``: LocalCUDACluster with one
+worker per GPU, or a LocalCluster of CPU workers), after a warm-up run that compiles the kernels
+on every worker; the timed call is ``steady_state(...)`` from call to returned Dataset. The chain
+count depends only on the precision, so every configuration does the same work and returns the
+same numbers; throughput = simulated steps / wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+NETWORKS = {
+    "sizek": ("bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet", "v_Casp3=1"),
+    "montagud": ("bbm083_montagud2022_prostate_cancer_133n.bnet", "v_Proliferation=1"),
+    "faure": ("bbm023_faure2006_mammalian_cell_cycle_10n.bnet", "v_CycE=1"),
+}
+
+
+def run_config(label: str, client, nets, precisions, seed: int, rows: list) -> None:
+    from distsim.pbn import load, steady_state
+
+    for name in nets:
+        fname, target = NETWORKS[name]
+        net = load(ROOT / "examples" / "pbn" / fname, perturbation=1e-3)
+        steady_state(net, target, precision=1e-2, seed=seed, client=client)  # warm-up: compile on all workers
+        for r in precisions:
+            t = time.perf_counter()
+            ds = steady_state(net, target, precision=r, seed=seed, client=client)
+            wall = time.perf_counter() - t
+            a = ds.attrs
+            row = dict(config=label, network=name, nodes=net.n, target=target, precision=r,
+                       probability=float(ds.probability[0]), half_width=float(ds.half_width[0]),
+                       rhat=float(ds.rhat[0]), chains=a["chains"], length=a["chain_length"],
+                       steps=a["steps_simulated"], rounds=a["rounds"], wall=wall, rate=a["steps_simulated"] / wall,
+                       backend=a["backend"], removed=a["nodes_removed"])
+            rows.append(row)
+            print(f"{label:>6} {name:>9} r={r:g}: p={row['probability']:.6f} +-{row['half_width']:.1e} "
+                  f"R-hat {row['rhat']:.3f} {row['chains']} chains x {row['length']} = {row['steps']:.3g} steps, "
+                  f"{row['rounds']} rounds, {wall:.2f} s ({row['rate']:.3g} steps/s) [{row['backend']}]", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpus", type=int, nargs="*", default=[1, 2, 4])
+    ap.add_argument("--precisions", type=float, nargs="+", default=[1e-4, 1e-5])
+    ap.add_argument("--cpu-precisions", type=float, nargs="*", default=[1e-4])
+    ap.add_argument("--networks", nargs="+", default=["sizek", "montagud"], choices=sorted(NETWORKS))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    import distsim
+    from distsim import backends
+    from distsim.cluster import count_gpus
+
+    rows: list[dict] = []
+    n_gpu = count_gpus()
+    if args.cpu_precisions:
+        os.environ["DISTSIM_DISABLE_GPU"] = "1"  # CPU workers only (inherited by the spawned workers)
+        backends.gpu_available.cache_clear()
+        client = distsim.connect(gpus=False)
+        try:
+            run_config("cpu", client, args.networks, args.cpu_precisions, args.seed, rows)
+        finally:
+            client.close()
+            client.cluster.close()
+        del os.environ["DISTSIM_DISABLE_GPU"]
+        backends.gpu_available.cache_clear()
+    for g in args.gpus:
+        if g > n_gpu:
+            print(f"skipping {g} GPUs: only {n_gpu} visible")
+            continue
+        client = distsim.connect(gpus=g)
+        try:
+            run_config(f"{g} GPU", client, args.networks, args.precisions, args.seed, rows)
+        finally:
+            client.close()
+            client.cluster.close()
+
+    cpu_name = f"{os.cpu_count()} CPU cores"
+    gpu_name = backends.device_description("gpu") if n_gpu and backends.gpu_available() else "no GPU"
+    lines = [f"GPU: {gpu_name} (x{n_gpu} visible); CPU config: {cpu_name}, one single-threaded worker per core; "
+             f"p=1e-3, sync, confidence 0.95, seed {args.seed}", "",
+             "| config | network | target | r | probability | half-width | R-hat | chains x length | steps | "
+             "rounds | wall s | steps/s | speed-up vs 1 GPU |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    base = {(r["network"], r["precision"]): r["wall"] for r in rows if r["config"] == "1 GPU"}
+    for r in rows:
+        ref = base.get((r["network"], r["precision"]))
+        sp = f"{ref / r['wall']:.2f}" if ref else "-"
+        lines.append(f"| {r['config']} | {r['network']} ({r['nodes']}) | {r['target']} | {r['precision']:g} | "
+                     f"{r['probability']:.6f} | {r['half_width']:.1e} | {r['rhat']:.3f} | {r['chains']} x {r['length']} | "
+                     f"{r['steps']:.3g} | {r['rounds']} | {r['wall']:.2f} | {r['rate']:.3g} | {sp} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

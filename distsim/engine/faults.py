@@ -1,0 +1,30 @@
+"""Fault injection for tests and drills: a shard task that kills its own worker process once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .executor import ShardContext, ShardFn
+
+
+@dataclass(frozen=True)
+class KillWorkerOnce:
+    """Wraps a shard function; the first time (``round``, ``shard``) runs, the worker process exits.
+
+    ``marker`` is a file created just before the kill, so the kill happens once per marker even
+    though Dask reruns the task elsewhere.
+    """
+
+    fn: ShardFn
+    marker: str
+    round: int = 1
+    shard: int = 0
+
+    def __call__(self, ctx: ShardContext, payload: Any) -> Any:
+        if ctx.round == self.round and ctx.shard == self.shard and not os.path.exists(self.marker):
+            with open(self.marker, "w") as f:
+                f.write(f"killed pid {os.getpid()}\n")
+            os._exit(1)
+        return self.fn(ctx, payload)

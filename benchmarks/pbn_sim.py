@@ -66,14 +66,14 @@ def bench_cpu_table(net, chains: int, steps: int) -> float:
     return chains * steps / (time.perf_counter() - t), numba.get_num_threads()
 
 
-def bench_gpu(net, chains: int, steps: int, repeats: int = 3) -> tuple[float, float]:
+def bench_gpu(net, chains: int, steps: int, repeats: int = 3, registers="auto") -> tuple[float, float]:
     import cupy as cp
 
     from distsim.pbn.gpu import get_kernel
 
     c = compile_pbn(net)
     t0 = time.perf_counter()
-    k = get_kernel(c, 0, TARGET)
+    k = get_kernel(c, 0, TARGET, registers)
     zero = (np.zeros(net.n, bool), np.zeros(net.n, np.uint8))
     S = k.init_state(0, chains, 1, *zero)
     k.advance(S, chain0=0, n_chains=chains, step0=0, nsteps=2, seed=1)
@@ -119,6 +119,34 @@ def bench_bang(net, chains: int, steps: int) -> float:
     return chains * steps / (time.perf_counter() - t)
 
 
+def placement_sweep(args) -> None:
+    """Data placement (seed 000 sections 3.2-3.4, adapted): steps/s with R nodes in registers and the
+    rest in global memory (block-tiled, double-buffered), R chosen by read frequency."""
+    from distsim import backends
+
+    rows = []
+    for name in args.networks:
+        net = load(ROOT / "examples" / "pbn" / NETWORKS[name]).with_perturbation(args.p)
+        for p in args.placements:
+            reg = None if p == "all" else int(p)
+            if reg is not None and reg >= net.n:
+                continue
+            rate, _ = bench_gpu(net, args.gpu_chains, args.steps, registers=reg)
+            rows.append((name, net.n, p, rate))
+            print(f"{name} ({net.n} nodes) registers={p}: {rate:.3g} steps/s", flush=True)
+    lines = [f"device: {backends.device_description('gpu')}; p={args.p}, sync, {args.gpu_chains} trajectories x "
+             f"{args.steps} steps", "", "| network | nodes | nodes in registers | GPU steps/s | vs all in registers |",
+             "|---|---|---|---|---|"]
+    base = {r[0]: r[3] for r in rows if r[2] == "all"}
+    for name, n, p, rate in rows:
+        rel = f"{rate / base[name]:.2f}" if name in base else "-"
+        lines.append(f"| {name} | {n} | {p} | {rate:.3g} | {rel} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", nargs="+", default=["sizek", "montagud", "raza"], choices=sorted(NETWORKS))
@@ -131,7 +159,12 @@ def main() -> None:
     ap.add_argument("--no-bang", action="store_true")
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--out", default=None, help="also write the markdown table here")
+    ap.add_argument("--placements", nargs="*", default=[],
+                    help="also time the GPU kernel with these register budgets ('all' = every node in registers)")
     args = ap.parse_args()
+    if args.placements:
+        placement_sweep(args)
+        return
 
     import numba
 

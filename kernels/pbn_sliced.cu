@@ -1,5 +1,9 @@
 // Bit-sliced PBN simulation: each thread advances 32 trajectories (one bit each) of one word group.
-// State layout: S[node * G + group], one 32-bit word per node and group (coalesced across threads).
+// State layout, tiled per thread block: S[block][node][thread] (DS_BLOCK threads), so a warp reads a
+// node's words coalesced and every node sits at a compile-time offset from the thread's base pointer.
+// Data placement: "hot" nodes live in registers during a launch; "cold" nodes (large networks) stay
+// in global memory, double-buffered between S and the scratch array T (reads of step st come from
+// `in`, writes go to `out`, swapped every step), which keeps registers from spilling.
 //
 // This file is a template: distsim/pbn/gpu.py replaces every region between "//@@ NAME" and
 // "//@@ end" with code generated from the network's compiled bit program (the same program the CPU
@@ -17,6 +21,17 @@
 //@@ end
 
 #define DS_VC 8          // vertical-counter planes (per-chain counts flushed every 255 steps)
+#define DS_BLOCK 128     // threads per block (the host launches exactly this many)
+
+// A load the compiler may not merge with other loads of the same word: a cold node is re-read from
+// L1 at each use instead of occupying a register from its first use to its last.
+#define DS_COLD(base, offset_bytes) ds_cold<offset_bytes>(base)
+template <int OFFSET>
+__device__ __forceinline__ uint32_t ds_cold(const uint32_t* base) {
+    uint32_t v;
+    asm volatile("ld.global.ca.u32 %0, [%1+%2];" : "=r"(v) : "l"(base), "n"(OFFSET));
+    return v;
+}
 
 __device__ __forceinline__ uint32_t ds_word(const ds_u32x4& b, int k) {
     return (k & 3) == 0 ? b.x : ((k & 3) == 1 ? b.y : ((k & 3) == 2 ? b.z : b.w));
@@ -38,8 +53,8 @@ __device__ __forceinline__ int ds_choose(uint32_t u, const uint32_t* __restrict_
     return f;
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
+extern "C" __global__ void __launch_bounds__(DS_BLOCK)
+pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, const int n_chains,
            const unsigned long long chain0, const unsigned long long step0, const int nsteps, const uint32_t seed,
            const int* __restrict__ func_start, const uint32_t* __restrict__ func_thresh,
            const uint32_t* __restrict__ ctx_thresh, const int n_ctx, const int* __restrict__ ctx_func,
@@ -55,13 +70,15 @@ pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
         __syncthreads();
     }
     const bool active = g < G;
-    const int lanes = active ? min(32, n_chains - g * 32) : 0;
+    const int lanes = active ? max(0, min(32, n_chains - g * 32)) : 0;
     const uint32_t valid = lanes >= 32 ? 0xFFFFFFFFu : ((1u << lanes) - 1u);
     const uint32_t G_last = n_pert > 0 ? pertG[n_pert - 1] : 0u;
-    const int gi = active ? g : 0;
+    const unsigned long long tile = (unsigned long long)blockIdx.x * DS_N * DS_BLOCK + threadIdx.x;
+    uint32_t* __restrict__ Sb = S + tile;  // this thread's column: node i at Sb[i * DS_BLOCK]
+    uint32_t* __restrict__ Tb = T + tile;
 
     //@@ load
-    uint32_t s0 = S[0 * G + gi], s1 = S[1 * G + gi], s2 = S[2 * G + gi];
+    uint32_t s0 = Sb[0 * DS_BLOCK], s1 = Sb[1 * DS_BLOCK], s2 = Sb[2 * DS_BLOCK];
     //@@ end
 
     // targets: previous occupancy, pooled counters, vertical counters
@@ -75,13 +92,16 @@ pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
         for (int b = 0; b < DS_VC; ++b) vc[t][b] = 0u;
     }
     //@@ targets
-#define DS_TARGETS(m) { m[0] = s0 & ~s1 & valid; }
+#define DS_TARGETS(m, buf) { m[0] = s0 & ~s1 & valid; }
     //@@ end
-    DS_TARGETS(prev);
+    DS_TARGETS(prev, Sb);
 
     int since_flush = 0;
     for (int st = 0; st < nsteps; ++st) {
         const unsigned long long step = step0 + (unsigned long long)st;
+        const uint32_t* __restrict__ in = (st & 1) ? Tb : Sb;  // cold nodes: this step's input ...
+        uint32_t* __restrict__ out = (st & 1) ? Sb : Tb;        // ... and output buffer
+        (void)in; (void)out;
         const uint32_t slo = (uint32_t)step, shi = (uint32_t)(step >> 32);
         uint32_t ev = 0u;
         //@@ select_decl
@@ -148,7 +168,7 @@ pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
         //@@ end
 
         uint32_t now[DS_T];
-        DS_TARGETS(now);
+        DS_TARGETS(now, out);
 #pragma unroll
         for (int t = 0; t < DS_T; ++t) {
             cnt_ones[t] += __popc(now[t]);
@@ -193,8 +213,12 @@ pbn_sliced(uint32_t* __restrict__ S, const int G, const int n_chains,
 
     if (active) {
         //@@ store
-        S[0 * G + g] = s0; S[1 * G + g] = s1; S[2 * G + g] = s2;
+        Sb[0 * DS_BLOCK] = s0; Sb[1 * DS_BLOCK] = s1; Sb[2 * DS_BLOCK] = s2;
         //@@ end
+        if (nsteps & 1) {  // an odd number of steps leaves the cold nodes in T
+            //@@ finish
+            //@@ end
+        }
 #pragma unroll
         for (int t = 0; t < DS_T; ++t) {
             atomicAdd(&pooled[4 * t + 0], (unsigned long long)cnt_ones[t]);
@@ -227,7 +251,7 @@ extern "C" __global__ void pbn_init(uint32_t* __restrict__ S, const int G, const
             uint32_t word = 0u;
 #pragma unroll
             for (int lane = 0; lane < 32; ++lane) word |= ((lw[lane] >> b) & 1u) << lane;
-            S[(unsigned long long)(w * 32 + b) * G + g] = word;
+            S[(unsigned long long)(g / DS_BLOCK) * n * DS_BLOCK + (unsigned long long)(w * 32 + b) * DS_BLOCK + g % DS_BLOCK] = word;
         }
     }
 }

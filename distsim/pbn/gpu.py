@@ -21,26 +21,47 @@ from .compile import OP_AND, OP_ANDN, OP_NOT, OP_OR, OP_XOR, CompiledPBN
 TEMPLATE = "pbn_sliced.cu"
 BLOCK = 128
 MAX_STEPS_PER_LAUNCH = 1 << 20
+REGISTER_NODES = 1 << 30  # nodes kept in registers before the split placement starts (set from measurements)
 
 Targets = Sequence[Sequence[tuple[int, int]]]  # per target: (node, value) literals
 
 
-def _reg(r: int, n: int) -> str:
-    if r < n:
-        return f"s{r}"
-    if r == n:
-        return "0u"
-    if r == n + 1:
-        return "0xFFFFFFFFu"
-    return f"r{r}"
+def hot_nodes(c: CompiledPBN, budget: int | None) -> set[int]:
+    """Reorder-and-split (seed 000, section 3.4, adapted): the ``budget`` nodes the bit program reads
+    most stay in registers; the others live in global memory. None keeps every node in registers."""
+    if budget is None or budget >= c.n:
+        return set(range(c.n))
+    reads = np.zeros(c.n, dtype=np.int64)
+    code = c.program.code
+    for col in (2, 3):
+        ops = code[:, col]
+        np.add.at(reads, ops[ops < c.n], 1)
+    outs = c.program.outputs
+    np.add.at(reads, outs[outs < c.n], 1)
+    order = sorted(range(c.n), key=lambda i: (-reads[i], i))
+    return set(order[:budget])
 
 
-def generate_source(c: CompiledPBN, mode: int, targets: Targets) -> str:
-    """CUDA source for this network, mode (0 sync, 1 async) and target sets."""
+def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] | None = None) -> str:
+    """CUDA source for this network, mode (0 sync, 1 async), target sets and register placement."""
     n = c.n
+    hot = set(range(n)) if hot is None else set(hot)
     template = backends.kernel_source(TEMPLATE)
     prog = c.program
-    out = [_reg(int(r), n) for r in prog.outputs]
+
+    def node(i: int, buf: str = "in") -> str:
+        return f"s{i}" if i in hot else f"DS_COLD({buf}, {4 * i * BLOCK})"
+
+    def reg(r: int) -> str:
+        if r < n:
+            return node(r)
+        if r == n:
+            return "0u"
+        if r == n + 1:
+            return "0xFFFFFFFFu"
+        return f"r{r}"
+
+    out = [reg(int(r)) for r in prog.outputs]
     fs = c.func_start
     nf = [int(fs[i + 1] - fs[i]) for i in range(n)]
     maxf = max(nf)
@@ -50,38 +71,50 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets) -> str:
 
     R["defs"] = "\n".join([f"#define DS_N {n}", f"#define DS_ASYNC {mode}", f"#define DS_NBITS {nbits}",
                            f"#define DS_MAXF {maxf}", f"#define DS_T {T}"])
-    R["load"] = "\n".join(f"uint32_t s{i} = S[(unsigned long long){i} * G + gi];" for i in range(n))
-
-    def literal(node: int, val: int) -> str:
-        return f"s{node}" if val else f"~s{node}"
+    R["load"] = "\n".join(f"uint32_t s{i} = Sb[{i} * DS_BLOCK];" for i in sorted(hot))
 
     tlines = []
     for t, lits in enumerate(targets or [[]]):
-        terms = [literal(int(a), int(v)) for a, v in lits] + ["valid"]
+        terms = [(node(int(a), "buf") if v else "~" + node(int(a), "buf")) for a, v in lits] + ["valid"]
         tlines.append(f"m[{t}] = {' & '.join(terms)};")
-    R["targets"] = "#define DS_TARGETS(m) { " + " ".join(tlines) + " }"
+    R["targets"] = "#define DS_TARGETS(m, buf) { " + " ".join(tlines) + " }"
 
-    decl, lane, merge = [], [], []
+    def finish_node(i: int, value: str, body: list[str], async_sel: str | None = None) -> list[str]:
+        """Lines that merge the new value of node i (event lanes keep the old value) and store it."""
+        old = node(i)
+        if i in hot:
+            head = [f"uint32_t n{i} = {value};"] + [b.replace("@", f"n{i}") for b in body]
+            if async_sel is None:
+                return head + [f"n{i} = (n{i} & ~ev) | (s{i} & ev);"]
+            return head + [f"n{i} = s{i} ^ ((n{i} ^ s{i}) & {async_sel} & ~ev);"]
+        lines = [f"{{ uint32_t v = {value};"] + [b.replace("@", "v") for b in body]
+        if async_sel is None:
+            lines.append(f"v = (v & ~ev) | ({old} & ev);")
+        else:
+            lines.append(f"v = {old} ^ ((v ^ {old}) & {async_sel} & ~ev);")
+        lines.append(f"out[{i} * DS_BLOCK] = v; }}")
+        return lines
+
+    decl, lane = [], []
+    merge: dict[int, list[str]] = {}  # node -> lines that merge and store its new value
     if mode == 0 and not c.dependent:
         blocks_needed = set()
-        for k, node in enumerate(c.multi_nodes):
-            node = int(node)
-            for f in range(1, nf[node]):
-                decl.append(f"uint32_t ge_{node}_{f} = 0u;")
+        for k, nd in enumerate(c.multi_nodes):
+            nd = int(nd)
+            for f in range(1, nf[nd]):
+                decl.append(f"uint32_t ge_{nd}_{f} = 0u;")
             w = k + 1
             blk = w >> 2
             if blk and blk not in blocks_needed:
                 blocks_needed.add(blk)
                 lane.append(f"const ds_u32x4 b{blk} = ds_philox4x32_10(ds_u32x4{{{blk}u, slo, shi, 0u}}, seed, chain);")
             comp = "xyzw"[w & 3]
-            conds = " ".join(f"if (u >= {int(c.func_thresh[fs[node] + f - 1])}u) ge_{node}_{f} |= bit;"
-                             for f in range(1, nf[node]))
+            conds = " ".join(f"if (u >= {int(c.func_thresh[fs[nd] + f - 1])}u) ge_{nd}_{f} |= bit;"
+                             for f in range(1, nf[nd]))
             lane.append(f"{{ const uint32_t u = b{blk}.{comp}; {conds} }}")
         for i in range(n):
-            merge.append(f"uint32_t n{i} = {out[fs[i]]};")
-            for f in range(1, nf[i]):
-                merge.append(f"n{i} ^= (n{i} ^ {out[fs[i] + f]}) & ge_{i}_{f};")
-            merge.append(f"n{i} = (n{i} & ~ev) | (s{i} & ev);")
+            body = [f"@ ^= (@ ^ {out[fs[i] + f]}) & ge_{i}_{f};" for f in range(1, nf[i])]
+            merge[i] = finish_node(i, out[fs[i]], body)
     elif mode == 0:  # synchronous, dependent PBN: word 1 chooses the context
         K = len(c.ctx_thresh)
         for k in range(1, K):
@@ -91,14 +124,14 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets) -> str:
             lane.append(f"{{ const uint32_t u = b0.y; {conds} }}")
         for i in range(n):
             f_prev = int(c.ctx_func[0, i])
-            merge.append(f"uint32_t n{i} = {out[fs[i] + f_prev]};")
+            body = []
             if nf[i] > 1:
                 for k in range(1, K):
                     f = int(c.ctx_func[k, i])
                     if f != f_prev:
-                        merge.append(f"n{i} ^= (n{i} ^ {out[fs[i] + f]}) & cge_{k};")
+                        body.append(f"@ ^= (@ ^ {out[fs[i] + f]}) & cge_{k};")
                     f_prev = f
-            merge.append(f"n{i} = (n{i} & ~ev) | (s{i} & ev);")
+            merge[i] = finish_node(i, out[fs[i] + int(c.ctx_func[0, i])], body)
     else:  # asynchronous: word 1 chooses the node, word 2 its function (or the context)
         for b in range(nbits):
             decl.append(f"uint32_t cb_{b} = 0u;")
@@ -115,24 +148,33 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets) -> str:
         lane.append("{ " + " ".join(body) + " }")
         for i in range(n):
             sel = " & ".join(f"cb_{b}" if (i >> b) & 1 else f"~cb_{b}" for b in range(nbits))
-            merge.append(f"uint32_t v{i} = {out[fs[i]]};")
-            for f in range(1, nf[i]):
-                merge.append(f"v{i} ^= (v{i} ^ {out[fs[i] + f]}) & fge_{f};")
-            merge.append(f"uint32_t n{i} = s{i} ^ ((v{i} ^ s{i}) & {sel} & ~ev);")
+            fbody = [f"@ ^= (@ ^ {out[fs[i] + f]}) & fge_{f};" for f in range(1, nf[i])]
+            merge[i] = finish_node(i, out[fs[i]], fbody, async_sel=sel)
     R["select_decl"] = "\n".join(decl)
     R["select_lane"] = "\n".join(lane)
-    R["merge"] = "\n".join(merge)
 
+    # the program, with each node's merge right after the last instruction its functions need, so
+    # temporaries die early and cold nodes leave registers at once
     ops = {OP_AND: "{a} & {b}", OP_OR: "{a} | {b}", OP_XOR: "{a} ^ {b}", OP_ANDN: "{a} & ~{b}", OP_NOT: "~{a}"}
-    R["logic"] = "\n".join(
-        f"const uint32_t r{int(d)} = " + ops[int(op)].format(a=_reg(int(a), n), b=_reg(int(b), n)) + ";"
-        for op, d, a, b in prog.code)
-    R["flip"] = "\n".join(f"case {i}: n{i} ^= lb; break;" for i in range(n))
-    R["store_step"] = " ".join(f"s{i} = n{i};" for i in range(n))
+    first_temp = n + 2
+    ready = [max([int(prog.outputs[f]) - first_temp for f in range(fs[i], fs[i + 1])] + [-1]) for i in range(n)]
+    after: dict[int, list[int]] = {}
+    for i in range(n):
+        after.setdefault(ready[i], []).append(i)
+    lines = [ln for i in after.get(-1, []) for ln in merge[i]]
+    for k, (op, d, a, b) in enumerate(prog.code):
+        lines.append(f"const uint32_t r{int(d)} = " + ops[int(op)].format(a=reg(int(a)), b=reg(int(b))) + ";")
+        lines += [ln for i in after.get(k, []) for ln in merge[i]]
+    R["logic"] = "\n".join(lines)
+    R["merge"] = ""
+    R["flip"] = "\n".join(f"case {i}: n{i} ^= lb; break;" if i in hot else
+                          f"case {i}: out[{i} * DS_BLOCK] ^= lb; break;" for i in range(n))
+    R["store_step"] = " ".join(f"s{i} = n{i};" for i in sorted(hot))
     R["node_counts"] = "\n".join(
-        f"{{ uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc(s{i} & valid)); "
+        f"{{ uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc({node(i, 'out')} & valid)); "
         f"if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[{i}], (unsigned long long)c); }}" for i in range(n))
-    R["store"] = " ".join(f"S[(unsigned long long){i} * G + g] = s{i};" for i in range(n))
+    R["store"] = " ".join(f"Sb[{i} * DS_BLOCK] = s{i};" for i in sorted(hot))
+    R["finish"] = "\n".join(f"Sb[{i} * DS_BLOCK] = Tb[{i} * DS_BLOCK];" for i in range(n) if i not in hot)
     return fill_template(template, R)
 
 
@@ -166,12 +208,14 @@ class GPUKernel:
     n_targets: int
     module: Any
     tables: dict
+    split: bool  # some nodes live in global memory (needs a scratch buffer)
 
     @classmethod
-    def build(cls, c: CompiledPBN, mode: int, targets: Targets) -> "GPUKernel":
+    def build(cls, c: CompiledPBN, mode: int, targets: Targets, registers: int | None = None) -> "GPUKernel":
         import cupy as cp
 
-        src = generate_source(c, mode, targets)
+        hot = hot_nodes(c, registers)
+        src = generate_source(c, mode, targets, hot)
         mod = backends.load_module(src)
         tables = {
             "func_start": cp.asarray(c.func_start, dtype=cp.int32),
@@ -181,32 +225,49 @@ class GPUKernel:
             "pert_nodes": cp.asarray(c.pert_nodes, dtype=cp.int32),
             "pertG": cp.asarray(c.pert_G, dtype=cp.uint32),
         }
-        return cls(c, mode, max(1, len(targets)), mod, tables)
+        return cls(c, mode, max(1, len(targets)), mod, tables, len(hot) < c.n)
 
     def init_state(self, chain0: int, n_chains: int, seed: int, fix_mask: np.ndarray, fix_val: np.ndarray) -> Any:
         import cupy as cp
 
         n = self.compiled.n
-        G = max(1, -(-n_chains // 32))
-        S = cp.zeros((n, G), dtype=cp.uint32)
+        blocks = -(-max(1, -(-n_chains // 32)) // BLOCK)  # whole blocks: every thread owns a column
+        G = blocks * BLOCK
+        S = cp.zeros((blocks, n, BLOCK), dtype=cp.uint32)  # tiled: S[block, node, thread]
         fn = self.module.get_function("pbn_init")
-        fn(((G + BLOCK - 1) // BLOCK,), (BLOCK,), (S, np.int32(G), np.int32(n_chains), np.int32(n),
-                                                   np.uint64(chain0), np.uint32(seed)))
+        fn((blocks,), (BLOCK,), (S, np.int32(G), np.int32(n_chains), np.int32(n), np.uint64(chain0), np.uint32(seed)))
         fixed = np.flatnonzero(fix_mask)
         if len(fixed):
-            lanes = np.full(G, 0xFFFFFFFF, dtype=np.uint32)
-            if n_chains % 32:
-                lanes[-1] = (1 << (n_chains % 32)) - 1
+            lanes = np.zeros(G, dtype=np.uint32)
+            full, rest = divmod(n_chains, 32)
+            lanes[:full] = 0xFFFFFFFF
+            if rest:
+                lanes[full] = (1 << rest) - 1
+            lanes = cp.asarray(lanes.reshape(blocks, BLOCK))
             for i in fixed:
-                S[int(i)] = cp.asarray(lanes if fix_val[i] else np.zeros(G, np.uint32))
+                S[:, int(i), :] = lanes if fix_val[i] else 0
         return S
+
+    @staticmethod
+    def states_of(S: Any, n_chains: int) -> np.ndarray:
+        """bool [n_chains, n] from the tiled device state."""
+        return unslice32(GPUKernel.node_major(S), n_chains)
+
+    @staticmethod
+    def node_major(S: Any) -> np.ndarray:
+        """Host copy of the tiled state as ``[node, group]`` (group = block * BLOCK + thread)."""
+        import cupy as cp
+
+        blocks, n, block = S.shape
+        return cp.asnumpy(S.transpose(1, 0, 2).reshape(n, blocks * block))
 
     def advance(self, S: Any, *, chain0: int, n_chains: int, step0: int, nsteps: int, seed: int,
                 want_chain: bool = False, want_nodes: bool = False) -> dict[str, np.ndarray]:
         import cupy as cp
 
         c = self.compiled
-        n, G = S.shape
+        blocks, n, _ = S.shape
+        G = blocks * BLOCK
         T = self.n_targets
         pooled = np.zeros((T, 4), dtype=np.uint64)
         launch_pooled = cp.zeros(4 * T, dtype=cp.uint64)
@@ -215,12 +276,13 @@ class GPUKernel:
         fn = self.module.get_function("pbn_sliced")
         tb = self.tables
         shared = 8 * n if want_nodes else 0
+        scratch = cp.empty_like(S) if self.split else S
         done = 0
         while True:  # at least one launch, so nsteps == 0 still reports the occupancy at the end
             k = min(MAX_STEPS_PER_LAUNCH, nsteps - done)
             launch_pooled.fill(0)
-            fn(((G + BLOCK - 1) // BLOCK,), (BLOCK,),
-               (S, np.int32(G), np.int32(n_chains), np.uint64(chain0), np.uint64(step0 + done), np.int32(k),
+            fn((blocks,), (BLOCK,),
+               (S, scratch, np.int32(G), np.int32(n_chains), np.uint64(chain0), np.uint64(step0 + done), np.int32(k),
                 np.uint32(seed), tb["func_start"], tb["func_thresh"], tb["ctx_thresh"], np.int32(len(c.ctx_thresh)),
                 tb["ctx_func"], tb["pert_nodes"], tb["pertG"], np.int32(c.n_pert), np.int32(want_chain), chain_ones,
                 np.int32(want_nodes), node_ones, launch_pooled), shared_mem=shared)
@@ -250,14 +312,22 @@ _KERNELS: dict[tuple, GPUKernel] = {}
 _LOCK = threading.Lock()
 
 
-def get_kernel(c: CompiledPBN, mode: int, targets: Targets) -> GPUKernel:
-    """Process-wide cache of built kernels (per device)."""
+def get_kernel(c: CompiledPBN, mode: int, targets: Targets, registers: int | None | str = "auto") -> GPUKernel:
+    """Process-wide cache of built kernels (per device). ``registers``: how many nodes stay in
+    registers ("auto": see :func:`auto_registers`; None: all)."""
     import cupy as cp
 
-    key = (c.digest, mode, tuple(tuple(map(tuple, t)) for t in targets), cp.cuda.Device().id)
+    if registers == "auto":
+        registers = auto_registers(c)
+    key = (c.digest, mode, tuple(tuple(map(tuple, t)) for t in targets), registers, cp.cuda.Device().id)
     with _LOCK:
         k = _KERNELS.get(key)
         if k is None:
-            k = GPUKernel.build(c, mode, targets)
+            k = GPUKernel.build(c, mode, targets, registers)
             _KERNELS[key] = k
     return k
+
+
+def auto_registers(c: CompiledPBN) -> int | None:
+    """Register budget for the node state: all nodes up to REGISTER_NODES, else the REGISTER_NODES most read."""
+    return None if c.n <= REGISTER_NODES else REGISTER_NODES

@@ -115,9 +115,7 @@ def _advance(backend: str, S, b: Block, step0: int, nsteps: int, want_chain: boo
 
 def _states(backend: str, S, b: Block) -> np.ndarray:
     if backend == "gpu":
-        import cupy as cp
+        from .gpu import GPUKernel
 
-        from .gpu import unslice32
-
-        return unslice32(cp.asnumpy(S), b.n_chains)
+        return GPUKernel.states_of(S, b.n_chains)
     return cpu.unslice(S, b.n_chains, b.compiled.n)

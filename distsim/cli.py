@@ -178,7 +178,7 @@ def cmd_pbn(args: argparse.Namespace) -> int:
         write_assa(net, args.output)
         print(f"wrote {args.output}: {net.summary()}")
         return 0
-    backend = "cpu" if args.cpu else "auto"
+    backend = "cpu" if args.cpu else None
     progress = not args.quiet
     print(net.summary())
     t0 = time.perf_counter()

@@ -170,11 +170,16 @@ class DaskExecutor:
 Executor = LocalExecutor | DaskExecutor
 
 
-def executor_for(client: Any = None, backend: str = "auto") -> Executor:
+def executor_for(client: Any = None, backend: str | None = None) -> Executor:
     """``client``: a ``distributed.Client`` (run there), an executor (used as is), or None (the
-    default Dask client if one exists, else in-process)."""
+    default Dask client if one exists, else in-process). ``backend`` None reads the Dask config key
+    ``distsim.backend`` ('auto' unless set, e.g. by ``DASK_DISTSIM__BACKEND=cpu``)."""
     if isinstance(client, (LocalExecutor, DaskExecutor)):
         return client
+    if backend is None:
+        import dask
+
+        backend = dask.config.get("distsim.backend", "auto")
     if client is None:
         try:
             from distributed import default_client

@@ -30,7 +30,7 @@ def simulate(
     targets: TargetSpec | Sequence[TargetSpec] | None = None,
     keep_states: bool = True,
     client: Any = None,
-    backend: str = "auto",
+    backend: str | None = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
     """Simulate ``trajectories`` independent trajectories for ``steps`` steps.

@@ -139,7 +139,7 @@ def steady_state(
     segments: int = 8,
     max_length: int = 2**31,
     client: Any = None,
-    backend: str = "auto",
+    backend: str | None = None,
     progress: bool | None = None,
     plot: str | None = None,
 ) -> xr.Dataset:

@@ -45,6 +45,8 @@ def _add_steady(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rhat", type=float, default=1.05, help="R-hat threshold (default 1.05)")
     p.add_argument("--no-reduce", action="store_true", help="do not drop nodes irrelevant to the target")
     p.add_argument("--plot", default=None, help="write a PNG of the convergence")
+    p.add_argument("--max-steps", type=float, default=None, help="stop after this many simulated steps in all")
+    p.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,7 +196,8 @@ def cmd_pbn(args: argparse.Namespace) -> int:
             kw = dict(mode=args.mode, precision=args.precision, confidence=args.confidence, epsilon=args.epsilon,
                       chains=args.chains, initial_length=args.initial_length, rhat_threshold=args.rhat,
                       reduce=not args.no_reduce, seed=args.seed, initial=_initial(args.initial), client=client,
-                      backend=backend, progress=progress, plot=args.plot)
+                      backend=backend, progress=progress, plot=args.plot, max_steps=args.max_steps,
+                      time_limit=args.time_limit)
             if args.pbn_command == "steady-state":
                 from .pbn import steady_state
 

@@ -364,25 +364,12 @@ def _table_eval(state_bits, f, par_start, par_index, tt_start, tt):
 
 @numba.njit(cache=True)
 def _program_eval_scalar(state_bits, n, code, regs):
+    """The bit program on one trajectory: bit 0 of each register is the value."""
     for i in range(n):
         regs[i] = np.uint64((state_bits[i >> 5] >> np.uint32(i & 31)) & np.uint32(1))
     regs[n] = U0
-    regs[n + 1] = U1
-    for k in range(code.shape[0]):
-        op = code[k, 0]
-        d = code[k, 1]
-        a = regs[code[k, 2]]
-        b = regs[code[k, 3]]
-        if op == OP_AND:
-            regs[d] = a & b
-        elif op == OP_OR:
-            regs[d] = a | b
-        elif op == OP_XOR:
-            regs[d] = a ^ b
-        elif op == OP_ANDN:
-            regs[d] = a & (b ^ U1)
-        else:
-            regs[d] = a ^ U1
+    regs[n + 1] = ALL
+    run_program(code, regs)
 
 
 @numba.njit(parallel=True, cache=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -138,6 +139,8 @@ def steady_state(
     initial: str | Mapping[str, int] | None = "random",
     segments: int = 8,
     max_length: int = 2**31,
+    max_steps: float | None = None,
+    time_limit: float | None = None,
     client: Any = None,
     backend: str | None = None,
     progress: bool | None = None,
@@ -150,6 +153,8 @@ def steady_state(
     probability s (two-state Markov chain approach); ``epsilon``: its burn-in tolerance.
     ``chains``: omega (default :func:`default_chains`); ``initial_length``: psi_0.
     ``reduce``: drop nodes that are not ancestors of the target nodes (SCC reduction).
+    ``max_length`` (steps per chain), ``max_steps`` (steps in all) and ``time_limit`` (seconds) stop
+    a run early; the Dataset then says so in ``attrs["note"]`` and has ``converged = 0``.
     Returns a Dataset over ``target`` with ``probability``, ``ci_low``, ``ci_high``, ``rhat``,
     ``burn_in``, ``sample_size``, ``alpha``, ``beta`` and run figures; ``plot`` writes a PNG of the
     convergence (R-hat and estimate against chain length).
@@ -194,6 +199,11 @@ def steady_state(
     prog = engine.Progress(progress, "pbn steady-state")
     history: list[tuple[int, list[float], list[float]]] = []
     converged_gr = False
+    note = ""
+    budget = _Budget(max_length, max_steps, time_limit, t_start)
+    if net.perturbation == 0:
+        warnings.warn("perturbation p = 0: the chain need not be ergodic, so a steady state may not exist or may "
+                      "depend on the initial states", stacklevel=2)
     try:
         # ---- 1. Gelman & Rubin: psi doubles until R-hat < threshold for every target
         psi = psi0
@@ -206,41 +216,31 @@ def steady_state(
             if max(r) < rhat_threshold:
                 converged_gr = True
                 break
-            if 4 * psi > max_length:
+            note = budget.check(ens, 4 * psi)
+            if note:
                 break
             psi *= 2
 
         # ---- 2. two-state Markov chain: extend until the sample is large enough, check burn-in
         m = psi
         gr_var = [between_variance(s) for s in sums]  # asymptotic variance estimates (no Markov assumption)
-        flag = "" if converged_gr else "Gelman-Rubin did not converge within max_length"
-        for _ in range(10_000):
-            while True:
-                if m >= ens.length:  # sample start beyond the chains' end: extend past it first
-                    ens.advance(m + max(psi, 1), pieces=segments, boundaries=(m,))
-                win = ens.window(m)
-                n = ens.length - m
-                if all(w.identifiable for w in win):
-                    need = [max(sample_size(w.alpha, w.beta, precision, confidence),
-                                required_size(v, precision, confidence)) for w, v in zip(win, gr_var)]
-                    E = max(-(-(N - w.size) // omega) for N, w in zip(need, win))
-                else:  # a target not yet entered and left: no alpha/beta yet; double the sample
-                    E = n
-                history.append((ens.length, [math.nan] * T, [w.estimate for w in win]))
-                prog.update(f"two-state: length {ens.length}, sample {omega * n:.3g}, estimate "
-                            f"{_fmt([w.estimate for w in win])}")
-                if E <= 0:
-                    break
-                if ens.length + E > max_length:
-                    flag = flag or "max_length reached before the required sample size"
-                    break
-                ens.advance(ens.length + E, pieces=segments)
-            if flag and "max_length" in flag:
-                break
+        if not converged_gr:
+            note = f"Gelman-Rubin did not converge ({note or 'limits reached'})"
+        while not note:
+            if m >= ens.length:  # the sample starts beyond the chains' end: extend past it first
+                ens.advance(m + psi, pieces=segments, boundaries=(m,))
             win = ens.window(m)
-            if not all(w.identifiable for w in win):
-                break
-            M = max(burn_in(w.alpha, w.beta, epsilon) for w in win)
+            need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
+            E = max(-(-(N - w.size) // omega) for N, w in zip(need, win))
+            history.append((ens.length, [math.nan] * T, [w.estimate for w in win]))
+            prog.update(f"two-state: length {ens.length}, sample {win[0].size:.3g} (need {max(need):.3g}), "
+                        f"estimate {_fmt([w.estimate for w in win])}")
+            if E > 0:
+                note = budget.check(ens, ens.length + E)
+                if not note:
+                    ens.advance(ens.length + E, pieces=segments)
+                continue
+            M = max([burn_in(w.alpha, w.beta, epsilon) for w in win if w.identifiable] + [0])
             if M <= m:
                 break
             later = [b for b in ens.boundaries() if b >= M]
@@ -260,13 +260,42 @@ def steady_state(
         chain_length=ens.length, steps_simulated=ens.steps, rounds=ens.rounds, perturbation=net.perturbation,
         reduced=reduce, nodes=net.n, nodes_removed=net.n - len(keep), nodes_simulated=len(keep),
         device_seconds=ens.device_seconds, steps_per_second=ens.steps / max(ens.device_seconds, 1e-12),
-        converged=int(converged_gr and not flag), note=flag or "ok",
+        converged=int(converged_gr and not note), note=note or "ok",
     )
     if plot is not None:
         from .plots import plot_convergence
 
         plot_convergence(ds, plot)
     return ds
+
+
+@dataclass
+class _Budget:
+    """Limits on a run: steps per chain, steps in all, seconds."""
+
+    max_length: int
+    max_steps: float | None
+    time_limit: float | None
+    t_start: float
+
+    def check(self, ens: _Ensemble, to_length: int) -> str:
+        """'' if the chains may be extended to ``to_length``, else why not."""
+        if to_length > self.max_length:
+            return f"stopped: chains would exceed max_length={self.max_length}"
+        if self.max_steps is not None and ens.steps + ens.chains * (to_length - ens.length) > self.max_steps:
+            return f"stopped: max_steps={self.max_steps:g} would be exceeded"
+        if self.time_limit is not None and time.perf_counter() - self.t_start > self.time_limit:
+            return f"stopped: time_limit={self.time_limit:g} s reached"
+        return ""
+
+
+def _required(w: TwoState, gr_variance: float, precision: float, confidence: float) -> int:
+    """Sample size for one target: the larger of the two-state N (when alpha and beta are seen) and
+    the one from the Gelman-Rubin variance. A target never entered or never left in the sample with
+    no between-chain variance needs nothing more (its estimate is 0 or 1; flagged as degenerate)."""
+    n_two_state = sample_size(w.alpha, w.beta, precision, confidence) if w.identifiable else 0
+    n_gr = required_size(gr_variance, precision, confidence) if gr_variance > 0 else 0
+    return max(n_two_state, n_gr)
 
 
 def _fmt(values: Sequence[float]) -> str:
@@ -306,6 +335,8 @@ def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], gr_var: list[flo
         "variance_two_state": ("target", np.array(ts_var), {"long_name": "asymptotic variance, two-state model"}),
         "variance_between_chains": ("target", np.array(gr_var),
                                     {"long_name": "asymptotic variance, Gelman-Rubin B at convergence"}),
+        "degenerate": ("target", np.array([not w.identifiable for w in win], dtype=np.int8),
+                       {"long_name": "1 if the sample never entered or never left the set (alpha or beta = 0)"}),
         "alpha": ("target", np.array([w.alpha for w in win]), {"long_name": "P(enter the target set)"}),
         "beta": ("target", np.array([w.beta for w in win]), {"long_name": "P(leave the target set)"}),
         "history_length": ("round", hist_len, {"long_name": "chain length after the round"}),

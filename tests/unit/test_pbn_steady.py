@@ -150,3 +150,26 @@ def test_formulas():
     W = (0.3 * 0.7 * 100 / 99 + 0.7 * 0.3 * 100 / 99) / 2  # mean within-chain sample variance
     assert math.isclose(rhat(mixed), math.sqrt((99 / 100 * W + B / 100) / W), rel_tol=1e-12)
     assert math.isclose(between_variance(mixed), B, rel_tol=1e-12)
+
+
+def test_degenerate_target_and_limits():
+    names = ["a", "b"]
+    const = parse_expression("1", names.index)
+    net = PBN.create(names, [[(const, 1.0)], [(parse_expression("a & b", names.index), 1.0)]], perturbation=0.01,
+                     fixed=["a"])
+    ds = steady_state(net, ["a=0", "a=1"], precision=1e-2, seed=1, initial={"a": 1})
+    assert ds.probability.values.tolist() == [0.0, 1.0]
+    assert ds.degenerate.values.tolist() == [1, 1]
+    slow = load_shmulevich()
+    limited = steady_state(slow, "x1=1", precision=1e-4, seed=1, max_steps=1e5)
+    assert limited.attrs["converged"] == 0 and "max_steps" in limited.attrs["note"]
+    assert limited.attrs["steps_simulated"] <= 1e5
+    with pytest.warns(UserWarning, match="ergodic"):
+        steady_state(slow.with_perturbation(0.0), "x1=1", precision=1e-2, seed=1, max_steps=1e6)
+
+
+def load_shmulevich():
+    from pathlib import Path
+
+    return load(Path(__file__).resolve().parents[2] / "examples" / "pbn" / "bnmpy_shmulevich2002_examplePBN_3n.txt",
+                perturbation=0.01)

@@ -207,6 +207,9 @@ def steady_state(
     try:
         # ---- 1. Gelman & Rubin: psi doubles until R-hat < threshold for every target
         psi = psi0
+        first = budget.check(ens, 2 * psi)
+        if first:
+            raise ValueError(f"the first round ({omega} chains x {2 * psi} steps) already exceeds the limits: {first}")
         while True:
             sums = ens.advance(2 * psi, count_from=psi, pieces=segments, want_chain=True)
             r = [rhat(s) for s in sums]

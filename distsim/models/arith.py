@@ -1,0 +1,309 @@
+"""Arithmetic expressions for kinetic laws: an immutable AST, a safe parser (never ``eval``),
+evaluation, and a compact stack program that the SSA kernels interpret on CPU and GPU.
+
+Grammar::
+
+    expr   := term (('+' | '-') term)*
+    term   := unary (('*' | '/') unary)*
+    unary  := '-' unary | '+' unary | power   # so -2^2 = -(2^2)
+    power  := atom ('^' unary)?              # right-associative: 2^3^2 = 2^(3^2)
+    atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
+
+Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil. A NAME resolves (via
+the caller) to a species count or a parameter value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from .errors import ModelError
+
+
+class Node:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Num(Node):
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Species(Node):
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Param(Node):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp(Node):
+    op: str  # + - * / ^
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Neg(Node):
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Node):
+    func: str
+    args: tuple[Node, ...]
+
+
+FUNCS: dict[str, tuple[int, Callable]] = {
+    "exp": (1, np.exp), "log": (1, np.log), "ln": (1, np.log), "log10": (1, np.log10), "sqrt": (1, np.sqrt),
+    "abs": (1, np.abs), "floor": (1, np.floor), "ceil": (1, np.ceil), "pow": (2, np.power),
+    "min": (2, np.minimum), "max": (2, np.maximum),
+}
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|"
+                    r"(?P<op>\*\*|[-+*/^(),]))")
+
+
+def parse_arith(text: str, resolve: Callable[[str], Node], *, file: str | None = None, line: int | None = None,
+                column: int = 1) -> Node:
+    """Parse a kinetic law; ``resolve(name)`` returns a :class:`Species` or :class:`Param` or raises KeyError."""
+    toks: list[tuple[str, str, int]] = []
+    pos = 0
+    s = text.rstrip()
+    while pos < len(s):
+        m = _TOKEN.match(s, pos)
+        if not m or m.end() == pos:
+            bad = s[pos:].lstrip()[:1]
+            raise ModelError(f"unexpected character {bad!r} in expression", file=file, line=line, column=column + pos)
+        kind = m.lastgroup
+        val = m.group(kind)
+        toks.append((kind, "^" if val == "**" else val, column + m.start(kind)))
+        pos = m.end()
+    end = column + len(s)
+    i = 0
+
+    def err(msg: str, col: int) -> ModelError:
+        return ModelError(msg, file=file, line=line, column=col)
+
+    def peek():
+        return toks[i] if i < len(toks) else None
+
+    def take(op: str) -> bool:
+        nonlocal i
+        t = peek()
+        if t and t[0] == "op" and t[1] == op:
+            i += 1
+            return True
+        return False
+
+    def left_assoc(ops: str, sub: Callable[[], Node]) -> Callable[[], Node]:
+        def rule() -> Node:
+            node = sub()
+            while True:
+                for op in ops:
+                    if take(op):
+                        node = BinOp(op, node, sub())
+                        break
+                else:
+                    return node
+
+        return rule
+
+    def unary() -> Node:
+        if take("-"):
+            return Neg(unary())
+        if take("+"):
+            return unary()
+        return power()
+
+    def power() -> Node:
+        base = atom()
+        if take("^"):
+            return BinOp("^", base, unary())
+        return base
+
+    def atom() -> Node:
+        nonlocal i
+        t = peek()
+        if t is None:
+            raise err("expression ends where an operand was expected", end)
+        kind, val, col = t
+        i += 1
+        if kind == "num":
+            return Num(float(val))
+        if kind == "name":
+            if take("("):
+                if val not in FUNCS:
+                    raise err(f"unknown function {val!r}", col)
+                args = [expr()]
+                while take(","):
+                    args.append(expr())
+                if not take(")"):
+                    t2 = peek()
+                    raise err("expected ')'", t2[2] if t2 else end)
+                arity = FUNCS[val][0]
+                if len(args) != arity:
+                    raise err(f"{val}() takes {arity} argument(s), got {len(args)}", col)
+                return Call("log" if val == "ln" else val, tuple(args))
+            try:
+                return resolve(val)
+            except KeyError:
+                raise err(f"unknown name {val!r} (not a species or parameter)", col) from None
+        if val == "(":
+            node = expr()
+            if not take(")"):
+                t2 = peek()
+                raise err("expected ')'", t2[2] if t2 else end)
+            return node
+        raise err(f"unexpected {val!r}", col)
+
+    term = left_assoc("*/", unary)
+    expr = left_assoc("+-", term)
+
+    if not toks:
+        raise err("empty expression", column)
+    node = expr()
+    if i != len(toks):
+        raise err(f"unexpected {toks[i][1]!r} after a complete expression", toks[i][2])
+    return node
+
+
+def species_of(node: Node) -> tuple[int, ...]:
+    out: set[int] = set()
+
+    def go(n: Node) -> None:
+        if isinstance(n, Species):
+            out.add(n.index)
+        elif isinstance(n, BinOp):
+            go(n.left)
+            go(n.right)
+        elif isinstance(n, Neg):
+            go(n.arg)
+        elif isinstance(n, Call):
+            for a in n.args:
+                go(a)
+
+    go(node)
+    return tuple(sorted(out))
+
+
+def params_of(node: Node) -> tuple[str, ...]:
+    out: set[str] = set()
+
+    def go(n: Node) -> None:
+        if isinstance(n, Param):
+            out.add(n.name)
+        elif isinstance(n, BinOp):
+            go(n.left)
+            go(n.right)
+        elif isinstance(n, Neg):
+            go(n.arg)
+        elif isinstance(n, Call):
+            for a in n.args:
+                go(a)
+
+    go(node)
+    return tuple(sorted(out))
+
+
+def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
+    """Evaluate on species counts ``x[..., n_species]`` (vectorised)."""
+    x = np.asarray(x, dtype=np.float64)
+    shape = x.shape[:-1]
+
+    def go(n: Node):
+        if isinstance(n, Num):
+            return np.full(shape, n.value)
+        if isinstance(n, Species):
+            return x[..., n.index]
+        if isinstance(n, Param):
+            return np.full(shape, float(params[n.name]))
+        if isinstance(n, Neg):
+            return -go(n.arg)
+        if isinstance(n, BinOp):
+            a, b = go(n.left), go(n.right)
+            return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "^": np.power}[n.op](a, b)
+        if isinstance(n, Call):
+            return FUNCS[n.func][1](*[go(a) for a in n.args])
+        raise TypeError(n)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return go(node)
+
+
+def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
+    def go(n: Node, parent: int) -> str:
+        if isinstance(n, Num):
+            return repr(n.value)
+        if isinstance(n, Species):
+            return species[n.index]
+        if isinstance(n, Param):
+            return n.name
+        if isinstance(n, Neg):
+            return f"-{go(n.arg, 4)}"
+        if isinstance(n, Call):
+            return f"{n.func}({', '.join(go(a, 0) for a in n.args)})"
+        prec = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}[n.op]
+        right_prec = prec + (0 if n.op == "^" else 1)
+        txt = f"{go(n.left, prec + (1 if n.op == '^' else 0))} {n.op} {go(n.right, right_prec)}"
+        return f"({txt})" if prec < parent else txt
+
+    return go(node, 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# stack program (interpreted by the SSA kernels)
+
+OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG = range(8)
+OP_FUNC_BASE = 16
+FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "log10", "sqrt", "abs", "floor", "ceil",
+                                                                "pow", "min", "max"])}
+
+
+def compile_stack(node: Node, params: Mapping[str, float]) -> tuple[list[tuple[int, float]], int]:
+    """Postfix program [(op, operand)] with parameters folded to constants; returns (program, max stack depth)."""
+    prog: list[tuple[int, float]] = []
+    depth = 0
+    best = 0
+
+    def push(op: int, arg: float, delta: int) -> None:
+        nonlocal depth, best
+        prog.append((op, arg))
+        depth += delta
+        best = max(best, depth)
+
+    def go(n: Node) -> None:
+        if isinstance(n, Num):
+            push(OP_PUSH_CONST, n.value, 1)
+        elif isinstance(n, Param):
+            push(OP_PUSH_CONST, float(params[n.name]), 1)
+        elif isinstance(n, Species):
+            push(OP_PUSH_SPECIES, float(n.index), 1)
+        elif isinstance(n, Neg):
+            go(n.arg)
+            push(OP_NEG, 0.0, 0)
+        elif isinstance(n, BinOp):
+            go(n.left)
+            go(n.right)
+            push({"+": OP_ADD, "-": OP_SUB, "*": OP_MUL, "/": OP_DIV, "^": OP_POW}[n.op], 0.0, -1)
+        elif isinstance(n, Call):
+            for a in n.args:
+                go(a)
+            push(FUNC_CODES[n.func], 0.0, 1 - len(n.args))
+        else:
+            raise TypeError(n)
+
+    go(node)
+    return prog, best
+
+
+def is_finite_constant(node: Node, params: Mapping[str, float]) -> bool:
+    return not species_of(node) and math.isfinite(float(evaluate(node, np.zeros((1, 1)), params)[0]))

@@ -1,0 +1,212 @@
+"""Reaction networks for exact stochastic simulation (Gillespie 1977; seed 003, section 2 notation).
+
+Reaction j fires with propensity a_j(x) = theta_j h_j(x). For **mass action**, h_j is the number
+of distinct reactant combinations, h_j(x) = prod_i C(x_i, r_ij) (so 2A -> ... has h = x(x-1)/2),
+and theta_j is the *stochastic* rate constant, given by a parameter name or a number. A
+**general kinetic law** gives a_j(x) directly as an arithmetic expression of species counts and
+parameters (a parsed tree, never Python code). Species in ``fixed`` (SBML boundary or constant
+species) keep their count: reactions read them but do not change them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .arith import Node, evaluate, params_of, species_of, to_text
+from .errors import ModelError
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """One reaction: reactants and products as (species index, stoichiometry) pairs."""
+
+    reactants: tuple[tuple[int, int], ...]
+    products: tuple[tuple[int, int], ...]
+    rate: str | float = 1.0  # mass action: stochastic rate constant (parameter name or number)
+    law: Node | None = None  # general kinetic law: the propensity itself (then ``rate`` is unused)
+    name: str = ""
+
+    @property
+    def mass_action(self) -> bool:
+        return self.law is None
+
+    def change(self, n_species: int) -> np.ndarray:
+        """Net stoichiometric change vector (length n_species)."""
+        v = np.zeros(n_species, dtype=np.int64)
+        for i, s in self.reactants:
+            v[i] -= s
+        for i, s in self.products:
+            v[i] += s
+        return v
+
+    def reads(self) -> tuple[int, ...]:
+        """Species whose counts the propensity depends on."""
+        if self.law is not None:
+            return species_of(self.law)
+        return tuple(sorted({i for i, _ in self.reactants}))
+
+
+@dataclass(frozen=True)
+class ReactionNetwork:
+    """An immutable reaction network with initial counts and parameter values."""
+
+    species: tuple[str, ...]
+    initial: tuple[int, ...]
+    reactions: tuple[Reaction, ...]
+    parameters: tuple[tuple[str, float], ...] = ()
+    fixed: frozenset[int] = frozenset()
+    name: str = ""
+    source: str = ""
+    _params: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+
+    @classmethod
+    def create(cls, species: Sequence[str], initial: Sequence[int] | Mapping[str, int],
+               reactions: Sequence[Reaction], parameters: Mapping[str, float] | None = None, *,
+               fixed: Iterable[int | str] = (), name: str = "", source: str = "") -> "ReactionNetwork":
+        species = tuple(species)
+        if isinstance(initial, Mapping):
+            unknown = [k for k in initial if k not in species]
+            if unknown:
+                raise ModelError(f"initial count given for unknown species {unknown[0]!r}", file=source or None)
+            initial = [int(initial.get(s, 0)) for s in species]
+        fx = {species.index(f) if isinstance(f, str) else int(f) for f in fixed}
+        params = tuple((str(k), float(v)) for k, v in (parameters or {}).items())
+        return cls(species, tuple(int(x) for x in initial), tuple(reactions), params, frozenset(fx), name, source)
+
+    def __post_init__(self) -> None:
+        src = self.source or None
+        n = len(self.species)
+        if n == 0:
+            raise ModelError("a reaction network needs at least one species", file=src)
+        if len(set(self.species)) != n:
+            dup = sorted({s for s in self.species if self.species.count(s) > 1})
+            raise ModelError(f"duplicate species: {', '.join(dup)}", file=src)
+        if len(self.initial) != n:
+            raise ModelError(f"{n} species but {len(self.initial)} initial counts", file=src)
+        for s, x in zip(self.species, self.initial):
+            if x < 0:
+                raise ModelError(f"initial count of {s!r} is negative ({x})", file=src)
+        params = dict(self.parameters)
+        for k, v in params.items():
+            if not math.isfinite(v):
+                raise ModelError(f"parameter {k!r} is not finite ({v})", file=src)
+        object.__setattr__(self, "_params", params)
+        if not self.reactions:
+            raise ModelError("a reaction network needs at least one reaction", file=src)
+        for j, r in enumerate(self.reactions):
+            label = r.name or f"reaction {j + 1}"
+            for i, s in r.reactants + r.products:
+                if not 0 <= i < n:
+                    raise ModelError(f"{label}: unknown species index {i}", file=src)
+                if s <= 0:
+                    raise ModelError(f"{label}: stoichiometry must be a positive integer, got {s}", file=src)
+            if r.law is None:
+                if isinstance(r.rate, str):
+                    if r.rate not in params:
+                        raise ModelError(f"{label}: unknown rate parameter {r.rate!r}", file=src)
+                    theta = params[r.rate]
+                else:
+                    theta = float(r.rate)
+                if not (theta >= 0 and math.isfinite(theta)):
+                    raise ModelError(f"{label}: rate constant must be finite and >= 0, got {theta}", file=src)
+            else:
+                missing = [p for p in params_of(r.law) if p not in params]
+                if missing:
+                    raise ModelError(f"{label}: kinetic law uses unknown parameter {missing[0]!r}", file=src)
+                bad = [i for i in species_of(r.law) if not 0 <= i < n]
+                if bad:
+                    raise ModelError(f"{label}: kinetic law reads unknown species index {bad[0]}", file=src)
+        for f in self.fixed:
+            if not 0 <= f < n:
+                raise ModelError(f"fixed species index {f} out of range", file=src)
+
+    # ---- queries ---------------------------------------------------------------------------------
+
+    @property
+    def n_species(self) -> int:
+        return len(self.species)
+
+    @property
+    def n_reactions(self) -> int:
+        return len(self.reactions)
+
+    @property
+    def params(self) -> dict[str, float]:
+        return dict(self._params)
+
+    def index(self, species: str | int) -> int:
+        if isinstance(species, (int, np.integer)):
+            return int(species)
+        try:
+            return self.species.index(species)
+        except ValueError:
+            raise KeyError(f"unknown species {species!r}") from None
+
+    def theta(self, j: int) -> float:
+        """Stochastic rate constant of mass-action reaction j."""
+        r = self.reactions[j]
+        return float(self._params[r.rate]) if isinstance(r.rate, str) else float(r.rate)
+
+    def stoichiometry(self) -> np.ndarray:
+        """Net change matrix [n_reactions, n_species]; fixed species have 0 change."""
+        V = np.stack([r.change(self.n_species) for r in self.reactions])
+        for f in self.fixed:
+            V[:, f] = 0
+        return V
+
+    def propensities(self, x: np.ndarray) -> np.ndarray:
+        """a_j(x) for counts ``x[..., n_species]`` (reference implementation; vectorised)."""
+        x = np.asarray(x, dtype=np.float64)
+        out = []
+        for j, r in enumerate(self.reactions):
+            if r.law is not None:
+                a = evaluate(r.law, x, self._params)
+            else:
+                a = np.full(x.shape[:-1], self.theta(j))
+                for i, s in r.reactants:
+                    a = a * _binom(x[..., i], s)
+            out.append(a)
+        return np.stack(out, axis=-1)
+
+    def with_parameters(self, **values: float) -> "ReactionNetwork":
+        unknown = [k for k in values if k not in self._params]
+        if unknown:
+            raise KeyError(f"unknown parameter {unknown[0]!r}; parameters are {', '.join(self._params)}")
+        params = dict(self._params)
+        params.update({k: float(v) for k, v in values.items()})
+        return replace(self, parameters=tuple(params.items()))
+
+    def with_initial(self, **counts: int) -> "ReactionNetwork":
+        init = list(self.initial)
+        for k, v in counts.items():
+            init[self.index(k)] = int(v)
+        return replace(self, initial=tuple(init))
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        h.update(repr((self.species, self.initial, sorted(self.parameters), sorted(self.fixed))).encode())
+        for r in self.reactions:
+            law = to_text(r.law, self.species) if r.law is not None else ""
+            h.update(repr((r.reactants, r.products, r.rate, law)).encode())
+        return h.hexdigest()
+
+    def summary(self) -> str:
+        ma = sum(r.mass_action for r in self.reactions)
+        return (f"{self.name or 'network'}: {self.n_species} species, {self.n_reactions} reactions "
+                f"({ma} mass action, {self.n_reactions - ma} general laws), {len(self._params)} parameters")
+
+    def __repr__(self) -> str:
+        return f"ReactionNetwork({self.summary()})"
+
+
+def _binom(x: np.ndarray, s: int) -> np.ndarray:
+    """C(x, s) for integer-valued x >= 0 (0 when x < s)."""
+    out = np.ones_like(x)
+    for k in range(s):
+        out = out * np.maximum(x - k, 0) / (k + 1)
+    return out

@@ -1,0 +1,118 @@
+"""Elementary functions computed identically on CPU (Numba) and GPU (``kernels/dsmath.cuh``).
+
+Library ``log``/``exp`` differ between CUDA and the CPU in the last bit, which would let CPU and GPU
+trajectories drift apart. These versions use only exactly rounded IEEE operations (+ - * /, frexp,
+ldexp, comparisons) in a fixed order, so both backends produce the same bits; the CUDA build must
+not contract multiply-adds (``--fmad=false``). Accuracy is within a few ulp, ample for sampling.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+LN2 = 0.6931471805599453
+SQRT_HALF = 0.7071067811865476
+INV_LN2 = 1.4426950408889634
+LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of ln 2 (fdlibm): k * LN2_HI is exact
+LN2_LO = 1.90821492927058770002e-10
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The IEEE-754 bits of a float64 as int64 (an LLVM bitcast; no call)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_f64(typingctx, b):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@numba.njit(inline="always", cache=True)
+def _frexp(x):
+    """math.frexp for positive normal x by bit manipulation (same result); library call otherwise."""
+    b = _f64_bits(x)
+    ex = (b >> 52) & 0x7FF
+    if ex == 0 or ex == 0x7FF or b < 0:
+        return math.frexp(x)
+    return _bits_f64((b & 0x800FFFFFFFFFFFFF) | 0x3FE0000000000000), ex - 1022
+
+
+@numba.njit(inline="always", cache=True)
+def ds_log(x):
+    """Natural logarithm for x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s)."""
+    m, e = _frexp(x)  # x = m * 2**e, m in [0.5, 1)
+    if m < SQRT_HALF:
+        m = m * 2.0
+        e = e - 1
+    s = (m - 1.0) / (m + 1.0)  # |s| <= 0.1716
+    z = s * s
+    # 2 (s + s^3/3 + ... + s^23/23): Horner, truncation error < 1e-19
+    p = 1.0 / 23.0
+    p = p * z + 1.0 / 21.0
+    p = p * z + 1.0 / 19.0
+    p = p * z + 1.0 / 17.0
+    p = p * z + 1.0 / 15.0
+    p = p * z + 1.0 / 13.0
+    p = p * z + 1.0 / 11.0
+    p = p * z + 1.0 / 9.0
+    p = p * z + 1.0 / 7.0
+    p = p * z + 1.0 / 5.0
+    p = p * z + 1.0 / 3.0
+    p = p * z + 1.0
+    return 2.0 * s * p + e * LN2
+
+
+@numba.njit(inline="always", cache=True)
+def ds_exp(x):
+    """Exponential: x = k ln2 + r with |r| <= ln2/2 (Cody-Waite), exp r by its Taylor series, times 2^k."""
+    if x > 709.0:
+        return math.inf
+    if x < -745.0:
+        return 0.0
+    k = math.floor(x * INV_LN2 + 0.5)
+    r = (x - k * LN2_HI) - k * LN2_LO
+    p = 1.0 / 6227020800.0  # 1/13!
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return math.ldexp(p, int(k))
+
+
+@numba.njit(inline="always", cache=True)
+def ds_pow(x, y):
+    """x^y: exact repeated squaring for integer y with |y| <= 64, else exp(y log x) (x > 0)."""
+    if y == math.floor(y) and abs(y) <= 64.0:
+        n = int(abs(y))
+        result = 1.0
+        base = x
+        while n > 0:
+            if n & 1:
+                result = result * base
+            base = base * base
+            n >>= 1
+        return 1.0 / result if y < 0 else result
+    if x <= 0.0:
+        return 0.0 if x == 0.0 and y > 0 else math.nan
+    return ds_exp(y * ds_log(x))

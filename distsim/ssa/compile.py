@@ -1,0 +1,103 @@
+"""Compile a :class:`~distsim.models.reactions.ReactionNetwork` into flat arrays for the SSA kernels.
+
+Random-number layout (identical on every backend): realization ``r`` of a run with seed ``s``
+uses the Philox key ``(s, r)``; event ``e`` (0, 1, 2, ...) uses the block at counter
+``(e mod 2**32, e >> 32, 0, 0)``: words 0-1 give u1 for the waiting time tau = -log(u1) / a0
+and words 2-3 give u2 for the choice of reaction (the first j whose cumulative propensity exceeds
+u2 * a0). Both uniforms are doubles in (0, 1) built exactly from the words, and ``log`` is
+distsim's own (identical on CPU and GPU), so the backends produce the same realizations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models.arith import compile_stack
+from ..models.reactions import ReactionNetwork
+
+KIND_MASS_ACTION, KIND_LAW = 0, 1
+
+
+@dataclass(frozen=True)
+class CompiledNetwork:
+    n_species: int
+    n_reactions: int
+    x0: np.ndarray  # int64 [S]
+    theta: np.ndarray  # float64 [M] (mass action)
+    kind: np.ndarray  # int8 [M]
+    rct_start: np.ndarray  # int32 [M+1]: reactant (species, stoichiometry) entries of reaction j
+    rct_species: np.ndarray
+    rct_stoich: np.ndarray
+    chg_start: np.ndarray  # int32 [M+1]: net changes (species, delta) of reaction j (fixed species excluded)
+    chg_species: np.ndarray
+    chg_delta: np.ndarray
+    law_start: np.ndarray  # int32 [M+1]: postfix program of reaction j's kinetic law
+    law_op: np.ndarray  # int32
+    law_arg: np.ndarray  # float64
+    max_stack: int
+    dep_start: np.ndarray  # int32 [M+1]: reactions whose propensity changes when j fires
+    dep_list: np.ndarray
+    digest: str
+
+    @property
+    def mass_action_only(self) -> bool:
+        return bool(np.all(self.kind == KIND_MASS_ACTION))
+
+
+def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> CompiledNetwork:
+    """Flat arrays of ``net`` (``x0`` overrides the initial counts)."""
+    S, M = net.n_species, net.n_reactions
+    params = net.params
+    theta = np.zeros(M)
+    kind = np.zeros(M, dtype=np.int8)
+    rs, rsp, rst = [0], [], []
+    cs, csp, cd = [0], [], []
+    ls, lop, larg = [0], [], []
+    max_stack = 1
+    V = net.stoichiometry()
+    for j, r in enumerate(net.reactions):
+        if r.law is None:
+            theta[j] = net.theta(j)
+            kind[j] = KIND_MASS_ACTION
+        else:
+            kind[j] = KIND_LAW
+            prog, depth = compile_stack(r.law, params)
+            max_stack = max(max_stack, depth)
+            for op, arg in prog:
+                lop.append(op)
+                larg.append(arg)
+        ls.append(len(lop))
+        merged: dict[int, int] = {}
+        for i, s in r.reactants:
+            merged[i] = merged.get(i, 0) + s
+        for i in sorted(merged):
+            rsp.append(i)
+            rst.append(merged[i])
+        rs.append(len(rsp))
+        for i in np.flatnonzero(V[j]):
+            csp.append(int(i))
+            cd.append(int(V[j, i]))
+        cs.append(len(csp))
+    # dependency graph: j -> reactions reading a species that j changes
+    readers: dict[int, list[int]] = {}
+    for k, r in enumerate(net.reactions):
+        for i in r.reads():
+            readers.setdefault(i, []).append(k)
+    ds, dl = [0], []
+    for j in range(M):
+        deps = sorted({k for i in np.flatnonzero(V[j]) for k in readers.get(int(i), [])})
+        dl.extend(deps)
+        ds.append(len(dl))
+    x0 = np.asarray(net.initial if x0 is None else x0, dtype=np.int64)
+    i32 = lambda a: np.asarray(a, dtype=np.int32)  # noqa: E731
+    return CompiledNetwork(
+        n_species=S, n_reactions=M, x0=x0, theta=theta, kind=kind,
+        rct_start=i32(rs), rct_species=i32(rsp), rct_stoich=i32(rst),
+        chg_start=i32(cs), chg_species=i32(csp), chg_delta=i32(cd),
+        law_start=i32(ls), law_op=i32(lop if lop else [0]), law_arg=np.asarray(larg if larg else [0.0]),
+        max_stack=max_stack, dep_start=i32(ds), dep_list=i32(dl if dl else [0]),
+        digest=hashlib.sha256((net.digest() + repr(x0.tolist())).encode()).hexdigest(),
+    )

@@ -8,6 +8,7 @@
                              [--perturbation P] [--chains N] [--seed S] [-o out.nc] [--plot conv.png]
     distsim pbn influence MODEL --node X [--parents A,B] [...same options...]
     distsim pbn convert MODEL -o model.pbn
+    distsim ssa simulate MODEL --t-end T --points K --realizations N [--method auto|direct|tree] [-o out.nc]
 
 Without ``--scheduler`` the command starts a local Dask cluster (one worker per GPU when GPUs are
 present, else one per core) and shuts it down at the end; ``--in-process`` runs without Dask.
@@ -21,6 +22,8 @@ import os
 import sys
 import time
 from typing import Any, Iterator
+
+import numpy as np
 
 from . import __version__
 
@@ -84,6 +87,22 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--node", required=True, help="the influenced node")
     inf.add_argument("--parents", default=None, help="comma-separated parents (default: all)")
     _add_steady(inf)
+
+    ssa = sub.add_parser("ssa", help="exact stochastic simulation (Gillespie) of reaction networks")
+    ss2 = ssa.add_subparsers(dest="ssa_command", metavar="SSA_COMMAND")
+    ss2.required = True
+    sim2 = ss2.add_parser("simulate", help="simulate an ensemble of realizations")
+    sim2.add_argument("model", help="SBML (.xml) or distsim reaction text (.rxn)")
+    sim2.add_argument("--t-end", type=float, required=True)
+    sim2.add_argument("--points", type=int, default=101, help="time points on the output grid (default 101)")
+    sim2.add_argument("--realizations", "-n", type=int, default=1000)
+    sim2.add_argument("--method", choices=["auto", "direct", "tree"], default="auto")
+    sim2.add_argument("--seed", type=int, default=0)
+    sim2.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
+    sim2.add_argument("--trajectories", action="store_true", help="keep every realization's grid states")
+    sim2.add_argument("--max-events", type=int, default=0, help="cap on events per realization (0: none)")
+    sim2.add_argument("--output", "-o", default=None, help="write the result Dataset (.nc or .zarr)")
+    sim2.add_argument("--plot", default=None, help="write a PNG of the mean and 5-95%% band")
 
     conv = ps.add_parser("convert", help="write a model as an ASSA-PBN .pbn file")
     conv.add_argument("model")
@@ -218,6 +237,45 @@ def cmd_pbn(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ssa(args: argparse.Namespace) -> int:
+    from . import results
+    from .ssa import load, simulate
+
+    if args.output:
+        results.check_output_path(args.output)
+    params = {}
+    for item in args.param:
+        if "=" not in item:
+            raise ValueError(f"--param: expected NAME=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        params[k.strip()] = float(v)
+    net = load(args.model)
+    print(net.summary())
+    t0 = time.perf_counter()
+    with _client(args) as client:
+        ds = simulate(net, t_end=args.t_end, points=args.points, realizations=args.realizations, method=args.method,
+                      seed=args.seed, params=params or None, keep_trajectories=args.trajectories,
+                      max_events=args.max_events, client=client, backend="cpu" if args.cpu else None,
+                      progress=not args.quiet, plot=args.plot)
+    a = ds.attrs
+    print(f"{a['realizations']} realizations to t={a['t_end']:g} ({a['method']}, {a['backend']}): "
+          f"{a['firings_total']:.3g} firings, {a['firings_per_second']:.3g} firings/s, "
+          f"{a['mean_firings_per_realization']:.1f} per realization")
+    print(f"{'species':<16} {'mean(t_end)':>12} {'sd(t_end)':>10} {'5%':>8} {'50%':>8} {'95%':>8}")
+    last = ds.isel(time=-1)
+    for s_, name in enumerate(ds.species.values):
+        qs = [int(last.quantile_value.values[q, s_]) for q in range(3)] if "quantile_value" in ds else ["", "", ""]
+        print(f"{str(name):<16} {float(last['mean'][s_]):12.3f} {float(np.sqrt(last['variance'][s_])):10.3f} "
+              f"{qs[0]:>8} {qs[1]:>8} {qs[2]:>8}")
+    if args.output:
+        results.write(ds, args.output)
+        print(f"written: {args.output}")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    print(f"total {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
 def _print_simulation(ds: Any) -> None:
     a = ds.attrs
     print(f"{a['trajectories']} trajectories x {a['steps']} steps ({a['mode']}) on {a['backend']}: "
@@ -262,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "info":
             return cmd_info(args)
+        if args.command == "ssa":
+            return cmd_ssa(args)
         return cmd_pbn(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

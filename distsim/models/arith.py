@@ -248,7 +248,8 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
         if isinstance(n, Param):
             return n.name
         if isinstance(n, Neg):
-            return f"-{go(n.arg, 4)}"
+            txt = f"-{go(n.arg, 4)}"
+            return f"({txt})" if parent >= 4 else txt  # a negative base of ^ needs parentheses
         if isinstance(n, Call):
             return f"{n.func}({', '.join(go(a, 0) for a in n.args)})"
         prec = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}[n.op]

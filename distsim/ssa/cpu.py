@@ -23,7 +23,6 @@ from ..rng.philox import philox4x32_10, u01_f64
 from .compile import KIND_MASS_ACTION, CompiledNetwork
 
 METHOD_DIRECT, METHOD_TREE = 0, 1
-CHUNK = 64
 M32 = np.uint64(0xFFFFFFFF)
 INV_LN10 = 0.43429448190325176
 
@@ -210,7 +209,7 @@ def _simulate(real0, R, seed, method, x0, kind, theta, rct_start, rct_species, r
     P = 1
     while P < M:
         P *= 2
-    n_chunks = (R + CHUNK - 1) // CHUNK
+    n_chunks = sum_x.shape[0]  # accumulator blocks (any split gives the same integer sums)
     B = hist.shape[3]
     for ch in prange(n_chunks):
         x = np.empty(S, dtype=np.int64)
@@ -218,7 +217,7 @@ def _simulate(real0, R, seed, method, x0, kind, theta, rct_start, rct_species, r
         tree = np.empty(2 * P if method == METHOD_TREE else 2, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
-        for r in range(ch * CHUNK, min(R, (ch + 1) * CHUNK)):
+        for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
             ev, err = run_realization(np.uint64(real0 + r), seed, method, x0, kind, theta, rct_start, rct_species,
                                       rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, law_arg,
                                       dep_start, dep_list, grid, max_events, x, a, tree, stack, rec,
@@ -250,7 +249,7 @@ def simulate_block(c: CompiledNetwork, *, real0: int, realizations: int, seed: i
                    max_events: int = 0) -> dict:
     """Simulate realizations ``real0 .. real0+realizations-1``; returns exact integer reductions."""
     S, M, K, R = c.n_species, c.n_reactions, len(grid), realizations
-    n_chunks = max(1, -(-R // CHUNK))
+    n_chunks = max(1, min(R, 4 * numba.get_num_threads()))
     sum_x = np.zeros((n_chunks, K, S), dtype=np.int64)
     sum_x2 = np.zeros((n_chunks, K, S), dtype=np.int64)
     firings = np.zeros((n_chunks, M), dtype=np.int64)

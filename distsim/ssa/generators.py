@@ -1,0 +1,48 @@
+"""Synthetic reaction networks used to benchmark large-model SSA (Komarov & D'Souza 2012, seed 004)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models.reactions import Reaction, ReactionNetwork
+
+
+def cyclic_chain(n: int, rate: float = 1.0, initial: int = 1) -> ReactionNetwork:
+    """S_i -> S_{i+1 mod n} at ``rate``; every species starts at ``initial``. The total propensity is
+    constant (n * rate * initial), so firings per realization are Poisson(n rate initial t_end)."""
+    species = [f"S{i}" for i in range(n)]
+    reactions = [Reaction(((i, 1),), (((i + 1) % n, 1),), rate, name=f"R{i}") for i in range(n)]
+    return ReactionNetwork.create(species, [initial] * n, reactions, name=f"cyclic_chain_{n}")
+
+
+def colloidal_aggregation(n: int, k_agg: float = 1e-3, k_frag: float = 1e-2, monomers: int | None = None
+                          ) -> ReactionNetwork:
+    """Clusters S_1..S_n: S_i + S_j -> S_{i+j} (k_agg) and S_{i+j} -> S_i + S_j (k_frag), i <= j, i+j <= n;
+    starts with ``monomers`` (default 10 n) copies of S_1. Densely connected: about n^2/2 reactions."""
+    species = [f"S{i}" for i in range(1, n + 1)]
+    reactions = []
+    for i in range(1, n + 1):
+        for j in range(i, n + 1 - i):
+            reactants = ((i - 1, 2),) if i == j else ((i - 1, 1), (j - 1, 1))
+            reactions.append(Reaction(reactants, ((i + j - 1, 1),), k_agg, name=f"agg_{i}_{j}"))
+            reactions.append(Reaction(((i + j - 1, 1),), reactants, k_frag, name=f"frag_{i}_{j}"))
+    x0 = [0] * n
+    x0[0] = 10 * n if monomers is None else monomers
+    return ReactionNetwork.create(species, x0, reactions, name=f"colloidal_aggregation_{n}")
+
+
+def random_network(n: int, reactions_per_species: int = 2, seed: int = 0, initial: int = 100) -> ReactionNetwork:
+    """A random sparse network on n species: conversions A -> B and exchanges A + B -> C + D (molecule
+    numbers conserved, so counts stay bounded), random rates in [0.5, 1.5] (per molecule pair / initial)."""
+    rng = np.random.default_rng(seed)
+    species = [f"S{i}" for i in range(n)]
+    reactions = []
+    for k in range(reactions_per_species * n):
+        if rng.random() < 0.5:
+            a, b = rng.choice(n, 2, replace=False)
+            reactions.append(Reaction(((int(a), 1),), ((int(b), 1),), float(rng.uniform(0.5, 1.5)), name=f"R{k}"))
+        else:
+            a, b, c, d = rng.choice(n, 4, replace=False)
+            reactions.append(Reaction(((int(a), 1), (int(b), 1)), ((int(c), 1), (int(d), 1)),
+                                      float(rng.uniform(0.5, 1.5)) / initial, name=f"R{k}"))
+    return ReactionNetwork.create(species, [initial] * n, reactions, name=f"random_{n}")

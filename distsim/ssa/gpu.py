@@ -1,0 +1,196 @@
+"""GPU kernels for SSA ensembles (CuPy, NVRTC with --fmad=false) and on-device reductions.
+
+* small models (``direct`` with at most ``CODEGEN_MAX_REACTIONS`` reactions): a kernel generated
+  from the network (``kernels/ssa_direct.cu``), counts and propensities in registers;
+* any model (``direct`` or ``tree``): ``kernels/ssa_generic.cu``, the CPU algorithm with its work
+  arrays in global memory.
+Both record grid states into a device array that is reduced on the device (sum x, sum x^2,
+histograms, firing counts); only these small results are copied to the host.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from .. import backends
+from ..models import arith
+from ..pbn.gpu import fill_template
+from . import cpu
+from .compile import KIND_MASS_ACTION, CompiledNetwork
+
+BLOCK = 128
+CODEGEN_MAX_REACTIONS = 64
+REC_BYTES_PER_LAUNCH = 2 << 30  # grid states kept on the device per launch (int32)
+OPTIONS = ("--fmad=false",)
+ERR_OVERFLOW = 4
+
+
+def _lit(v: float) -> str:
+    if v != v:
+        return "__longlong_as_double(0x7ff8000000000000LL)"
+    if v in (float("inf"), float("-inf")):
+        return ("-" if v < 0 else "") + "__longlong_as_double(0x7ff0000000000000LL)"
+    return repr(float(v))
+
+
+def _propensity_code(c: CompiledNetwork, d: int) -> str:
+    """C statements computing p{d}, in the same operation order as the CPU kernel."""
+    if c.kind[d] == KIND_MASS_ACTION:
+        parts = [f"double v = {_lit(c.theta[d])};"]
+        for q in range(c.rct_start[d], c.rct_start[d + 1]):
+            s, r = int(c.rct_species[q]), int(c.rct_stoich[q])
+            body = "".join(f" h = h * (xs - {m}.0) / {m + 1}.0;" for m in range(1, r))
+            parts.append(f"{{ const double xs = (double)x{s}; double h = xs;{body} v = v * h; }}")
+        return "{ " + " ".join(parts) + f" p{d} = v; }}"
+    stack: list[str] = []
+    for pc in range(c.law_start[d], c.law_start[d + 1]):
+        op, arg = int(c.law_op[pc]), float(c.law_arg[pc])
+        if op == arith.OP_PUSH_CONST:
+            stack.append(_lit(arg))
+        elif op == arith.OP_PUSH_SPECIES:
+            stack.append(f"(double)x{int(arg)}")
+        elif op == arith.OP_NEG:
+            stack.append(f"(-{stack.pop()})")
+        elif op >= arith.OP_FUNC_BASE and op - arith.OP_FUNC_BASE <= 6:
+            stack.append(f"ds_unary({op - arith.OP_FUNC_BASE}, {stack.pop()})")
+        else:
+            b, a = stack.pop(), stack.pop()
+            sym = {arith.OP_ADD: "+", arith.OP_SUB: "-", arith.OP_MUL: "*", arith.OP_DIV: "/"}.get(op)
+            stack.append(f"({a} {sym} {b})" if sym else f"ds_binary({op}, {a}, {b})")
+    return f"p{d} = {stack[0]};"
+
+
+def generate_direct(c: CompiledNetwork) -> str:
+    """CUDA source of the register-resident direct-method kernel for this network."""
+    S, M = c.n_species, c.n_reactions
+    check = lambda d: f" if (!(p{d} >= 0.0) || isinf(p{d})) err = 1;"  # noqa: E731
+    state = [f"long long x{s} = {int(c.x0[s])}LL;" for s in range(S)]
+    state += [f"unsigned int f{j} = 0u; double p{j};" for j in range(M)]
+    state += [_propensity_code(c, j) + check(j) for j in range(M)]
+    record = [f"if (x{s} > 2147483647LL) err = 4; rec[((unsigned long long)k * DS_S + {s}) * RR + r] = (int)x{s};"
+              for s in range(S)]
+    fill = [f"rec[((unsigned long long)k * DS_S + {s}) * RR + r] = (int)x{s};" for s in range(S)]
+    select = [f"if (j < 0) {{ if (p{j} > 0.0) last = {j}; c = c + p{j}; if (c > target) j = {j}; }}" for j in range(M)]
+    fire = []
+    for j in range(M):
+        lines = [f"case {j}:"]
+        for q in range(c.chg_start[j], c.chg_start[j + 1]):
+            s, dlt = int(c.chg_species[q]), int(c.chg_delta[q])
+            lines.append(f"x{s} += {dlt}LL; if (x{s} < 0) err = 3;")
+        lines.append(f"f{j} += 1u;")
+        for q in range(c.dep_start[j], c.dep_start[j + 1]):
+            d = int(c.dep_list[q])
+            lines.append(_propensity_code(c, d) + check(d))
+        lines.append("break;")
+        fire.append(" ".join(lines))
+    regions = {
+        "defs": f"#define DS_S {S}",
+        "state": "\n".join(state),
+        "sum": " ".join(f"a0 = a0 + p{j};" for j in range(M)),
+        "record": "\n".join(record),
+        "fill": "\n".join(fill),
+        "select": "\n".join(select),
+        "fire": "\n".join(fire),
+        "flush": "\n".join(f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)),
+    }
+    return fill_template(backends.kernel_source("ssa_direct.cu"), regions)
+
+
+_MODULES: dict[tuple[str, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+def _module(kind: str, c: CompiledNetwork) -> Any:
+    import cupy as cp
+
+    key = (kind, c.digest if kind == "direct" else "", cp.cuda.Device().id)
+    with _LOCK:
+        mod = _MODULES.get(key)
+        if mod is None:
+            src = generate_direct(c) if kind == "direct" else backends.kernel_source("ssa_generic.cu")
+            mod = backends.load_module(src, OPTIONS)
+            _MODULES[key] = mod
+    return mod
+
+
+def simulate_block_gpu(b: Any) -> dict:
+    """The GPU counterpart of :func:`distsim.ssa.cpu.simulate_block` for an :class:`SSABlock`."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
+    use_codegen = b.method == "direct" and M <= CODEGEN_MAX_REACTIONS
+    per_real = K * S * 4 + (0 if use_codegen else (S * 8 + M * 8 + 16 * (M + 1) + 8 * c.max_stack))
+    chunk = max(BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
+    grid = cp.asarray(np.asarray(b.grid, np.float64))
+    firings = cp.zeros(M, dtype=cp.uint64)
+    sum_x = np.zeros((K, S), dtype=object)
+    sum_x2 = np.zeros((K, S), dtype=object)
+    hist = cp.zeros((K, S, b.bins), dtype=cp.int64) if b.bins else None
+    events, errors, finals, trajs = [], [], [], []
+    if not use_codegen:
+        tables = {name: cp.asarray(getattr(c, name)) for name in (
+            "x0", "kind", "theta", "rct_start", "rct_species", "rct_stoich", "chg_start", "chg_species", "chg_delta",
+            "law_start", "law_op", "law_arg", "dep_start", "dep_list")}
+    P = 1
+    while P < M:
+        P *= 2
+    for start in range(0, R, chunk):
+        n = min(chunk, R - start)
+        rec = cp.empty((K, S, n), dtype=cp.int32)
+        ev = cp.zeros(n, dtype=cp.uint64)
+        er = cp.zeros(n, dtype=cp.int8)
+        blocks = (n + BLOCK - 1) // BLOCK
+        if use_codegen:
+            _module("direct", c).get_function("ssa_direct")(
+                (blocks,), (BLOCK,), (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(K), grid,
+                                      np.int64(b.max_events), rec, firings, ev, er))
+        else:
+            xs = cp.empty(S * n, dtype=cp.int64)
+            a = cp.empty(M * n, dtype=cp.float64)
+            tree = cp.empty((2 * P if b.method == "tree" else 1) * n, dtype=cp.float64)
+            stack = cp.empty(max(1, c.max_stack) * n, dtype=cp.float64)
+            tb = tables
+            _module("generic", c).get_function("ssa_generic")(
+                (blocks,), (BLOCK,),
+                (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(cpu_method(b.method)),
+                 np.int32(S), np.int32(M), np.int32(K), np.int32(P), tb["x0"], tb["kind"], tb["theta"],
+                 tb["rct_start"], tb["rct_species"], tb["rct_stoich"], tb["chg_start"], tb["chg_species"],
+                 tb["chg_delta"], tb["law_start"], tb["law_op"], tb["law_arg"], tb["dep_start"], tb["dep_list"], grid,
+                 np.int64(b.max_events), xs, a, tree, stack, rec, firings, ev, er))
+        rec64 = rec.astype(cp.int64)
+        sx = cp.asnumpy(rec64.sum(axis=2))
+        sx2 = cp.asnumpy((rec64 * rec64).sum(axis=2))
+        sum_x += sx.astype(object)
+        sum_x2 += sx2.astype(object)
+        if hist is not None:
+            lo = cp.asarray(b.hist_lo)[None, :, None]
+            wd = cp.asarray(b.hist_width)[None, :, None]
+            binidx = cp.clip((rec64 - lo) // wd, 0, b.bins - 1)
+            flat = (cp.arange(K * S, dtype=cp.int64).reshape(K, S, 1) * b.bins + binidx).ravel()
+            hist += cp.bincount(flat, minlength=K * S * b.bins).reshape(K, S, b.bins)
+        if b.keep_final:
+            finals.append(cp.asnumpy(rec[K - 1].T).astype(np.int64))
+        if b.keep_trajectories:
+            trajs.append(cp.asnumpy(rec.transpose(2, 0, 1)).astype(np.int64))
+        events.append(cp.asnumpy(ev))
+        errors.append(cp.asnumpy(er))
+    err = np.concatenate(errors)
+    if np.any(err == ERR_OVERFLOW):
+        raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+    out = {"sum_x": sum_x, "sum_x2": sum_x2, "firings": cp.asnumpy(firings).astype(np.int64),
+           "events": np.concatenate(events), "errors": err}
+    if b.keep_final:
+        out["final"] = np.concatenate(finals)
+    if b.keep_trajectories:
+        out["trajectories"] = np.concatenate(trajs)
+    if hist is not None:
+        out["histogram"] = cp.asnumpy(hist)
+    return out
+
+
+def cpu_method(name: str) -> int:
+    return cpu.METHOD_TREE if name == "tree" else cpu.METHOD_DIRECT

@@ -1,0 +1,205 @@
+"""``distsim.ssa.simulate``: ensembles of exact SSA realizations, sharded over the cluster's workers."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from fractions import Fraction
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import engine, results
+from ..models.reactions import ReactionNetwork
+from ..rng import check_seed
+from . import cpu
+from .compile import compile_network
+from .shard import METHODS, SSABlock, simulate_block
+
+ALIGN = 64
+AUTO_DIRECT_MAX_REACTIONS = 32
+MAX_HIST_BINS = 512
+PILOT = 256
+ERRORS = {cpu.ERR_PROPENSITY: "a propensity became negative, infinite or NaN",
+          cpu.ERR_NEGATIVE: "a species count became negative"}
+
+
+def load(path: str | os.PathLike, *, format: str | None = None) -> ReactionNetwork:
+    """Load a reaction network: SBML (``.xml``/``.sbml``, python-libsbml) or distsim's text format."""
+    from ..models.formats.reaction_formats import load_reactions
+
+    return load_reactions(path, format=format)
+
+
+def choose_method(net_or_m: ReactionNetwork | int, backend: str = "cpu") -> str:
+    """'auto': the direct method for up to 32 reactions, the O(log M) sum tree beyond."""
+    m = net_or_m if isinstance(net_or_m, int) else net_or_m.n_reactions
+    return "direct" if m <= AUTO_DIRECT_MAX_REACTIONS else "tree"
+
+
+def simulate(
+    net: ReactionNetwork | str | os.PathLike,
+    *,
+    t_end: float,
+    points: int = 101,
+    realizations: int = 1000,
+    method: str = "auto",
+    keep_trajectories: bool = False,
+    keep_final: bool | None = None,
+    quantiles: Sequence[float] | None = (0.05, 0.5, 0.95),
+    max_bins: int = MAX_HIST_BINS,
+    params: Mapping[str, float] | None = None,
+    initial: Mapping[str, int] | None = None,
+    seed: int = 0,
+    max_events: int = 0,
+    client: Any = None,
+    backend: str | None = None,
+    progress: bool | None = None,
+    plot: str | None = None,
+) -> xr.Dataset:
+    """Simulate ``realizations`` exact SSA realizations from t = 0 to ``t_end``.
+
+    States are recorded on ``points`` equally spaced times and reduced on the workers: the Dataset
+    has ``mean`` and ``variance`` over (time, species) from exact integer sums, per-reaction
+    ``firings``, and -- unless ``quantiles`` is None -- histograms and quantiles per time point
+    (at most ``max_bins`` bins per species, fitted to a pilot of the first realizations; unit-width,
+    so exact, when the counts allow).
+    ``keep_final`` (default: when realizations x species <= 1e7) keeps every final state,
+    ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search) or 'tree'
+    (O(log M) sum tree); all are exact. ``params``/``initial`` override rate parameters and initial
+    counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
+    workers; ``max_events`` (0 = no limit) caps the events per realization.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(net, ReactionNetwork):
+        net = load(net)
+    if params:
+        net = net.with_parameters(**params)
+    if initial:
+        net = net.with_initial(**initial)
+    if not (t_end > 0 and math.isfinite(t_end)):
+        raise ValueError(f"t_end must be positive and finite, got {t_end}")
+    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+        raise ValueError(f"points must be an integer >= 2, got {points!r}")
+    if isinstance(realizations, bool) or not isinstance(realizations, int) or not 1 <= realizations <= 2**32:
+        raise ValueError(f"realizations must be an integer in [1, 2**32], got {realizations!r}")
+    seed = check_seed(seed)
+    method = choose_method(net) if method == "auto" else method
+    if method not in METHODS:
+        raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
+    if quantiles is not None and any(not 0 <= q <= 1 for q in quantiles):
+        raise ValueError(f"quantiles must be in [0, 1], got {quantiles}")
+    if plot is not None and not str(plot).lower().endswith(".png"):
+        raise ValueError(f"plot must be a .png path, got {plot!r}")
+    keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
+    c = compile_network(net)
+    grid = np.linspace(0.0, float(t_end), points)
+
+    lo = width = None
+    bins = 0
+    if quantiles is not None:
+        lo, width, bins = _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins)
+
+    ex = engine.executor_for(client, backend)
+    shards = engine.split(realizations, ex.n_workers(), align=ALIGN)
+    blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, lo, width, bins,
+                       max_events) for r in shards]
+    run_id = engine.new_run_id("ssa")
+    prog = engine.Progress(progress, "ssa simulate")
+    prog.update(f"{realizations} realizations of {net.name or 'network'} to t={t_end:g} ({method}) on "
+                f"{ex.describe()}", force=True)
+    t_round = time.perf_counter()
+    try:
+        out = ex.run_round(simulate_block, run_id, 0, blocks)
+    finally:
+        ex.release(run_id)
+        prog.close()
+    t_round = time.perf_counter() - t_round
+    res = [r for r, _ in out]
+    metas = [m for _, m in out]
+    return _dataset(net, c, grid, res, metas, realizations, method, seed, keep_trajectories, keep_final, quantiles,
+                    lo, width, bins, ex, time.perf_counter() - t0, t_round, max_events, plot)
+
+
+def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -> tuple[np.ndarray, np.ndarray, int]:
+    """Histogram ranges from a pilot: the first min(R, 256) realizations, simulated here on the CPU."""
+    pilot = cpu.simulate_block(c, real0=0, realizations=min(realizations, PILOT), seed=seed, grid=grid,
+                               method=METHODS[method], keep_trajectories=True, max_events=max_events)
+    traj = pilot["trajectories"]
+    lo_obs, hi_obs = traj.min(axis=(0, 1)), traj.max(axis=(0, 1))
+    span = hi_obs - lo_obs
+    lo = np.maximum(lo_obs - span // 2 - 8, 0)
+    hi = hi_obs + span // 2 + 8
+    width = np.maximum(1, -(-(hi - lo + 1) // max_bins))
+    bins = int(max(-(-(hi - lo + 1) // width)))
+    return lo.astype(np.int64), width.astype(np.int64), bins
+
+
+def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, quantiles, lo, width, bins, ex, wall,
+             t_round, max_events, plot) -> xr.Dataset:
+    S, K = net.n_species, len(grid)
+    errors = np.concatenate([r["errors"] for r in res])
+    for code, text in ERRORS.items():
+        bad = int(np.count_nonzero(errors == code))
+        if bad:
+            raise RuntimeError(f"{bad} of {R} realizations stopped: {text} (check the rate laws and parameters)")
+    truncated = int(np.count_nonzero(errors == cpu.ERR_MAX_EVENTS))
+    if truncated:
+        warnings.warn(f"{truncated} realizations reached max_events={max_events}; their later grid states repeat "
+                      "the last state", stacklevel=3)
+    sx = sum(r["sum_x"] for r in res)  # object arrays of Python ints: exact
+    sx2 = sum(r["sum_x2"] for r in res)
+    mean = np.array([[float(Fraction(int(sx[k, s]), R)) for s in range(S)] for k in range(K)])
+    if R > 1:
+        var = np.array([[float(Fraction(R * int(sx2[k, s]) - int(sx[k, s]) ** 2, R * (R - 1))) for s in range(S)]
+                        for k in range(K)])
+    else:
+        var = np.full((K, S), np.nan)
+    firings = np.sum([r["firings"] for r in res], axis=0).astype(np.int64)
+    events = np.concatenate([r["events"] for r in res]).astype(np.float64)
+    names = [r.name or f"R{j + 1}" for j, r in enumerate(net.reactions)]
+    data: dict[str, Any] = {
+        "mean": (("time", "species"), mean, {"long_name": "mean count over realizations", "units": "molecules"}),
+        "variance": (("time", "species"), var, {"long_name": "sample variance over realizations (n-1)",
+                                                "units": "molecules^2"}),
+        "firings": ("reaction", firings, {"long_name": "firings of each reaction, all realizations"}),
+        "events": ("realization", events.astype(np.int64), {"long_name": "firings per realization"}),
+    }
+    coords: dict[str, Any] = {"time": grid, "species": list(net.species), "reaction": names,
+                              "realization": np.arange(R)}
+    if keep_final:
+        data["final_state"] = (("realization", "species"), np.concatenate([r["final"] for r in res]),
+                               {"long_name": "state at t_end", "units": "molecules"})
+    if keep_traj:
+        data["trajectory"] = (("realization", "time", "species"), np.concatenate([r["trajectories"] for r in res]),
+                              {"long_name": "state on the time grid", "units": "molecules"})
+    if bins:
+        hist = np.sum([r["histogram"] for r in res], axis=0).astype(np.int64)  # [K, S, B]
+        data["histogram"] = (("time", "species", "bin"), hist, {"long_name": "realizations per count bin"})
+        data["bin_start"] = (("species", "bin"), lo[:, None] + width[:, None] * np.arange(bins)[None, :],
+                             {"long_name": "lowest count in the bin (first/last bins also hold values outside)"})
+        data["bin_width"] = ("species", width)
+        q = np.asarray(quantiles, dtype=np.float64)
+        cdf = np.cumsum(hist, axis=2) / R
+        idx = np.argmax(cdf[None, :, :, :] >= q[:, None, None, None] - 1e-12, axis=3)  # [Q, K, S]
+        qv = lo[None, None, :] + width[None, None, :] * idx
+        data["quantile_value"] = (("quantile", "time", "species"), qv.astype(np.int64),
+                                  {"long_name": "quantile of the count (exact when bin_width is 1)"})
+        coords["quantile"] = q
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs = results.provenance(
+        workload="ssa.simulate", seed=seed, model_name=net.name, model_sha256=net.digest(),
+        backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
+        executor=ex.describe(), wall_time_s=wall, method=method, realizations=R, t_end=float(grid[-1]),
+        points=K, firings_total=int(firings.sum()), firings_per_second=float(firings.sum()) / max(t_round, 1e-12),
+        mean_firings_per_realization=float(events.mean()), truncated_realizations=truncated,
+        max_events=max_events, parameters=", ".join(f"{k}={v:g}" for k, v in net.params.items()),
+    )
+    if plot is not None:
+        from .plots import plot_ensemble
+
+        plot_ensemble(ds, plot)
+    return ds

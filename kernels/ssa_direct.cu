@@ -1,0 +1,91 @@
+// Exact SSA (direct method) for small models: one realization per thread, species counts and
+// propensities in registers. A template: distsim/ssa/gpu.py fills the regions between "//@@ NAME"
+// and "//@@ end" with code generated from the network, keeping the floating-point operation order
+// of distsim/ssa/cpu.py (compile with --fmad=false) so CPU and GPU give the same realizations.
+// As written it holds a birth-death model (0 -> X at 10, X -> 0 at 0.1 X) for `nvcc --ptx` checks.
+#include "philox.cuh"
+#include "dsmath.cuh"
+#include "ssa_common.cuh"
+
+//@@ defs
+#define DS_S 1
+//@@ end
+
+extern "C" __global__ void ssa_direct(
+    const int R, const unsigned long long real0, const uint32_t seed, const int K,
+    const double* __restrict__ grid, const long long max_events, int* __restrict__ rec,
+    unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
+    signed char* __restrict__ errors)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    const unsigned long long RR = (unsigned long long)R;
+    const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
+    const double INF = __longlong_as_double(0x7ff0000000000000LL);
+    signed char err = 0;
+    //@@ state
+    long long x0 = 0;
+    unsigned int f0 = 0, f1 = 0;
+    double p0 = 10.0;
+    double p1;
+    { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
+    //@@ end
+    double t = 0.0;
+    int k = 0;
+    unsigned long long e = 0ull;
+    while (err == 0) {
+        double a0 = 0.0;
+        //@@ sum
+        a0 = a0 + p0; a0 = a0 + p1;
+        //@@ end
+        double u2 = 0.0, t_new = INF;
+        if (a0 > 0.0) {
+            const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
+            const double u1 = ds_u01_f64(w.x, w.y);
+            u2 = ds_u01_f64(w.z, w.w);
+            t_new = t - ds_log(u1) / a0;
+        }
+        while (k < K && grid[k] < t_new) {
+            //@@ record
+            if (x0 > 2147483647LL) err = 4; rec[((unsigned long long)k * DS_S + 0) * RR + r] = (int)x0;
+            //@@ end
+            ++k;
+        }
+        if (k >= K) break;
+        if (max_events > 0 && e >= (unsigned long long)max_events) {
+            for (; k < K; ++k) {
+                //@@ fill
+                rec[((unsigned long long)k * DS_S + 0) * RR + r] = (int)x0;
+                //@@ end
+            }
+            err = 2;
+            break;
+        }
+        const double target = u2 * a0;
+        int j = -1, last = 0;
+        double c = 0.0;
+        //@@ select
+        if (j < 0) { if (p0 > 0.0) last = 0; c = c + p0; if (c > target) j = 0; }
+        if (j < 0) { if (p1 > 0.0) last = 1; c = c + p1; if (c > target) j = 1; }
+        //@@ end
+        if (j < 0) j = last;
+        switch (j) {
+            //@@ fire
+            case 0: x0 += 1; f0 += 1;
+                { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
+                break;
+            case 1: x0 -= 1; if (x0 < 0) err = 3; f1 += 1;
+                { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
+                break;
+            //@@ end
+            default: break;
+        }
+        t = t_new;
+        ++e;
+    }
+    events[r] = e;
+    errors[r] = err;
+    //@@ flush
+    atomicAdd(&firings[0], (unsigned long long)f0); atomicAdd(&firings[1], (unsigned long long)f1);
+    //@@ end
+}

@@ -1,0 +1,43 @@
+(*
+
+category:        Test
+synopsis:        Basic two-reaction system plus an assignment rule
+componentTags:   AssignmentRule, Compartment, Parameter, Reaction, Species
+testTags:        Amount, HasOnlySubstanceUnits, InitialValueReassigned, NonUnityStoichiometry
+testType:        StochasticTimeCourse
+levels:          2.1, 2.2, 2.3, 2.4, 3.1
+generatedBy:     Analytic
+packagesPresent: 
+
+This model is the same as case 00001, but also contains an assignment rule to 'y' based on 'X'.
+ 
+The model contains:
+* 2 species (X, y)
+* 2 parameters (Lambda, Mu)
+* 1 compartment (Cell)
+
+There are 2 reactions:
+
+[{width:30em,margin: 1em auto}|  *Reaction*  |  *Rate*  |
+| Birth: X -> 2X | $Lambda * X$ |
+| Death: X -> | $Mu * X$ |]
+
+
+There is one rule:
+
+[{width:30em,margin: 1em auto}|  *Type*  |  *Variable*  |  *Formula*  |
+| Assignment | y | $2 * X$ |]
+
+The initial conditions are as follows:
+
+[{width:35em,margin: 1em auto}|       | *Value* | *Constant* |
+| Initial amount of species X | $100$ | variable |
+| Initial amount of species y | $2 * X$ | variable |
+| Initial value of parameter Lambda | $0.1$ | constant |
+| Initial value of parameter Mu | $0.11$ | constant |
+| Initial volume of compartment 'Cell' | $unknown$ | constant |]
+
+Note: The test data for this model was generated from an analytical
+solution of the system of equations.
+
+*)

@@ -54,6 +54,9 @@ def main() -> None:
     ap.add_argument("--random", type=int, nargs="*", default=[10000])
     ap.add_argument("--large-realizations", type=int, default=256)
     ap.add_argument("--large-gpu-realizations", type=int, default=4096)
+    ap.add_argument("--large-t-end", type=float, default=10.0, help="end time of the chain/aggregation runs")
+    ap.add_argument("--skip-mm", action="store_true")
+    ap.add_argument("--no-histograms", action="store_true", help="MM: means/variances only (no quantiles)")
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -68,20 +71,24 @@ def main() -> None:
     # ---- part 1: Michaelis-Menten
     mm = load(ROOT / "examples" / "ssa" / "michaelis_menten.rxn")
     rows = []
-    ds, wall = run(mm, "cpu", args.mm_realizations, 100.0, 101, "direct")
+    if args.skip_mm:
+        args.mm_realizations = 2000
+    ds, wall = run(mm, "cpu", args.mm_realizations, 100.0, 101, "direct",
+                   quantiles=None if args.no_histograms else (0.05, 0.5, 0.95))
     f_real = ds.attrs["mean_firings_per_realization"]
     cpu_rate = ds.attrs["firings_total"] / wall
     rows.append(("distsim CPU (direct, all cores)", args.mm_realizations, cpu_rate, cpu_rate / threads,
                  float(ds["mean"].sel(species="P")[-1])))
     print(f"MM cpu: {cpu_rate:.3g} firings/s ({cpu_rate / threads:.3g} per core)", flush=True)
-    if gpu:
-        ds, wall = run(mm, "gpu", args.gpu_realizations, 100.0, 101, "direct")
+    if gpu and not args.skip_mm:
+        ds, wall = run(mm, "gpu", args.gpu_realizations, 100.0, 101, "direct",
+                       quantiles=None if args.no_histograms else (0.05, 0.5, 0.95))
         rate = ds.attrs["firings_total"] / wall
         rows.append(("distsim GPU (direct, generated kernel)", args.gpu_realizations, rate, float("nan"),
                      float(ds["mean"].sel(species="P")[-1])))
         print(f"MM gpu: {rate:.3g} firings/s end to end, kernel+reductions {ds.attrs['firings_per_second']:.3g}",
               flush=True)
-    if args.peers:
+    if args.peers and not args.skip_mm:
         import ssa_peers
 
         for peer in ssa_peers.runnable():
@@ -110,8 +117,8 @@ def main() -> None:
     lines += ["", "Large models: firings/s (CPU: sum tree on all cores; GPU: generic kernel, sum tree)", "",
               "| model | species | reactions | realizations CPU / GPU | firings per realization | CPU firings/s | "
               "CPU per core | GPU firings/s | GPU / CPU |", "|---|---|---|---|---|---|---|---|---|"]
-    large = [(cyclic_chain(n), 10.0) for n in args.chain]
-    large += [(colloidal_aggregation(n), 10.0) for n in args.aggregation]
+    large = [(cyclic_chain(n), args.large_t_end) for n in args.chain]
+    large += [(colloidal_aggregation(n), args.large_t_end) for n in args.aggregation]
     large += [(random_network(n), 1.0) for n in args.random]
     for net, t_end in large:
         ds, wall = run(net, "cpu", args.large_realizations, t_end, 11, "tree", quantiles=None)
@@ -122,7 +129,7 @@ def main() -> None:
             ds, wall = run(net, "gpu", args.large_gpu_realizations, t_end, 11, "tree", quantiles=None)
             g_rate = ds.attrs["firings_total"] / wall
         print(f"{net.name}: cpu {c_rate:.3g} gpu {g_rate:.3g} firings/s", flush=True)
-        lines.append(f"| {net.name} | {net.n_species} | {net.n_reactions} | {args.large_realizations} / "
+        lines.append(f"| {net.name} (t_end {t_end:g}) | {net.n_species} | {net.n_reactions} | {args.large_realizations} / "
                      f"{args.large_gpu_realizations} | {f_per:.3g} | {c_rate:.3g} | {c_rate / threads:.3g} | "
                      f"{g_rate:.3g} | {g_rate / c_rate:.3g} |")
     table = "\n".join(lines)

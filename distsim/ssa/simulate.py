@@ -124,6 +124,17 @@ def simulate(
                     lo, width, bins, ex, time.perf_counter() - t0, t_round, max_events, plot)
 
 
+def _exact_ratio(num: np.ndarray, den: int) -> np.ndarray:
+    """num / den correctly rounded (num: object array of Python ints). Where |num| < 2**53 (and den
+    < 2**53) float division already is correctly rounded; elsewhere exact rationals are used."""
+    small = np.abs(num) < 2**53
+    out = num.astype(np.float64) / float(den) if den < 2**53 else np.zeros(num.shape)
+    if den >= 2**53 or not small.all():
+        for idx in zip(*np.nonzero(~small | (den >= 2**53))):
+            out[idx] = float(Fraction(int(num[idx]), den))
+    return out
+
+
 def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -> tuple[np.ndarray, np.ndarray, int]:
     """Histogram ranges from a pilot: the first min(R, 256) realizations, simulated here on the CPU."""
     pilot = cpu.simulate_block(c, real0=0, realizations=min(realizations, PILOT), seed=seed, grid=grid,
@@ -152,12 +163,8 @@ def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, q
                       "the last state", stacklevel=3)
     sx = sum(r["sum_x"] for r in res)  # object arrays of Python ints: exact
     sx2 = sum(r["sum_x2"] for r in res)
-    mean = np.array([[float(Fraction(int(sx[k, s]), R)) for s in range(S)] for k in range(K)])
-    if R > 1:
-        var = np.array([[float(Fraction(R * int(sx2[k, s]) - int(sx[k, s]) ** 2, R * (R - 1))) for s in range(S)]
-                        for k in range(K)])
-    else:
-        var = np.full((K, S), np.nan)
+    mean = _exact_ratio(sx, R)
+    var = _exact_ratio(R * sx2 - sx * sx, R * (R - 1)) if R > 1 else np.full((K, S), np.nan)
     firings = np.sum([r["firings"] for r in res], axis=0).astype(np.int64)
     events = np.concatenate([r["events"] for r in res]).astype(np.float64)
     names = [r.name or f"R{j + 1}" for j, r in enumerate(net.reactions)]

@@ -3,6 +3,9 @@
 // and "//@@ end" with code generated from the network, keeping the floating-point operation order
 // of distsim/ssa/cpu.py (compile with --fmad=false) so CPU and GPU give the same realizations.
 // As written it holds a birth-death model (0 -> X at 10, X -> 0 at 0.1 X) for `nvcc --ptx` checks.
+// With DS_FUSED defined, grid states are not stored: each block accumulates sum x and sum x^2 per
+// (time, species) in shared memory (integer atomics, so the sums are exact and order-free) and
+// adds them to `sums`/`sumsq` once; only the final states are written.
 #include "philox.cuh"
 #include "dsmath.cuh"
 #include "ssa_common.cuh"
@@ -11,14 +14,31 @@
 #define DS_S 1
 //@@ end
 
+#ifdef DS_FUSED
+#define DS_RECORD(k, s, v) { atomicAdd(&sh_sum[(k) * DS_S + (s)], (unsigned long long)(v)); \
+                             atomicAdd(&sh_sq[(k) * DS_S + (s)], (unsigned long long)((v) * (v))); }
+#else
+#define DS_RECORD(k, s, v) rec[((unsigned long long)(k) * DS_S + (s)) * RR + r] = (int)(v)
+#endif
+
 extern "C" __global__ void ssa_direct(
     const int R, const unsigned long long real0, const uint32_t seed, const int K,
     const double* __restrict__ grid, const long long max_events, int* __restrict__ rec,
     unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
-    signed char* __restrict__ errors)
+    signed char* __restrict__ errors, unsigned long long* __restrict__ sums, unsigned long long* __restrict__ sumsq)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef DS_FUSED
+    extern __shared__ unsigned long long sh[];  // [2][K * DS_S]
+    unsigned long long* sh_sum = sh;
+    unsigned long long* sh_sq = sh + K * DS_S;
+    for (int i = threadIdx.x; i < 2 * K * DS_S; i += blockDim.x) sh[i] = 0ull;
+    __syncthreads();
+    if (r < R) {
+#else
     if (r >= R) return;
+    {
+#endif
     const unsigned long long RR = (unsigned long long)R;
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
@@ -47,7 +67,7 @@ extern "C" __global__ void ssa_direct(
         }
         while (k < K && grid[k] < t_new) {
             //@@ record
-            if (x0 > 2147483647LL) err = 4; rec[((unsigned long long)k * DS_S + 0) * RR + r] = (int)x0;
+            if (x0 > 2147483647LL) err = 4; DS_RECORD(k, 0, x0);
             //@@ end
             ++k;
         }
@@ -55,7 +75,7 @@ extern "C" __global__ void ssa_direct(
         if (max_events > 0 && e >= (unsigned long long)max_events) {
             for (; k < K; ++k) {
                 //@@ fill
-                rec[((unsigned long long)k * DS_S + 0) * RR + r] = (int)x0;
+                DS_RECORD(k, 0, x0);
                 //@@ end
             }
             err = 2;
@@ -85,7 +105,20 @@ extern "C" __global__ void ssa_direct(
     }
     events[r] = e;
     errors[r] = err;
+#ifdef DS_FUSED
+    //@@ final
+    rec[0 * RR + r] = (int)x0;
+    //@@ end
+#endif
     //@@ flush
     atomicAdd(&firings[0], (unsigned long long)f0); atomicAdd(&firings[1], (unsigned long long)f1);
     //@@ end
+    }
+#ifdef DS_FUSED
+    __syncthreads();
+    for (int i = threadIdx.x; i < K * DS_S; i += blockDim.x) {
+        if (sh_sum[i]) atomicAdd(&sums[i], sh_sum[i]);
+        if (sh_sq[i]) atomicAdd(&sumsq[i], sh_sq[i]);
+    }
+#endif
 }

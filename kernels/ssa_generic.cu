@@ -2,7 +2,8 @@
 // floating-point operation order as distsim/ssa/cpu.py (run_realization), so CPU and GPU give the
 // same realizations (compile with --fmad=false). Per-realization work arrays live in global
 // memory with the realization index fastest ([item * R + r]), so a warp's accesses coalesce when
-// its threads touch the same item. method 0: direct (linear scan); 1: binary sum tree.
+// its threads touch the same item. method 0: direct (linear scan); 1: binary sum tree; 2: the exact
+// acceptance-rejection election of seed 001 (exponential race over all reactions).
 #include "philox.cuh"
 #include "dsmath.cuh"
 #include "ssa_common.cuh"
@@ -75,7 +76,19 @@ extern "C" __global__ void ssa_generic(
         if (method == 1) a0 = TREE(1);
         else { a0 = 0.0; for (int jj = 0; jj < M; ++jj) a0 = a0 + A(jj); }
         double u2 = 0.0, t_new;
-        if (a0 > 0.0) {
+        int j_ar = -1;
+        if (method == 2) {
+            double best = __longlong_as_double(0x7ff0000000000000LL);
+            for (int jj = 0; jj < M; ++jj) {
+                if (A(jj) > 0.0) {
+                    const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), (uint32_t)(jj >> 1), 1u}, seed, rid);
+                    const double u = (jj & 1) == 0 ? ds_u01_f64(w.x, w.y) : ds_u01_f64(w.z, w.w);
+                    const double rating = -ds_log(u) / A(jj);
+                    if (rating < best) { best = rating; j_ar = jj; }
+                }
+            }
+            t_new = t + best;
+        } else if (a0 > 0.0) {
             const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
             const double u1 = ds_u01_f64(w.x, w.y);
             u2 = ds_u01_f64(w.z, w.w);
@@ -101,7 +114,9 @@ extern "C" __global__ void ssa_generic(
         }
         // which reaction: the first whose cumulative propensity exceeds u2 * a0
         double target = u2 * a0;
-        if (method == 1) {
+        if (method == 2) {
+            j = j_ar;
+        } else if (method == 1) {
             int i = 1;
             while (i < P) {
                 const double left = TREE(2 * i);

@@ -3,7 +3,9 @@
 Two selection methods, both exact (Gillespie 1977, direct method) with a reaction dependency graph
 so that only affected propensities are recomputed after a firing:
 * ``direct``: a0 by summation in reaction order and a linear scan (small models);
-* ``tree``: a binary sum tree over the propensities, O(log M) selection and update (large models).
+* ``tree``: a binary sum tree over the propensities, O(log M) selection and update (large models);
+* ``ar``: seed 001's parallel acceptance-rejection election with the exact exponential rating
+  (see :mod:`distsim.ssa.ar`): every reaction draws -log(u_j)/a_j, the lowest wins and is tau.
 Each realization records its state on a time grid; the grid states are reduced on the fly into
 exact integer sums (sum x, sum x^2, histograms), so results never depend on how realizations are
 split into chunks, shards or workers.
@@ -22,7 +24,7 @@ from ..rng.dsmath import ds_exp, ds_log, ds_pow
 from ..rng.philox import philox4x32_10, u01_f64
 from .compile import KIND_MASS_ACTION, CompiledNetwork
 
-METHOD_DIRECT, METHOD_TREE = 0, 1
+METHOD_DIRECT, METHOD_TREE, METHOD_AR = 0, 1, 2
 M32 = np.uint64(0xFFFFFFFF)
 INV_LN10 = 0.43429448190325176
 
@@ -138,7 +140,19 @@ def run_realization(rid, seed, method, x0, kind, theta, rct_start, rct_species, 
             for jj in range(M):
                 a0 = a0 + a[jj]
         u2 = 0.0
-        if a0 > 0.0:
+        j_ar = -1
+        if method == METHOD_AR:  # exponential race: reaction j's clock is -log(u_j)/a_j
+            best = math.inf
+            for jj in range(M):
+                if a[jj] > 0.0:
+                    w0, w1, w2, w3 = philox4x32_10(e & M32, e >> np.uint64(32), np.uint64(jj >> 1), 1, seed, rid)
+                    u = u01_f64(w0, w1) if (jj & 1) == 0 else u01_f64(w2, w3)
+                    rating = -ds_log(u) / a[jj]
+                    if rating < best:
+                        best = rating
+                        j_ar = jj
+            t_new = t + best
+        elif a0 > 0.0:
             w0, w1, w2, w3 = philox4x32_10(e & M32, e >> np.uint64(32), 0, 0, seed, rid)
             u1 = u01_f64(w0, w1)
             u2 = u01_f64(w2, w3)
@@ -159,7 +173,9 @@ def run_realization(rid, seed, method, x0, kind, theta, rct_start, rct_species, 
             return e, ERR_MAX_EVENTS
         # ---- which reaction: the first whose cumulative propensity exceeds u2 * a0
         target = u2 * a0
-        if method == METHOD_TREE:
+        if method == METHOD_AR:
+            j = j_ar
+        elif method == METHOD_TREE:
             i = 1
             while i < P:
                 left = tree[2 * i]

@@ -63,16 +63,15 @@ def _propensity_code(c: CompiledNetwork, d: int) -> str:
     return f"p{d} = {stack[0]};"
 
 
-def generate_direct(c: CompiledNetwork) -> str:
+def generate_direct(c: CompiledNetwork, fused: bool = False) -> str:
     """CUDA source of the register-resident direct-method kernel for this network."""
     S, M = c.n_species, c.n_reactions
     check = lambda d: f" if (!(p{d} >= 0.0) || isinf(p{d})) err = 1;"  # noqa: E731
     state = [f"long long x{s} = {int(c.x0[s])}LL;" for s in range(S)]
     state += [f"unsigned int f{j} = 0u; double p{j};" for j in range(M)]
     state += [_propensity_code(c, j) + check(j) for j in range(M)]
-    record = [f"if (x{s} > 2147483647LL) err = 4; rec[((unsigned long long)k * DS_S + {s}) * RR + r] = (int)x{s};"
-              for s in range(S)]
-    fill = [f"rec[((unsigned long long)k * DS_S + {s}) * RR + r] = (int)x{s};" for s in range(S)]
+    record = [f"if (x{s} > 2147483647LL) err = 4; DS_RECORD(k, {s}, x{s});" for s in range(S)]
+    fill = [f"DS_RECORD(k, {s}, x{s});" for s in range(S)]
     select = [f"if (j < 0) {{ if (p{j} > 0.0) last = {j}; c = c + p{j}; if (c > target) j = {j}; }}" for j in range(M)]
     fire = []
     for j in range(M):
@@ -95,8 +94,10 @@ def generate_direct(c: CompiledNetwork) -> str:
         "select": "\n".join(select),
         "fire": "\n".join(fire),
         "flush": "\n".join(f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)),
+        "final": "\n".join(f"rec[{s} * RR + r] = (int)x{s};" for s in range(S)),
     }
-    return fill_template(backends.kernel_source("ssa_direct.cu"), regions)
+    src = fill_template(backends.kernel_source("ssa_direct.cu"), regions)
+    return ("#define DS_FUSED\n" + src) if fused else src
 
 
 _MODULES: dict[tuple[str, str], Any] = {}
@@ -106,11 +107,12 @@ _LOCK = threading.Lock()
 def _module(kind: str, c: CompiledNetwork) -> Any:
     import cupy as cp
 
-    key = (kind, c.digest if kind == "direct" else "", cp.cuda.Device().id)
+    key = (kind, c.digest if kind != "generic" else "", cp.cuda.Device().id)
     with _LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            src = generate_direct(c) if kind == "direct" else backends.kernel_source("ssa_generic.cu")
+            src = (generate_direct(c, fused=kind == "fused") if kind != "generic"
+                   else backends.kernel_source("ssa_generic.cu"))
             mod = backends.load_module(src, OPTIONS)
             _MODULES[key] = mod
     return mod
@@ -123,6 +125,8 @@ def simulate_block_gpu(b: Any) -> dict:
     c: CompiledNetwork = b.compiled
     S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
     use_codegen = b.method == "direct" and M <= CODEGEN_MAX_REACTIONS
+    if use_codegen and not b.keep_trajectories and not b.bins and 16 * K * S <= FUSED_SHARED_BYTES:
+        return _simulate_fused(b)
     per_real = K * S * 4 + (0 if use_codegen else (S * 8 + M * 8 + 16 * (M + 1) + 8 * c.max_stack))
     chunk = max(BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
@@ -147,7 +151,7 @@ def simulate_block_gpu(b: Any) -> dict:
         if use_codegen:
             _module("direct", c).get_function("ssa_direct")(
                 (blocks,), (BLOCK,), (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(K), grid,
-                                      np.int64(b.max_events), rec, firings, ev, er))
+                                      np.int64(b.max_events), rec, firings, ev, er, firings, firings))
         else:
             xs = cp.empty(S * n, dtype=cp.int64)
             a = cp.empty(M * n, dtype=cp.float64)
@@ -192,5 +196,36 @@ def simulate_block_gpu(b: Any) -> dict:
     return out
 
 
+FUSED_SHARED_BYTES = 48 * 1024
+
+
+def _simulate_fused(b: Any) -> dict:
+    """Generated kernel with the grid reductions fused in (no grid-state array): sums and final states."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
+    fn = _module("fused", c).get_function("ssa_direct")
+    grid = cp.asarray(np.asarray(b.grid, np.float64))
+    firings = cp.zeros(M, dtype=cp.uint64)
+    sums = cp.zeros(K * S, dtype=cp.uint64)
+    sumsq = cp.zeros(K * S, dtype=cp.uint64)
+    final = cp.empty((S, R), dtype=cp.int32)
+    ev = cp.zeros(R, dtype=cp.uint64)
+    er = cp.zeros(R, dtype=cp.int8)
+    fn(((R + BLOCK - 1) // BLOCK,), (BLOCK,),
+       (np.int32(R), np.uint64(b.real0), np.uint32(b.seed), np.int32(K), grid, np.int64(b.max_events), final, firings,
+        ev, er, sums, sumsq), shared_mem=16 * K * S)
+    err = cp.asnumpy(er)
+    if np.any(err == ERR_OVERFLOW):
+        raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+    to_int = np.vectorize(int, otypes=[object])
+    out = {"sum_x": to_int(cp.asnumpy(sums).reshape(K, S)), "sum_x2": to_int(cp.asnumpy(sumsq).reshape(K, S)),
+           "firings": cp.asnumpy(firings).astype(np.int64), "events": cp.asnumpy(ev), "errors": err}
+    if b.keep_final:
+        out["final"] = cp.asnumpy(final).T.astype(np.int64)
+    return out
+
+
 def cpu_method(name: str) -> int:
-    return cpu.METHOD_TREE if name == "tree" else cpu.METHOD_DIRECT
+    return {"tree": cpu.METHOD_TREE, "ar": cpu.METHOD_AR}.get(name, cpu.METHOD_DIRECT)

@@ -14,7 +14,7 @@ from ..engine import ShardContext
 from . import cpu
 from .compile import CompiledNetwork
 
-METHODS = {"direct": cpu.METHOD_DIRECT, "tree": cpu.METHOD_TREE}
+METHODS = {"direct": cpu.METHOD_DIRECT, "tree": cpu.METHOD_TREE, "ar": cpu.METHOD_AR}
 
 
 @dataclass(frozen=True)

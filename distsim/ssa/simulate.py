@@ -68,8 +68,9 @@ def simulate(
     (at most ``max_bins`` bins per species, fitted to a pilot of the first realizations; unit-width,
     so exact, when the counts allow).
     ``keep_final`` (default: when realizations x species <= 1e7) keeps every final state,
-    ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search) or 'tree'
-    (O(log M) sum tree); all are exact. ``params``/``initial`` override rate parameters and initial
+    ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search), 'tree'
+    (O(log M) sum tree) or 'ar' (seed 001's parallel acceptance-rejection election with exact
+    exponential ratings); all are exact and give the same distribution. ``params``/``initial`` override rate parameters and initial
     counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
     workers; ``max_events`` (0 = no limit) caps the events per realization.
     """

@@ -185,7 +185,7 @@ SSA_CASES = {
 
 
 @pytest.mark.parametrize("case", SSA_CASES)
-@pytest.mark.parametrize("method", ["direct", "tree"])
+@pytest.mark.parametrize("method", ["direct", "tree", "ar"])
 def test_ssa_cpu_equals_gpu(case, method):
     """Same seed, same realizations: the generated (small models) and generic GPU kernels reproduce the CPU."""
     from distsim.ssa import simulate
@@ -198,3 +198,33 @@ def test_ssa_cpu_equals_gpu(case, method):
     assert b.attrs["backend"] == "gpu"
     for v in ("trajectory", "final_state", "events", "firings", "mean", "variance", "histogram", "quantile_value"):
         assert np.array_equal(a[v].values, b[v].values), v
+
+
+@pytest.mark.parametrize("case", ["mm", "dimerisation-sbml-laws", "schlogl"])
+def test_ssa_fused_reductions_equal_cpu(case):
+    """The generated kernel with in-kernel (shared-memory) reductions gives the CPU's exact sums."""
+    from distsim.ssa import simulate
+
+    net = SSA_CASES[case]()
+    kw = dict(t_end=30.0, points=31, realizations=5000, seed=21, method="direct", quantiles=None, keep_final=True)
+    a = simulate(net, backend="cpu", **kw)
+    b = simulate(net, backend="gpu", **kw)
+    for v in ("mean", "variance", "final_state", "events", "firings"):
+        assert np.array_equal(a[v].values, b[v].values), v
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_ar_selection_gpu_equals_cpu(mode):
+    import cupy as cp
+
+    from distsim.ssa import ar
+
+    D = ar.gaussian_propensities(256)
+    cpu_counts = ar.select_counts(D, instances=300, rounds=50, seed=8, mode=mode)
+    mod = backends.load_module(backends.kernel_source("ssa_ar.cu"), ("--fmad=false",))
+    counts = cp.zeros(len(D) + 1, dtype=cp.uint64)
+    threads = 128
+    mod.get_function("ar_select")((300,), (threads,), (cp.asarray(D), np.int32(len(D)), np.float64(D.max()),
+                                                       np.int32(mode), np.uint32(8), np.int32(50), counts),
+                                   shared_mem=threads * 12)
+    assert np.array_equal(cp.asnumpy(counts).astype(np.int64), cpu_counts)

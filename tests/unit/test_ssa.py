@@ -87,7 +87,7 @@ def analytic(name: str, t: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("method", ["direct", "tree"])
+@pytest.mark.parametrize("method", ["direct", "tree", "ar"])
 def test_text_models_analytic(backend, method):
     net = load(EXAMPLES / "immigration_death.rxn")
     ds = simulate(net, t_end=50, points=51, realizations=N, seed=7, method=method, backend=backend)

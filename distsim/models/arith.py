@@ -176,42 +176,28 @@ def parse_arith(text: str, resolve: Callable[[str], Node], *, file: str | None =
     return node
 
 
-def species_of(node: Node) -> tuple[int, ...]:
-    out: set[int] = set()
-
-    def go(n: Node) -> None:
-        if isinstance(n, Species):
-            out.add(n.index)
-        elif isinstance(n, BinOp):
-            go(n.left)
-            go(n.right)
+def walk(node: Node):
+    """Every node of the tree, depth first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, BinOp):
+            stack += [n.right, n.left]
         elif isinstance(n, Neg):
-            go(n.arg)
+            stack.append(n.arg)
         elif isinstance(n, Call):
-            for a in n.args:
-                go(a)
+            stack.extend(reversed(n.args))
 
-    go(node)
-    return tuple(sorted(out))
+
+def species_of(node: Node) -> tuple[int, ...]:
+    """Sorted indices of the species the expression reads."""
+    return tuple(sorted({n.index for n in walk(node) if isinstance(n, Species)}))
 
 
 def params_of(node: Node) -> tuple[str, ...]:
-    out: set[str] = set()
-
-    def go(n: Node) -> None:
-        if isinstance(n, Param):
-            out.add(n.name)
-        elif isinstance(n, BinOp):
-            go(n.left)
-            go(n.right)
-        elif isinstance(n, Neg):
-            go(n.arg)
-        elif isinstance(n, Call):
-            for a in n.args:
-                go(a)
-
-    go(node)
-    return tuple(sorted(out))
+    """Sorted names of the parameters the expression reads."""
+    return tuple(sorted({n.name for n in walk(node) if isinstance(n, Param)}))
 
 
 def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float]) -> np.ndarray:

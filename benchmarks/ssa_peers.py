@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     avail = available()
     print(f"# {net.summary()}; t_end={t_end}, {points} output points, {a.realizations} realizations, "
           f"seed {a.seed}; one core (single process), rates per CPU-second incl. child processes")
-    head = f"| peer | version | setup s | realizations | CPU s | real./CPU-s | real./wall-s |"
+    head = "| peer | version | setup s | realizations | CPU s | real./CPU-s | real./wall-s |"
     head += " firings/CPU-s |" if firings else ""
     head += f" mean final ({', '.join(net.species[:a.show])}) |"
     print(head)

@@ -14,7 +14,7 @@ import numpy as np
 from numba import prange
 
 from ..rng.philox import philox4x32_10
-from .compile import OP_AND, OP_ANDN, OP_NOT, OP_OR, OP_XOR, CompiledPBN
+from .compile import OP_AND, OP_ANDN, OP_OR, OP_XOR, CompiledPBN  # else: OP_NOT
 
 U1 = np.uint64(1)
 U0 = np.uint64(0)

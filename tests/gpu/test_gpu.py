@@ -63,8 +63,6 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("mode", [0, 1])
 def test_pbn_kernel_cpu_equals_gpu(case, mode):
-    import cupy as cp
-
     from distsim.pbn.gpu import GPUKernel, get_kernel
 
     net = CASES[case]()

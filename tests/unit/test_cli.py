@@ -1,6 +1,5 @@
 """The command line: main jobs write results; bad input gives a clear error and writes nothing."""
 
-import numpy as np
 import pytest
 
 from distsim.cli import main

@@ -23,7 +23,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
+
+from _report import emit  # noqa: E402
 
 from distsim.models.formats import load  # noqa: E402
 from distsim.pbn import cpu  # noqa: E402
@@ -141,10 +144,7 @@ def placement_sweep(args) -> None:
     for name, n, p, rate in rows:
         rel = f"{rate / base[name]:.2f}" if name in base else "-"
         lines.append(f"| {name} | {n} | {p} | {rate:.3g} | {rel} |")
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n")
+    emit(lines, args.out)
 
 
 def main() -> None:
@@ -202,10 +202,7 @@ def main() -> None:
     for name, n, g, c, cpt, tab, bang, build, note in rows:
         lines.append(f"| {name} | {n} | {g:.3g} | {c:.3g} | {cpt:.3g} | {tab:.3g} | {bang:.3g} | {g / c:.3g} | "
                      f"{g / bang:.3g} | {build:.2f} |" + (f" {note}" if note else ""))
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
+
+from _report import emit  # noqa: E402
 
 NETWORKS = {
     "sizek": ("bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet", "v_Casp3=1"),
@@ -102,10 +105,7 @@ def main() -> None:
         lines.append(f"| {r['config']} | {r['network']} ({r['nodes']}) | {r['target']} | {r['precision']:g} | "
                      f"{r['probability']:.6f} | {r['half_width']:.1e} | {r['rhat']:.3f} | {r['chains']} x {r['length']} | "
                      f"{r['steps']:.3g} | {r['rounds']} | {r['wall']:.2f} | {r['rate']:.3g} | {sp} |")
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
+
+from _report import emit  # noqa: E402
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from distsim import backends  # noqa: E402
@@ -130,10 +133,7 @@ def main() -> None:
         lines.append(f"| {net.name} (t_end {t_end:g}) | {net.n_species} | {net.n_reactions} | {args.large_realizations} / "
                      f"{args.large_gpu_realizations} | {f_per:.3g} | {c_rate:.3g} | {c_rate / threads:.3g} | "
                      f"{g_rate:.3g} | {g_rate / c_rate:.3g} |")
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
+
+from _report import emit  # noqa: E402
 
 from distsim import backends  # noqa: E402
 from distsim.ssa import ar  # noqa: E402
@@ -76,10 +79,7 @@ def main() -> None:
                 lines.append(f"| {M} | {name} | {dev} | {n} | {mse:.3e} | {noise:.3e} | {mse / noise:.2f} | "
                              f"{counts[-1] / n:.2e} | {n / dt:.3g} |")
                 print(lines[-1], flush=True)
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
 from _report import emit  # noqa: E402
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from distsim import backends  # noqa: E402
 from distsim.engine import LocalExecutor  # noqa: E402

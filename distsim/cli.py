@@ -8,7 +8,7 @@
                              [--perturbation P] [--chains N] [--seed S] [-o out.nc] [--plot conv.png]
     distsim pbn influence MODEL --node X [--parents A,B] [...same options...]
     distsim pbn convert MODEL -o model.pbn
-    distsim ssa simulate MODEL --t-end T --points K --realizations N [--method auto|direct|tree] [-o out.nc]
+    distsim ssa simulate MODEL --t-end T --points K --realizations N [--method auto|direct|tree|warp|ar] [-o out.nc]
 
 Without ``--scheduler`` the command starts a local Dask cluster (one worker per GPU when GPUs are
 present, else one per core) and shuts it down at the end; ``--in-process`` runs without Dask.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 import time
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim2.add_argument("--t-end", type=float, required=True)
     sim2.add_argument("--points", type=int, default=101, help="time points on the output grid (default 101)")
     sim2.add_argument("--realizations", "-n", type=int, default=1000)
-    sim2.add_argument("--method", choices=["auto", "direct", "tree", "ar"], default="auto")
+    sim2.add_argument("--method", choices=["auto", "direct", "tree", "warp", "ar"], default="auto")
     sim2.add_argument("--seed", type=int, default=0)
     sim2.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     sim2.add_argument("--trajectories", action="store_true", help="keep every realization's grid states")
@@ -109,7 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--inputs", choices=["keep", "zero", "one", "random"], default="keep")
     conv.add_argument("--perturbation", "-p", type=float, default=None)
     conv.add_argument("--output", "-o", required=True)
+    for name in PLUGINS:
+        importlib.import_module(f"distsim.{name}.cli").register(sub)
     return ap
+
+
+# workloads whose commands live in distsim/<name>/cli.py: register(subparsers) and run(args, client)
+PLUGINS = ("grn", "mcmc", "sweep")
 
 
 @contextlib.contextmanager
@@ -322,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_info(args)
         if args.command == "ssa":
             return cmd_ssa(args)
+        if args.command in PLUGINS:
+            with _client(args) as client:
+                return importlib.import_module(f"distsim.{args.command}.cli").run(args, client)
         return cmd_pbn(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

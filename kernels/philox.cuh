@@ -44,10 +44,11 @@ __device__ __forceinline__ float ds_u01_f32(uint32_t u) {
     return ((float)(u >> 9) + 0.5f) * 1.1920928955078125e-07f;
 }
 
-// Uniform double in (0,1) from two words: ((hi << 20 | lo >> 12) + 0.5) * 2^-52, exact.
+// Uniform double in (0,1) from two words: ((hi << 20 | lo >> 12) + 0.5) * 2^-52, exact. Built from
+// bits (1 + k 2^-52, minus 1, plus 2^-53: every step exact) to avoid a slow 64-bit int -> double.
 __device__ __forceinline__ double ds_u01_f64(uint32_t hi, uint32_t lo) {
-    const uint64_t k = ((uint64_t)hi << 20) | (uint64_t)(lo >> 12);
-    return ((double)k + 0.5) * 2.220446049250313e-16;
+    const double d = __hiloint2double((int)(0x3FF00000u | (hi >> 12)), (int)((hi << 20) | (lo >> 12)));
+    return (d - 1.0) + 1.1102230246251565e-16;
 }
 
 // Integer uniform on [0, n): floor(u * n / 2^32), exact integer arithmetic.

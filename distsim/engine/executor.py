@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .. import backends
 from . import registry
@@ -98,8 +98,16 @@ class LocalExecutor:
     def n_workers(self) -> int:
         return 1
 
+    def uses_gpu(self) -> bool:
+        return backends.resolve(self.backend) == "gpu"
+
     def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any]) -> list[tuple[Any, dict]]:
         return [execute_shard(fn, run_id, round_no, s, p, self.backend) for s, p in enumerate(payloads)]
+
+    def stream(self, fn: ShardFn, run_id: str, payloads: Sequence[Any], round_no: int = 0) -> Iterator[tuple[int, Any, dict]]:
+        """Independent tasks, yielded as ``(index, result, meta)`` as each finishes (here: in order)."""
+        for s, p in enumerate(payloads):
+            yield (s, *execute_shard(fn, run_id, round_no, s, p, self.backend))
 
     def release(self, run_id: str) -> None:
         registry.release(run_id)
@@ -129,6 +137,10 @@ class DaskExecutor:
     def n_workers(self) -> int:
         return max(1, len(self._workers()))
 
+    def uses_gpu(self) -> bool:
+        """True when every worker has a GPU (resource ``GPU``) and the backend is not 'cpu'."""
+        return self._resources() is not None
+
     def _resources(self) -> dict | None:
         workers = self._workers()
         if self.backend != "cpu" and workers and all(w.get("resources", {}).get("GPU") for w in workers.values()):
@@ -154,6 +166,25 @@ class DaskExecutor:
         for s, (_, meta) in enumerate(results):
             self._placement[(run_id, s)] = meta["worker"]
         return results
+
+    def stream(self, fn: ShardFn, run_id: str, payloads: Sequence[Any], round_no: int = 0) -> Iterator[tuple[int, Any, dict]]:
+        """Independent tasks (no state, no placement: Dask balances them over all workers), yielded as
+        ``(index, result, meta)`` in completion order. Closing the iterator early cancels the rest."""
+        from distributed import as_completed
+
+        resources = self._resources()
+        task = self.wrap(fn) if self.wrap else fn
+        futures = {self.client.submit(execute_shard, task, run_id, round_no, s, payload, self.backend,
+                                      key=f"distsim-{run_id}-s{s}-r{round_no}", retries=self.retries,
+                                      resources=resources, pure=False): s for s, payload in enumerate(payloads)}
+        pending = set(futures)
+        try:
+            for fut, (result, meta) in as_completed(list(futures), loop=self.client.loop, with_results=True):
+                pending.discard(fut)
+                yield futures[fut], result, meta
+        finally:
+            if pending:
+                self.client.cancel(list(pending))
 
     def release(self, run_id: str) -> None:
         for key in [k for k in self._placement if k[0] == run_id]:

@@ -184,6 +184,28 @@ class PBN:
     def with_perturbation(self, p: float) -> "PBN":
         return replace(self, perturbation=float(p))
 
+    def with_selection(self, node: str | int, k: int, probability: float) -> "PBN":
+        """Selection probability of predictor ``k`` of ``node`` set to ``probability``; the node's other
+        predictors share the rest in their current proportions (independent PBNs only)."""
+        if self.contexts is not None:
+            raise ValueError("a dependent PBN chooses functions by context; its selection probabilities are the "
+                             "context probabilities")
+        i = self.index(node)
+        row = self.predictors[i]
+        if not 0 <= k < len(row):
+            raise ValueError(f"node {self.nodes[i]!r} has {len(row)} predictor(s); predictor {k} does not exist")
+        p = float(probability)
+        if len(row) == 1:
+            if p != 1.0:
+                raise ValueError(f"node {self.nodes[i]!r} has one predictor; its selection probability is 1, not {p}")
+            return self
+        if not 0.0 < p < 1.0:
+            raise ValueError(f"selection probability of a node with several predictors must be in (0, 1), got {p}")
+        rest = sum(q.probability for j, q in enumerate(row) if j != k)
+        new_row = tuple(Predictor(q.expr, p if j == k else q.probability * (1.0 - p) / rest) for j, q in enumerate(row))
+        preds = self.predictors[:i] + (new_row,) + self.predictors[i + 1:]
+        return replace(self, predictors=preds)
+
     def digest(self) -> str:
         """SHA-256 of a canonical text form (names, functions, probabilities, p, fixed, contexts)."""
         h = hashlib.sha256()

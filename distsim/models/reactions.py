@@ -152,6 +152,20 @@ class ReactionNetwork:
         r = self.reactions[j]
         return float(self._params[r.rate]) if isinstance(r.rate, str) else float(r.rate)
 
+    def net_changes(self) -> list[tuple[tuple[int, int], ...]]:
+        """Sparse net changes: per reaction the sorted (species, delta != 0) pairs; fixed species
+        excluded (the sparse form of :meth:`stoichiometry`, O(size) for large networks)."""
+        fixed = set(self.fixed)
+        out = []
+        for r in self.reactions:
+            d: dict[int, int] = {}
+            for i, s in r.reactants:
+                d[i] = d.get(i, 0) - s
+            for i, s in r.products:
+                d[i] = d.get(i, 0) + s
+            out.append(tuple((i, v) for i, v in sorted(d.items()) if v != 0 and i not in fixed))
+        return out
+
     def stoichiometry(self) -> np.ndarray:
         """Net change matrix [n_reactions, n_species]; fixed species have 0 change."""
         V = np.stack([r.change(self.n_species) for r in self.reactions])

@@ -57,7 +57,7 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
     cs, csp, cd = [0], [], []
     ls, lop, larg = [0], [], []
     max_stack = 1
-    V = net.stoichiometry()
+    changes = net.net_changes()
     for j, r in enumerate(net.reactions):
         if r.law is None:
             theta[j] = net.theta(j)
@@ -77,9 +77,9 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
             rsp.append(i)
             rst.append(merged[i])
         rs.append(len(rsp))
-        for i in np.flatnonzero(V[j]):
-            csp.append(int(i))
-            cd.append(int(V[j, i]))
+        for i, dlt in changes[j]:
+            csp.append(i)
+            cd.append(dlt)
         cs.append(len(csp))
     # dependency graph: j -> reactions reading a species that j changes
     readers: dict[int, list[int]] = {}
@@ -88,7 +88,7 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
             readers.setdefault(i, []).append(k)
     ds, dl = [0], []
     for j in range(M):
-        deps = sorted({k for i in np.flatnonzero(V[j]) for k in readers.get(int(i), [])})
+        deps = sorted({k for i, _ in changes[j] for k in readers.get(i, [])})
         dl.extend(deps)
         ds.append(len(dl))
     x0 = np.asarray(net.initial if x0 is None else x0, dtype=np.int64)

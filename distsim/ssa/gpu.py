@@ -3,15 +3,17 @@
 * small models (``direct`` with at most ``CODEGEN_MAX_REACTIONS`` reactions): a kernel generated
   from the network (``kernels/ssa_direct.cu``), counts and propensities in registers;
 * any model (``direct`` or ``tree``): ``kernels/ssa_generic.cu``, the CPU algorithm with its work
-  arrays in global memory.
-Both record grid states into a device array that is reduced on the device (sum x, sum x^2,
+  arrays in global memory (bit-identical to the CPU);
+* large models (``warp``): ``kernels/ssa_warp.cu``, one warp per realization with 32-way block sums
+  (seed 004); the same random numbers, sums in another order, so equal to the CPU in distribution.
+All record grid states into a device array that is reduced on the device (sum x, sum x^2,
 histograms, firing counts); only these small results are copied to the host.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -21,8 +23,11 @@ from ..pbn.gpu import fill_template
 from . import cpu
 from .compile import KIND_MASS_ACTION, CompiledNetwork
 
-BLOCK = 128
+BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
+WARPS_PER_BLOCK = 4  # method 'warp': realizations per thread block
+WARP_MAX_STACK = 16  # kinetic-law stack depth of kernels/ssa_warp.cu (DS_MAX_STACK)
+BRANCHLESS_MAX_REACTIONS = 8  # measured: 1.12x on Michaelis-Menten (benchmarks/ssa_kernel_variants.py)
 REC_BYTES_PER_LAUNCH = 2 << 30  # grid states kept on the device per launch (int32)
 OPTIONS = ("--fmad=false",)
 ERR_OVERFLOW = 4
@@ -63,22 +68,48 @@ def _propensity_code(c: CompiledNetwork, d: int) -> str:
     return f"p{d} = {stack[0]};"
 
 
-def generate_direct(c: CompiledNetwork, fused: bool = False) -> str:
-    """CUDA source of the register-resident direct-method kernel for this network."""
+def _branchless_fire(c: CompiledNetwork, check) -> str:
+    """Fire reaction ``j`` without divergent branches (small models): every species moves by a
+    select over the reactions' changes, then every propensity is recomputed (same values as the
+    dependency-graph update, since propensities depend on the state only)."""
     S, M = c.n_species, c.n_reactions
+    delta = np.zeros((M, S), dtype=np.int64)
+    for j in range(M):
+        for q in range(c.chg_start[j], c.chg_start[j + 1]):
+            delta[j, int(c.chg_species[q])] = int(c.chg_delta[q])
+    lines = [" ".join(f"case {j}:" for j in range(M)) + " {"]
+    for s in range(S):
+        if delta[:, s].any():
+            expr = "0"
+            for j in reversed(range(M)):
+                if delta[j, s]:
+                    expr = f"(j == {j} ? {delta[j, s]} : {expr})"
+            lines.append(f"{{ const int d = {expr}; x{s} = ds_add(x{s}, d); if (x{s} < 0) err = d > 0 ? 4 : 3; }}")
+    lines += [f"f{j} += (j == {j});" for j in range(M)]
+    lines += [_propensity_code(c, d) + check(d) for d in range(M)]
+    lines.append("} break;")
+    return "\n".join(lines)
+
+
+def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | None = None) -> str:
+    """CUDA source of the register-resident direct-method kernel for this network (``branchless``:
+    fire without a switch; the default for models with at most ``BRANCHLESS_MAX_REACTIONS``)."""
+    S, M = c.n_species, c.n_reactions
+    if branchless is None:
+        branchless = M <= BRANCHLESS_MAX_REACTIONS
     check = lambda d: f" if (!(p{d} >= 0.0) || isinf(p{d})) err = 1;"  # noqa: E731
-    state = [f"long long x{s} = {int(c.x0[s])}LL;" for s in range(S)]
+    state = [f"int x{s} = {int(c.x0[s])};" for s in range(S)]
     state += [f"unsigned int f{j} = 0u; double p{j};" for j in range(M)]
     state += [_propensity_code(c, j) + check(j) for j in range(M)]
-    record = [f"if (x{s} > 2147483647LL) err = 4; DS_RECORD(k, {s}, x{s});" for s in range(S)]
+    record = [f"DS_RECORD(k, {s}, x{s});" for s in range(S)]
     fill = [f"DS_RECORD(k, {s}, x{s});" for s in range(S)]
     select = [f"if (j < 0) {{ if (p{j} > 0.0) last = {j}; c = c + p{j}; if (c > target) j = {j}; }}" for j in range(M)]
-    fire = []
-    for j in range(M):
+    fire = [] if not branchless else [_branchless_fire(c, check)]
+    for j in range(M if not branchless else 0):
         lines = [f"case {j}:"]
         for q in range(c.chg_start[j], c.chg_start[j + 1]):
             s, dlt = int(c.chg_species[q]), int(c.chg_delta[q])
-            lines.append(f"x{s} += {dlt}LL; if (x{s} < 0) err = 3;")
+            lines.append(f"x{s} = ds_add(x{s}, {dlt}); if (x{s} < 0) err = {4 if dlt > 0 else 3};")
         lines.append(f"f{j} += 1u;")
         for q in range(c.dep_start[j], c.dep_start[j + 1]):
             d = int(c.dep_list[q])
@@ -107,12 +138,12 @@ _LOCK = threading.Lock()
 def _module(kind: str, c: CompiledNetwork) -> Any:
     import cupy as cp
 
-    key = (kind, c.digest if kind != "generic" else "", cp.cuda.Device().id)
+    key = (kind, c.digest if kind in ("direct", "fused") else "", cp.cuda.Device().id)
     with _LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            src = (generate_direct(c, fused=kind == "fused") if kind != "generic"
-                   else backends.kernel_source("ssa_generic.cu"))
+            src = (backends.kernel_source(f"ssa_{kind}.cu") if kind in ("generic", "warp")
+                   else generate_direct(c, fused=kind == "fused"))
             mod = backends.load_module(src, OPTIONS)
             _MODULES[key] = mod
     return mod
@@ -123,22 +154,39 @@ def simulate_block_gpu(b: Any) -> dict:
     import cupy as cp
 
     c: CompiledNetwork = b.compiled
-    S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
+    S, M, K = c.n_species, c.n_reactions, len(b.grid)
+    if np.any(np.asarray(c.x0) > np.iinfo(np.int32).max):
+        raise RuntimeError("an initial count exceeds 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+    firings = cp.zeros(M, dtype=cp.uint64)
+    if b.method == "warp":
+        if c.max_stack > WARP_MAX_STACK:
+            raise ValueError(f"method 'warp' evaluates kinetic laws with a stack of at most {WARP_MAX_STACK}; "
+                             f"this model needs {c.max_stack}: use method='tree'")
+        return _reduce_chunks(b, _warp_chunks(b, firings), firings)
     use_codegen = b.method == "direct" and M <= CODEGEN_MAX_REACTIONS
-    if use_codegen and not b.keep_trajectories and not b.bins and 16 * K * S <= FUSED_SHARED_BYTES:
+    if use_codegen and not b.keep_trajectories and not b.bins and 20 * K * S <= FUSED_SHARED_BYTES:
         return _simulate_fused(b)
+    return _reduce_chunks(b, _thread_chunks(b, use_codegen, firings), firings)
+
+
+def _tables(c: CompiledNetwork) -> dict[str, Any]:
+    import cupy as cp
+
+    return {name: cp.asarray(getattr(c, name)) for name in (
+        "x0", "kind", "theta", "rct_start", "rct_species", "rct_stoich", "chg_start", "chg_species", "chg_delta",
+        "law_start", "law_op", "law_arg", "dep_start", "dep_list")}
+
+
+def _thread_chunks(b: Any, use_codegen: bool, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """One realization per thread (generated or generic kernel): yields (grid states (K, S, n), events, errors)."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
     per_real = K * S * 4 + (0 if use_codegen else (S * 8 + M * 8 + 16 * (M + 1) + 8 * c.max_stack))
     chunk = max(BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
-    firings = cp.zeros(M, dtype=cp.uint64)
-    sum_x = np.zeros((K, S), dtype=object)
-    sum_x2 = np.zeros((K, S), dtype=object)
-    hist = cp.zeros((K, S, b.bins), dtype=cp.int64) if b.bins else None
-    events, errors, finals, trajs = [], [], [], []
-    if not use_codegen:
-        tables = {name: cp.asarray(getattr(c, name)) for name in (
-            "x0", "kind", "theta", "rct_start", "rct_species", "rct_stoich", "chg_start", "chg_species", "chg_delta",
-            "law_start", "law_op", "law_arg", "dep_start", "dep_list")}
+    tb = None if use_codegen else _tables(c)
     P = 1
     while P < M:
         P *= 2
@@ -157,7 +205,6 @@ def simulate_block_gpu(b: Any) -> dict:
             a = cp.empty(M * n, dtype=cp.float64)
             tree = cp.empty((2 * P if b.method == "tree" else 1) * n, dtype=cp.float64)
             stack = cp.empty(max(1, c.max_stack) * n, dtype=cp.float64)
-            tb = tables
             _module("generic", c).get_function("ssa_generic")(
                 (blocks,), (BLOCK,),
                 (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(cpu_method(b.method)),
@@ -165,11 +212,62 @@ def simulate_block_gpu(b: Any) -> dict:
                  tb["rct_start"], tb["rct_species"], tb["rct_stoich"], tb["chg_start"], tb["chg_species"],
                  tb["chg_delta"], tb["law_start"], tb["law_op"], tb["law_arg"], tb["dep_start"], tb["dep_list"], grid,
                  np.int64(b.max_events), xs, a, tree, stack, rec, firings, ev, er))
+        yield rec, ev, er
+
+
+def warp_levels(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sizes and offsets of the warp kernel's sum levels: the m propensities, then sums of 32 entries
+    of the level below, until a level has at most 32 entries."""
+    sizes = [m]
+    while sizes[-1] > 32:
+        sizes.append(-(-sizes[-1] // 32))
+    return np.asarray(sizes, np.int32), np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+
+
+def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """One warp per realization (kernels/ssa_warp.cu): yields (grid states (K, S, n), events, errors)."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
+    sizes, offs = warp_levels(M)
+    L, LV = len(sizes) - 1, int(sizes.sum())
+    per_real = K * S * 4 + S * 4 + LV * 8
+    chunk = max(WARPS_PER_BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
+    grid = cp.asarray(np.asarray(b.grid, np.float64))
+    tb = _tables(c)
+    fn = _module("warp", c).get_function("ssa_warp")
+    d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
+    for start in range(0, R, chunk):
+        n = min(chunk, R - start)
+        rec = cp.empty((K, n, S), dtype=cp.int32)
+        ev = cp.zeros(n, dtype=cp.uint64)
+        er = cp.zeros(n, dtype=cp.int8)
+        xs = cp.empty(S * n, dtype=cp.int32)
+        lv = cp.empty(LV * n, dtype=cp.float64)
+        fn(((n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK,), (32 * WARPS_PER_BLOCK,),
+           (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
+            np.int32(L), d_offs, d_sizes, np.int32(LV), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"],
+            tb["rct_species"], tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"],
+            tb["law_op"], tb["law_arg"], tb["dep_start"], tb["dep_list"], grid, np.int64(b.max_events), xs, lv, rec,
+            firings, ev, er))
+        yield rec.transpose(0, 2, 1), ev, er
+
+
+def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any) -> dict:
+    """Exact reductions on the device of every chunk's grid states (K, S, n): sums, histograms, finals."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    S, K = c.n_species, len(b.grid)
+    sum_x = np.zeros((K, S), dtype=object)
+    sum_x2 = np.zeros((K, S), dtype=object)
+    hist = cp.zeros((K, S, b.bins), dtype=cp.int64) if b.bins else None
+    events, errors, finals, trajs = [], [], [], []
+    for rec, ev, er in chunks:
         rec64 = rec.astype(cp.int64)
-        sx = cp.asnumpy(rec64.sum(axis=2))
-        sx2 = cp.asnumpy((rec64 * rec64).sum(axis=2))
-        sum_x += sx.astype(object)
-        sum_x2 += sx2.astype(object)
+        sum_x += cp.asnumpy(rec64.sum(axis=2)).astype(object)
+        sum_x2 += cp.asnumpy((rec64 * rec64).sum(axis=2)).astype(object)
         if hist is not None:
             lo = cp.asarray(b.hist_lo)[None, :, None]
             wd = cp.asarray(b.hist_width)[None, :, None]
@@ -215,7 +313,7 @@ def _simulate_fused(b: Any) -> dict:
     er = cp.zeros(R, dtype=cp.int8)
     fn(((R + BLOCK - 1) // BLOCK,), (BLOCK,),
        (np.int32(R), np.uint64(b.real0), np.uint32(b.seed), np.int32(K), grid, np.int64(b.max_events), final, firings,
-        ev, er, sums, sumsq), shared_mem=16 * K * S)
+        ev, er, sums, sumsq), shared_mem=20 * K * S)
     err = cp.asnumpy(er)
     if np.any(err == ERR_OVERFLOW):
         raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")

@@ -14,7 +14,8 @@ from ..engine import ShardContext
 from . import cpu
 from .compile import CompiledNetwork
 
-METHODS = {"direct": cpu.METHOD_DIRECT, "tree": cpu.METHOD_TREE, "ar": cpu.METHOD_AR}
+# 'warp' is the GPU's layout of the O(log M) search (kernels/ssa_warp.cu); CPU workers run the tree
+METHODS = {"direct": cpu.METHOD_DIRECT, "tree": cpu.METHOD_TREE, "warp": cpu.METHOD_TREE, "ar": cpu.METHOD_AR}
 
 
 @dataclass(frozen=True)

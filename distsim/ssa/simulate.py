@@ -35,9 +35,12 @@ def load(path: str | os.PathLike, *, format: str | None = None) -> ReactionNetwo
 
 
 def choose_method(net_or_m: ReactionNetwork | int, backend: str = "cpu") -> str:
-    """'auto': the direct method for up to 32 reactions, the O(log M) sum tree beyond."""
+    """'auto': the direct method for up to 32 reactions; beyond, one warp per realization on GPUs
+    (seed 004) and the O(log M) sum tree on CPUs."""
     m = net_or_m if isinstance(net_or_m, int) else net_or_m.n_reactions
-    return "direct" if m <= AUTO_DIRECT_MAX_REACTIONS else "tree"
+    if m <= AUTO_DIRECT_MAX_REACTIONS:
+        return "direct"
+    return "warp" if backend == "gpu" else "tree"
 
 
 def simulate(
@@ -69,7 +72,8 @@ def simulate(
     so exact, when the counts allow).
     ``keep_final`` (default: when realizations x species <= 1e7) keeps every final state,
     ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search), 'tree'
-    (O(log M) sum tree) or 'ar' (seed 001's parallel acceptance-rejection election with exact
+    (O(log M) sum tree), 'warp' (GPU: one warp per realization with 32-way block sums, seed 004;
+    CPU workers run the tree) or 'ar' (seed 001's parallel acceptance-rejection election with exact
     exponential ratings); all are exact and give the same distribution. ``params``/``initial`` override rate parameters and initial
     counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
     workers; ``max_events`` (0 = no limit) caps the events per realization.
@@ -88,7 +92,8 @@ def simulate(
     if isinstance(realizations, bool) or not isinstance(realizations, int) or not 1 <= realizations <= 2**32:
         raise ValueError(f"realizations must be an integer in [1, 2**32], got {realizations!r}")
     seed = check_seed(seed)
-    method = choose_method(net) if method == "auto" else method
+    ex = engine.executor_for(client, backend)
+    method = choose_method(net, "gpu" if ex.uses_gpu() else "cpu") if method == "auto" else method
     if method not in METHODS:
         raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
     if quantiles is not None and any(not 0 <= q <= 1 for q in quantiles):
@@ -104,7 +109,6 @@ def simulate(
     if quantiles is not None:
         lo, width, bins = _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins)
 
-    ex = engine.executor_for(client, backend)
     shards = engine.split(realizations, ex.n_workers(), align=ALIGN)
     blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, lo, width, bins,
                        max_events) for r in shards]

@@ -1,0 +1,77 @@
+"""``distsim grn infer PROBLEM ...``: wired into ``distsim/cli.py`` through :func:`register` and :func:`run`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from .ga import MODELS, MODES, SELECTIONS
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``grn`` command (``grn infer``) to the top-level subparsers."""
+    grn = subparsers.add_parser("grn", help="GRN inference by parallel genetic algorithms")
+    sub = grn.add_subparsers(dest="grn_command", metavar="GRN_COMMAND")
+    sub.required = True
+    p = sub.add_parser("infer", help="infer links and rules that reproduce the target state")
+    p.add_argument("problem", help="problem: .toml/.json, or a links-matrix/edge-list .csv with --states")
+    p.add_argument("--states", default=None, help="states CSV (node,initial,target) for a .csv problem")
+    p.add_argument("--model", choices=MODELS, default="island")
+    p.add_argument("--islands", type=int, default=None, help="islands (default: 4 for island/hybrid, else 1)")
+    p.add_argument("--population", type=int, default=256, help="individuals per island (default 256)")
+    p.add_argument("--selection", choices=SELECTIONS, default="elitist")
+    p.add_argument("--mode", choices=MODES, default="standard")
+    p.add_argument("--migration-rate", type=int, default=None, help="migrants per island and event "
+                   "(default population/16)")
+    p.add_argument("--migration-interval", type=int, default=16, help="generations between migrations")
+    p.add_argument("--generations", "-g", type=int, default=1000, help="generation limit (default 1000)")
+    p.add_argument("--target-fitness", type=float, default=None, help="stop once this fitness is reached "
+                   "(e.g. 0.0005859375, the mouse-eye optimum)")
+    p.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--link-mutation", type=float, default=0.5, help="per-individual link mutation probability")
+    p.add_argument("--rule-mutation", type=float, default=0.5, help="per-individual rule mutation probability")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", "-o", default=None, help="write the result Dataset (.nc or .zarr)")
+    p.add_argument("--plot", default=None, help="write a PNG (fitness vs generation, best network)")
+
+
+def _sign(v: int) -> str:
+    return {1: "+1", 0: "0", -1: "-1"}[int(v)]
+
+
+def run(args: argparse.Namespace, client: Any) -> int:
+    """Run ``grn infer`` with ``client`` (what ``distsim.cli._client`` yields: a Dask client or None)."""
+    from .. import results
+    from . import infer, load
+
+    if args.output:
+        results.check_output_path(args.output)
+    problem = load(args.problem, states=args.states)
+    print(problem.summary())
+    t0 = time.perf_counter()
+    ds = infer(problem, model=args.model, islands=args.islands, population=args.population, selection=args.selection,
+               migration_rate=args.migration_rate, migration_interval=args.migration_interval,
+               generations=args.generations, target_fitness=args.target_fitness, mode=args.mode, seed=args.seed,
+               client=client, time_limit=args.time_limit, backend="cpu" if getattr(args, "cpu", False) else None,
+               link_mutation=args.link_mutation, rule_mutation=args.rule_mutation,
+               progress=not getattr(args, "quiet", False), plot=args.plot)
+    a = ds.attrs
+    print(f"best fitness {a['fitness']:.10g} ({a['node_mismatches']} node mismatches, {a['link_mismatches']} link "
+          f"changes) at generation {a['best_generation']} on island {a['best_island']}; stopped by "
+          f"{a['stop_reason']} after {a['generations']} generations ({a['backend']}, {a['shards']} shard(s))")
+    changed = ds.changed_links.values.nonzero()
+    for j, i in zip(*changed):
+        print(f"  {ds.gene.values[j]} <- {ds.source.values[i]}: {_sign(ds.reference_links.values[j, i])} -> "
+              f"{_sign(ds.best_links.values[j, i])}")
+    print("rules: " + " ".join(f"{g}={r}" for g, r in zip(ds.gene.values, ds.best_rules.values)))
+    if a.get("time_to_target_s") is not None:
+        print(f"time to target {a['time_to_target_s']:.3f} s")
+    print(f"{a['generations_per_second']:.1f} generations/s, {a['evaluations_per_second']:.3g} evaluations/s")
+    if args.output:
+        results.write(ds, args.output)
+        print(f"written: {args.output}")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    print(f"total {time.perf_counter() - t0:.2f} s")
+    return 0

@@ -1,0 +1,372 @@
+"""The GA on one device: a block of islands advanced together, written once for NumPy and CuPy.
+
+Every array op here runs unchanged on ``numpy`` (CPU backend) or ``cupy`` (GPU backend); the three
+kernels (evaluation, Philox draws, initial links) come from :mod:`.cpu` or :mod:`.gpu`. All
+decisions are integer or Philox-addressed, and sorting uses unique integer keys
+(``score * 2N + index``), so both backends produce identical populations generation by generation.
+
+Generation g of an island (``model`` 'master-slave'/'island' = panmictic, 'cellular'/'hybrid' =
+torus grid):
+
+1. parents: *elitist* sorts the island and pairs ranks (0,1), (2,3), ...; *roulette* draws N
+   parents with probability proportional to ``score_worst - score + 1`` (the fitness margin over
+   the island's worst individual, in units of the exact score, so the best is favoured in linear
+   proportion to its fitness advantage); *cellular* pairs every cell with the best of its
+   neighbours (Moore in standard mode, von Neumann in faithful mode);
+2. crossover of each pair at link cut c = floor(u n^2) (links [0, c) from the first parent, in
+   faithful mode [0, c] as the reference's write-back does) with the linked rule cut c // n + 1;
+   child 2b takes its head from the first parent, child 2b+1 from the second;
+3. connectivity: a child whose link count differs from the reference's by
+   ``max_connectivity_distance * n^2`` or more is replaced by its head parent;
+4. mutation: with probability ``link_mutation`` one link position changes to one of its two other
+   values, with probability ``rule_mutation`` one gene's rule changes to another allowed rule;
+5. replacement: *standard* keeps the best N of parents and children (panmictic) or lets a child
+   replace its cell when it is not worse (cellular); *faithful* lets children overwrite their
+   parents (the reference's in-place write, a later pair winning a slot drawn twice).
+
+Migration (every ``migration_interval`` generations, starting at generation 0) copies the k best
+of island i over the k worst of island i+1 (a ring). Islands of one block migrate on the device;
+the driver carries the migrants between blocks.
+
+Faithful mode does not copy the reference's defects (write races, the half-grid cellular launch,
+its fitness-independent roulette, random-slot migration in cellular mode) nor its initial
+population (a shuffle of the reference links: here every position is drawn with the reference's
+activator/repressor frequencies); immigrants are ranked with the island rather than paired with
+each other in their first generation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import cpu
+from .problem import Problem, _fraction, n_words, pack_links, pack_state
+
+MODELS = ("master-slave", "island", "cellular", "hybrid")
+SELECTIONS = ("elitist", "roulette")
+MODES = ("standard", "faithful")
+PARALLEL_WORK = 1 << 21  # word operations of an evaluation above which the CPU kernel uses threads
+
+
+@dataclass(frozen=True)
+class GAParams:
+    model: str
+    selection: str
+    mode: str
+    population: int  # per island
+    islands: int  # in the whole run
+    migration_rate: int  # migrants per island and event
+    migration_interval: int  # generations between migrations
+    link_mutation: float
+    rule_mutation: float
+    seed: int
+    generations: int
+    stop_score: int  # stop once an island's best score is <= this
+
+    @property
+    def cellular(self) -> bool:
+        return self.model in ("cellular", "hybrid")
+
+    @property
+    def migrates(self) -> bool:
+        return self.islands > 1 and self.migration_rate > 0
+
+
+@dataclass(frozen=True, eq=False)
+class Consts:
+    """A problem in the packed form the kernels use (host NumPy arrays)."""
+
+    n: int
+    W: int
+    steps: int
+    x0: np.ndarray  # [W] uint32
+    target: np.ndarray  # [W] uint32
+    ref_act: np.ndarray  # [W, n] uint32
+    ref_rep: np.ndarray
+    wn: int  # score weight of a node mismatch (p n)
+    wl: int  # score weight of a link mismatch (q - p)
+    nnz_ref: int
+    t_act: int  # initial-link thresholds on a 32-bit word
+    t_rep: int
+    conn_p: int  # max connectivity distance = conn_p / conn_q
+    conn_q: int
+    allowed: np.ndarray  # allowed rule codes, uint8
+    max_score: int
+
+    @classmethod
+    def of(cls, problem: Problem) -> "Consts":
+        n = problem.n
+        p, q = problem.weights()
+        act, rep = pack_links(problem.links)
+        n_act = int((problem.links == 1).sum())
+        n_rep = int((problem.links == -1).sum())
+        cf = _fraction(problem.max_connectivity_distance, "max_connectivity_distance")
+        return cls(n=n, W=n_words(n), steps=problem.iterations, x0=pack_state(problem.initial),
+                   target=pack_state(problem.target), ref_act=act, ref_rep=rep, wn=p * n, wl=q - p,
+                   nnz_ref=n_act + n_rep, t_act=(n_act << 32) // (n * n), t_rep=(n_rep << 32) // (n * n),
+                   conn_p=cf.numerator, conn_q=cf.denominator, allowed=np.array(problem.rules, np.uint8),
+                   max_score=p * n * n + (q - p) * n * n)
+
+
+class CPUOps:
+    """The kernels of the CPU backend (Numba) behind the interface :class:`IslandBlock` uses."""
+
+    xp = np
+
+    def __init__(self, c: Consts):
+        self.c = c
+
+    def asnumpy(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def popcount(self, a: np.ndarray) -> np.ndarray:
+        return np.bitwise_count(a)
+
+    def evaluate(self, act: np.ndarray, rep: np.ndarray, rules: np.ndarray) -> np.ndarray:
+        c = self.c
+        P = act.shape[0]
+        out = np.empty(P, np.int64)
+        if P:
+            parallel = P * c.W * c.n * (c.steps + 1) >= PARALLEL_WORK
+            kernel = cpu.evaluate if parallel else cpu.evaluate_serial
+            kernel(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules), c.x0, c.target,
+                   c.ref_act, c.ref_rep, c.steps, c.wn, c.wl, out)
+        return out
+
+    def rng(self, seed: int, islands: np.ndarray, purpose: int, gen: int, n: int, blocks: int) -> np.ndarray:
+        out = np.empty((len(islands), n, 4 * blocks), np.uint32)
+        cpu.philox_fill(seed, islands.astype(np.int64), purpose, gen, n, blocks, out)
+        return out
+
+    def init_links(self, seed: int, islands: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
+        c = self.c
+        act = np.empty((len(islands), N, c.W, c.n), np.uint32)
+        rep = np.empty_like(act)
+        cpu.init_links(seed, islands.astype(np.int64), np.uint64(c.t_act), np.uint64(c.t_rep), act, rep)
+        return act, rep
+
+    def scatter_max(self, target: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
+        np.maximum.at(target, index, values)
+
+
+def grid_shape(N: int) -> tuple[int, int]:
+    """(rows, cols) of a cellular island: cols = the largest divisor of N not above sqrt(N)."""
+    cols = max(d for d in range(1, int(np.sqrt(N)) + 1) if N % d == 0)
+    return N // cols, cols
+
+
+def neighbours(N: int, moore: bool) -> np.ndarray:
+    """[N, 8] (Moore) or [N, 4] (von Neumann: up, down, right, left) neighbour cells on the torus."""
+    rows, cols = grid_shape(N)
+    r, c = np.divmod(np.arange(N), cols)
+    offs = [(-1, 0), (1, 0), (0, 1), (0, -1)]
+    if moore:
+        offs += [(-1, -1), (-1, 1), (1, -1), (1, 1)]
+    return np.stack([((r + dr) % rows) * cols + (c + dc) % cols for dr, dc in offs], axis=1).astype(np.int64)
+
+
+class IslandBlock:
+    """Islands ``islands`` (global ids) of one run, held on one device and advanced together."""
+
+    def __init__(self, ops: Any, c: Consts, prm: GAParams, islands: np.ndarray):
+        xp = ops.xp
+        self.ops, self.c, self.prm, self.xp = ops, c, prm, xp
+        self.islands = np.asarray(islands, np.int64)
+        K, N, n = len(self.islands), prm.population, c.n
+        self.K, self.N = K, N
+        self.allowed = xp.asarray(c.allowed)
+        pos_of = np.zeros(4, np.int64)
+        pos_of[c.allowed] = np.arange(len(c.allowed))
+        self.pos_of = xp.asarray(pos_of)
+        self.word_lo = xp.asarray((np.arange(n)[None, :] * n + 32 * np.arange(c.W)[:, None]).astype(np.int64))
+        self.gene = xp.arange(n, dtype=xp.int64)
+        self.base = (xp.arange(K, dtype=xp.int64) * N)[:, None]
+        self.index = xp.arange(2 * N, dtype=xp.int64)
+        self.neigh = xp.asarray(neighbours(N, moore=prm.mode == "standard")) if prm.cellular else None
+        self.act, self.rep = ops.init_links(prm.seed, self.islands, N)
+        words = ops.rng(prm.seed, self.islands, cpu.P_INIT_RULE, 0, N, (n + 3) // 4)[..., :n]
+        pick = (words.astype(xp.uint64) * xp.uint64(len(c.allowed))) >> xp.uint64(32)
+        self.rules = self.allowed[pick.astype(xp.int64)]
+        self.score = ops.evaluate(self._flat(self.act), self._flat(self.rep), self._flat(self.rules)).reshape(K, N)
+        self.generation = 0
+        i = self._best_index()
+        rows = xp.arange(K)
+        self.best_score = self.score[rows, i]
+        self.best_act, self.best_rep, self.best_rules = self.act[rows, i], self.rep[rows, i], self.rules[rows, i]
+        self.best_generation = xp.zeros(K, xp.int64)
+
+    # -- helpers ----------------------------------------------------------------------------------------------
+    def _flat(self, a: Any) -> Any:
+        return a.reshape((self.K * self.N,) + a.shape[2:])
+
+    def _keys(self, score: Any) -> Any:
+        return score * (2 * self.N) + self.index[: score.shape[1]]
+
+    def _best_index(self) -> Any:
+        return self.xp.argmin(self._keys(self.score), axis=1)
+
+    def stats(self) -> tuple[Any, Any]:
+        """(best score, sum of scores) per island, device arrays [K]."""
+        return self.score.min(axis=1), self.score.sum(axis=1)
+
+    # -- migration --------------------------------------------------------------------------------------------
+    def emigrants(self) -> tuple[Any, Any, Any, Any]:
+        """Copies of the k best of every island: (act [K,k,W,n], rep, rules [K,k,n], score [K,k])."""
+        xp, k = self.xp, self.prm.migration_rate
+        order = xp.argsort(self._keys(self.score), axis=1)[:, :k]
+        rows = xp.arange(self.K)[:, None]
+        return self.act[rows, order], self.rep[rows, order], self.rules[rows, order], self.score[rows, order]
+
+    def immigrate(self, incoming: tuple[Any, Any, Any, Any]) -> None:
+        """Island l receives incoming[.][l]: emigrant t overwrites the island's t-th of its k worst."""
+        xp, k = self.xp, self.prm.migration_rate
+        worst = xp.argsort(self._keys(self.score), axis=1)[:, self.N - k:]
+        rows = xp.arange(self.K)[:, None]
+        for arr, new in zip((self.act, self.rep, self.rules, self.score), incoming):
+            arr[rows, worst] = new
+
+    def migrate(self, external: tuple | None) -> None:
+        """Ring migration inside the block; ``external`` (host arrays) feeds the first island when the ring
+        crosses blocks (else the block's last island does); :meth:`outgoing` is what the next block gets."""
+        xp = self.xp
+        em = self.emigrants()
+        if external is not None:
+            first = tuple(xp.asarray(a)[None] for a in external)
+        else:
+            first = tuple(a[-1:] for a in em)
+        self.immigrate(tuple(xp.concatenate([f, a[:-1]], axis=0) for f, a in zip(first, em)))
+
+    def outgoing(self) -> tuple[np.ndarray, ...]:
+        """The last island's emigrants as host arrays (they go to the next block's first island)."""
+        return tuple(self.ops.asnumpy(a[-1]) for a in self.emigrants())
+
+    # -- one generation ---------------------------------------------------------------------------------------
+    def step(self) -> None:
+        xp, ops, c, prm = self.xp, self.ops, self.c, self.prm
+        K, N, n = self.K, self.N, c.n
+        g = self.generation + 1
+        n2 = n * n
+        u64 = xp.uint64
+        if prm.cellular:
+            keys = self._keys(self.score)
+            m = xp.argmin(keys[:, self.neigh], axis=2)  # [K, N]
+            head = xp.broadcast_to(self.index[:N], (K, N))
+            tail = self.neigh[self.index[:N][None, :], m]
+            w = ops.rng(prm.seed, self.islands, cpu.P_CROSS, g, N, 1)
+            cut = ((w[..., 0].astype(u64) * u64(n2)) >> u64(32)).astype(xp.int64)
+        else:
+            if prm.selection == "elitist":
+                order = xp.argsort(self._keys(self.score), axis=1)
+            else:
+                wgt = self.score.max(axis=1, keepdims=True) - self.score + 1  # int64 >= 1
+                cum = xp.cumsum(wgt.reshape(-1))
+                start = cum.reshape(K, N)[:, :1] - wgt[:, :1]
+                total = wgt.sum(axis=1, keepdims=True).astype(u64)
+                w = ops.rng(prm.seed, self.islands, cpu.P_SELECT, g, N, 1).astype(u64)
+                u = (((w[..., 0] << u64(32)) | w[..., 1]) % total).astype(xp.int64) + start
+                order = xp.searchsorted(cum, u.reshape(-1), side="right").reshape(K, N) - self.base
+            p1, p2 = order[:, 0::2], order[:, 1::2]
+            w = ops.rng(prm.seed, self.islands, cpu.P_CROSS, g, N // 2, 1)
+            c_pair = ((w[..., 0].astype(u64) * u64(n2)) >> u64(32)).astype(xp.int64)
+            head = xp.stack([p1, p2], axis=2).reshape(K, N)
+            tail = xp.stack([p2, p1], axis=2).reshape(K, N)
+            cut = xp.repeat(c_pair, 2, axis=1)
+        gh = (head + self.base).reshape(-1)
+        gt = (tail + self.base).reshape(-1)
+        link_cut = cut.reshape(-1) + (1 if prm.mode == "faithful" else 0)
+        rule_cut = cut.reshape(-1) // n + 1
+        A, R, Ru = self._flat(self.act), self._flat(self.rep), self._flat(self.rules)
+        nb = xp.clip(link_cut[:, None, None] - self.word_lo[None], 0, 32).astype(u64)
+        one = xp.ones_like(nb)
+        mask = ((one << nb) - one).astype(xp.uint32)  # head bits of each word
+        ah, rh = A[gh], R[gh]
+        ca = (ah & mask) | (A[gt] & ~mask)
+        cr = (rh & mask) | (R[gt] & ~mask)
+        cru = xp.where(self.gene[None, :] < rule_cut[:, None], Ru[gh], Ru[gt])
+        nnz = ops.popcount(ca | cr).sum(axis=(1, 2)).astype(xp.int64)
+        bad = xp.abs(nnz - c.nnz_ref) * c.conn_q >= c.conn_p * n2
+        ca = xp.where(bad[:, None, None], ah, ca)
+        cr = xp.where(bad[:, None, None], rh, cr)
+        cru = xp.where(bad[:, None], Ru[gh], cru)
+        self._mutate(ca, cr, cru, g)
+        cs = ops.evaluate(ca, cr, cru).reshape(K, N)
+        self._replace(ca.reshape(K, N, c.W, n), cr.reshape(K, N, c.W, n), cru.reshape(K, N, n), cs, head)
+        self.generation = g
+        self._update_best()
+
+    def _mutate(self, ca: Any, cr: Any, cru: Any, g: int) -> None:
+        xp, c, prm = self.xp, self.c, self.prm
+        u64 = xp.uint64
+        n, n2 = c.n, c.n * c.n
+        P = ca.shape[0]
+        w = self.ops.rng(prm.seed, self.islands, cpu.P_MUTATE, g, self.N, 2).reshape(P, 8).astype(u64)
+        ch = xp.arange(P)
+        if prm.link_mutation > 0:
+            do = w[:, 0] < u64(_threshold(prm.link_mutation))
+            pos = ((w[:, 1] * u64(n2)) >> u64(32)).astype(xp.int64)
+            j, i = pos // n, pos % n
+            wd = i >> 5
+            bit = (xp.ones(P, xp.uint32) << (i & 31).astype(xp.uint32))
+            aw, rw = ca[ch, wd, j], cr[ch, wd, j]
+            v = ((aw & bit) != 0).astype(xp.int64) - ((rw & bit) != 0).astype(xp.int64)
+            table = xp.asarray(np.array([[0, 1], [1, -1], [0, -1]], np.int64))  # other values of -1, 0, +1
+            new = table[v + 1, (w[:, 2] >> u64(31)).astype(xp.int64)]
+            ca[ch, wd, j] = xp.where(do, xp.where(new == 1, aw | bit, aw & ~bit), aw)
+            cr[ch, wd, j] = xp.where(do, xp.where(new == -1, rw | bit, rw & ~bit), rw)
+        na = len(c.allowed)
+        if prm.rule_mutation > 0 and na > 1:
+            do = w[:, 3] < u64(_threshold(prm.rule_mutation))
+            node = ((w[:, 4] * u64(n)) >> u64(32)).astype(xp.int64)
+            inc = 1 + ((w[:, 5] * u64(na - 1)) >> u64(32)).astype(xp.int64)
+            old = cru[ch, node]
+            new = self.allowed[(self.pos_of[old.astype(xp.int64)] + inc) % na]
+            cru[ch, node] = xp.where(do, new, old)
+
+    def _replace(self, ca: Any, cr: Any, cru: Any, cs: Any, head: Any) -> None:
+        xp, prm = self.xp, self.prm
+        K, N = self.K, self.N
+        if prm.cellular:
+            take = cs <= self.score if prm.mode == "standard" else xp.ones((K, N), bool)
+            self.act = xp.where(take[..., None, None], ca, self.act)
+            self.rep = xp.where(take[..., None, None], cr, self.rep)
+            self.rules = xp.where(take[..., None], cru, self.rules)
+            self.score = xp.where(take, cs, self.score)
+        elif prm.mode == "standard":  # (mu + lambda): the best N of parents and children
+            keep = xp.argsort(self._keys(xp.concatenate([self.score, cs], axis=1)), axis=1)[:, :N]
+            rows = xp.arange(K)[:, None]
+            self.act = xp.concatenate([self.act, ca], axis=1)[rows, keep]
+            self.rep = xp.concatenate([self.rep, cr], axis=1)[rows, keep]
+            self.rules = xp.concatenate([self.rules, cru], axis=1)[rows, keep]
+            self.score = xp.concatenate([self.score, cs], axis=1)[rows, keep]
+        elif prm.selection == "elitist":  # faithful: every slot is crossed, children overwrite the pair
+            self.act, self.rep, self.rules, self.score = ca, cr, cru, cs
+        else:  # faithful roulette: child k overwrites its head parent's slot; the last child wins a slot
+            winner = xp.full(K * N, -1, xp.int32)
+            self.ops.scatter_max(winner, (head + self.base).reshape(-1), xp.arange(K * N, dtype=xp.int32))
+            take = (winner >= 0).reshape(K, N)
+            src = xp.maximum(winner, 0)
+            flat = lambda a: a.reshape((K * N,) + a.shape[2:])  # noqa: E731
+            self.act = xp.where(take[..., None, None], flat(ca)[src].reshape(ca.shape), self.act)
+            self.rep = xp.where(take[..., None, None], flat(cr)[src].reshape(cr.shape), self.rep)
+            self.rules = xp.where(take[..., None], flat(cru)[src].reshape(cru.shape), self.rules)
+            self.score = xp.where(take, cs.reshape(-1)[src].reshape(K, N), self.score)
+
+    def _update_best(self) -> None:
+        xp = self.xp
+        i = self._best_index()
+        rows = xp.arange(self.K)
+        s = self.score[rows, i]
+        better = s < self.best_score
+        self.best_score = xp.where(better, s, self.best_score)
+        self.best_act = xp.where(better[:, None, None], self.act[rows, i], self.best_act)
+        self.best_rep = xp.where(better[:, None, None], self.rep[rows, i], self.best_rep)
+        self.best_rules = xp.where(better[:, None], self.rules[rows, i], self.best_rules)
+        self.best_generation = xp.where(better, self.generation, self.best_generation)
+
+
+def _threshold(prob: float) -> int:
+    """Integer acceptance threshold on a 32-bit word: accept when word < threshold."""
+    return min(1 << 32, int(round(prob * 2.0**32)))

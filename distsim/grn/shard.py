@@ -1,0 +1,143 @@
+"""The GRN shard task: a block of islands on one worker's device, advanced one round at a time.
+
+Round 0 creates the islands (from the seed alone); round r >= 1 runs ``epochs`` migration epochs
+(each: ring migration, then ``migration_interval`` generations). The population stays in the
+worker-local cache between rounds; only statistics, the block's emigrants (when the ring crosses
+blocks) and an improved best individual come back. A task that finds no cached state (its worker
+died, or Dask moved it) answers ``{"missing": True}``; the driver then resends it with the setup
+and the earlier rounds' immigrants, and the task rebuilds the block by replaying them, which gives
+the same state because every step is a pure function of (seed, islands, immigrants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..engine import ShardContext, registry
+from .ga import Consts, CPUOps, GAParams, IslandBlock
+from .problem import Problem
+
+TAG = "grn"
+
+
+@dataclass(frozen=True, eq=False)
+class Setup:
+    problem: Problem
+    params: GAParams
+    islands: tuple[int, ...]  # global island ids held by this shard
+    external: bool  # the migration ring crosses shards: the first island is fed by the driver
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    epoch0: int
+    epochs: int
+    incoming: tuple | None = None  # (act, rep, rules, score) host arrays for the first island
+
+
+@dataclass(frozen=True, eq=False)
+class IslandTask:
+    run_id: str
+    shard: int
+    round: int
+    step: Step | None  # None in round 0
+    setup: Setup | None = None  # round 0, or a rebuild
+    replay: tuple[Step, ...] = ()  # the steps of rounds 1..round-1 (rebuild only)
+
+
+@dataclass(eq=False)
+class ShardState:
+    block: IslandBlock
+    setup: Setup
+    next_round: int = 1
+    last_result: Any = None
+    sent_key: tuple = field(default_factory=lambda: (np.iinfo(np.int64).max, -1))
+
+
+def _ops(backend: str, c: Consts) -> Any:
+    if backend == "gpu":
+        from .gpu import GPUOps
+
+        return GPUOps(c)
+    return CPUOps(c)
+
+
+def _build(backend: str, setup: Setup) -> ShardState:
+    c = Consts.of(setup.problem)
+    block = IslandBlock(_ops(backend, c), c, setup.params, np.array(setup.islands, np.int64))
+    return ShardState(block, setup)
+
+
+def _advance(st: ShardState, step: Step) -> tuple[list, list, int, bool]:
+    """Run the step's epochs; returns (best, sum) per generation, epochs done, stopped."""
+    b, prm = st.block, st.setup.params
+    xp = b.xp
+    best, total = [], []
+    done, stopped = 0, False
+    for e in range(step.epoch0, step.epoch0 + step.epochs):
+        if prm.migrates:
+            b.migrate(step.incoming if st.setup.external else None)
+        last = min((e + 1) * prm.migration_interval, prm.generations)
+        while b.generation < last:
+            b.step()
+            s_min, s_sum = b.stats()
+            best.append(s_min)
+            total.append(s_sum)
+        done += 1
+        if int(b.best_score.min()) <= prm.stop_score:
+            stopped = True
+            break
+    if best:
+        best = [xp.stack(best, axis=1)]
+        total = [xp.stack(total, axis=1)]
+    return best, total, done, stopped
+
+
+def _result(st: ShardState, best: list, total: list, epochs: int, stopped: bool) -> dict:
+    b = st.block
+    ops = b.ops
+    K = b.K
+    bs = ops.asnumpy(b.best_score)
+    i = int(np.lexsort((np.array(st.setup.islands), bs))[0])
+    key = (int(bs[i]), int(st.setup.islands[i]))
+    out: dict[str, Any] = {
+        "best": ops.asnumpy(best[0]) if best else np.zeros((K, 0), np.int64),
+        "sum": ops.asnumpy(total[0]) if total else np.zeros((K, 0), np.int64),
+        "epochs": epochs, "stopped": stopped, "generation": b.generation, "island_best": bs,
+        "outgoing": b.outgoing() if st.setup.external else None, "best_key": key, "best_individual": None,
+    }
+    if key < st.sent_key:
+        st.sent_key = key
+        out["best_individual"] = (ops.asnumpy(b.best_act[i]), ops.asnumpy(b.best_rep[i]),
+                                  ops.asnumpy(b.best_rules[i]), int(ops.asnumpy(b.best_generation)[i]))
+    return out
+
+
+def island_task(ctx: ShardContext, t: IslandTask | None) -> dict | None:
+    """Shard task (runs on a worker): CPU (NumPy + Numba) or GPU (CuPy) by the worker's backend.
+    ``None`` is a no-op (a shard that needs no rebuild in a rebuild round)."""
+    if t is None:
+        return None
+    st: ShardState | None = registry.get(t.run_id, t.shard, TAG)
+    if st is not None and st.next_round == t.round + 1 and st.last_result is not None:
+        return st.last_result  # this round already ran here (a recomputed task)
+    if st is None or st.next_round != t.round or t.round == 0:
+        if t.setup is None:
+            return {"missing": True}
+        st = _build(ctx.backend, t.setup)
+        for s in t.replay:
+            _advance(st, s)
+        st.next_round = t.round if t.round else 0
+    registry.put(t.run_id, t.shard, None, TAG)  # invalid while it changes
+    if t.round == 0:
+        s_min, s_sum = st.block.stats()
+        res = _result(st, [s_min[:, None]], [s_sum[:, None]], 0, False)
+    else:
+        res = _result(st, *_advance(st, t.step))
+    st.next_round = t.round + 1
+    st.last_result = res
+    registry.put(t.run_id, t.shard, st, TAG)
+    return res

@@ -1,0 +1,345 @@
+"""CPU kernels (Numba) of the data-augmentation Gibbs sampler; ``kernels/mcmc_bridge.cu`` mirrors them.
+
+Random-number addresses (identical on every backend, Philox4x32-10 with key ``(seed, chain)``):
+
+* attempt ``a`` of interval ``i`` at iteration ``it``, event ``e``: counter ``(e, a, it, i)``;
+  words 0-1 give u1 (tau = -log(u1)/a0), words 2-3 give u2 (the first reaction whose cumulative
+  propensity exceeds u2 a0), as in :mod:`distsim.ssa.cpu`;
+* the Gamma draw of parameter ``p`` at iteration ``it``, trial ``k``: counters ``(2k, p, it, TAG)``
+  (polar normal) and ``(2k+1, p, it, TAG)`` (acceptance uniform), ``(BOOST, p, it, TAG)`` for
+  shape < 1 (Marsaglia and Tsang 2000).
+
+An interval accepts its **lowest-index** successful attempt. Attempts run in waves of any size; the
+lowest success of the first wave that has one is the lowest success overall, so wave sizes (and
+the GPU's dynamic scheduling) never change a draw: only the Philox addresses do. The rule does not
+look at the path, so the accepted path is an exact draw from the bridge (seed 003, 3.3.1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from ..rng.dsmath import ds_exp, ds_log
+from ..rng.philox import philox4x32_10, u01_f64
+
+TAG_GAMMA = 0xFFFFFFFF
+BOOST = 0xFFFFFFFF
+NONE = 0xFFFFFFFF  # no success yet
+ERR_NONE, ERR_MAX_ATTEMPTS, ERR_MAX_EVENTS, ERR_SHAPE, ERR_RATE = 0, 1, 2, 3, 4
+
+
+@numba.njit(cache=True)
+def run_attempt(seed, chain, it, interval, idx, start, target, dt, theta_rx, rct_start, rct_species, rct_stoich,
+                chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events,
+                x, h, a, want, r_out, b_out, grid, rec):
+    """One forward SSA attempt from ``start`` over [0, dt]. Returns (hit, err).
+
+    With ``want`` the firings ``r_out[j]`` and integrals ``b_out[j]`` of h_j are accumulated; a
+    non-empty ``grid`` (times in [0, dt]) records the state there into ``rec``. A path stops early
+    once a species that can only grow (or only shrink) has passed its endpoint.
+    """
+    S = start.shape[0]
+    M = theta_rx.shape[0]
+    K = grid.shape[0]
+    for s in range(S):
+        x[s] = start[s]
+    for j in range(M):
+        hv = 1.0
+        for q in range(rct_start[j], rct_start[j + 1]):
+            xs = float(x[rct_species[q]])
+            hh = xs
+            for m in range(1, rct_stoich[q]):
+                hh = hh * (xs - m) / (m + 1)
+            hv = hv * hh
+        h[j] = hv
+        a[j] = theta_rx[j] * hv
+    t = 0.0
+    k = 0
+    e = np.uint64(0)
+    key0 = np.uint64(seed)
+    key1 = np.uint64(chain)
+    while True:
+        a0 = 0.0
+        for jj in range(M):
+            a0 = a0 + a[jj]
+        u2 = 0.0
+        if a0 > 0.0:
+            w0, w1, w2, w3 = philox4x32_10(e, idx, it, interval, key0, key1)
+            u1 = u01_f64(w0, w1)
+            u2 = u01_f64(w2, w3)
+            t_new = t - ds_log(u1) / a0
+        else:
+            t_new = math.inf
+        while k < K and grid[k] < t_new:
+            for s in range(S):
+                rec[k, s] = x[s]
+            k += 1
+        if t_new > dt:
+            if want:
+                for jj in range(M):
+                    b_out[jj] = b_out[jj] + h[jj] * (dt - t)
+            for s in range(S):
+                if x[s] != target[s]:
+                    return False, ERR_NONE
+            return True, ERR_NONE
+        if e >= np.uint64(max_events):
+            return False, ERR_MAX_EVENTS
+        if want:
+            for jj in range(M):
+                b_out[jj] = b_out[jj] + h[jj] * (t_new - t)
+        target_a = u2 * a0
+        c = 0.0
+        j = -1
+        last = 0
+        for jj in range(M):
+            if a[jj] > 0.0:
+                last = jj
+            c = c + a[jj]
+            if c > target_a:
+                j = jj
+                break
+        if j < 0:
+            j = last
+        dead = False
+        for q in range(chg_start[j], chg_start[j + 1]):
+            s = chg_species[q]
+            x[s] += chg_delta[q]
+            if (x[s] < target[s] and not can_inc[s]) or (x[s] > target[s] and not can_dec[s]):
+                dead = True
+        if want:
+            r_out[j] += 1
+        if dead:
+            return False, ERR_NONE
+        for q in range(dep_start[j], dep_start[j + 1]):
+            d = dep_list[q]
+            hv = 1.0
+            for qq in range(rct_start[d], rct_start[d + 1]):
+                xs = float(x[rct_species[qq]])
+                hh = xs
+                for m in range(1, rct_stoich[qq]):
+                    hh = hh * (xs - m) / (m + 1)
+                hv = hv * hh
+            h[d] = hv
+            a[d] = theta_rx[d] * hv
+        t = t_new
+        e += np.uint64(1)
+
+
+@numba.njit(cache=True)
+def gamma_draw(shape, seed, chain, it, p):
+    """Standard Gamma(shape) (shape > 0) by Marsaglia-Tsang on Philox, polar normals; CPU == GPU bits."""
+    key0 = np.uint64(seed)
+    key1 = np.uint64(chain)
+    boost = shape < 1.0
+    al = shape + 1.0 if boost else shape
+    d = al - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    k = np.uint64(0)
+    g = 0.0
+    while True:
+        w0, w1, w2, w3 = philox4x32_10(np.uint64(2) * k, p, it, TAG_GAMMA, key0, key1)
+        u = 2.0 * u01_f64(w0, w1) - 1.0
+        v = 2.0 * u01_f64(w2, w3) - 1.0
+        s = u * u + v * v
+        if s < 1.0:
+            z = u * math.sqrt(-2.0 * ds_log(s) / s)
+            tt = 1.0 + c * z
+            if tt > 0.0:
+                v3 = tt * tt * tt
+                y0, y1, y2, y3 = philox4x32_10(np.uint64(2) * k + np.uint64(1), p, it, TAG_GAMMA, key0, key1)
+                uu = u01_f64(y0, y1)
+                if ds_log(uu) < 0.5 * z * z + d - d * v3 + d * ds_log(v3):
+                    g = d * v3
+                    break
+        k += np.uint64(1)
+    if boost:
+        w0, w1, w2, w3 = philox4x32_10(BOOST, p, it, TAG_GAMMA, key0, key1)
+        g = g * ds_exp(ds_log(u01_f64(w0, w1)) / shape)
+    return g
+
+
+@numba.njit(cache=True)
+def gibbs_theta(seed, chain, it, r_sum, b_sum, param_of, prior_shape, prior_rate, theta_out):
+    """theta_p ~ Gamma(shape_p + R_p, rate_p + B_p), sums over reactions j of p in order (then intervals).
+
+    ``r_sum``/``b_sum`` are [n_intervals, M]. Returns (err, p)."""
+    P = prior_shape.shape[0]
+    n = r_sum.shape[0]
+    M = param_of.shape[0]
+    for p in range(P):
+        R = 0
+        B = 0.0
+        for j in range(M):
+            if param_of[j] == p:
+                for i in range(n):
+                    R += r_sum[i, j]
+                    B = B + b_sum[i, j]
+        shape = prior_shape[p] + R
+        rate = prior_rate[p] + B
+        if not shape > 0.0:
+            return ERR_SHAPE, p
+        if not rate > 0.0:
+            return ERR_RATE, p
+        theta_out[p] = gamma_draw(shape, seed, chain, it, p) / rate
+    return ERR_NONE, -1
+
+
+@numba.njit(parallel=True, cache=True)
+def run_chains(seed, chains, theta0, it0, n_iter, starts, targets, dts, param_of, fixed_theta, prior_shape,
+               prior_rate, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list,
+               can_inc, can_dec, max_events, max_attempts, wave0, draws, best_out, err_out, simulated):
+    """Iterations ``it0 .. it0+n_iter-1`` of every chain in ``chains`` (lock-step, attempts in parallel).
+
+    theta0 [C, P] is the state; draws [C, n_iter, P] gets theta after each iteration, best_out
+    [C, n_iter, n] the accepted attempt index per interval, err_out [C, 4] (code, iteration, where,
+    detail) the first error of a chain (which then stops). ``wave0`` [C, n]: first wave sizes.
+    """
+    C = chains.shape[0]
+    P = prior_shape.shape[0]
+    n = starts.shape[0]
+    S = starts.shape[1]
+    M = param_of.shape[0]
+    T = C * n
+    theta = theta0.copy()
+    theta_rx = np.empty((C, M))
+    best = np.empty(T, dtype=np.int64)
+    nxt = np.empty(T, dtype=np.int64)
+    wave = np.empty(T, dtype=np.int64)
+    r_sum = np.zeros((C, n, M), dtype=np.int64)
+    b_sum = np.zeros((C, n, M))
+    empty_grid = np.empty(0)
+    empty_rec = np.empty((0, S), dtype=np.int64)
+    for step in range(n_iter):
+        it = it0 + step
+        for c in range(C):
+            for j in range(M):
+                theta_rx[c, j] = theta[c, param_of[j]] if param_of[j] >= 0 else fixed_theta[j]
+        pending = 0
+        for t in range(T):
+            c = t // n
+            nxt[t] = 0
+            wave[t] = wave0[c, t % n]
+            if err_out[c, 0] != ERR_NONE:
+                best[t] = 0
+            else:
+                best[t] = NONE
+                pending += 1
+        while pending > 0:
+            total = 0
+            for t in range(T):
+                if best[t] == NONE:
+                    total += wave[t]
+            task = np.empty(total, dtype=np.int64)
+            aidx = np.empty(total, dtype=np.int64)
+            q = 0
+            for t in range(T):
+                if best[t] == NONE:
+                    for a in range(wave[t]):
+                        task[q] = t
+                        aidx[q] = nxt[t] + a
+                        q += 1
+            hit = np.zeros(total, dtype=np.int8)
+            for q in prange(total):
+                t = task[q]
+                c = t // n
+                i = t % n
+                x = np.empty(S, dtype=np.int64)
+                h = np.empty(M)
+                av = np.empty(M)
+                ok, er = run_attempt(seed, chains[c], it, i, aidx[q], starts[i], targets[i], dts[i], theta_rx[c],
+                                     rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta,
+                                     dep_start, dep_list, can_inc, can_dec, max_events, x, h, av, False,
+                                     r_sum[0, 0], b_sum[0, 0], empty_grid, empty_rec)
+                hit[q] = 2 if er != ERR_NONE else (1 if ok else 0)
+            simulated[0] += total
+            q = 0
+            for t in range(T):
+                if best[t] != NONE:
+                    continue
+                c = t // n
+                for a in range(wave[t]):
+                    if hit[q + a] == 2 and err_out[c, 0] == ERR_NONE:
+                        err_out[c, 0] = ERR_MAX_EVENTS
+                        err_out[c, 1] = it
+                        err_out[c, 2] = t % n
+                        err_out[c, 3] = nxt[t] + a
+                    if hit[q + a] == 1:
+                        best[t] = nxt[t] + a
+                        break
+                q += wave[t]
+                if best[t] == NONE:
+                    nxt[t] += wave[t]
+                    if nxt[t] >= max_attempts and err_out[c, 0] == ERR_NONE:
+                        err_out[c, 0] = ERR_MAX_ATTEMPTS
+                        err_out[c, 1] = it
+                        err_out[c, 2] = t % n
+                        err_out[c, 3] = nxt[t]
+                    wave[t] = min(2 * wave[t], max(max_attempts - nxt[t], 1))
+                if best[t] == NONE and err_out[c, 0] != ERR_NONE:
+                    best[t] = 0
+                if best[t] != NONE:
+                    pending -= 1
+            for t in range(T):  # a chain with an error stops all its intervals
+                if best[t] == NONE and err_out[t // n, 0] != ERR_NONE:
+                    best[t] = 0
+                    pending -= 1
+        # sufficient statistics of the accepted paths (replayed from their Philox addresses)
+        for t in prange(T):
+            c = t // n
+            i = t % n
+            for j in range(M):
+                r_sum[c, i, j] = 0
+                b_sum[c, i, j] = 0.0
+            if err_out[c, 0] == ERR_NONE:
+                x = np.empty(S, dtype=np.int64)
+                h = np.empty(M)
+                av = np.empty(M)
+                run_attempt(seed, chains[c], it, i, best[t], starts[i], targets[i], dts[i], theta_rx[c], rct_start,
+                            rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc,
+                            can_dec, max_events, x, h, av, True, r_sum[c, i], b_sum[c, i], empty_grid, empty_rec)
+        for c in range(C):
+            for i in range(n):
+                best_out[c, step, i] = best[c * n + i]
+            if err_out[c, 0] == ERR_NONE:
+                er, p = gibbs_theta(seed, chains[c], it, r_sum[c], b_sum[c], param_of, prior_shape, prior_rate,
+                                    theta[c])
+                if er != ERR_NONE:
+                    err_out[c, 0] = er
+                    err_out[c, 1] = it
+                    err_out[c, 2] = p
+            for p in range(P):
+                draws[c, step, p] = theta[c, p]
+
+
+def monotone(stoich: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(can_inc, can_dec) per species: whether some reaction increases / decreases it."""
+    return (np.any(stoich > 0, axis=0).astype(np.int8), np.any(stoich < 0, axis=0).astype(np.int8))
+
+
+@numba.njit(parallel=True, cache=True)
+def hit_counts(seed, chain, it, attempts, starts, targets, dts, theta_rx, rct_start, rct_species, rct_stoich,
+               chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events, hits):
+    """Attempts 0..attempts-1 of every interval at fixed rates: ``hits[i]`` successes (validation)."""
+    n = starts.shape[0]
+    S = starts.shape[1]
+    M = theta_rx.shape[0]
+    flags = np.zeros(n * attempts, dtype=np.int8)
+    empty_grid = np.empty(0)
+    empty_rec = np.empty((0, S), dtype=np.int64)
+    for q in prange(n * attempts):
+        i = q // attempts
+        x = np.empty(S, dtype=np.int64)
+        h = np.empty(M)
+        av = np.empty(M)
+        r = np.zeros(M, dtype=np.int64)
+        b = np.zeros(M)
+        ok, er = run_attempt(seed, chain, it, i, q % attempts, starts[i], targets[i], dts[i], theta_rx, rct_start,
+                             rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc,
+                             can_dec, max_events, x, h, av, False, r, b, empty_grid, empty_rec)
+        flags[q] = 1 if ok else 0
+    for q in range(n * attempts):
+        hits[q // attempts] += flags[q]

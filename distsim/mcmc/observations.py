@@ -1,0 +1,262 @@
+"""Discrete observations of a reaction network and the full states they determine.
+
+Observations are exact counts of some species at times t_0 < t_1 < ... < t_n (seed 003, section
+3.2). A CSV file has a header ``time,<species>...``; an empty cell (or a species without a column)
+is unobserved. The unobserved counts are recovered from the network's **conservation laws**
+(integer vectors c with V c = 0 for the stoichiometry V, so c . x(t) is constant): the totals
+c . x and the unobserved counts are the unknowns of one linear system over all times. The full
+state at every time must follow uniquely, as integers >= 0; otherwise a clear error names the
+species that stay unidentified (or the line where the data contradict the network).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..models.reactions import ReactionNetwork
+
+
+class ObservationError(ValueError):
+    """Bad observations: the message names the source (file and line where there is one)."""
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Full states ``states[k, s]`` at ``times[k]`` (after conservation) and which were observed."""
+
+    times: np.ndarray  # float64 [n+1]
+    states: np.ndarray  # int64 [n+1, S]
+    observed: np.ndarray  # bool [n+1, S]
+    species: tuple[str, ...]
+    source: str = "<observations>"
+
+    @property
+    def n_intervals(self) -> int:
+        return len(self.times) - 1
+
+
+def conservation_laws(net: ReactionNetwork) -> np.ndarray:
+    """Integer basis [L, S] of the left null space of the stoichiometry: c with V c = 0 (exact, rational)."""
+    V = [[Fraction(int(v)) for v in row] for row in net.stoichiometry()]
+    S = net.n_species
+    # reduced row echelon form of V (M x S) over the rationals; free columns give the null space
+    rows = [r[:] for r in V]
+    pivots: list[int] = []
+    r = 0
+    for col in range(S):
+        piv = next((i for i in range(r, len(rows)) if rows[i][col] != 0), None)
+        if piv is None:
+            continue
+        rows[r], rows[piv] = rows[piv], rows[r]
+        p = rows[r][col]
+        rows[r] = [v / p for v in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][col] != 0:
+                f = rows[i][col]
+                rows[i] = [a - f * b for a, b in zip(rows[i], rows[r])]
+        pivots.append(col)
+        r += 1
+        if r == len(rows):
+            break
+    basis = []
+    for free in (c for c in range(S) if c not in pivots):
+        vec = [Fraction(0)] * S
+        vec[free] = Fraction(1)
+        for i, pc in enumerate(pivots):
+            vec[pc] = -rows[i][free]
+        den = math.lcm(*(v.denominator for v in vec))
+        ints = [int(v * den) for v in vec]
+        g = math.gcd(*ints) or 1
+        ints = [v // g for v in ints]
+        if next(v for v in ints if v != 0) < 0:
+            ints = [-v for v in ints]
+        basis.append(ints)
+    return np.asarray(basis, dtype=np.int64).reshape(len(basis), S)
+
+
+def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, dict[str, np.ndarray], list[int]]:
+    """``time,<species>...`` CSV -> (times, {species: float array with NaN where blank}, line numbers)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"observations file not found: {os.fspath(path)}")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ObservationError(f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ObservationError(f"{p}: empty file; expected a header 'time,<species>...'")
+    reader = csv.reader(io.StringIO("\n".join(ln for _, ln in lines)))
+    rows = list(reader)
+    header = [h.strip() for h in rows[0]]
+    hline = lines[0][0]
+    if not header or header[0].lower() != "time":
+        raise ObservationError(f"{p}:{hline}: the first column must be 'time', got {header[0] if header else ''!r}")
+    if len(header) < 2:
+        raise ObservationError(f"{p}:{hline}: no species columns after 'time'")
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise ObservationError(f"{p}:{hline}: duplicate column {dup[0]!r}")
+    times, cols, nums = [], {h: [] for h in header[1:]}, []
+    for (n, _), row in zip(lines[1:], rows[1:]):
+        if len(row) != len(header):
+            raise ObservationError(f"{p}:{n}: {len(row)} fields, the header has {len(header)}")
+        try:
+            times.append(float(row[0]))
+        except ValueError:
+            raise ObservationError(f"{p}:{n}: time {row[0]!r} is not a number") from None
+        for h, cell in zip(header[1:], row[1:]):
+            cell = cell.strip()
+            if cell == "" or cell.upper() in ("NA", "NAN"):
+                cols[h].append(math.nan)
+                continue
+            try:
+                v = float(cell)
+            except ValueError:
+                raise ObservationError(f"{p}:{n}: {h} = {cell!r} is not a count") from None
+            if not (v >= 0 and v == int(v)):
+                raise ObservationError(f"{p}:{n}: {h} = {cell!r} is not a non-negative integer count")
+            cols[h].append(v)
+        nums.append(n)
+    return np.asarray(times, float), {h: np.asarray(v, float) for h, v in cols.items()}, nums
+
+
+def as_observations(net: ReactionNetwork, data: Any) -> Observations:
+    """Observations from a CSV path, a pandas DataFrame (a ``time`` column or index) or an xarray
+    Dataset/DataArray (dim ``time``; a DataArray needs a ``species`` dim), with full states solved."""
+    if isinstance(data, Observations):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        times, cols, lines = read_csv(data)
+        return _solve(net, times, cols, lines, os.fspath(data))
+    mod = type(data).__module__
+    if mod.startswith("pandas"):
+        df = data.reset_index() if "time" not in getattr(data, "columns", []) else data
+        if "time" not in df.columns:
+            raise ObservationError("DataFrame observations need a 'time' column or index")
+        cols = {str(c): df[c].to_numpy(dtype=float) for c in df.columns if c != "time"}
+        return _solve(net, df["time"].to_numpy(dtype=float), cols, None, "<DataFrame>")
+    if mod.startswith("xarray"):
+        import xarray as xr
+
+        if isinstance(data, xr.DataArray):
+            if "species" not in data.dims:
+                raise ObservationError("DataArray observations need dims ('time', 'species')")
+            data = data.to_dataset(dim="species")
+        if "time" not in data.coords:
+            raise ObservationError("xarray observations need a 'time' coordinate")
+        cols = {str(k): np.asarray(v.values, float) for k, v in data.data_vars.items()}
+        return _solve(net, np.asarray(data["time"].values, float), cols, None, "<Dataset>")
+    raise TypeError(f"observations must be a CSV path, pandas DataFrame or xarray object, got {type(data).__name__}")
+
+
+def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray], lines: list[int] | None,
+           src: str) -> Observations:
+    def where(k: int) -> str:
+        return f"{src}:{lines[k]}" if lines else f"{src} (row {k})"
+
+    unknown = [c for c in cols if c not in net.species]
+    if unknown:
+        raise ObservationError(f"{src}: column {unknown[0]!r} is not a species of the model "
+                               f"({', '.join(net.species)})")
+    K, S = len(times), net.n_species
+    if K < 2:
+        raise ObservationError(f"{src}: need at least two observation times, got {K}")
+    for k in range(K):
+        if not math.isfinite(times[k]):
+            raise ObservationError(f"{where(k)}: time is not finite")
+        if k and not times[k] > times[k - 1]:
+            raise ObservationError(f"{where(k)}: times must increase strictly ({times[k - 1]:g} then {times[k]:g})")
+    x = np.full((K, S), np.nan)
+    for name, v in cols.items():
+        if len(v) != K:
+            raise ObservationError(f"{src}: column {name!r} has {len(v)} values for {K} times")
+        x[:, net.index(name)] = v
+    obs = ~np.isnan(x)
+    for k in range(K):
+        for s in range(S):
+            if obs[k, s] and not (x[k, s] >= 0 and x[k, s] == int(x[k, s])):
+                raise ObservationError(f"{where(k)}: {net.species[s]} = {x[k, s]!r} is not a non-negative integer")
+    C = conservation_laws(net)
+    L = C.shape[0]
+    # unknowns: totals T_l (one per law) and every unobserved x[k, s]; equations C x_k - T = 0
+    miss = [(k, s) for k in range(K) for s in range(S) if not obs[k, s]]
+    if miss:
+        col = {m: L + i for i, m in enumerate(miss)}
+        A = np.zeros((K * L, L + len(miss)))
+        b = np.zeros(K * L)
+        for k in range(K):
+            for lw in range(L):
+                r = k * L + lw
+                A[r, lw] = -1.0
+                for s in range(S):
+                    if C[lw, s]:
+                        if obs[k, s]:
+                            b[r] -= C[lw, s] * x[k, s]
+                        else:
+                            A[r, col[(k, s)]] = C[lw, s]
+        undetermined = _undetermined(A, L)
+        if undetermined:
+            bad = sorted({net.species[miss[i][1]] for i in undetermined})
+            ks = sorted({miss[i][0] for i in undetermined})
+            raise ObservationError(
+                f"{src}: the state is not identified: {', '.join(bad)} cannot be determined from the observed "
+                f"species and the conservation laws ({_laws_text(net, C)}) at time(s) "
+                f"{', '.join(f'{times[k]:g}' for k in ks[:5])}{' ...' if len(ks) > 5 else ''}; observe them "
+                "(e.g. give the full state at the first time)")
+        sol, *_ = np.linalg.lstsq(A, b, rcond=None)
+        for i, (k, s) in enumerate(miss):
+            v = sol[L + i]
+            if abs(v - round(v)) > 1e-6 or round(v) < 0:
+                raise ObservationError(f"{where(k)}: the conservation laws give {net.species[s]} = {v:.6g}, not a "
+                                       "non-negative integer: the observations contradict the network")
+            x[k, s] = round(v)
+        resid = A @ sol - b
+        if np.max(np.abs(resid)) > 1e-6:
+            k = int(np.argmax(np.abs(resid))) // L
+            raise ObservationError(f"{where(k)}: the observations violate the conservation laws "
+                                   f"({_laws_text(net, C)})")
+    xi = x.astype(np.int64)
+    if L:
+        tot = xi @ C.T
+        for k in range(1, K):
+            if not np.array_equal(tot[k], tot[0]):
+                lw = int(np.flatnonzero(tot[k] != tot[0])[0])
+                raise ObservationError(f"{where(k)}: the observations violate the conservation law "
+                                       f"{_law_text(net, C[lw])} ({tot[0, lw]} at t={times[0]:g}, {tot[k, lw]} here)")
+    return Observations(times, xi, obs, tuple(net.species), src)
+
+
+def _undetermined(A: np.ndarray, n_totals: int) -> list[int]:
+    """Indices (into the unobserved entries) of unknowns not fixed by A z = b: nonzero in the null space."""
+    if A.size == 0:
+        return []
+    u, sv, vt = np.linalg.svd(A, full_matrices=True)
+    tol = max(A.shape) * (sv[0] if len(sv) else 1.0) * 1e-10
+    rank = int(np.sum(sv > tol))
+    null = vt[rank:]
+    if null.shape[0] == 0:
+        return []
+    return [i - n_totals for i in range(n_totals, A.shape[1]) if np.max(np.abs(null[:, i])) > 1e-8]
+
+
+def _law_text(net: ReactionNetwork, c: np.ndarray) -> str:
+    terms = [f"{'' if abs(v) == 1 else abs(int(v))}{net.species[s]}" for s, v in enumerate(c) if v]
+    sign = ["-" if v < 0 else "+" for v in c if v]
+    out = ("-" if sign[0] == "-" else "") + terms[0]
+    for sg, t in zip(sign[1:], terms[1:]):
+        out += f" {sg} {t}"
+    return out + " = const"
+
+
+def _laws_text(net: ReactionNetwork, C: np.ndarray) -> str:
+    return "; ".join(_law_text(net, c) for c in C) if len(C) else "none"

@@ -1,0 +1,270 @@
+"""``distsim.mcmc.infer_rates``: data-augmentation Gibbs sampling of mass-action rate constants
+from exact discrete observations (Niemi and Wheeler, seed 003), chains sharded over the workers.
+
+Iteration ``it`` of chain ``c``: (1) for every interval (t_{i-1}, t_i], forward SSA attempts from
+y_{i-1} with the current theta until one ends at y_i (the lowest-index success; see
+:mod:`distsim.mcmc.cpu`); (2) theta_p ~ Gamma(shape_p + r_p, rate_p + b_p) from the accepted
+paths' firings r and integrals b of h. The draw kept for iteration ``it`` is the theta of step (2);
+its latent path is the one drawn from that theta at iteration ``it + 1`` (so every draw is a joint
+posterior sample (theta, X) and the path can be re-simulated from its Philox address).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import engine, results
+from ..models import arith
+from ..models.reactions import ReactionNetwork
+from ..rng import check_seed
+from ..ssa.compile import compile_network
+from . import cpu, diagnostics
+from .observations import Observations, as_observations
+from .priors import RateModel, rate_model
+from .shard import MCMCBlock, Problem, run_block
+
+MAX_EVENTS = 10_000_000
+MAX_ATTEMPTS = 2**31
+FIRST_BLOCK = 20
+ROUND_SECONDS = 2.0
+WAVE_MIN, WAVE_MAX = 32, 1 << 16
+
+
+def build_problem(net: ReactionNetwork, obs: Observations, rm: RateModel, *, max_events: int = MAX_EVENTS,
+                  max_attempts: int = MAX_ATTEMPTS) -> Problem:
+    """Flat arrays of the problem; checks that every endpoint is reachable by monotonicity."""
+    c = compile_network(net)
+    V = net.stoichiometry()
+    can_inc, can_dec = cpu.monotone(V)
+    for i in range(obs.n_intervals):
+        a, b = obs.states[i], obs.states[i + 1]
+        bad = [s for s in range(net.n_species) if (b[s] > a[s] and not can_inc[s]) or (b[s] < a[s] and not can_dec[s])]
+        if bad:
+            s = bad[0]
+            raise ValueError(f"{obs.source}: interval {i + 1} (t={obs.times[i]:g} to {obs.times[i + 1]:g}): "
+                             f"{net.species[s]} goes from {a[s]} to {b[s]}, which no reaction allows")
+    return Problem(
+        starts=np.ascontiguousarray(obs.states[:-1]), targets=np.ascontiguousarray(obs.states[1:]),
+        dts=np.diff(obs.times).astype(np.float64), param_of=rm.param_of, fixed_theta=rm.fixed_theta,
+        prior_shape=rm.shape, prior_rate=rm.rate, rct_start=c.rct_start, rct_species=c.rct_species,
+        rct_stoich=c.rct_stoich, chg_start=c.chg_start, chg_species=c.chg_species, chg_delta=c.chg_delta,
+        dep_start=c.dep_start, dep_list=c.dep_list, can_inc=can_inc, can_dec=can_dec, max_events=int(max_events),
+        max_attempts=int(max_attempts), digest=c.digest)
+
+
+def parse_derived(derived: Mapping[str, str] | Sequence[str] | None, names: Sequence[str]) -> dict[str, arith.Node]:
+    """Derived quantities ``{"K_M": "(k2 + k3) / k1"}`` (or ``["K_M=(k2+k3)/k1"]``): parsed, never evaluated as code."""
+    if not derived:
+        return {}
+    items = derived.items() if isinstance(derived, Mapping) else [d.split("=", 1) if "=" in d else (d, "")
+                                                                     for d in derived]
+    out = {}
+    for name, text in items:
+        name = str(name).strip()
+        if not name.isidentifier():
+            raise ValueError(f"derived quantity name {name!r} must be an identifier (NAME=EXPRESSION)")
+        if name in names or name in out:
+            raise ValueError(f"derived quantity {name!r} clashes with a parameter or another derived quantity")
+
+        def resolve(n: str) -> arith.Node:
+            if n in names:
+                return arith.Species(list(names).index(n))
+            raise KeyError(n)
+
+        out[name] = arith.parse_arith(str(text), resolve, file=f"derived {name}")
+    return out
+
+
+def infer_rates(
+    net: ReactionNetwork | str | os.PathLike,
+    observations: Any,
+    *,
+    prior: Mapping[str, Any] | None = None,
+    improper_prior: bool = False,
+    iterations: int = 50_000,
+    burn_in: int = 10_000,
+    chains: int = 4,
+    thin: int = 1,
+    seed: int = 0,
+    client: Any = None,
+    derived: Mapping[str, str] | Sequence[str] | None = None,
+    backend: str | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+    max_events: int = MAX_EVENTS,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """Posterior draws of the rate parameters given exact observations (ArviZ layout).
+
+    ``iterations`` Gibbs iterations per chain (burn-in included); the first ``burn_in`` are dropped
+    and every ``thin``-th of the rest is kept. ``prior``: ``{name: (shape, rate)}`` gamma priors
+    for every rate parameter (``"improper"`` or ``improper_prior=True`` for the 1/theta limit, which
+    can give an improper posterior: that stops with an error naming the reaction). Chains start at
+    the model file's parameter values; chain c uses the Philox key (seed, c), so the draws do not
+    depend on how chains are spread over workers, GPUs or rounds. ``derived``: ``{"K_M":
+    "(k2 + k3) / k1"}``. Returns a Dataset with one (chain, draw) variable per parameter and derived
+    quantity, sample stats ``attempts`` (chain, draw, interval) and ``acceptance_rate`` (chain,
+    interval), the observations, and R-hat / ESS per variable in ``rhat``, ``ess_bulk``, ``ess_tail``.
+    """
+    t_start = time.perf_counter()
+    if not isinstance(net, ReactionNetwork):
+        from ..ssa import load
+
+        net = load(net)
+    for name, v in (("iterations", iterations), ("chains", chains), ("thin", thin)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer)) or not 0 <= burn_in < iterations:
+        raise ValueError(f"burn_in must be an integer in [0, iterations), got {burn_in!r}")
+    seed = check_seed(seed)
+    rm = rate_model(net, prior, improper_prior)
+    obs = as_observations(net, observations)
+    der = parse_derived(derived, rm.names)
+    pr = build_problem(net, obs, rm, max_events=max_events, max_attempts=max_attempts)
+    n, P = obs.n_intervals, len(rm.names)
+    total = int(iterations) + 1  # one more X-step: the path of the last kept draw
+
+    ex = engine.executor_for(client, backend)
+    shards = engine.split(int(chains), ex.n_workers())
+    theta = np.tile(rm.initial, (chains, 1))
+    draws = np.zeros((chains, total, P))
+    best = np.zeros((chains, total, n), dtype=np.int64)
+    wave = np.full((chains, n), 64, dtype=np.int64)
+    run_id = engine.new_run_id("mcmc")
+    prog = engine.Progress(progress, "mcmc rates")
+    prog.update(f"{chains} chains x {iterations} iterations, {n} intervals, on {ex.describe()}", force=True)
+    it0, block, rnd, simulated, metas = 0, FIRST_BLOCK, 0, 0, []
+    t_rounds = 0.0
+    try:
+        while it0 < total:
+            k = min(block, total - it0)
+            payloads = [MCMCBlock(pr, seed, np.arange(r.start, r.stop, dtype=np.int64), theta[r.start:r.stop], it0, k,
+                                  wave[r.start:r.stop]) for r in shards]
+            t0 = time.perf_counter()
+            out = ex.run_round(run_block, run_id, rnd, payloads)
+            dt = time.perf_counter() - t0
+            t_rounds += dt
+            for r, (res, meta) in zip(shards, out):
+                _raise_errors(net, obs, rm, res["err"], r.start, res["draws"], it0, theta[r.start:r.stop])
+                draws[r.start:r.stop, it0:it0 + k] = res["draws"]
+                best[r.start:r.stop, it0:it0 + k] = res["best"]
+                simulated += res["simulated"]
+                metas.append(meta)
+            theta = draws[:, it0 + k - 1].copy()
+            mean_att = best[:, it0:it0 + k].mean(axis=1) + 1.0
+            wave = np.clip(np.ceil(2.0 * mean_att), WAVE_MIN, WAVE_MAX).astype(np.int64)
+            it0 += k
+            rnd += 1
+            block = int(np.clip(k * ROUND_SECONDS / max(dt, 1e-3), 1, 100_000))
+            prog.update(f"iteration {it0 - 1}/{iterations} ({it0 / t_rounds:.3g} it/s per chain, "
+                        f"{simulated / t_rounds:.3g} attempts/s)")
+    finally:
+        ex.release(run_id)
+        prog.close()
+    keep = np.arange(burn_in, iterations, thin)
+    return _dataset(net, obs, rm, der, draws, best, keep, seed, chains, iterations, burn_in, thin, simulated,
+                    t_rounds, metas, ex, time.perf_counter() - t_start)
+
+
+def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before) -> None:
+    for c in range(err.shape[0]):
+        code, it, where, detail = (int(v) for v in err[c])
+        if code == cpu.ERR_NONE:
+            continue
+        step = it - it0
+        th = draws[c, step - 1] if step > 0 else theta_before[c]
+        ths = ", ".join(f"{nm}={v:.4g}" for nm, v in zip(rm.names, th))
+        chain = chain0 + c
+        if code in (cpu.ERR_SHAPE, cpu.ERR_RATE):
+            name = rm.names[where]
+            what = ("fired 0 times in the latent path and its prior has shape 0 (the improper 1/theta prior): "
+                    "the conditional Gamma(0, .) is undefined" if code == cpu.ERR_SHAPE else
+                    "had h = 0 along the whole latent path and its prior has rate 0: the conditional gamma has rate 0")
+            raise RuntimeError(
+                f"improper posterior: {rm.reactions_of(where, net)} {what} (chain {chain}, iteration {it}; "
+                f"{name} had drifted to {th[where]:.3g}). With the 1/theta prior these data do not rule out "
+                f"{name} -> 0, so the posterior is improper; give {name} a proper gamma prior "
+                f"(e.g. --prior {name}=gamma:SHAPE,RATE)")
+        if code == cpu.ERR_MAX_ATTEMPTS:
+            raise RuntimeError(
+                f"interval {where + 1} (t={obs.times[where]:g} to {obs.times[where + 1]:g}): no forward path hit the "
+                f"observation in {detail} attempts (chain {chain}, iteration {it}, theta: {ths}); the data are "
+                "very unlikely under these rates (raise max_attempts or start nearer the posterior)")
+        if code == cpu.ERR_MAX_EVENTS:
+            raise RuntimeError(
+                f"interval {where + 1}: attempt {detail} exceeded max_events (chain {chain}, iteration {it}, "
+                f"theta: {ths}); the rates make the system fire without bound")
+        raise RuntimeError(f"chain {chain}: error code {code} at iteration {it}")
+
+
+def _dataset(net, obs, rm, der, draws, best, keep, seed, chains, iterations, burn_in, thin, simulated, t_rounds,
+             metas, ex, wall) -> xr.Dataset:
+    names = list(rm.names)
+    post = draws[:, keep]  # theta after iteration it
+    attempts = best[:, keep + 1] + 1  # the path drawn from that theta (iteration it + 1)
+    data: dict[str, Any] = {}
+    for p, nm in enumerate(names):
+        data[nm] = (("chain", "draw"), post[:, :, p], {"long_name": f"rate constant {nm} ({rm.reactions_of(p, net)})",
+                                                      "prior": _prior_text(rm, p)})
+    for nm, node in der.items():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            val = arith.evaluate(node, post, {})
+        data[nm] = (("chain", "draw"), np.asarray(val, np.float64),
+                    {"long_name": f"derived: {arith.to_text(node, names)}"})
+    var_names = names + list(der)
+    n_draw = len(keep)
+    data["attempts"] = (("chain", "draw", "interval"), attempts,
+                        {"long_name": "attempts until the accepted path (its index + 1)", "sample_stat": 1})
+    data["acceptance_rate"] = (("chain", "interval"), n_draw / np.maximum(attempts.sum(axis=1), 1),
+                               {"long_name": "accepted paths / attempts", "sample_stat": 1})
+    stats = {k: np.array([f(data[v][1]) if n_draw >= 4 else np.nan for v in var_names])
+             for k, f in (("rhat", diagnostics.rhat), ("ess_bulk", diagnostics.ess_bulk),
+                          ("ess_tail", diagnostics.ess_tail))}
+    for k, v in stats.items():
+        data[k] = ("variable", v, {"long_name": {"rhat": "rank-normalised split R-hat", "ess_bulk": "bulk ESS",
+                                                 "ess_tail": "tail ESS"}[k]})
+    data["observed_state"] = (("time", "species"), obs.states, {"long_name": "observed (and conserved) counts",
+                                                                "units": "molecules"})
+    data["observed"] = (("time", "species"), obs.observed.astype(np.int8), {"long_name": "1 if measured"})
+    coords = {"chain": np.arange(chains), "draw": np.arange(n_draw), "interval": np.arange(1, obs.n_intervals + 1),
+              "iteration": ("draw", keep), "variable": var_names, "time": obs.times, "species": list(net.species)}
+    ds = xr.Dataset(data, coords=coords)
+    total = iterations * chains
+    ds.attrs = results.provenance(
+        workload="mcmc.infer_rates", seed=seed, model_name=net.name, model_sha256=net.digest(),
+        backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
+        executor=ex.describe(), wall_time_s=wall, chains=chains, iterations=iterations, burn_in=burn_in, thin=thin,
+        parameters=",".join(names), derived=",".join(f"{k}={arith.to_text(v, names)}" for k, v in der.items()),
+        posterior_variables=",".join(var_names), sample_stats="attempts,acceptance_rate",
+        initial_theta=",".join(f"{nm}={v!r}" for nm, v in zip(names, rm.initial)),
+        attempts_simulated=int(simulated), iterations_per_second=(iterations + 1) * chains / max(t_rounds, 1e-12),
+        attempts_per_second=simulated / max(t_rounds, 1e-12), sampling_seconds=t_rounds,
+        observations=obs.source, total_iterations=total,
+    )
+    return ds
+
+
+def _prior_text(rm: RateModel, p: int) -> str:
+    if rm.shape[p] == 0 and rm.rate[p] == 0:
+        return "improper 1/theta"
+    return f"gamma(shape={rm.shape[p]:g}, rate={rm.rate[p]:g})"
+
+
+def summary(ds: xr.Dataset, prob: float = 0.95) -> list[dict[str, float]]:
+    """Mean, sd, central ``prob`` interval, R-hat and bulk ESS per posterior variable."""
+    lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
+    rows = []
+    for k, v in enumerate(ds.attrs["posterior_variables"].split(",")):
+        x = ds[v].values.ravel()
+        x = x[np.isfinite(x)]
+        rows.append({"variable": v, "mean": float(x.mean()) if x.size else math.nan,
+                     "sd": float(x.std(ddof=1)) if x.size > 1 else math.nan,
+                     "lo": float(np.quantile(x, lo)) if x.size else math.nan,
+                     "hi": float(np.quantile(x, hi)) if x.size else math.nan,
+                     "rhat": float(ds["rhat"].values[k]), "ess_bulk": float(ds["ess_bulk"].values[k])})
+    return rows

@@ -1,0 +1,209 @@
+"""Adapters: what the sweep needs to know about one workload call. Adding a workload is one entry.
+
+An :class:`Adapter` names the analysis function (imported lazily, on the worker too), how to load
+its model from a file, how one sweep point changes the model or the call (:attr:`Adapter.apply`),
+and how to cut its result Dataset down to a fixed shape per point (variables over dims in
+``drop_dims`` are dropped, attrs named in ``scalars`` become per-point variables). ``run_chunk``
+may replace the per-point loop by one batched call (e.g. many SSA parameter sets in one launch).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import xarray as xr
+
+Point = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """How :func:`distsim.sweep.sweep` drives one analysis (see the module docstring)."""
+
+    name: str  # "ssa.simulate"
+    function: str  # import path "module:attr", resolved where it runs
+    load: Callable[..., Any]  # (path, **model_options) -> model
+    apply: Callable[[Any, Point], tuple[Any, dict]]  # (model, point) -> (model for the point, extra kwargs)
+    parameters: Callable[[Any], list[str]]  # default parameters of a one-at-a-time study
+    baseline: Callable[[Any, str], float]  # current value of a parameter (for factors)
+    drop_dims: tuple[str, ...] = ()
+    scalars: tuple[str, ...] = ("wall_time_s",)
+    reserved: tuple[str, ...] = ("seed", "client", "backend", "progress", "plot")
+    max_chunk: int = 64
+    # batched alternative to the per-point loop: (model, points as {name: value} with parameter/factor
+    # already resolved, seeds, fixed kwargs, in-process executor of the worker's backend) -> one
+    # summarized Dataset per point, equal to what the loop would give
+    run_chunk: Callable[..., list[xr.Dataset]] | None = None
+
+    def resolve(self) -> Callable[..., xr.Dataset]:
+        module, _, attr = self.function.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def summarize(self, ds: xr.Dataset) -> xr.Dataset:
+        """The fixed-shape part of one point's result."""
+        out = ds.drop_vars([v for v in ds.variables if set(ds[v].dims) & set(self.drop_dims)])
+        out = out.drop_dims([d for d in self.drop_dims if d in out.dims])
+        for key in self.scalars:
+            if key in ds.attrs:
+                out[key] = ((), ds.attrs[key])
+        out.attrs = {}
+        return out
+
+
+# ---- SSA ------------------------------------------------------------------------------------------
+
+def _ssa_load(path: str | os.PathLike, **options: Any) -> Any:
+    from ..ssa import load
+
+    return load(path, **options)
+
+
+def _ssa_apply(net: Any, point: Point) -> tuple[Any, dict]:
+    """Rate parameters and initial counts by name (``init.NAME`` forces the species meaning)."""
+    params, init = {}, {}
+    for name, value in point.items():
+        if name.startswith("init.") or (name not in net.params and name in net.species):
+            sp = name.removeprefix("init.")
+            if sp not in net.species:
+                raise ValueError(f"{name!r}: unknown species {sp!r}")
+            v = float(value)
+            if not (v >= 0 and v == math.floor(v)):
+                raise ValueError(f"{name!r}: an initial count must be a non-negative integer, got {value!r}")
+            init[sp] = int(v)
+        elif name in net.params:
+            params[name] = float(value)
+        else:
+            raise ValueError(f"{name!r} is neither a parameter ({', '.join(net.params) or 'none'}) nor a species "
+                             f"({', '.join(net.species)}) of {net.name or 'the network'}")
+    if params:
+        net = net.with_parameters(**params)
+    if init:
+        net = net.with_initial(**init)
+    return net, {}
+
+
+def _ssa_parameters(net: Any) -> list[str]:
+    return list(net.params)
+
+
+def _ssa_baseline(net: Any, name: str) -> float:
+    if name in net.params:
+        return net.params[name]
+    raise ValueError(f"{name!r} is not a rate parameter of {net.name or 'the network'} (parameters: "
+                     f"{', '.join(net.params) or 'none'})")
+
+
+SSA_SIMULATE = Adapter(
+    name="ssa.simulate", function="distsim.ssa:simulate", load=_ssa_load, apply=_ssa_apply,
+    parameters=_ssa_parameters, baseline=_ssa_baseline,
+    drop_dims=("realization", "bin"),
+    scalars=("wall_time_s", "firings_total", "mean_firings_per_realization", "truncated_realizations"),
+    reserved=("seed", "client", "backend", "progress", "plot", "params", "initial", "keep_trajectories",
+              "keep_final"),
+)
+
+
+# ---- PBN ------------------------------------------------------------------------------------------
+
+def _pbn_load(path: str | os.PathLike, **options: Any) -> Any:
+    from ..pbn import load
+
+    return load(path, **options)
+
+
+def _pbn_apply(net: Any, point: Point) -> tuple[Any, dict]:
+    """``perturbation`` (or ``p``) and ``select.NODE.K`` (selection probability of predictor K of NODE;
+    the node's other predictors share the rest in proportion)."""
+    for name, value in point.items():
+        if name in ("perturbation", "p"):
+            net = net.with_perturbation(float(value))
+        elif name.startswith("select."):
+            node, _, k = name.removeprefix("select.").rpartition(".")
+            if not node or not k.isdigit():
+                raise ValueError(f"{name!r}: expected select.NODE.K with K the predictor index (0, 1, ...)")
+            if node not in net.nodes:
+                raise ValueError(f"{name!r}: unknown node {node!r}")
+            net = net.with_selection(node, int(k), float(value))
+        else:
+            raise ValueError(f"{name!r}: a PBN sweep parameter is 'perturbation' or 'select.NODE.K'")
+    return net, {}
+
+
+def _pbn_baseline(net: Any, name: str) -> float:
+    if name in ("perturbation", "p"):
+        return net.perturbation
+    if name.startswith("select."):
+        node, _, k = name.removeprefix("select.").rpartition(".")
+        return net.predictors[net.index(node)][int(k)].probability
+    raise ValueError(f"{name!r}: a PBN sweep parameter is 'perturbation' or 'select.NODE.K'")
+
+
+def _pbn_parameters(net: Any) -> list[str]:
+    return ["perturbation"]
+
+
+_PBN_RESERVED = ("seed", "client", "backend", "progress", "plot", "perturbation")
+
+PBN_STEADY_STATE = Adapter(
+    name="pbn.steady_state", function="distsim.pbn:steady_state", load=_pbn_load, apply=_pbn_apply,
+    parameters=_pbn_parameters, baseline=_pbn_baseline, drop_dims=("round",),
+    scalars=("wall_time_s", "chains", "chain_length", "steps_simulated", "rounds", "converged"),
+    reserved=_PBN_RESERVED, max_chunk=8,
+)
+
+PBN_SIMULATE = Adapter(
+    name="pbn.simulate", function="distsim.pbn:simulate", load=_pbn_load, apply=_pbn_apply,
+    parameters=_pbn_parameters, baseline=_pbn_baseline, drop_dims=("trajectory",),
+    scalars=("wall_time_s", "steps_simulated"), reserved=_PBN_RESERVED + ("keep_states",), max_chunk=16,
+)
+
+# grn.infer and mcmc.infer_rates: add their Adapter here (see the report / README section).
+ADAPTERS: dict[str, Adapter] = {a.name: a for a in (SSA_SIMULATE, PBN_STEADY_STATE, PBN_SIMULATE)}
+
+
+def register(adapter: Adapter) -> None:
+    """Make an adapter known by its name (and by its function object)."""
+    ADAPTERS[adapter.name] = adapter
+
+
+def adapter_for(analysis: str | Callable[..., Any] | Adapter) -> Adapter:
+    """An :class:`Adapter` from a name ('ssa.simulate', 'distsim.ssa.simulate'), the function itself,
+    or an adapter."""
+    if isinstance(analysis, Adapter):
+        return analysis
+    if isinstance(analysis, str):
+        key = analysis.removeprefix("distsim.")
+        if key in ADAPTERS:
+            return ADAPTERS[key]
+        raise ValueError(f"unknown analysis {analysis!r}; sweepable analyses: {', '.join(sorted(ADAPTERS))}")
+    if callable(analysis):
+        for a in ADAPTERS.values():
+            try:
+                if a.resolve() is analysis:
+                    return a
+            except ImportError:
+                continue
+        name = getattr(analysis, "__qualname__", repr(analysis))
+        raise ValueError(f"{name} has no sweep adapter; sweepable analyses: {', '.join(sorted(ADAPTERS))}")
+    raise TypeError(f"analysis must be a name, a function or an Adapter, got {type(analysis).__name__}")
+
+
+def check_fixed(adapter: Adapter, fixed: Mapping[str, Any], swept: Sequence[str] = ()) -> list[str]:
+    """Problems with the fixed keyword arguments: unknown to the analysis, set by the sweep, or swept."""
+    import inspect
+
+    accepted = set(list(inspect.signature(adapter.resolve()).parameters)[1:])  # all but the model
+    problems = []
+    for key in fixed:
+        if key in adapter.reserved:
+            problems.append(f"{key!r} is set by the sweep and cannot be fixed")
+        elif key not in accepted:
+            problems.append(f"{key!r} is not an argument of {adapter.name} (accepted: "
+                            f"{', '.join(sorted(accepted - set(adapter.reserved)))})")
+        elif key in swept:
+            problems.append(f"{key!r} is both fixed and swept")
+    return problems

@@ -1,0 +1,251 @@
+"""``distsim.sweep``: one analysis over many parameter points, spread over every worker.
+
+Points are packed into chunks of consecutive points; each chunk is one Dask task that runs the
+analysis in-process on its worker (the worker's backend: its GPU when it has one). Point i uses the
+seed ``derive_seeds(seed, i)`` (a Philox-keyed permutation, so points never share a stream), so the
+result depends neither on the number of workers nor on the chunking nor on the order of completion.
+Results are collected as tasks finish and, with ``store``, written to zarr chunk by chunk; a rerun
+with the same store computes only the chunks not marked done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import engine, results
+from ..rng import check_seed, derive_seeds
+from .adapters import Adapter, adapter_for, check_fixed
+from .points import SCALE_KEYS, Points, as_points, one_at_a_time
+from .store import SweepStore
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One sweep task: consecutive points ``start ..`` with their seeds."""
+
+    adapter: Adapter
+    model: Any
+    fixed: dict
+    start: int
+    points: tuple[dict, ...]
+    seeds: tuple[int, ...]
+
+
+def resolve_point(adapter: Adapter, model: Any, point: Mapping[str, Any]) -> dict[str, Any]:
+    """A table point with ``parameter``/``factor`` becomes {parameter: baseline x factor}."""
+    point = dict(point)
+    if "parameter" in point:
+        name, factor = point.pop("parameter"), point.pop("factor")
+        if name in point:
+            raise ValueError(f"{name!r} is both scaled (parameter/factor) and set in the same point")
+        point[name] = adapter.baseline(model, name) * factor
+    return point
+
+
+def run_chunk(ctx: engine.ShardContext, chunk: Chunk) -> xr.Dataset:
+    """Sweep task (runs on a worker): the analysis for every point of the chunk, in this process."""
+    local = engine.LocalExecutor(ctx.backend)
+    points = [resolve_point(chunk.adapter, chunk.model, p) for p in chunk.points]
+    if chunk.adapter.run_chunk is not None:
+        parts = chunk.adapter.run_chunk(chunk.model, points, list(chunk.seeds), dict(chunk.fixed), local)
+    else:
+        fn = chunk.adapter.resolve()
+        parts = []
+        for point, seed in zip(points, chunk.seeds):
+            model, extra = chunk.adapter.apply(chunk.model, point)
+            ds = fn(model, **chunk.fixed, **extra, seed=int(seed), client=local, progress=False)
+            parts.append(chunk.adapter.summarize(ds))
+    return xr.concat(parts, dim="point", coords="minimal", compat="override", join="exact")
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-able form of a fixed argument (for the configuration digest)."""
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _canonical(value.tolist())
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"fixed argument value {value!r} ({type(value).__name__}) cannot be recorded; use numbers, "
+                    "strings, lists or dicts")
+
+
+def _model_digest(model: Any) -> str:
+    digest = getattr(model, "digest", None)
+    if digest is None:
+        raise TypeError(f"the model ({type(model).__name__}) needs a digest() method for the sweep record")
+    return digest()
+
+
+def default_chunk_size(adapter: Adapter, n_points: int, n_workers: int) -> int:
+    """About four tasks per worker, at most ``adapter.max_chunk`` points per task."""
+    return int(max(1, min(adapter.max_chunk, -(-n_points // (4 * max(1, n_workers))))))
+
+
+def sweep(
+    analysis: str | Callable[..., Any] | Adapter,
+    model: Any,
+    points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | Any,
+    /,
+    *,
+    seed: int = 0,
+    client: Any = None,
+    store: str | os.PathLike | None = None,
+    chunk_size: int | None = None,
+    backend: str | None = None,
+    progress: bool | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    **fixed: Any,
+) -> xr.Dataset:
+    """Run ``analysis`` (``ssa.simulate``, ``pbn.steady_state``, ``pbn.simulate`` -- the function, its
+    name or an :class:`Adapter`) on ``model`` (object or file path) at every point of ``points``.
+
+    ``points``: a grid ``{"k1": [...], "S": [...]}`` (Cartesian product, last key fastest), a list of
+    dicts, a pandas DataFrame, or :func:`one_at_a_time` rows. SSA points set rate parameters and
+    initial counts by name; PBN points set ``perturbation`` and ``select.NODE.K``. ``fixed``: keyword
+    arguments of the analysis shared by every point (``t_end=``, ``realizations=``, ``target=`` ...).
+    Point i gets the seed ``derive_seeds(seed, i)``. ``store`` (``.zarr``): results are written as
+    they arrive and a rerun with the same store computes only the missing points (a store of another
+    sweep is refused). ``chunk_size``: points per task (default: about 4 tasks per worker, capped
+    per analysis). ``analysis``, ``model`` and ``points`` are positional, so the analysis's own
+    ``points=`` (SSA time points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and ``seed``) as
+    coordinates on it, and each point's results as variables.
+    """
+    t0 = time.perf_counter()
+    adapter = adapter_for(analysis)
+    if not hasattr(model, "digest"):
+        model = adapter.load(model, **dict(model_options or {}))
+    elif model_options:
+        raise ValueError("model_options apply only when the model is given as a file path")
+    pts = as_points(points)
+    seed = check_seed(seed)
+    problems = check_fixed(adapter, fixed, pts.swept())
+    if problems:
+        raise ValueError("fixed arguments: " + "; ".join(problems))
+    _check_values(adapter, model, pts)
+    seeds = derive_seeds(seed, np.arange(pts.n))
+    config = {"analysis": adapter.name, "model_sha256": _model_digest(model), "seed": seed,
+              "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n,
+              "points_sha256": pts.digest()}
+
+    ex = engine.executor_for(client, backend)
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    C = chunk_size or default_chunk_size(adapter, pts.n, ex.n_workers())
+    st = SweepStore(store, config, pts.n, C) if store is not None else None
+    if st is not None:
+        C = st.chunk_size  # a resumed store keeps its chunking
+    done = st.done_chunks() if st is not None else np.zeros(-(-pts.n // C), dtype=bool)
+    todo = [k for k in range(len(done)) if not done[k]]
+    tasks = []
+    for k in todo:
+        a, b = k * C, min((k + 1) * C, pts.n)
+        tasks.append(Chunk(adapter, model, dict(fixed), a, tuple(pts.point(i) for i in range(a, b)),
+                           tuple(int(s) for s in seeds[a:b])))
+    coords = {name: pts.column(name) for name in pts.names}
+    coords["seed"] = seeds.astype(np.int64)
+    prog = engine.Progress(progress, "sweep")
+    n_done_before = int(sum(min((k + 1) * C, pts.n) - k * C for k in range(len(done)) if done[k]))
+    prog.update(f"{adapter.name}: {pts.n} points in {len(done)} chunks of {C}; {n_done_before} already done; "
+                f"{ex.describe()}", force=True)
+    collected: dict[int, xr.Dataset] = {}
+    metas: list[dict] = []
+    run_id = engine.new_run_id("sweep")
+    computed = 0
+    try:
+        for index, part, meta in ex.stream(run_chunk, run_id, tasks):
+            task = tasks[index]
+            part = part.assign_coords(point=np.arange(task.start, task.start + len(task.points)))
+            metas.append(meta)
+            if st is not None:
+                if not st.exists:
+                    st.create(part, coords, _attrs(adapter, model, config, C, ex))
+                st.write(task.start, part)
+            else:
+                collected[task.start] = part
+            computed += len(task.points)
+            prog.update(f"{n_done_before + computed}/{pts.n} points, {len(metas)}/{len(tasks)} tasks, "
+                        f"{time.perf_counter() - t0:.1f} s")
+    finally:
+        ex.release(run_id)
+        prog.close()
+    if st is not None:
+        ds = st.load()
+    else:
+        ds = xr.concat([collected[k] for k in sorted(collected)], dim="point", coords="minimal", compat="override",
+                       join="exact")
+        ds = ds.assign_coords({k: ("point", v) for k, v in coords.items()})
+        ds.attrs = _attrs(adapter, model, config, C, ex)
+    ds.attrs.update(results.provenance(
+        workload="sweep", seed=seed, model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
+        backend=",".join(sorted({m["backend"] for m in metas})) or None, devices=[m["device"] for m in metas],
+        executor=ex.describe(), wall_time_s=time.perf_counter() - t0, analysis=adapter.name, points=pts.n,
+        chunk_size=C, tasks=len(tasks), points_computed=computed, points_resumed=n_done_before,
+        task_seconds=float(sum(m["seconds"] for m in metas)), fixed=json.dumps(config["fixed"], sort_keys=True),
+        store=os.fspath(store) if store is not None else None,
+    ))
+    return ds
+
+
+def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
+    """Every distinct value of every column is applied once on the client, so unknown names and bad
+    values fail before any work (naming the first point that has them)."""
+    seen: set = set()
+    for i in range(pts.n):
+        point = pts.point(i)
+        items = [(k, v) for k, v in point.items() if k not in SCALE_KEYS]
+        if "parameter" in point:
+            items.append((point["parameter"], ("factor", point["factor"])))
+        for k, v in items:
+            if (k, v) in seen:
+                continue
+            seen.add((k, v))
+            single = {"parameter": k, "factor": v[1]} if isinstance(v, tuple) else {k: v}
+            try:
+                adapter.apply(model, resolve_point(adapter, model, single))
+            except (ValueError, KeyError) as e:
+                msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+                raise ValueError(f"point {i} {point}: {msg}") from None
+
+
+def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int, ex: Any) -> dict[str, Any]:
+    return results.provenance(workload="sweep", analysis=adapter.name, seed=config["seed"],
+                              model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
+                              points=config["n_points"], chunk_size=chunk_size,
+                              fixed=json.dumps(config["fixed"], sort_keys=True))
+
+
+def sensitivity(
+    analysis: str | Callable[..., Any] | Adapter,
+    model: Any,
+    factors: Sequence[float],
+    /,
+    *,
+    parameters: Sequence[str] | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> xr.Dataset:
+    """One-at-a-time sensitivity: every parameter (default: every rate of the model) scaled by every
+    factor, the others at baseline; a :func:`sweep` whose points carry ``parameter`` and ``factor``
+    coordinates (reshape with ``ds.set_index(point=["parameter", "factor"]).unstack("point")``)."""
+    adapter = adapter_for(analysis)
+    if not hasattr(model, "digest"):
+        model = adapter.load(model, **dict(model_options or {}))
+    names = list(parameters) if parameters is not None else adapter.parameters(model)
+    return sweep(adapter, model, one_at_a_time(names, factors), **kwargs)
+
+
+__all__ = ["Chunk", "SCALE_KEYS", "default_chunk_size", "resolve_point", "run_chunk", "sensitivity", "sweep"]

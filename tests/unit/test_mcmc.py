@@ -1,0 +1,273 @@
+"""Data-augmentation MCMC (seed 003): observations, priors, bridge hit rates, Gamma draws,
+complete-data conjugacy, simulation-based calibration, sharding and fault tolerance (CPU)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import distsim.mcmc as mcmc
+from distsim.engine import DaskExecutor, LocalExecutor
+from distsim.engine.faults import KillWorkerOnce
+from distsim.mcmc import cpu
+from distsim.mcmc.priors import rate_model
+from distsim.mcmc.sampler import build_problem
+from distsim.mcmc.shard import MCMCBlock, run_block_cpu
+from distsim.models.errors import ModelError
+from distsim.models.formats.reaction_text import parse_reactions
+from distsim.ssa import load
+
+ROOT = Path(__file__).resolve().parents[2]
+MM = ROOT / "examples" / "mcmc" / "michaelis_menten.rxn"
+MM_DATA = ROOT / "examples" / "mcmc" / "mm_observations.csv"
+MM_PRIOR = {"k1": (2.0, 1000.0), "k2": (2.0, 10.0), "k3": (2.0, 10.0)}
+# exact P(forward path from y_{i-1} ends at y_i) at theta = (0.001, 0.2, 0.1), from the CME (issue 7)
+CME_HIT = [7.31e-4, 3.93e-3, 2.17e-3, 2.26e-3, 7.31e-3, 2.21e-3, 9.17e-3, 1.02e-2, 1.76e-2, 1.14e-2]
+BD = "0 -> X ; kb = 2.0\nX -> 0 ; kd = 0.5\ninit: X = 5\n"
+
+
+@pytest.fixture(scope="module")
+def mm():
+    return load(MM)
+
+
+def _bd_obs(xs, dt=1.0):
+    import pandas as pd
+
+    return pd.DataFrame({"time": np.arange(len(xs)) * dt, "X": xs})
+
+
+# ---- observations and conservation ---------------------------------------------------------------
+
+def test_conservation_laws_and_states(mm):
+    C = mcmc.conservation_laws(mm)
+    assert C.shape == (2, 4)
+    assert not np.any(mm.stoichiometry() @ C.T)
+    obs = mcmc.as_observations(mm, MM_DATA)
+    E, S, ES, P = obs.states.T
+    assert np.array_equal(ES, 120 - E) and np.array_equal(P, 301 - S - ES)
+    assert obs.observed[0].all() and not obs.observed[1:, 2:].any()
+
+
+def test_unidentified_species_named(mm, tmp_path):
+    f = tmp_path / "obs.csv"
+    f.write_text("time,E,S,ES,P\n0,120,301,0,0\n10,71,,,\n")
+    with pytest.raises(mcmc.ObservationError, match=r"not identified: .*S.*") as e:
+        mcmc.as_observations(mm, f)
+    assert "E + ES" in str(e.value) or "ES" in str(e.value)
+
+
+def test_bad_csv_names_file_and_line(mm, tmp_path):
+    f = tmp_path / "obs.csv"
+    f.write_text("time,E,S,ES,P\n0,120,301,0,0\n10,71,2.5,,\n")
+    with pytest.raises(mcmc.ObservationError, match=r"obs.csv:3: S = '2.5'"):
+        mcmc.as_observations(mm, f)
+    f.write_text("time,E,S,ES,P\n0,120,301,0,0\n10,71,219,50,0\n")
+    with pytest.raises(mcmc.ObservationError, match=r"obs.csv:3: .*conservation law"):
+        mcmc.as_observations(mm, f)
+
+
+def test_priors_and_mass_action_checks(mm):
+    with pytest.raises(ValueError, match="no prior for rate parameter 'k2'"):
+        rate_model(mm, {"k1": (1, 1), "k3": (1, 1)})
+    with pytest.raises(ValueError, match="'kx', which is not a rate parameter"):
+        rate_model(mm, {**MM_PRIOR, "kx": (1, 1)})
+    with pytest.raises(ValueError, match="shape and rate must be finite and > 0"):
+        rate_model(mm, {**MM_PRIOR, "k1": (0.0, 1.0)})
+    law = parse_reactions("0 -> X ; law: 2 * X / (1 + X)\nX -> 0 ; kd = 1\ninit: X = 1\n", file="m.rxn")
+    with pytest.raises(ModelError, match="mass-action"):
+        rate_model(law, {"kd": (1, 1)})
+
+
+def test_improper_posterior_stops_naming_the_reaction():
+    # births are almost impossible at kb = 1e-9: the first accepted path has r_kb = 0, and under the 1/theta
+    # prior Gamma(0 + 0, .) is undefined -- this must stop, never draw Gamma(0).
+    net = parse_reactions("0 -> X ; kb = 1e-9\nX -> 0 ; kd = 0.5\ninit: X = 8\n", file="bd.rxn")
+    with pytest.raises(RuntimeError, match=r"improper posterior: reaction 1 '0 -> X' \(kb\) fired 0 times"):
+        mcmc.infer_rates(net, _bd_obs([8, 6, 5, 3]), improper_prior=True, iterations=5, burn_in=0, chains=1,
+                         client=LocalExecutor("cpu"))
+
+
+# ---- the bridge sampler --------------------------------------------------------------------------
+
+def test_hit_rates_match_cme(mm):
+    """Attempt kernel at the true theta vs the exact CME probabilities. N = 30,000 attempts per interval;
+    each count must lie within 4 binomial standard errors (two-sided 99.994% per interval, 99.94% for all 10)."""
+    obs = mcmc.as_observations(mm, MM_DATA)
+    rm = rate_model(mm, MM_PRIOR)
+    pr = build_problem(mm, obs, rm)
+    N = 30_000
+    hits = np.zeros(10, np.int64)
+    cpu.hit_counts(np.uint64(7), np.uint64(0), 0, N, pr.starts, pr.targets, pr.dts, rm.theta_reactions(rm.initial),
+                   pr.rct_start, pr.rct_species, pr.rct_stoich, pr.chg_start, pr.chg_species, pr.chg_delta,
+                   pr.dep_start, pr.dep_list, pr.can_inc, pr.can_dec, pr.max_events, hits)
+    p = np.array(CME_HIT)
+    z = (hits - N * p) / np.sqrt(N * p * (1 - p))
+    assert np.all(np.abs(z) < 4.0), (hits, z)
+
+
+def test_gamma_draws_are_exact():
+    """Marsaglia-Tsang on Philox vs scipy's Gamma: KS test at level 1e-3, shapes below and above 1."""
+    for shape in (0.3, 2.5, 180.0):
+        g = np.array([cpu.gamma_draw(shape, np.uint64(3), np.uint64(1), it, 0) for it in range(4000)])
+        assert stats.kstest(g, stats.gamma(shape).cdf).pvalue > 1e-3, shape
+
+
+def test_complete_data_conjugacy():
+    """With the path fully known, theta | X ~ Gamma(alpha + r, beta + b) exactly: the statistics replayed
+    by the kernel equal an independent event-by-event computation, and the theta step's draws pass a KS test
+    against that Gamma at level 1e-3."""
+    net = parse_reactions(BD, file="bd.rxn")
+    rm = rate_model(net, {"kb": (2.0, 1.0), "kd": (3.0, 4.0)})
+    pr = build_problem(net, mcmc.as_observations(net, _bd_obs([5, 5])), rm)
+    theta_rx = rm.theta_reactions(rm.initial)
+    x, h, a = np.empty(1, np.int64), np.empty(2), np.empty(2)
+    r, b = np.zeros(2, np.int64), np.zeros(2)
+    ok, _ = cpu.run_attempt(np.uint64(11), np.uint64(0), 0, 0, 0, pr.starts[0], pr.targets[0], 10.0, theta_rx,
+                            pr.rct_start, pr.rct_species, pr.rct_stoich, pr.chg_start, pr.chg_species, pr.chg_delta,
+                            pr.dep_start, pr.dep_list, np.ones(1, np.int8), np.ones(1, np.int8), 10**6, x, h, a, True,
+                            r, b, np.empty(0), np.empty((0, 1), np.int64))
+    # independent replay: Philox words -> waiting times and reactions, accumulate r and b by hand
+    from distsim.rng import philox, uniform_f64
+    from distsim.rng.dsmath import ds_log
+
+    X, t, e, r2, b2 = 5, 0.0, 0, [0, 0], [0.0, 0.0]
+    while True:
+        w = philox([e, 0, 0, 0], [11, 0])
+        props = [2.0 * 1.0, 0.5 * X]
+        a0 = props[0] + props[1]
+        t_new = t - ds_log(uniform_f64(w[0], w[1])) / a0
+        hs = [1.0, float(X)]
+        if t_new > 10.0:
+            b2 = [b2[k] + hs[k] * (10.0 - t) for k in range(2)]
+            break
+        b2 = [b2[k] + hs[k] * (t_new - t) for k in range(2)]
+        j = 0 if uniform_f64(w[2], w[3]) * a0 < props[0] else 1
+        r2[j] += 1
+        X += 1 if j == 0 else -1
+        t, e = t_new, e + 1
+    assert list(r) == r2 and np.allclose(b, b2, rtol=1e-12) and ok == (X == 5)
+    out = np.zeros(2)
+    draws = []
+    for it in range(3000):
+        cpu.gibbs_theta(np.uint64(5), np.uint64(0), it, r[None, :], b[None, :], rm.param_of, rm.shape, rm.rate, out)
+        draws.append(out.copy())
+    draws = np.array(draws)
+    for p in range(2):
+        ref = stats.gamma(rm.shape[p] + r[p], scale=1.0 / (rm.rate[p] + b[p]))
+        assert stats.kstest(draws[:, p], ref.cdf).pvalue > 1e-3
+
+
+def test_simulation_based_calibration():
+    """SBC (Talts et al. 2018) on birth-death: theta ~ prior, data simulated from theta, 9 thinned posterior
+    draws; the rank of the true theta among them is uniform on 0..9. Chi-square test per parameter at level
+    1e-3 over L = 100 replications."""
+    from distsim.ssa.compile import compile_network
+    from distsim.ssa.cpu import simulate_block
+
+    net = parse_reactions(BD, file="bd.rxn")
+    prior = {"kb": (4.0, 2.0), "kd": (4.0, 8.0)}
+    rm = rate_model(net, prior)
+    rng = np.random.default_rng(2026)
+    L, keep, thin, burn = 100, 9, 15, 15
+    ranks = np.zeros((L, 2), np.int64)
+    grid = np.arange(5.0)
+    for rep in range(L):
+        th = rng.gamma(rm.shape, 1.0 / rm.rate)
+        data = net.with_parameters(kb=th[0], kd=th[1])
+        traj = simulate_block(compile_network(data), real0=rep, realizations=1, seed=99, grid=grid,
+                              keep_trajectories=True)["trajectories"][0, :, 0]
+        pr = build_problem(net, mcmc.as_observations(net, _bd_obs(traj)), rm)
+        n_it = burn + keep * thin
+        res = run_block_cpu(MCMCBlock(pr, rep, np.zeros(1, np.int64), th[None, :], 0, n_it,
+                                      np.full((1, 4), 32, np.int64)))
+        assert not res["err"].any()
+        post = res["draws"][0, burn + thin - 1::thin][:keep]
+        ranks[rep] = (post < th[None, :]).sum(axis=0)
+    for p in range(2):
+        counts = np.bincount(ranks[:, p], minlength=keep + 1)
+        assert stats.chisquare(counts).pvalue > 1e-3, counts
+
+
+# ---- the driver: Dataset, sharding, faults -------------------------------------------------------
+
+def _bd_run(client, **kw):
+    net = parse_reactions(BD, file="bd.rxn")
+    args = dict(prior={"kb": (2.0, 1.0), "kd": (2.0, 4.0)}, iterations=120, burn_in=20, chains=3, seed=4,
+                derived={"ratio": "kb / kd"})
+    args.update(kw)
+    return mcmc.infer_rates(net, _bd_obs([5, 6, 4, 4, 7, 5]), client=client, **args)
+
+
+def _same(a, b):
+    for v in ("kb", "kd", "ratio", "attempts"):
+        assert np.array_equal(a[v].values, b[v].values), v
+
+
+def test_dataset_layout_and_arviz():
+    ds = _bd_run(LocalExecutor("cpu"))
+    assert ds.kb.dims == ("chain", "draw") and ds.sizes["draw"] == 100 and ds.sizes["chain"] == 3
+    assert np.allclose(ds.ratio.values, ds.kb.values / ds.kd.values)
+    assert (ds.attempts.values >= 1).all() and ((ds.acceptance_rate > 0) & (ds.acceptance_rate <= 1)).all()
+    az = pytest.importorskip("arviz")
+    idata = az.convert_to_inference_data(ds[["kb", "kd", "ratio"]])
+    s = az.summary(idata, kind="diagnostics")
+    for k, v in enumerate(("kb", "kd", "ratio")):
+        assert ds.rhat.values[k] == pytest.approx(s.loc[v, "r_hat"], abs=0.011)
+        assert ds.ess_bulk.values[k] == pytest.approx(s.loc[v, "ess_bulk"], rel=0.01, abs=1)
+        assert ds.ess_tail.values[k] == pytest.approx(s.loc[v, "ess_tail"], rel=0.01, abs=1)
+
+
+def test_same_draws_for_one_and_two_workers(dask_client):
+    a = _bd_run(LocalExecutor("cpu"))
+    b = _bd_run(dask_client, backend="cpu")
+    _same(a, b)
+
+
+def test_killed_worker_gives_the_same_draws(dask_client, tmp_path):
+    ref = _bd_run(LocalExecutor("cpu"), iterations=200)
+    marker = tmp_path / "killed"
+    ex = DaskExecutor(dask_client, "cpu", wrap=functools.partial(KillWorkerOnce, marker=str(marker), round=1))
+    ds = _bd_run(ex, iterations=200)
+    assert marker.exists(), "the fault was not injected"
+    _same(ds, ref)
+    dask_client.wait_for_workers(2, timeout=60)
+
+
+def test_mm_short_run_and_latent_paths(mm, tmp_path):
+    ds = mcmc.infer_rates(mm, MM_DATA, prior=MM_PRIOR, iterations=40, burn_in=10, chains=2, seed=3,
+                          client=LocalExecutor("cpu"), derived={"K_M": "(k2 + k3) / k1"})
+    assert np.all(np.isfinite(ds.K_M.values)) and 50 < float(ds.K_M.mean()) < 1000
+    tr = mcmc.latent_trajectories(ds, mm, MM_DATA, draws=6, points_per_interval=5, plot=str(tmp_path / "b.png"))
+    at_obs = tr.path.values[:, ::4]  # grid points that are observation times
+    assert np.array_equal(at_obs, np.broadcast_to(tr.observed_state.values, at_obs.shape))
+    assert (tr.lower <= tr.upper).all() and (tmp_path / "b.png").stat().st_size > 0
+    from distsim.mcmc.plots import plot_posterior
+
+    plot_posterior(ds, str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_cli(tmp_path, capsys):
+    import argparse
+
+    from distsim.mcmc import cli
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--cpu", action="store_true")
+    cli.register(ap.add_subparsers(dest="command"))
+    out = tmp_path / "post.nc"
+    args = ap.parse_args(["--quiet", "--cpu", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--iterations", "12",
+                          "--burn-in", "2", "--chains", "2", "--prior", "k1=gamma:2,1000", "--prior", "k2=gamma:2,10",
+                          "--prior", "k3=gamma:2,10", "--derived", "K_M=(k2+k3)/k1", "-o", str(out)])
+    assert cli.run(args, None) == 0
+    text = capsys.readouterr().out
+    assert "K_M" in text and "R-hat" in text and out.exists()
+    bad = ap.parse_args(["--quiet", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--prior", "k1=gamma:1"])
+    with pytest.raises(ValueError, match="SHAPE and RATE"):
+        cli.run(bad, None)

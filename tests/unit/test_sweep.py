@@ -1,0 +1,333 @@
+"""Parameter sweeps: points, derived seeds, equality with direct calls, worker-count independence,
+zarr store resume after a SIGKILL (no finished point recomputed, none lost or duplicated), YAML schema."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import distsim
+import distsim.pbn as pbn
+import distsim.ssa as ssa
+from distsim.engine import DaskExecutor, LocalExecutor
+from distsim.rng import derive_seeds
+from distsim.sweep import StoreMismatch, as_points, one_at_a_time, sensitivity
+from distsim.sweep.config import ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+MM = ROOT / "examples" / "ssa" / "michaelis_menten.rxn"
+SHMULEVICH = ROOT / "examples" / "pbn" / "bnmpy_shmulevich2002_examplePBN_3n.txt"
+SSA_FIXED = dict(t_end=20.0, points=5, realizations=128)
+GRID = {"k1": [1e-3, 3e-3], "S": [100, 301]}
+NONDETERMINISTIC = ("wall_time_s",)
+
+
+def same(a: xr.Dataset, b: xr.Dataset) -> None:
+    assert sorted(a.data_vars) == sorted(b.data_vars)
+    for v in a.data_vars:
+        if v not in NONDETERMINISTIC:
+            assert np.array_equal(a[v].values, b[v].values, equal_nan=a[v].dtype.kind == "f"), v
+    for c in ("point", "seed", *[k for k in a.coords if k in GRID]):
+        assert np.array_equal(a[c].values, b[c].values), c
+
+
+@pytest.fixture(scope="module")
+def mm():
+    return ssa.load(MM)
+
+
+@pytest.fixture(scope="module")
+def mm_sweep(mm):
+    return distsim.sweep(ssa.simulate, mm, GRID, seed=9, client=LocalExecutor("cpu"), **SSA_FIXED)
+
+
+# ---- points and seeds -----------------------------------------------------------------------------
+
+def test_grid_is_cartesian_last_key_fastest():
+    pts = as_points({"a": [1, 2], "b": [0.5, 1.5, 2.5]})
+    assert pts.n == 6
+    assert [pts.point(i) for i in (0, 1, 3)] == [{"a": 1, "b": 0.5}, {"a": 1, "b": 1.5}, {"a": 2, "b": 0.5}]
+    assert pts.column("a").dtype == np.int64 and pts.column("b").dtype == np.float64
+
+
+def test_table_and_dataframe_agree():
+    import pandas as pd
+
+    rows = [{"k1": 1e-3, "S": 100}, {"k1": 2e-3, "S": 200}]
+    a, b = as_points(rows), as_points(pd.DataFrame(rows))
+    assert a.names == b.names and a.columns == b.columns and a.digest() == b.digest()
+
+
+@pytest.mark.parametrize("points,match", [
+    ([{"a": 1}, {"b": 2}], "point 1 has parameters"),
+    ({"a": []}, "non-empty list"),
+    ({"a": ["x"]}, "expected numbers"),
+    ({"a": [float("nan")]}, "finite"),
+    ([{"parameter": "k1"}], "go together"),
+    ("k1", "must be a dict"),
+])
+def test_bad_points(points, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        as_points(points)
+
+
+def test_derived_seeds_are_a_permutation_keyed_by_seed():
+    idx = np.arange(1 << 17)
+    s = derive_seeds(5, idx)
+    assert s.dtype == np.uint32 and len(np.unique(s)) == idx.size  # distinct points never share a stream
+    assert np.array_equal(s[[7, 99]], derive_seeds(5, [7, 99]))  # depends on the index only, not on batching
+    t = derive_seeds(6, idx)
+    assert np.mean(s == t) < 1e-3  # another seed, other streams
+    # roughly uniform over 32 bits: each of 16 top-nibble buckets near 1/16 (binomial, 6 sigma)
+    counts = np.bincount(s >> np.uint32(28), minlength=16)
+    sd = np.sqrt(idx.size / 16 * 15 / 16)
+    assert np.all(np.abs(counts - idx.size / 16) < 6 * sd)
+
+
+# ---- results equal direct calls, for any number of workers or chunking ----------------------------
+
+def test_ssa_points_equal_direct_calls(mm, mm_sweep):
+    ds = mm_sweep
+    assert ds.sizes["point"] == 4 and list(ds.k1.values) == [1e-3, 1e-3, 3e-3, 3e-3] and list(ds.S.values) == [100, 301] * 2
+    seeds = derive_seeds(9, np.arange(4))
+    assert np.array_equal(ds.seed.values, seeds)
+    for i in range(4):
+        net = mm.with_parameters(k1=float(ds.k1[i])).with_initial(S=int(ds.S[i]))
+        ref = ssa.simulate(net, seed=int(seeds[i]), client=LocalExecutor("cpu"), **SSA_FIXED)
+        for v in ("mean", "variance", "firings", "quantile_value"):
+            assert np.array_equal(ds[v].values[i], ref[v].values), (i, v)
+        assert int(ds.firings_total[i]) == ref.attrs["firings_total"]
+    assert ds.attrs["workload"] == "sweep" and ds.attrs["analysis"] == "ssa.simulate"
+
+
+def test_two_workers_and_other_chunks_give_the_same_result(mm, mm_sweep, dask_client):
+    two = distsim.sweep("ssa.simulate", mm, GRID, seed=9, client=DaskExecutor(dask_client, "cpu"), chunk_size=1,
+                        **SSA_FIXED)
+    assert two.attrs["tasks"] == 4 and "dask" in two.attrs["executor"]
+    same(two, mm_sweep)
+    three = distsim.sweep(ssa.simulate, mm, GRID, seed=9, client=LocalExecutor("cpu"), chunk_size=3, **SSA_FIXED)
+    same(three, mm_sweep)
+
+
+def test_pbn_points_equal_direct_calls():
+    net = pbn.load(SHMULEVICH)
+    fixed = dict(target=["x1=1"], precision=0.02, chains=256)
+    ds = distsim.sweep(pbn.steady_state, net, [{"perturbation": 0.01, "select.x1.0": 0.3},
+                                              {"perturbation": 0.05, "select.x1.0": 0.6}],
+                       seed=4, client=LocalExecutor("cpu"), **fixed)
+    seeds = derive_seeds(4, [0, 1])
+    for i, (p, q) in enumerate([(0.01, 0.3), (0.05, 0.6)]):
+        ref = pbn.steady_state(net.with_selection("x1", 0, q), perturbation=p, seed=int(seeds[i]),
+                               client=LocalExecutor("cpu"), **fixed)
+        for v in ("probability", "half_width", "burn_in", "sample_size"):
+            assert np.array_equal(ds[v].values[i], ref[v].values), (i, v)
+        assert int(ds.chain_length[i]) == ref.attrs["chain_length"]
+    sim = distsim.sweep("pbn.simulate", net, {"perturbation": [0.0, 0.5]}, seed=1, client=LocalExecutor("cpu"),
+                        steps=50, trajectories=128, targets="x1=1")
+    ref = pbn.simulate(net, steps=50, trajectories=128, targets="x1=1", perturbation=0.5,
+                       seed=int(derive_seeds(1, 1)), client=LocalExecutor("cpu"))
+    assert np.array_equal(sim.frequency.values[1], ref.frequency.values)
+    assert "trajectory" not in sim.dims
+
+
+def test_selection_probability_is_rescaled():
+    net = pbn.load(SHMULEVICH)
+    row = net.with_selection("x1", 0, 0.25).predictors[0]
+    old = net.predictors[0]
+    assert row[0].probability == 0.25 and abs(sum(p.probability for p in row) - 1) < 1e-12
+    assert row[1].probability == pytest.approx(old[1].probability * 0.75 / (1 - old[0].probability))
+    with pytest.raises(ValueError, match="one predictor"):
+        net.with_selection("x2", 0, 0.5)
+
+
+def test_sensitivity_scales_one_rate_at_a_time(mm):
+    factors = [0.5, 2.0]
+    ds = sensitivity(ssa.simulate, mm, factors, parameters=["k1", "k3"], seed=3, client=LocalExecutor("cpu"),
+                     **SSA_FIXED)
+    assert list(ds.parameter.values) == ["k1", "k1", "k3", "k3"] and list(ds.factor.values) == factors * 2
+    i = 3  # k3 doubled, the others at baseline
+    ref = ssa.simulate(mm.with_parameters(k3=mm.params["k3"] * 2.0), seed=int(derive_seeds(3, i)),
+                       client=LocalExecutor("cpu"), **SSA_FIXED)
+    assert np.array_equal(ds["mean"].values[i], ref["mean"].values)
+    assert one_at_a_time(["a"], [1, 2]) == [{"parameter": "a", "factor": 1.0}, {"parameter": "a", "factor": 2.0}]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"realisations": 10}, "'realisations' is not an argument of ssa.simulate"),
+    ({"plot": "x.png"}, "'plot' is set by the sweep"),
+    ({"params": {"k1": 1.0}}, "'params' is set by the sweep"),
+])
+def test_bad_fixed_arguments(mm, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        distsim.sweep(ssa.simulate, mm, GRID, client=LocalExecutor("cpu"), t_end=1.0, **kwargs)
+
+
+def test_unknown_parameter_fails_before_any_work(mm):
+    with pytest.raises(ValueError, match="'k9' is neither a parameter"):
+        distsim.sweep(ssa.simulate, mm, {"k9": [1.0]}, client=LocalExecutor("cpu"), t_end=1.0)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        distsim.sweep(ssa.simulate, mm, {"S": [10.5]}, client=LocalExecutor("cpu"), t_end=1.0)
+
+
+# ---- the zarr store: resume, refusal --------------------------------------------------------------
+
+SCRIPT = textwrap.dedent('''
+    """Sweep with a compute marker per point (file named <seed>-<pid>-<n>) and a delay per point."""
+    import dataclasses, os, sys, time
+    import distsim
+    from distsim.sweep import adapters
+
+    marks, store, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    SSA = adapters.SSA_SIMULATE
+
+    def run_chunk(model, points, seeds, fixed, executor):
+        from distsim.ssa import simulate
+        out = []
+        for point, seed in zip(points, seeds):
+            n = len(os.listdir(marks))
+            open(os.path.join(marks, f"{seed}-{os.getpid()}-{n}"), "w").close()
+            out.append(SSA.summarize(simulate(SSA.apply(model, point)[0], seed=seed, client=executor,
+                                              progress=False, **fixed)))
+            time.sleep(delay)
+        return out
+
+    distsim.sweep(dataclasses.replace(SSA, run_chunk=run_chunk), sys.argv[4], {GRID}, seed=9, store=store,
+                  chunk_size=2, client=None, backend="cpu", progress=False, **{FIXED})
+''')
+RESUME_GRID = {"k1": [1e-3, 2e-3, 3e-3], "S": [100, 200, 301, 400]}  # 12 points, 6 chunks of 2
+
+
+def _marks(folder: Path) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for name in os.listdir(folder):
+        seed, pid, _ = name.split("-")
+        out.setdefault(int(seed), []).append(int(pid))
+    return out
+
+
+def test_killed_sweep_resumes_without_recomputing(tmp_path, mm):
+    import zarr
+
+    script = tmp_path / "sweep_job.py"
+    script.write_text(SCRIPT.replace("{GRID}", repr(RESUME_GRID)).replace("{FIXED}", repr(SSA_FIXED)))
+    marks, store = tmp_path / "marks", tmp_path / "s.zarr"
+    marks.mkdir()
+    env = dict(os.environ, DISTSIM_DISABLE_GPU="1")
+    proc = subprocess.Popen([sys.executable, str(script), str(marks), str(store), "0.25", str(MM)], env=env)
+    deadline = time.time() + 60
+    while len(os.listdir(marks)) < 7 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the sweep ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first_pid = proc.pid
+    done = np.asarray(zarr.open_group(str(store), mode="r")["done"][:])
+    finished = set(np.flatnonzero(done == 1).tolist())
+    assert 0 < len(finished) < 12, finished
+    assert finished == {i for c in {i // 2 for i in finished} for i in (2 * c, 2 * c + 1)}  # whole chunks
+
+    proc = subprocess.run([sys.executable, str(script), str(marks), str(store), "0", str(MM)], env=env, timeout=120)
+    assert proc.returncode == 0
+    seeds = derive_seeds(9, np.arange(12))
+    marks_by_seed = _marks(marks)
+    assert len({pid for pids in marks_by_seed.values() for pid in pids}) == 2
+    for i in range(12):
+        pids = marks_by_seed.get(int(seeds[i]), [])
+        if i in finished:
+            assert pids == [first_pid], f"finished point {i} was recomputed: {pids}"
+        else:  # computed once by the second run (maybe also by the killed one, before its chunk was done)
+            assert len([p for p in pids if p != first_pid]) == 1, f"point {i}: {pids}"
+    resumed = distsim.sweep(ssa.simulate, mm, RESUME_GRID, seed=9, store=store, client=LocalExecutor("cpu"),
+                            **SSA_FIXED)
+    assert resumed.attrs["points_computed"] == 0 and resumed.attrs["points_resumed"] == 12
+    fresh = distsim.sweep(ssa.simulate, mm, RESUME_GRID, seed=9, client=LocalExecutor("cpu"), **SSA_FIXED)
+    assert list(resumed.point.values) == list(range(12))  # none lost, none duplicated
+    same(resumed, fresh)
+
+
+def test_store_of_another_sweep_is_refused(tmp_path, mm):
+    store = tmp_path / "a.zarr"
+    distsim.sweep(ssa.simulate, mm, {"k1": [1e-3]}, seed=1, store=store, client=LocalExecutor("cpu"), **SSA_FIXED)
+    with pytest.raises(StoreMismatch, match="seed: store has 1, this sweep has 2"):
+        distsim.sweep(ssa.simulate, mm, {"k1": [1e-3]}, seed=2, store=store, client=LocalExecutor("cpu"), **SSA_FIXED)
+    with pytest.raises(StoreMismatch, match="fixed"):
+        distsim.sweep(ssa.simulate, mm, {"k1": [1e-3]}, seed=1, store=store, client=LocalExecutor("cpu"),
+                      **dict(SSA_FIXED, realizations=64))
+    other = tmp_path / "other.zarr"
+    xr.Dataset({"x": ("a", [1, 2])}).to_zarr(other)
+    with pytest.raises(ValueError, match="not written by distsim.sweep"):
+        distsim.sweep(ssa.simulate, mm, {"k1": [1e-3]}, store=other, client=LocalExecutor("cpu"), **SSA_FIXED)
+
+
+# ---- YAML configuration and CLI -------------------------------------------------------------------
+
+GOOD = f"""\
+analysis: ssa.simulate
+model: {MM}
+seed: 1
+fixed:
+  t_end: 10
+  points: 3
+  realizations: 64
+grid:
+  k1: [0.001, 0.002]
+"""
+
+
+@pytest.mark.parametrize("edit,line,key,problem", [
+    (("seed: 1", "seed: -1"), 3, "seed", "integer"),
+    (("  points: 3", "  points: 3\n  client: 4"), 7, "fixed.client", "set by the sweep"),
+    (("  points: 3", "  pointz: 3"), 6, "fixed.pointz", "not an argument"),
+    (("  k1: [0.001, 0.002]", "  k9: [0.001]"), 9, "grid.k9", "neither a parameter"),
+    (("  k1: [0.001, 0.002]", "  k1: []"), 9, "grid.k1", "non-empty list"),
+    (("  k1: [0.001, 0.002]", "  S: [1.5]"), 9, "grid.S", "non-negative integer"),
+    (("analysis: ssa.simulate", "analysis: ssa.nothing"), 1, "analysis", "unknown analysis"),
+    (("seed: 1", "seed: 1\nstore: out.nc"), 4, "store", ".zarr"),
+    (("seed: 1", "seed: 1\nsede: 2"), 4, "sede", "unknown key"),
+])
+def test_config_errors_name_file_line_and_key(tmp_path, edit, line, key, problem):
+    f = tmp_path / "bad.yaml"
+    f.write_text(GOOD.replace(*edit))
+    with pytest.raises(ConfigError) as e:
+        load_config(f)
+    msg = str(e.value)
+    assert msg.startswith(f"{f}:{line}: key {key!r}") and problem in msg, msg
+
+
+def test_config_table_csv_and_one_at_a_time(tmp_path):
+    (tmp_path / "t.csv").write_text("k1,S\n0.001,100\n0.002,oops\n")
+    f = tmp_path / "c.yaml"
+    f.write_text(GOOD.replace("grid:\n  k1: [0.001, 0.002]\n", "table: t.csv\n"))
+    with pytest.raises(ConfigError, match=r"t.csv:3: column 'S': 'oops' is not a number"):
+        load_config(f)
+    f.write_text(GOOD.replace("grid:\n  k1: [0.001, 0.002]\n", "one_at_a_time:\n  factors: [0.5, 2]\n"))
+    cfg = load_config(f)
+    assert cfg.points.n == 6 and cfg.points.names == ("parameter", "factor")
+
+
+@pytest.mark.parametrize("example", ["mm_grid.yaml", "mm_sensitivity.yaml", "pbn_grid.yaml"])
+def test_example_configs_run(tmp_path, monkeypatch, example, capsys):
+    import argparse
+
+    from distsim.sweep import cli
+
+    monkeypatch.chdir(tmp_path)  # store and output land in the working folder
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--quiet", action="store_true")
+    cli.register(ap.add_subparsers(dest="command"))
+    args = ap.parse_args(["--cpu", "--quiet", "sweep", str(ROOT / "examples" / "sweeps" / example)])
+    assert cli.run(args, LocalExecutor("cpu")) == 0
+    cfg = load_config(ROOT / "examples" / "sweeps" / example)
+    out = xr.open_dataset(tmp_path / cfg.output.name, engine="h5netcdf")
+    assert out.sizes["point"] == cfg.points.n
+    assert "computed" in capsys.readouterr().out

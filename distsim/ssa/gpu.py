@@ -22,6 +22,7 @@ from ..models import arith
 from ..pbn.gpu import fill_template
 from . import cpu
 from .compile import KIND_MASS_ACTION, CompiledNetwork
+from .shard import event_summary
 
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
@@ -278,13 +279,10 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
             finals.append(cp.asnumpy(rec[K - 1].T).astype(np.int64))
         if b.keep_trajectories:
             trajs.append(cp.asnumpy(rec.transpose(2, 0, 1)).astype(np.int64))
-        events.append(cp.asnumpy(ev))
-        errors.append(cp.asnumpy(er))
-    err = np.concatenate(errors)
-    if np.any(err == ERR_OVERFLOW):
-        raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+        events.append(ev)
+        errors.append(er)
     out = {"sum_x": sum_x, "sum_x2": sum_x2, "firings": cp.asnumpy(firings).astype(np.int64),
-           "events": np.concatenate(events), "errors": err}
+           **_events_out(b, cp.concatenate(events), cp.concatenate(errors))}
     if b.keep_final:
         out["final"] = np.concatenate(finals)
     if b.keep_trajectories:
@@ -314,15 +312,23 @@ def _simulate_fused(b: Any) -> dict:
     fn(((R + BLOCK - 1) // BLOCK,), (BLOCK,),
        (np.int32(R), np.uint64(b.real0), np.uint32(b.seed), np.int32(K), grid, np.int64(b.max_events), final, firings,
         ev, er, sums, sumsq), shared_mem=20 * K * S)
-    err = cp.asnumpy(er)
-    if np.any(err == ERR_OVERFLOW):
-        raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
     to_int = np.vectorize(int, otypes=[object])
     out = {"sum_x": to_int(cp.asnumpy(sums).reshape(K, S)), "sum_x2": to_int(cp.asnumpy(sumsq).reshape(K, S)),
-           "firings": cp.asnumpy(firings).astype(np.int64), "events": cp.asnumpy(ev), "errors": err}
+           "firings": cp.asnumpy(firings).astype(np.int64), **_events_out(b, ev, er)}
     if b.keep_final:
         out["final"] = cp.asnumpy(final).T.astype(np.int64)
     return out
+
+
+def _events_out(b: Any, ev: Any, er: Any) -> dict:
+    """Per-realization events/errors copied to the host, or only their summary reduced on the device."""
+    import cupy as cp
+
+    if bool((er == ERR_OVERFLOW).any()):
+        raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+    if b.keep_events:
+        return {"events": cp.asnumpy(ev), "errors": cp.asnumpy(er)}
+    return event_summary(ev, er, cp)
 
 
 def cpu_method(name: str) -> int:

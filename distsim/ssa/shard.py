@@ -32,6 +32,15 @@ class SSABlock:
     hist_width: np.ndarray | None = None
     bins: int = 0
     max_events: int = 0
+    keep_events: bool = True  # per-realization event counts and error codes (else only their summary)
+
+
+def event_summary(events, errors, xp=np) -> dict:
+    """What the driver needs from per-realization events/errors when they are not kept: the total of
+    events and the count of each error code (``xp``: NumPy, or CuPy to reduce on the device)."""
+    codes = xp.bincount(errors.astype(xp.int64), minlength=8)
+    return {"events_sum": int(events.sum(dtype=xp.uint64)),
+            "error_counts": {i: int(n) for i, n in enumerate(codes.tolist()) if n}}
 
 
 def simulate_block(ctx: ShardContext, b: SSABlock) -> dict:
@@ -40,7 +49,10 @@ def simulate_block(ctx: ShardContext, b: SSABlock) -> dict:
         from .gpu import simulate_block_gpu
 
         return simulate_block_gpu(b)
-    return cpu.simulate_block(b.compiled, real0=b.real0, realizations=b.realizations, seed=b.seed, grid=b.grid,
+    out = cpu.simulate_block(b.compiled, real0=b.real0, realizations=b.realizations, seed=b.seed, grid=b.grid,
                               method=METHODS[b.method], keep_trajectories=b.keep_trajectories,
                               keep_final=b.keep_final, hist_lo=b.hist_lo, hist_width=b.hist_width, bins=b.bins,
                               max_events=b.max_events)
+    if not b.keep_events:
+        out.update(event_summary(out.pop("events"), out.pop("errors")))
+    return out

@@ -21,6 +21,7 @@ from .shard import METHODS, SSABlock, simulate_block
 
 ALIGN = 64
 AUTO_DIRECT_MAX_REACTIONS = 32
+KEEP_EVENTS_MAX = 10**6  # realizations up to which per-realization event counts are returned
 MAX_HIST_BINS = 512
 PILOT = 256
 ERRORS = {cpu.ERR_PROPENSITY: "a propensity became negative, infinite or NaN",
@@ -70,7 +71,8 @@ def simulate(
     ``firings``, and -- unless ``quantiles`` is None -- histograms and quantiles per time point
     (at most ``max_bins`` bins per species, fitted to a pilot of the first realizations; unit-width,
     so exact, when the counts allow).
-    ``keep_final`` (default: when realizations x species <= 1e7) keeps every final state,
+    ``keep_final`` (default: when realizations x species <= 1e7) keeps every final state, and the
+    ``events`` per realization are kept up to 1e6 realizations (or with final states/trajectories),
     ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search), 'tree'
     (O(log M) sum tree), 'warp' (GPU: one warp per realization with 32-way block sums, seed 004;
     CPU workers run the tree) or 'ar' (seed 001's parallel acceptance-rejection election with exact
@@ -101,6 +103,8 @@ def simulate(
     if plot is not None and not str(plot).lower().endswith(".png"):
         raise ValueError(f"plot must be a .png path, got {plot!r}")
     keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
+    # per-realization event counts travel only for modest runs (else their total is reduced on the device)
+    keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
     c = compile_network(net)
     grid = np.linspace(0.0, float(t_end), points)
 
@@ -111,7 +115,7 @@ def simulate(
 
     shards = engine.split(realizations, ex.n_workers(), align=ALIGN)
     blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, lo, width, bins,
-                       max_events) for r in shards]
+                       max_events, keep_events) for r in shards]
     run_id = engine.new_run_id("ssa")
     prog = engine.Progress(progress, "ssa simulate")
     prog.update(f"{realizations} realizations of {net.name or 'network'} to t={t_end:g} ({method}) on "
@@ -157,12 +161,20 @@ def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -
 def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, quantiles, lo, width, bins, ex, wall,
              t_round, max_events, plot) -> xr.Dataset:
     S, K = net.n_species, len(grid)
-    errors = np.concatenate([r["errors"] for r in res])
+    per_real = all("events" in r for r in res)
+    if per_real:
+        errors = np.concatenate([r["errors"] for r in res])
+        counts = {int(code): int(n) for code, n in enumerate(np.bincount(errors.astype(np.int64))) if n}
+    else:
+        counts = {}
+        for r in res:
+            for code, n in r["error_counts"].items():
+                counts[code] = counts.get(code, 0) + n
     for code, text in ERRORS.items():
-        bad = int(np.count_nonzero(errors == code))
+        bad = counts.get(code, 0)
         if bad:
             raise RuntimeError(f"{bad} of {R} realizations stopped: {text} (check the rate laws and parameters)")
-    truncated = int(np.count_nonzero(errors == cpu.ERR_MAX_EVENTS))
+    truncated = counts.get(cpu.ERR_MAX_EVENTS, 0)
     if truncated:
         warnings.warn(f"{truncated} realizations reached max_events={max_events}; their later grid states repeat "
                       "the last state", stacklevel=3)
@@ -171,17 +183,22 @@ def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, q
     mean = _exact_ratio(sx, R)
     var = _exact_ratio(R * sx2 - sx * sx, R * (R - 1)) if R > 1 else np.full((K, S), np.nan)
     firings = np.sum([r["firings"] for r in res], axis=0).astype(np.int64)
-    events = np.concatenate([r["events"] for r in res]).astype(np.float64)
     names = [r.name or f"R{j + 1}" for j, r in enumerate(net.reactions)]
     data: dict[str, Any] = {
         "mean": (("time", "species"), mean, {"long_name": "mean count over realizations", "units": "molecules"}),
         "variance": (("time", "species"), var, {"long_name": "sample variance over realizations (n-1)",
                                                 "units": "molecules^2"}),
         "firings": ("reaction", firings, {"long_name": "firings of each reaction, all realizations"}),
-        "events": ("realization", events.astype(np.int64), {"long_name": "firings per realization"}),
     }
-    coords: dict[str, Any] = {"time": grid, "species": list(net.species), "reaction": names,
-                              "realization": np.arange(R)}
+    if per_real:
+        events = np.concatenate([r["events"] for r in res]).astype(np.int64)
+        data["events"] = ("realization", events, {"long_name": "firings per realization"})
+        events_total = int(events.sum())
+    else:
+        events_total = sum(r["events_sum"] for r in res)
+    coords: dict[str, Any] = {"time": grid, "species": list(net.species), "reaction": names}
+    if per_real or keep_final or keep_traj:
+        coords["realization"] = np.arange(R)
     if keep_final:
         data["final_state"] = (("realization", "species"), np.concatenate([r["final"] for r in res]),
                                {"long_name": "state at t_end", "units": "molecules"})
@@ -207,7 +224,7 @@ def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, q
         backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
         executor=ex.describe(), wall_time_s=wall, method=method, realizations=R, t_end=float(grid[-1]),
         points=K, firings_total=int(firings.sum()), firings_per_second=float(firings.sum()) / max(t_round, 1e-12),
-        mean_firings_per_realization=float(events.mean()), truncated_realizations=truncated,
+        mean_firings_per_realization=events_total / R, truncated_realizations=truncated,
         max_events=max_events, parameters=", ".join(f"{k}={v:g}" for k, v in net.params.items()),
     )
     if plot is not None:

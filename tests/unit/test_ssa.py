@@ -188,3 +188,23 @@ def test_plot(tmp_path):
     png = tmp_path / "mm.png"
     simulate(net, t_end=20, points=21, realizations=200, seed=1, plot=str(png))
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("method", ["direct", "tree"])
+def test_large_runs_reduce_events_on_the_workers(backend, method, monkeypatch):
+    """Past KEEP_EVENTS_MAX realizations, per-realization event counts stay on the workers: the
+    totals, moments and errors are the same as when they are returned."""
+    import sys
+
+    net = load(EXAMPLES / "michaelis_menten.rxn")
+    kw = dict(t_end=20, points=5, realizations=3000, seed=3, quantiles=None, keep_final=False, backend=backend,
+              method=method)
+    a = simulate(net, **kw)
+    monkeypatch.setattr(sys.modules["distsim.ssa.simulate"], "KEEP_EVENTS_MAX", 100)
+    b = simulate(net, **kw)
+    assert "events" in a and "events" not in b and "realization" not in b.dims
+    assert a.attrs["mean_firings_per_realization"] == b.attrs["mean_firings_per_realization"]
+    assert a.attrs["mean_firings_per_realization"] == a["events"].values.mean()
+    for v in ("mean", "variance", "firings"):
+        assert np.array_equal(a[v].values, b[v].values), v

@@ -161,8 +161,101 @@ PBN_SIMULATE = Adapter(
     scalars=("wall_time_s", "steps_simulated"), reserved=_PBN_RESERVED + ("keep_states",), max_chunk=16,
 )
 
-# grn.infer and mcmc.infer_rates: add their Adapter here (see the report / README section).
-ADAPTERS: dict[str, Adapter] = {a.name: a for a in (SSA_SIMULATE, PBN_STEADY_STATE, PBN_SIMULATE)}
+# ---- GRN inference --------------------------------------------------------------------------------
+
+# GA settings a point may set (passed to grn.infer), with their types
+_GRN_SETTINGS: dict[str, type] = {
+    "population": int, "islands": int, "migration_interval": int, "generations": int, "migration_rate": float,
+    "link_mutation": float, "rule_mutation": float, "target_fitness": float, "time_limit": float,
+    "selection": str, "model": str, "mode": str,
+}
+
+
+def _grn_load(path: str | os.PathLike, **options: Any) -> Any:
+    from ..grn import load
+
+    return load(path, **options)
+
+
+def _grn_apply(problem: Any, point: Point) -> tuple[Any, dict]:
+    """GA settings by name (population, migration_rate, link_mutation, selection, ...)."""
+    extra = {}
+    for name, value in point.items():
+        kind = _GRN_SETTINGS.get(name)
+        if kind is None:
+            raise ValueError(f"{name!r}: a GRN sweep parameter is one of {', '.join(sorted(_GRN_SETTINGS))}")
+        if kind is int and float(value) != math.floor(float(value)):
+            raise ValueError(f"{name!r} must be an integer, got {value!r}")
+        extra[name] = kind(float(value)) if kind is int else kind(value)
+    return problem, extra
+
+
+def _grn_baseline(problem: Any, name: str) -> float:
+    import inspect
+
+    from ..grn import infer
+
+    default = inspect.signature(infer).parameters.get(name)
+    if name not in _GRN_SETTINGS or default is None or not isinstance(default.default, (int, float)):
+        raise ValueError(f"{name!r} has no numeric default to scale; give its values explicitly")
+    return float(default.default)
+
+
+GRN_INFER = Adapter(
+    name="grn.infer", function="distsim.grn:infer", load=_grn_load, apply=_grn_apply,
+    parameters=lambda problem: ["link_mutation", "rule_mutation"], baseline=_grn_baseline,
+    drop_dims=("island", "generation"),
+    scalars=("wall_time_s", "fitness", "node_mismatches", "link_mismatches", "link_changes", "generations",
+             "reached_target", "best_generation", "evaluations"),
+    max_chunk=8,
+)
+
+
+# ---- MCMC rate inference --------------------------------------------------------------------------
+
+def _mcmc_apply(net: Any, point: Point) -> tuple[Any, dict]:
+    """Gamma priors: ``prior.NAME.shape`` and ``prior.NAME.rate``; every point must give both for every
+    rate parameter (the point is the whole prior: prior sensitivity studies sweep these)."""
+    prior: dict[str, list[float]] = {}
+    for name, value in point.items():
+        parts = name.split(".")
+        if len(parts) != 3 or parts[0] != "prior" or parts[2] not in ("shape", "rate"):
+            raise ValueError(f"{name!r}: an MCMC sweep parameter is prior.NAME.shape or prior.NAME.rate")
+        if parts[1] not in net.params:
+            raise ValueError(f"{name!r}: {parts[1]!r} is not a rate parameter ({', '.join(net.params)})")
+        prior.setdefault(parts[1], [math.nan, math.nan])[parts[2] == "rate"] = float(value)
+    # a parameter without a (complete) prior is refused by infer_rates, naming it
+    return net, {"prior": {k: tuple(v) for k, v in prior.items()}}
+
+
+def _mcmc_baseline(net: Any, name: str) -> float:
+    raise ValueError(f"{name!r}: MCMC sweeps take explicit prior values (no baseline to scale)")
+
+
+@dataclass(frozen=True)
+class _MCMCAdapter(Adapter):
+    def summarize(self, ds: xr.Dataset) -> xr.Dataset:
+        """Per point: posterior mean, sd, 95% interval, R-hat and bulk ESS of every variable."""
+        from ..mcmc import summary
+
+        rows = summary(ds)
+        names = [r["variable"] for r in rows]
+        cols = {"posterior_mean": "mean", "posterior_sd": "sd", "ci95_low": "lo", "ci95_high": "hi",
+                "rhat": "rhat", "ess_bulk": "ess_bulk"}
+        out = xr.Dataset({k: ("variable", [r[c] for r in rows]) for k, c in cols.items()},
+                         coords={"variable": names})
+        out["wall_time_s"] = ((), ds.attrs.get("wall_time_s", math.nan))
+        return out
+
+
+MCMC_INFER_RATES = _MCMCAdapter(
+    name="mcmc.infer_rates", function="distsim.mcmc:infer_rates", load=_ssa_load, apply=_mcmc_apply,
+    parameters=lambda net: [], baseline=_mcmc_baseline,
+    reserved=("seed", "client", "backend", "progress", "prior"), max_chunk=4,
+)
+
+ADAPTERS: dict[str, Adapter] = {a.name: a for a in (SSA_SIMULATE, PBN_STEADY_STATE, PBN_SIMULATE, GRN_INFER,
+                                                    MCMC_INFER_RATES)}
 
 
 def register(adapter: Adapter) -> None:

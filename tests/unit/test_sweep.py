@@ -331,3 +331,44 @@ def test_example_configs_run(tmp_path, monkeypatch, example, capsys):
     out = xr.open_dataset(tmp_path / cfg.output.name, engine="h5netcdf")
     assert out.sizes["point"] == cfg.points.n
     assert "computed" in capsys.readouterr().out
+
+
+def test_grn_points_equal_direct_calls():
+    """GA settings as sweep points: each point equals grn.infer with the point's derived seed."""
+    import distsim.grn as grn
+
+    problem = grn.load(ROOT / "examples" / "grn" / "mouse_eye.toml")
+    fixed = dict(islands=2, generations=12, backend="cpu")
+    ds = distsim.sweep(grn.infer, problem, {"population": [32, 48], "link_mutation": [0.3]}, seed=2,
+                       client=LocalExecutor("cpu"), islands=2, generations=12)
+    seeds = derive_seeds(2, [0, 1])
+    for i, pop in enumerate([32, 48]):
+        ref = grn.infer(problem, population=pop, link_mutation=0.3, seed=int(seeds[i]),
+                        client=LocalExecutor("cpu"), **{k: v for k, v in fixed.items() if k != "backend"})
+        assert float(ds.fitness[i]) == ref.attrs["fitness"]
+        assert np.array_equal(ds.best_links[i].values, ref.best_links.values)
+    with pytest.raises(ValueError, match="GRN sweep parameter"):
+        distsim.sweep(grn.infer, problem, {"bogus": [1]}, client=LocalExecutor("cpu"))
+
+
+def test_mcmc_prior_points_equal_direct_calls():
+    """Prior sensitivity: each point's posterior summary equals mcmc.infer_rates with its prior and seed."""
+    import distsim.mcmc as mcmc
+
+    net = ssa.load(ROOT / "examples" / "mcmc" / "michaelis_menten.rxn")
+    obs = ROOT / "examples" / "mcmc" / "mm_observations.csv"
+    table = [{"prior.k1.shape": 2, "prior.k1.rate": r1, "prior.k2.shape": 2, "prior.k2.rate": 10,
+              "prior.k3.shape": 2, "prior.k3.rate": 10} for r1 in (1000, 2000)]
+    kw = dict(observations=obs, iterations=12, burn_in=2, chains=2)
+    ds = distsim.sweep(mcmc.infer_rates, net, table, seed=5, client=LocalExecutor("cpu"), **kw)
+    assert ds.posterior_mean.dims == ("point", "variable")
+    seeds = derive_seeds(5, [0, 1])
+    for i, r1 in enumerate((1000, 2000)):
+        ref = mcmc.infer_rates(net, prior={"k1": (2, r1), "k2": (2, 10), "k3": (2, 10)}, seed=int(seeds[i]),
+                               client=LocalExecutor("cpu"), **kw)
+        row = {r["variable"]: r for r in mcmc.summary(ref)}["k1"]
+        assert float(ds.posterior_mean.sel(variable="k1")[i]) == row["mean"]
+        assert float(ds.ci95_high.sel(variable="k1")[i]) == row["hi"]
+    with pytest.raises(ValueError, match="k3"):
+        distsim.sweep(mcmc.infer_rates, net, [{"prior.k1.shape": 2, "prior.k1.rate": 1, "prior.k2.shape": 2,
+                                               "prior.k2.rate": 1}], client=LocalExecutor("cpu"), **kw)

@@ -235,13 +235,7 @@ def cmd_pbn(args: argparse.Namespace) -> int:
                 parents = args.parents.split(",") if args.parents else None
                 ds = influence(net, args.node, parents, **kw)
                 _print_influence(ds)
-    if args.output:
-        results.write(ds, args.output)
-        print(f"written: {args.output}")
-    if getattr(args, "plot", None):
-        print(f"plot: {args.plot}")
-    print(f"total {time.perf_counter() - t0:.2f} s")
-    return 0
+    return finish(ds, args.output, t0, plot=getattr(args, "plot", None))
 
 
 def cmd_ssa(args: argparse.Namespace) -> int:
@@ -274,11 +268,19 @@ def cmd_ssa(args: argparse.Namespace) -> int:
         qs = [int(last.quantile_value.values[q, s_]) for q in range(3)] if "quantile_value" in ds else ["", "", ""]
         print(f"{str(name):<16} {float(last['mean'][s_]):12.3f} {float(np.sqrt(last['variance'][s_])):10.3f} "
               f"{qs[0]:>8} {qs[1]:>8} {qs[2]:>8}")
-    if args.output:
-        results.write(ds, args.output)
-        print(f"written: {args.output}")
-    if args.plot:
-        print(f"plot: {args.plot}")
+    return finish(ds, args.output, t0, plot=args.plot)
+
+
+def finish(ds: Any, output: str | None, t0: float, **figures: str | None) -> int:
+    """End of a command: write the result, name the figures already drawn, print the total time."""
+    from . import results
+
+    if output:
+        results.write(ds, output)
+        print(f"written: {output}")
+    for kind, path in figures.items():
+        if path:
+            print(f"{kind}: {path}")
     print(f"total {time.perf_counter() - t0:.2f} s")
     return 0
 

@@ -43,6 +43,7 @@ def _sign(v: int) -> str:
 def run(args: argparse.Namespace, client: Any) -> int:
     """Run ``grn infer`` with ``client`` (what ``distsim.cli._client`` yields: a Dask client or None)."""
     from .. import results
+    from ..cli import finish
     from . import infer, load
 
     if args.output:
@@ -68,10 +69,4 @@ def run(args: argparse.Namespace, client: Any) -> int:
     if a.get("time_to_target_s") is not None:
         print(f"time to target {a['time_to_target_s']:.3f} s")
     print(f"{a['generations_per_second']:.1f} generations/s, {a['evaluations_per_second']:.3g} evaluations/s")
-    if args.output:
-        results.write(ds, args.output)
-        print(f"written: {args.output}")
-    if args.plot:
-        print(f"plot: {args.plot}")
-    print(f"total {time.perf_counter() - t0:.2f} s")
-    return 0
+    return finish(ds, args.output, t0, plot=args.plot)

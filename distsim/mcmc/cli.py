@@ -43,6 +43,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, client: Any) -> int:
     """Run ``distsim mcmc rates`` with a client from ``distsim.cli._client`` (None: in-process)."""
     from .. import results
+    from ..cli import finish
     from ..ssa import load
     from .priors import parse_prior_spec
     from .sampler import MAX_ATTEMPTS, infer_rates, summary
@@ -70,18 +71,12 @@ def run(args: argparse.Namespace, client: Any) -> int:
               f"{row['rhat']:7.3f} {row['ess_bulk']:8.0f}")
     acc = ds.acceptance_rate.mean("chain").values
     print("acceptance per interval: " + " ".join(f"{v:.2e}" for v in acc))
-    if args.output:
-        results.write(ds, args.output)
-        print(f"written: {args.output}")
     if args.plot:
         from .plots import plot_posterior
 
         plot_posterior(ds, args.plot)
-        print(f"plot: {args.plot}")
     if args.bands:
         from .trajectories import latent_trajectories
 
         latent_trajectories(ds, net, args.data, draws=args.band_draws, plot=args.bands)
-        print(f"bands: {args.bands}")
-    print(f"total {time.perf_counter() - t0:.2f} s")
-    return 0
+    return finish(ds, args.output, t0, plot=args.plot, bands=args.bands)

@@ -32,6 +32,19 @@ NONE = 0xFFFFFFFF  # no success yet
 ERR_NONE, ERR_MAX_ATTEMPTS, ERR_MAX_EVENTS, ERR_SHAPE, ERR_RATE = 0, 1, 2, 3, 4
 
 
+@numba.njit(inline="always", cache=True)
+def _h(d, x, rct_start, rct_species, rct_stoich):
+    """Mass-action h_d(x) = prod_i C(x_i, r_i), the same operation order as the CUDA kernel."""
+    hv = 1.0
+    for q in range(rct_start[d], rct_start[d + 1]):
+        xs = float(x[rct_species[q]])
+        hh = xs
+        for m in range(1, rct_stoich[q]):
+            hh = hh * (xs - m) / (m + 1)
+        hv = hv * hh
+    return hv
+
+
 @numba.njit(cache=True)
 def run_attempt(seed, chain, it, interval, idx, start, target, dt, theta_rx, rct_start, rct_species, rct_stoich,
                 chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events,
@@ -48,15 +61,8 @@ def run_attempt(seed, chain, it, interval, idx, start, target, dt, theta_rx, rct
     for s in range(S):
         x[s] = start[s]
     for j in range(M):
-        hv = 1.0
-        for q in range(rct_start[j], rct_start[j + 1]):
-            xs = float(x[rct_species[q]])
-            hh = xs
-            for m in range(1, rct_stoich[q]):
-                hh = hh * (xs - m) / (m + 1)
-            hv = hv * hh
-        h[j] = hv
-        a[j] = theta_rx[j] * hv
+        h[j] = _h(j, x, rct_start, rct_species, rct_stoich)
+        a[j] = theta_rx[j] * h[j]
     t = 0.0
     k = 0
     e = np.uint64(0)
@@ -116,15 +122,8 @@ def run_attempt(seed, chain, it, interval, idx, start, target, dt, theta_rx, rct
             return False, ERR_NONE
         for q in range(dep_start[j], dep_start[j + 1]):
             d = dep_list[q]
-            hv = 1.0
-            for qq in range(rct_start[d], rct_start[d + 1]):
-                xs = float(x[rct_species[qq]])
-                hh = xs
-                for m in range(1, rct_stoich[qq]):
-                    hh = hh * (xs - m) / (m + 1)
-                hv = hv * hh
-            h[d] = hv
-            a[d] = theta_rx[d] * hv
+            h[d] = _h(d, x, rct_start, rct_species, rct_stoich)
+            a[d] = theta_rx[d] * h[d]
         t = t_new
         e += np.uint64(1)
 

@@ -35,15 +35,6 @@ class Reaction:
     def mass_action(self) -> bool:
         return self.law is None
 
-    def change(self, n_species: int) -> np.ndarray:
-        """Net stoichiometric change vector (length n_species)."""
-        v = np.zeros(n_species, dtype=np.int64)
-        for i, s in self.reactants:
-            v[i] -= s
-        for i, s in self.products:
-            v[i] += s
-        return v
-
     def reads(self) -> tuple[int, ...]:
         """Species whose counts the propensity depends on."""
         if self.law is not None:
@@ -168,9 +159,10 @@ class ReactionNetwork:
 
     def stoichiometry(self) -> np.ndarray:
         """Net change matrix [n_reactions, n_species]; fixed species have 0 change."""
-        V = np.stack([r.change(self.n_species) for r in self.reactions])
-        for f in self.fixed:
-            V[:, f] = 0
+        V = np.zeros((self.n_reactions, self.n_species), dtype=np.int64)
+        for j, changes in enumerate(self.net_changes()):
+            for i, d in changes:
+                V[j, i] = d
         return V
 
     def propensities(self, x: np.ndarray) -> np.ndarray:

@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--large-realizations", type=int, default=256)
     ap.add_argument("--large-gpu-realizations", type=int, default=4096)
     ap.add_argument("--large-t-end", type=float, default=10.0, help="end time of the chain/aggregation runs")
+    ap.add_argument("--random-t-end", type=float, default=0.1,
+                    help="end time of the random-network runs (about 200 firings per species per unit time)")
     ap.add_argument("--skip-mm", action="store_true")
     ap.add_argument("--no-histograms", action="store_true", help="MM: means/variances only (no quantiles)")
     ap.add_argument("--no-gpu", action="store_true")
@@ -124,7 +126,7 @@ def main() -> None:
               "|---|---|---|---|---|---|---|" + "---|---|" * len(gm)]
     large = [(cyclic_chain(n), args.large_t_end) for n in args.chain]
     large += [(colloidal_aggregation(n), args.large_t_end) for n in args.aggregation]
-    large += [(random_network(n), 1.0) for n in args.random]
+    large += [(random_network(n), args.random_t_end) for n in args.random]
     for net, t_end in large:
         ds, wall = run(net, "cpu", args.large_realizations, t_end, 11, "tree", quantiles=None)
         c_rate = ds.attrs["firings_total"] / wall

@@ -1,6 +1,6 @@
 """Where the Michaelis-Menten GPU kernel spends its time: the fused register kernel timed with parts
-of its work replaced (recording, the exact log, Philox). Variants other than ``base`` are probes,
-not exact samplers; the figures say what each part costs.
+of its work changed (firing by a switch, a register cap) or removed (recording; a probe, not a
+sampler), and optionally earlier versions of the kernel given as source files.
 
     python3 benchmarks/ssa_kernel_variants.py [--realizations 4194304]
 """
@@ -22,28 +22,21 @@ from distsim.ssa.compile import compile_network  # noqa: E402
 from distsim.ssa.gpu import BLOCK, OPTIONS, generate_direct  # noqa: E402
 
 REC_PREFIX = "#define DS_RECORD(k, s, v) { const int i_"
-PHILOX = ("const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);\n"
-          "            const double u1 = ds_u01_f64(w.x, w.y);\n            u2 = ds_u01_f64(w.z, w.w);")
-TWICE = PHILOX.replace("const ds_u32x4 w = ds_philox4x32_10(", "const ds_u32x4 w = ds_philox4x32_10(ds_philox4x32_10(", 1).replace(
-    "seed, rid);", "seed, rid), seed, rid);", 1)
-HALF = ("if ((e & 1ull) == 0ull) hw = ds_philox4x32_10(ds_u32x4{(uint32_t)(e >> 1), (uint32_t)(e >> 33), 0u, 0u}, seed, rid);\n"
-        "            const double u1 = ((double)((e & 1ull) ? hw.z : hw.x) + 0.5) * 2.3283064365386963e-10;\n"
-        "            u2 = ((double)((e & 1ull) ? hw.w : hw.y) + 0.5) * 2.3283064365386963e-10;")
+KERNEL_HEAD = 'extern "C" __global__ void ssa_direct('
 
 
 def variants(src: str, switch_fire: str) -> dict[str, str]:
-    """The shipped kernel (``base``) and probes that remove or double one part of its work."""
-    assert PHILOX in src and REC_PREFIX in src
+    """The shipped kernel (``base``) and variants; probes remove one part of the work."""
+    assert REC_PREFIX in src and KERNEL_HEAD in src
     i = src.index(REC_PREFIX)
     j = src.index("#else", i)
+    bounded = lambda n: src.replace(KERNEL_HEAD, f'extern "C" __global__ void __launch_bounds__({BLOCK}, {n}) ssa_direct(')  # noqa: E731
     return {
-        "base (shipped: branchless fire, int32 counts, 32-bit shared atomics)": src,
+        "base (shipped)": src,
         "fire by switch (dependency graph)": switch_fire,
+        "registers capped for 8 blocks/SM": bounded(8),
+        "registers capped for 10 blocks/SM": bounded(10),
         "no recording (probe)": src[:i] + "#define DS_RECORD(k, s, v) {}\n" + src[j:],
-        "library log (probe)": src.replace("t - ds_log(u1) / a0", "t - log(u1) / a0"),
-        "Philox twice per event (probe)": src.replace(PHILOX, TWICE),
-        "one Philox per 2 events, 32-bit uniforms (probe)": src.replace(PHILOX, HALF).replace(
-            "double t = 0.0;", "double t = 0.0; ds_u32x4 hw;"),
     }
 
 
@@ -53,13 +46,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--realizations", type=int, default=1 << 22)
     ap.add_argument("--model", default=str(ROOT / "examples" / "ssa" / "michaelis_menten.rxn"))
+    ap.add_argument("--extra", nargs=2, action="append", default=[], metavar=("NAME", "FILE"),
+                    help="also time this kernel source (e.g. an earlier version of the generated kernel)")
     args = ap.parse_args()
     c = compile_network(load(args.model))
     K, S, M, R = 101, c.n_species, c.n_reactions, args.realizations
     grid = cp.asarray(np.linspace(0.0, 100.0, K))
     print(f"# {backends.device_description('gpu')}; {R} realizations, {K} grid points")
     print("| variant | kernel ms | firings/s |\n|---|---|---|")
-    for name, src in variants(generate_direct(c, fused=True), generate_direct(c, fused=True, branchless=False)).items():
+    todo = variants(generate_direct(c, fused=True), generate_direct(c, fused=True, branchless=False))
+    todo.update({name: Path(f).read_text() for name, f in args.extra})
+    for name, src in todo.items():
         fn = backends.load_module(src, OPTIONS).get_function("ssa_direct")
         best = None
         for rep in range(3):

@@ -73,3 +73,39 @@ __device__ __forceinline__ double ds_pow(double x, double y) {
     if (x <= 0.0) return (x == 0.0 && y > 0) ? 0.0 : __longlong_as_double(0x7ff8000000000000LL);
     return ds_exp(y * ds_log(x));
 }
+
+// -log(u) for a normal double u in (0, 1), the same bits as distsim/rng/dsmath.py neglog_u01: u = m 2^k
+// with m in [0.75, 1.5), c = j/256 the table point nearest m, log m = log c + log1p(r) with |r| <= 1/384
+// (series to r^6). `tab` holds (1/c, log c) for j = 192..384, from DS_NEGLOG_TABLE_INIT (ds_neglog_load).
+__constant__ double ds_neglog_coef[6] = {-0.16666666666666666, 0.2, -0.25, 0.3333333333333333, -0.5, DS_LN2};
+__device__ __forceinline__ double ds_neglog_u01(double u, const double2* __restrict__ tab) {
+    const int hi = __double2hiint(u);
+    const int top = (hi >> 19) & 1;
+    const int k = ((hi >> 20) & 0x7FF) - 1023 + top;
+    const double m = __hiloint2double((hi & 0x000FFFFF) | ((1023 - top) << 20), __double2loint(u));
+    const int j = (int)(m * 256.0 + 0.5);
+    const double2 t = tab[j - 192];
+    const double r = (m - (double)j * 0.00390625) * t.x;
+    // explicit fma() (kept under --fmad=false; llvm.fma on the CPU); constants from the constant bank
+    double q = fma(ds_neglog_coef[0], r, ds_neglog_coef[1]);
+    q = fma(q, r, ds_neglog_coef[2]);
+    q = fma(q, r, ds_neglog_coef[3]);
+    q = fma(q, r, ds_neglog_coef[4]);
+    const double lg = fma(r * r, q, r);
+    return -(fma((double)k, ds_neglog_coef[5], t.y) + lg);
+}
+
+#define DS_NEGLOG_ENTRIES 193
+#ifndef DS_NEGLOG_TABLE_INIT  // the host prepends the table (distsim/rng/dsmath.py neglog_table_cuda)
+#define DS_NEGLOG_TABLE_MISSING
+#define DS_NEGLOG_TABLE_INIT {0.0}
+#endif
+__constant__ double ds_neglog_table[2 * DS_NEGLOG_ENTRIES] = DS_NEGLOG_TABLE_INIT;
+// Copy the table into shared memory (every thread of the block calls this, then __syncthreads()).
+__device__ __forceinline__ void ds_neglog_load(double2* sh) {
+#ifdef DS_NEGLOG_TABLE_MISSING
+    __trap();
+#endif
+    for (int i = threadIdx.x; i < DS_NEGLOG_ENTRIES; i += blockDim.x)
+        sh[i] = make_double2(ds_neglog_table[2 * i], ds_neglog_table[2 * i + 1]);
+}

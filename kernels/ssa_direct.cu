@@ -10,7 +10,9 @@
 // reading the result of an atomic stalls). Each thread records each grid point once, so a limb sum
 // stays below blockDim.x * 2^24 <= 2^31 (blocks of at most 128 threads).
 // Species counts are int32 in registers (int -> double conversions are cheaper); a count that
-// would pass 2^31 - 1 sets ERR_OVERFLOW.
+// would pass 2^31 - 1 sets ERR_OVERFLOW. Per event: one Philox call, the waiting time from the
+// shared-memory -log table (ds_neglog_u01), selection from the propensities' prefix sums, firing
+// without branches for small models; see benchmarks/ssa_kernel_variants.py for what each part costs.
 #include "philox.cuh"
 #include "dsmath.cuh"
 #include "ssa_common.cuh"
@@ -23,14 +25,19 @@
 __device__ __forceinline__ int ds_add(int x, int d) { return (int)((unsigned int)x + (unsigned int)d); }
 
 #ifdef DS_FUSED
-#define DS_LIMB 0xFFFFFFull
-// sum x in limbs [0, KS), [KS, 2KS); sum x^2 in limbs [2KS, 3KS), [3KS, 4KS), [4KS, 5KS)
-#define DS_RECORD(k, s, v) { const int i_ = (k) * DS_S + (s); const unsigned long long v_ = (unsigned long long)(v); \
-    const unsigned long long q_ = v_ * v_; \
-    atomicAdd(&sh[i_], (unsigned int)(v_ & DS_LIMB)); if (v_ >> 24) atomicAdd(&sh[KS + i_], (unsigned int)(v_ >> 24)); \
-    atomicAdd(&sh[2 * KS + i_], (unsigned int)(q_ & DS_LIMB)); \
-    if (q_ >> 24) { atomicAdd(&sh[3 * KS + i_], (unsigned int)((q_ >> 24) & DS_LIMB)); \
-                    if (q_ >> 48) atomicAdd(&sh[4 * KS + i_], (unsigned int)(q_ >> 48)); } }
+#define DS_LIMB 0xFFFFFFu
+// sum x in limbs [0, KS), [KS, 2KS); sum x^2 in limbs [2KS, 3KS), [3KS, 4KS), [4KS, 5KS). A count below
+// 2^12 (the common case) has one limb and a one-limb square: two atomics.
+__device__ __forceinline__ void ds_record_wide(unsigned int* sh, const int KS, const int i, const unsigned int v) {
+    const unsigned long long q = (unsigned long long)v * v;
+    if (v >> 24) atomicAdd(&sh[KS + i], v >> 24);
+    atomicAdd(&sh[2 * KS + i], (unsigned int)q & DS_LIMB);
+    atomicAdd(&sh[3 * KS + i], (unsigned int)(q >> 24) & DS_LIMB);
+    if (q >> 48) atomicAdd(&sh[4 * KS + i], (unsigned int)(q >> 48));
+}
+#define DS_RECORD(k, s, v) { const int i_ = (k) * DS_S + (s); const unsigned int v_ = (unsigned int)(v); \
+    atomicAdd(&sh[i_], v_ & DS_LIMB); \
+    if (v_ < 4096u) atomicAdd(&sh[2 * KS + i_], v_ * v_); else ds_record_wide(sh, KS, i_, v_); }
 #else
 #define DS_RECORD(k, s, v) rec[((unsigned long long)(k) * DS_S + (s)) * RR + r] = (int)(v)
 #endif
@@ -42,20 +49,21 @@ extern "C" __global__ void ssa_direct(
     signed char* __restrict__ errors, unsigned long long* __restrict__ sums, unsigned long long* __restrict__ sumsq)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
+    ds_neglog_load(logtab);
 #ifdef DS_FUSED
     extern __shared__ unsigned int sh[];  // [5][K * DS_S] limb sums, see DS_RECORD
     const int KS = K * DS_S;
     for (int i = threadIdx.x; i < 5 * KS; i += blockDim.x) sh[i] = 0u;
+#endif
     __syncthreads();
     if (r < R) {
-#else
-    if (r >= R) return;
-    {
-#endif
     const unsigned long long RR = (unsigned long long)R;
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
-    signed char err = 0;
+    const unsigned long long e_stop = max_events > 0 ? (unsigned long long)max_events : ~0ull;
+    int err = 0;
+    int bad = 0;  // OR of the counts changed by firings: negative once one wrapped or went below zero
     //@@ state
     int x0 = 0;
     unsigned int f0 = 0, f1 = 0;
@@ -65,29 +73,31 @@ extern "C" __global__ void ssa_direct(
     //@@ end
     double t = 0.0;
     int k = 0;
-    double gk = grid[0];  // the next grid time, kept in a register
+    double gk = grid[0], gn = K > 1 ? grid[1] : INF;  // grid times k and k + 1, prefetched into registers
     unsigned long long e = 0ull;
     while (err == 0) {
-        double a0 = 0.0;
+        // prefix sums of the propensities: c_i = p_0 + ... + p_i, a0 = c_{M-1} (the CPU's order)
         //@@ sum
-        a0 = a0 + p0; a0 = a0 + p1;
+        const double c0 = 0.0 + p0; const double a0 = c0 + p1;
         //@@ end
         double u2 = 0.0, t_new = INF;
         if (a0 > 0.0) {
             const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
-            const double u1 = ds_u01_f64(w.x, w.y);
             u2 = ds_u01_f64(w.z, w.w);
-            t_new = t - ds_log(u1) / a0;
+            t_new = t + ds_neglog_u01(ds_u01_f64(w.x, w.y), logtab) / a0;
         }
-        while (k < K && gk < t_new) {
-            //@@ record
-            DS_RECORD(k, 0, x0);
-            //@@ end
-            ++k;
-            gk = grid[k < K ? k : K - 1];
+        if (gk < t_new) {  // record the grid points passed before the event
+            do {
+                //@@ record
+                DS_RECORD(k, 0, x0);
+                //@@ end
+                ++k;
+                gk = gn;
+                gn = k + 1 < K ? grid[k + 1] : INF;
+            } while (gk < t_new);
+            if (k >= K) break;
         }
-        if (k >= K) break;
-        if (max_events > 0 && e >= (unsigned long long)max_events) {
+        if (e == e_stop) {
             for (; k < K; ++k) {
                 //@@ fill
                 DS_RECORD(k, 0, x0);
@@ -96,30 +106,33 @@ extern "C" __global__ void ssa_direct(
             err = 2;
             break;
         }
+        // the fired reaction j is the first with c_j > target: b_i = (c_i <= target) = (j > i)
         const double target = u2 * a0;
-        int j = -1, last = 0;
-        double c = 0.0;
         //@@ select
-        if (j < 0) { if (p0 > 0.0) last = 0; c = c + p0; if (c > target) j = 0; }
-        if (j < 0) { if (p1 > 0.0) last = 1; c = c + p1; if (c > target) j = 1; }
+        int b0 = c0 <= target;
+        if (a0 <= target) { int L = 0; if (p1 > 0.0) L = 1; b0 = 0 < L; }
+        const int j = b0;
         //@@ end
-        if (j < 0) j = last;
+        //@@ fire
         switch (j) {
-            //@@ fire
-            case 0: x0 = ds_add(x0, 1); if (x0 < 0) err = 4; f0 += 1;
+            case 0: x0 = ds_add(x0, 1); bad |= x0; f0 += 1;
                 { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
                 break;
-            case 1: x0 = ds_add(x0, -1); if (x0 < 0) err = 3; f1 += 1;
+            default: x0 = ds_add(x0, -1); bad |= x0; f1 += 1;
                 { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
                 break;
-            //@@ end
-            default: break;
         }
+        //@@ end
         t = t_new;
         ++e;
+        if (bad < 0) {  // a count went below zero (3) or past 2^31 - 1 (4)
+            //@@ classify
+            err = x0 < 0 ? (j == 0 ? 4 : 3) : err;
+            //@@ end
+        }
     }
     events[r] = e;
-    errors[r] = err;
+    errors[r] = (signed char)err;
 #ifdef DS_FUSED
     //@@ final
     rec[0 * RR + r] = (int)x0;

@@ -21,6 +21,9 @@ extern "C" __global__ void ssa_generic(
     int* __restrict__ rec, unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
     signed char* __restrict__ errors)
 {
+    __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
+    ds_neglog_load(logtab);
+    __syncthreads();
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= R) return;
     const unsigned long long RR = (unsigned long long)R;
@@ -83,7 +86,7 @@ extern "C" __global__ void ssa_generic(
                 if (A(jj) > 0.0) {
                     const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), (uint32_t)(jj >> 1), 1u}, seed, rid);
                     const double u = (jj & 1) == 0 ? ds_u01_f64(w.x, w.y) : ds_u01_f64(w.z, w.w);
-                    const double rating = -ds_log(u) / A(jj);
+                    const double rating = ds_neglog_u01(u, logtab) / A(jj);
                     if (rating < best) { best = rating; j_ar = jj; }
                 }
             }
@@ -92,7 +95,7 @@ extern "C" __global__ void ssa_generic(
             const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
             const double u1 = ds_u01_f64(w.x, w.y);
             u2 = ds_u01_f64(w.z, w.w);
-            t_new = t - ds_log(u1) / a0;
+            t_new = t + ds_neglog_u01(u1, logtab) / a0;
         } else {
             t_new = __longlong_as_double(0x7ff0000000000000LL);
         }

@@ -85,6 +85,9 @@ extern "C" __global__ void ssa_warp(
     int* __restrict__ xs_, double* __restrict__ lv_, int* __restrict__ rec,
     unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events, signed char* __restrict__ errors)
 {
+    __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
+    ds_neglog_load(logtab);
+    __syncthreads();
     const int lane = threadIdx.x & 31;
     const int r = (int)((blockIdx.x * (unsigned)blockDim.x + threadIdx.x) >> 5);
     if (r >= R) return;  // whole warps only: blockDim.x is a multiple of 32
@@ -126,7 +129,7 @@ extern "C" __global__ void ssa_warp(
             const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
             const double u1 = ds_u01_f64(w.x, w.y);
             u2 = ds_u01_f64(w.z, w.w);
-            t_new = t - ds_log(u1) / a0;
+            t_new = t + ds_neglog_u01(u1, logtab) / a0;
         }
         while (k < K && gk < t_new) {  // record the grid points passed before the event
             int* out = rec + ((unsigned long long)k * R + r) * S;

@@ -8,11 +8,14 @@ not contract multiply-adds (``--fmad=false``). Accuracy is within a few ulp, amp
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 LN2 = 0.6931471805599453
@@ -37,6 +40,17 @@ def _bits_f64(typingctx, b):
         return builder.bitcast(args[0], ir.DoubleType())
 
     return types.float64(types.int64), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a * b + c with one rounding (LLVM's llvm.fma: exact on every target), like CUDA's fma()."""
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(d, [d, d, d]), "llvm.fma.f64")
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
 
 
 @numba.njit(inline="always", cache=True)
@@ -116,3 +130,46 @@ def ds_pow(x, y):
     if x <= 0.0:
         return 0.0 if x == 0.0 and y > 0 else math.nan
     return ds_exp(y * ds_log(x))
+
+
+def _neglog_table() -> np.ndarray:
+    """(1/c, log c) for c = j/256, j = 192..384, interleaved; log c correctly rounded (decimal, so the
+    same bits on every machine)."""
+    ctx = decimal.Context(prec=40)
+    out = []
+    for j in range(192, 385):
+        c = j / 256.0
+        out += [1.0 / c, float(ctx.ln(decimal.Decimal(c)))]
+    return np.asarray(out, dtype=np.float64)
+
+
+NEGLOG_TABLE = _neglog_table()
+
+
+def neglog_table_cuda() -> str:
+    """The table as a C initializer for ``kernels/dsmath.cuh`` (``DS_NEGLOG_TABLE_INIT``)."""
+    return "#define DS_NEGLOG_TABLE_INIT {" + ", ".join(float(v).hex() for v in NEGLOG_TABLE) + "}\n"
+
+
+@numba.njit(inline="always", cache=True)
+def neglog_u01(u):
+    """-log(u) for a normal double u in (0, 1): the SSA's exponential waiting time, cheaper than ds_log.
+
+    u = m 2^k with m in [0.75, 1.5); c = j/256 is the table point nearest m, so |r| = |m/c - 1| <= 1/384
+    and log m = log c + log1p(r), the series to r^6 (truncation below 2^-53 relative). Near u = 1 the
+    point is c = 1 (log c = 0), so the result is accurate relative to its size and always positive.
+    Fused multiply-adds (explicit, so CUDA's ``--fmad=false`` keeps them) give the GPU the same bits.
+    """
+    b = _f64_bits(u)
+    hi = b >> 32
+    top = (hi >> 19) & 1  # mantissa >= 1.5: use m = f / 2
+    k = ((hi >> 20) & 0x7FF) - 1023 + top
+    m = _bits_f64((b & 0x000FFFFFFFFFFFFF) | ((1023 - top) << 52))
+    j = int(m * 256.0 + 0.5)
+    r = (m - j * 0.00390625) * NEGLOG_TABLE[2 * (j - 192)]
+    q = fma(-0.16666666666666666, r, 0.2)
+    q = fma(q, r, -0.25)
+    q = fma(q, r, 0.3333333333333333)
+    q = fma(q, r, -0.5)
+    lg = fma(r * r, q, r)
+    return -(fma(float(k), LN2, NEGLOG_TABLE[2 * (j - 192) + 1]) + lg)

@@ -20,7 +20,7 @@ import numpy as np
 from numba import prange
 
 from ..models import arith
-from ..rng.dsmath import ds_exp, ds_log, ds_pow
+from ..rng.dsmath import ds_exp, ds_log, ds_pow, neglog_u01
 from ..rng.philox import philox4x32_10, u01_f64
 from .compile import KIND_MASS_ACTION, CompiledNetwork
 
@@ -147,7 +147,7 @@ def run_realization(rid, seed, method, x0, kind, theta, rct_start, rct_species, 
                 if a[jj] > 0.0:
                     w0, w1, w2, w3 = philox4x32_10(e & M32, e >> np.uint64(32), np.uint64(jj >> 1), 1, seed, rid)
                     u = u01_f64(w0, w1) if (jj & 1) == 0 else u01_f64(w2, w3)
-                    rating = -ds_log(u) / a[jj]
+                    rating = neglog_u01(u) / a[jj]
                     if rating < best:
                         best = rating
                         j_ar = jj
@@ -156,7 +156,7 @@ def run_realization(rid, seed, method, x0, kind, theta, rct_start, rct_species, 
             w0, w1, w2, w3 = philox4x32_10(e & M32, e >> np.uint64(32), 0, 0, seed, rid)
             u1 = u01_f64(w0, w1)
             u2 = u01_f64(w2, w3)
-            t_new = t - ds_log(u1) / a0
+            t_new = t + neglog_u01(u1) / a0
         else:
             t_new = math.inf
         # ---- record the grid points passed before the event

@@ -12,6 +12,7 @@ histograms, firing counts); only these small results are copied to the host.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Iterator
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from .. import backends
 from ..models import arith
+from ..rng import dsmath
 from ..pbn.gpu import fill_template
 from . import cpu
 from .compile import KIND_MASS_ACTION, CompiledNetwork
@@ -69,27 +71,72 @@ def _propensity_code(c: CompiledNetwork, d: int) -> str:
     return f"p{d} = {stack[0]};"
 
 
-def _branchless_fire(c: CompiledNetwork, check) -> str:
-    """Fire reaction ``j`` without divergent branches (small models): every species moves by a
-    select over the reactions' changes, then every propensity is recomputed (same values as the
-    dependency-graph update, since propensities depend on the state only)."""
+def _needs_check(c: CompiledNetwork, d: int) -> bool:
+    """Whether propensity d can be negative, NaN or infinite: general laws can; a mass-action term
+    theta h(x) with finite theta >= 0 cannot while the int32 counts are >= 0 (h(x) <= 2^(31 order))."""
+    if c.kind[d] != KIND_MASS_ACTION:
+        return True
+    theta = float(c.theta[d])
+    order = int(sum(int(c.rct_stoich[q]) for q in range(c.rct_start[d], c.rct_start[d + 1])))
+    return not (math.isfinite(theta) and theta >= 0.0 and math.isfinite(theta * 2.0 ** (31 * order)))
+
+
+def _deltas(c: CompiledNetwork) -> np.ndarray:
     S, M = c.n_species, c.n_reactions
     delta = np.zeros((M, S), dtype=np.int64)
     for j in range(M):
         for q in range(c.chg_start[j], c.chg_start[j + 1]):
             delta[j, int(c.chg_species[q])] = int(c.chg_delta[q])
-    lines = [" ".join(f"case {j}:" for j in range(M)) + " {"]
+    return delta
+
+
+def _by_reaction(values: list[int], default: int = 0) -> str:
+    """A C expression equal to values[j] (nested selects over the nonzero entries)."""
+    expr = str(default)
+    for j in reversed(range(len(values))):
+        if values[j] != default:
+            expr = f"(j == {j} ? {values[j]} : {expr})"
+    return expr
+
+
+def _propensities(c: CompiledNetwork, ds: Any) -> list[str]:
+    check = lambda d: f" if (!(p{d} >= 0.0) || isinf(p{d})) err = 1;" if _needs_check(c, d) else ""  # noqa: E731
+    return [_propensity_code(c, d) + check(d) for d in ds]
+
+
+def _branchless_fire(c: CompiledNetwork, delta: np.ndarray) -> list[str]:
+    """Fire without divergent branches (small models): species s moves by delta[0, s] plus, for each
+    i, b_i (delta[i+1, s] - delta[i, s]); then every propensity is recomputed (the same values as the
+    dependency-graph update, since propensities depend on the state only). The firing counts are
+    kept as g_i = number of events with j > i."""
+    M, S = delta.shape
+    lines, moved = [], []
     for s in range(S):
-        if delta[:, s].any():
-            expr = "0"
-            for j in reversed(range(M)):
-                if delta[j, s]:
-                    expr = f"(j == {j} ? {delta[j, s]} : {expr})"
-            lines.append(f"{{ const int d = {expr}; x{s} = ds_add(x{s}, d); if (x{s} < 0) err = d > 0 ? 4 : 3; }}")
-    lines += [f"f{j} += (j == {j});" for j in range(M)]
-    lines += [_propensity_code(c, d) + check(d) for d in range(M)]
-    lines.append("} break;")
-    return "\n".join(lines)
+        if not delta[:, s].any():
+            continue
+        terms = [str(int(delta[0, s]))] if delta[0, s] else []
+        terms += [f"(b{i} ? {int(delta[i + 1, s] - delta[i, s])} : 0)" for i in range(M - 1)
+                  if delta[i + 1, s] != delta[i, s]]
+        lines.append(f"x{s} = ds_add(x{s}, {' + '.join(terms)});")
+        moved.append(f"x{s}")
+    if moved:
+        lines.append(f"bad |= {' | '.join(moved)};")
+    lines += [f"g{i} += b{i};" for i in range(M - 1)]
+    return lines + _propensities(c, range(M))
+
+
+def _switch_fire(c: CompiledNetwork) -> list[str]:
+    lines = ["switch (j) {"]
+    for j in range(c.n_reactions):
+        body = [f"case {j}:"]
+        for q in range(c.chg_start[j], c.chg_start[j + 1]):
+            s, dlt = int(c.chg_species[q]), int(c.chg_delta[q])
+            body.append(f"x{s} = ds_add(x{s}, {dlt}); bad |= x{s};")
+        body.append(f"f{j} += 1u;")
+        body += _propensities(c, (int(c.dep_list[q]) for q in range(c.dep_start[j], c.dep_start[j + 1])))
+        body.append("break;")
+        lines.append(" ".join(body))
+    return lines + ["default: break;", "}"]
 
 
 def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | None = None) -> str:
@@ -98,38 +145,41 @@ def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | 
     S, M = c.n_species, c.n_reactions
     if branchless is None:
         branchless = M <= BRANCHLESS_MAX_REACTIONS
-    check = lambda d: f" if (!(p{d} >= 0.0) || isinf(p{d})) err = 1;"  # noqa: E731
+    delta = _deltas(c)
     state = [f"int x{s} = {int(c.x0[s])};" for s in range(S)]
-    state += [f"unsigned int f{j} = 0u; double p{j};" for j in range(M)]
-    state += [_propensity_code(c, j) + check(j) for j in range(M)]
-    record = [f"DS_RECORD(k, {s}, x{s});" for s in range(S)]
-    fill = [f"DS_RECORD(k, {s}, x{s});" for s in range(S)]
-    select = [f"if (j < 0) {{ if (p{j} > 0.0) last = {j}; c = c + p{j}; if (c > target) j = {j}; }}" for j in range(M)]
-    fire = [] if not branchless else [_branchless_fire(c, check)]
-    for j in range(M if not branchless else 0):
-        lines = [f"case {j}:"]
-        for q in range(c.chg_start[j], c.chg_start[j + 1]):
-            s, dlt = int(c.chg_species[q]), int(c.chg_delta[q])
-            lines.append(f"x{s} = ds_add(x{s}, {dlt}); if (x{s} < 0) err = {4 if dlt > 0 else 3};")
-        lines.append(f"f{j} += 1u;")
-        for q in range(c.dep_start[j], c.dep_start[j + 1]):
-            d = int(c.dep_list[q])
-            lines.append(_propensity_code(c, d) + check(d))
-        lines.append("break;")
-        fire.append(" ".join(lines))
+    state += [f"double p{j};" for j in range(M)]
+    state += ([f"unsigned int g{i} = 0u;" for i in range(M - 1)] if branchless
+              else [f"unsigned int f{j} = 0u;" for j in range(M)])
+    state += _propensities(c, range(M))
+    prefix = [f"const double c0 = 0.0 + p0;"] + [f"const double c{j} = c{j - 1} + p{j};" for j in range(1, M)]
+    prefix.append(f"const double a0 = c{M - 1};")
+    select = [f"int b{i} = c{i} <= target;" for i in range(M - 1)]
+    if M > 1:  # u2 * a0 rounded up to a0: the last reaction with a positive propensity (as the CPU)
+        select.append("if (a0 <= target) { int L = 0; " + " ".join(f"if (p{j} > 0.0) L = {j};" for j in range(1, M))
+                      + " " + " ".join(f"b{i} = {i} < L;" for i in range(M - 1)) + " }")
+    select.append(f"const int j = {' + '.join(f'b{i}' for i in range(M - 1)) or '0'};")
+    classify = [f"if (x{s} < 0) err = {_by_reaction([int(d) for d in delta[:, s]])} > 0 ? 4 : 3;"
+                for s in range(S) if delta[:, s].any()]
+    if branchless:
+        counts = [f"e - g0" if M > 1 else "e"] + [f"g{j - 1} - g{j}" for j in range(1, M - 1)]
+        counts += [f"g{M - 2}"] if M > 1 else []
+        flush = [f"atomicAdd(&firings[{j}], (unsigned long long)({n}));" for j, n in enumerate(counts)]
+    else:
+        flush = [f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)]
     regions = {
         "defs": f"#define DS_S {S}",
         "state": "\n".join(state),
-        "sum": " ".join(f"a0 = a0 + p{j};" for j in range(M)),
-        "record": "\n".join(record),
-        "fill": "\n".join(fill),
+        "sum": " ".join(prefix),
+        "record": "\n".join(f"DS_RECORD(k, {s}, x{s});" for s in range(S)),
+        "fill": "\n".join(f"DS_RECORD(k, {s}, x{s});" for s in range(S)),
         "select": "\n".join(select),
-        "fire": "\n".join(fire),
-        "flush": "\n".join(f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)),
+        "fire": "\n".join(_branchless_fire(c, delta) if branchless else _switch_fire(c)),
+        "classify": "\n".join(classify),
+        "flush": "\n".join(flush),
         "final": "\n".join(f"rec[{s} * RR + r] = (int)x{s};" for s in range(S)),
     }
     src = fill_template(backends.kernel_source("ssa_direct.cu"), regions)
-    return ("#define DS_FUSED\n" + src) if fused else src
+    return dsmath.neglog_table_cuda() + ("#define DS_FUSED\n" + src if fused else src)
 
 
 _MODULES: dict[tuple[str, str], Any] = {}
@@ -143,7 +193,7 @@ def _module(kind: str, c: CompiledNetwork) -> Any:
     with _LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            src = (backends.kernel_source(f"ssa_{kind}.cu") if kind in ("generic", "warp")
+            src = (dsmath.neglog_table_cuda() + backends.kernel_source(f"ssa_{kind}.cu") if kind in ("generic", "warp")
                    else generate_direct(c, fused=kind == "fused"))
             mod = backends.load_module(src, OPTIONS)
             _MODULES[key] = mod

@@ -74,3 +74,21 @@ def test_bad_input_clear_error_nothing_written(examples, tmp_path, capsys, args,
     err = capsys.readouterr().err
     assert "error" in err and phrase in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("model", ["dsmts/00020/00020-sbml-l3v1.xml", "text"])
+def test_ssa_simulate_sbml_and_text_models(model, tmp_path, capsys):
+    """`distsim ssa simulate` on an SBML file (a DSMTS case) and on the reaction text format: both write a
+    Dataset and print a summary."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    path = root / "examples" / "ssa" / "immigration_death.rxn" if model == "text" else root / "tests" / "data" / model
+    out = tmp_path / "ssa.nc"
+    rc = main(["--in-process", "-q", "ssa", "simulate", str(path), "--t-end", "5", "--points", "6", "-n", "400",
+               "--seed", "4", "-o", str(out)])
+    assert rc == 0
+    ds = open_result(out)
+    assert ds.attrs["workload"] == "ssa.simulate" and ds["mean"].shape == (6, ds.sizes["species"])
+    assert float(ds["mean"].isel(time=-1).max()) > 0 and int(ds.attrs["firings_total"]) > 0
+    assert "firings" in capsys.readouterr().out

@@ -77,7 +77,7 @@ def _needs_check(c: CompiledNetwork, d: int) -> bool:
     if c.kind[d] != KIND_MASS_ACTION:
         return True
     theta = float(c.theta[d])
-    order = int(sum(int(c.rct_stoich[q]) for q in range(c.rct_start[d], c.rct_start[d + 1])))
+    order = sum(int(c.rct_stoich[q]) for q in range(c.rct_start[d], c.rct_start[d + 1]))
     return not (math.isfinite(theta) and theta >= 0.0 and math.isfinite(theta * 2.0 ** (31 * order)))
 
 
@@ -90,11 +90,11 @@ def _deltas(c: CompiledNetwork) -> np.ndarray:
     return delta
 
 
-def _by_reaction(values: list[int], default: int = 0) -> str:
+def _by_reaction(values: list[int]) -> str:
     """A C expression equal to values[j] (nested selects over the nonzero entries)."""
-    expr = str(default)
+    expr = "0"
     for j in reversed(range(len(values))):
-        if values[j] != default:
+        if values[j]:
             expr = f"(j == {j} ? {values[j]} : {expr})"
     return expr
 
@@ -151,7 +151,7 @@ def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | 
     state += ([f"unsigned int g{i} = 0u;" for i in range(M - 1)] if branchless
               else [f"unsigned int f{j} = 0u;" for j in range(M)])
     state += _propensities(c, range(M))
-    prefix = [f"const double c0 = 0.0 + p0;"] + [f"const double c{j} = c{j - 1} + p{j};" for j in range(1, M)]
+    prefix = ["const double c0 = 0.0 + p0;"] + [f"const double c{j} = c{j - 1} + p{j};" for j in range(1, M)]
     prefix.append(f"const double a0 = c{M - 1};")
     select = [f"int b{i} = c{i} <= target;" for i in range(M - 1)]
     if M > 1:  # u2 * a0 rounded up to a0: the last reaction with a positive propensity (as the CPU)
@@ -160,18 +160,19 @@ def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | 
     select.append(f"const int j = {' + '.join(f'b{i}' for i in range(M - 1)) or '0'};")
     classify = [f"if (x{s} < 0) err = {_by_reaction([int(d) for d in delta[:, s]])} > 0 ? 4 : 3;"
                 for s in range(S) if delta[:, s].any()]
-    if branchless:
-        counts = [f"e - g0" if M > 1 else "e"] + [f"g{j - 1} - g{j}" for j in range(1, M - 1)]
-        counts += [f"g{M - 2}"] if M > 1 else []
+    if branchless:  # reaction j fired (events with j' >= j) - (events with j' > j) times: e - g0, g0 - g1, ..., g_{M-2}
+        at_least = ["e"] + [f"g{i}" for i in range(M - 1)]
+        counts = [f"{hi} - {lo}" for hi, lo in zip(at_least, at_least[1:])] + [at_least[-1]]
         flush = [f"atomicAdd(&firings[{j}], (unsigned long long)({n}));" for j, n in enumerate(counts)]
     else:
         flush = [f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)]
+    record = "\n".join(f"DS_RECORD(k, {s}, x{s});" for s in range(S))
     regions = {
         "defs": f"#define DS_S {S}",
         "state": "\n".join(state),
         "sum": " ".join(prefix),
-        "record": "\n".join(f"DS_RECORD(k, {s}, x{s});" for s in range(S)),
-        "fill": "\n".join(f"DS_RECORD(k, {s}, x{s});" for s in range(S)),
+        "record": record,
+        "fill": record,
         "select": "\n".join(select),
         "fire": "\n".join(_branchless_fire(c, delta) if branchless else _switch_fire(c)),
         "classify": "\n".join(classify),

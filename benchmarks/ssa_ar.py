@@ -24,13 +24,14 @@ sys.path.insert(0, str(ROOT))
 from _report import emit  # noqa: E402
 
 from distsim import backends  # noqa: E402
+from distsim.backends import cuda  # noqa: E402
 from distsim.ssa import ar  # noqa: E402
 
 
 def gpu_counts(D, instances, rounds, seed, mode):
     import cupy as cp
 
-    mod = backends.load_module(backends.kernel_source("ssa_ar.cu"), ("--fmad=false",))
+    mod = cuda.load_module(cuda.kernel_source("ssa_ar.cu"), ("--fmad=false",))
     threads = min(1024, max(32, 1 << int(np.ceil(np.log2(len(D))))))
     counts = cp.zeros(len(D) + 1, dtype=cp.uint64)
     fn = mod.get_function("ar_select")

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from distsim import backends  # noqa: E402
+from distsim.backends import cuda  # noqa: E402
 from distsim.ssa import load  # noqa: E402
-from distsim.ssa.compile import compile_network  # noqa: E402
+from distsim.models.compile_reactions import compile_network  # noqa: E402
 from distsim.ssa.gpu import BLOCK, OPTIONS, generate_direct  # noqa: E402
 
 REC_PREFIX = "#define DS_RECORD(k, s, v) { const int i_"
@@ -57,7 +58,7 @@ def main() -> None:
     todo = variants(generate_direct(c, fused=True), generate_direct(c, fused=True, branchless=False))
     todo.update({name: Path(f).read_text() for name, f in args.extra})
     for name, src in todo.items():
-        fn = backends.load_module(src, OPTIONS).get_function("ssa_direct")
+        fn = cuda.load_module(src, OPTIONS).get_function("ssa_direct")
         best = None
         for rep in range(3):
             firings = cp.zeros(M, dtype=cp.uint64)

@@ -66,11 +66,10 @@ def main() -> int:
         print(f"scheduler {cluster.scheduler_address}; waiting for workers ...", file=sys.stderr)
         client.wait_for_workers(1)
         if args.sweep:
-            from distsim.sweep import cli as sweep_cli
+            from distsim.cli import main as distsim_main
 
-            ns = argparse.Namespace(config=args.sweep, store=None, output=None, chunk_size=None, check=False,
-                                    cpu=args.kind == "cpu", quiet=False)
-            return sweep_cli.run(ns, client)
+            return distsim_main(["--scheduler", cluster.scheduler_address, *(["--cpu"] if args.kind == "cpu" else []),
+                                 "sweep", args.sweep])
         input("cluster running; press Enter to stop ")
     cluster.close()
     return 0

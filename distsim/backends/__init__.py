@@ -9,11 +9,7 @@ here touches CUDA at import time.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
-import threading
-from pathlib import Path
-from typing import Any
 
 BACKENDS = ("auto", "cpu", "gpu")
 
@@ -42,40 +38,6 @@ def resolve(backend: str = "auto") -> str:
     if backend == "cpu":
         return "cpu"
     return "gpu" if gpu_available() else "cpu"
-
-
-def kernels_dir() -> Path:
-    """Folder holding the CUDA sources: ``distsim/kernels`` in a wheel, ``kernels/`` in a checkout."""
-    here = Path(__file__).resolve().parent.parent
-    for cand in (here / "kernels", here.parent / "kernels"):
-        if (cand / "philox.cuh").is_file():
-            return cand
-    raise FileNotFoundError("CUDA kernel sources not found (looked in distsim/kernels and ../kernels)")
-
-
-def kernel_source(name: str) -> str:
-    return (kernels_dir() / name).read_text()
-
-
-_MODULES: dict[tuple[str, tuple[str, ...]], Any] = {}
-_MODULES_LOCK = threading.Lock()
-
-
-def load_module(code: str, options: tuple[str, ...] = ()) -> Any:
-    """Compile (once per process; CuPy also caches on disk) a CUDA source into a ``cupy.RawModule``.
-
-    ``-I kernels/`` is added so sources can ``#include "philox.cuh"``. NVRTC only; jitify is never used.
-    """
-    import cupy
-
-    opts = ("-std=c++17", f"-I{kernels_dir()}") + tuple(options)
-    key = (hashlib.sha256(code.encode()).hexdigest(), opts)
-    with _MODULES_LOCK:
-        mod = _MODULES.get(key)
-        if mod is None:
-            mod = cupy.RawModule(code=code, options=opts, backend="nvrtc")  # NVRTC; jitify stays off (default)
-            _MODULES[key] = mod
-    return mod
 
 
 def device_description(backend: str) -> str:

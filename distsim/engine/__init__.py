@@ -10,12 +10,12 @@ from .executor import (
     DaskExecutor,
     Executor,
     LocalExecutor,
-    Progress,
     ShardContext,
     execute_shard,
     executor_for,
     new_run_id,
 )
+from .progress import Progress
 from .shards import split
 
 __all__ = [

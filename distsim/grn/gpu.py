@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import backends
+from ..backends import cuda
 from . import cpu
 from .ga import Consts
 
@@ -18,7 +18,7 @@ BLOCK = 256
 
 
 def _module() -> Any:
-    return backends.load_module(backends.kernel_source("grn_ga.cu"))
+    return cuda.load_module(cuda.kernel_source("grn_ga.cu"))
 
 
 class GPUOps:

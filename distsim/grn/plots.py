@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..pbn.plots import _pyplot
+from ..plotting import pyplot
 
 
 def plot_result(ds: xr.Dataset, path: str) -> str:
     """Left: best fitness per island, mean fitness, best so far (log scale). Right: the best network,
     activations green, repressions red, changed links thick (dashed grey where a reference link was removed)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 6), gridspec_kw={"width_ratios": [1.1, 1]})
     g = ds.generation.values
     for i in ds.island.values:

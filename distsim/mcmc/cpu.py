@@ -23,7 +23,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..rng.dsmath import ds_exp, ds_log
+from ..backends.dsmath import ds_exp, ds_log
 from ..rng.philox import philox4x32_10, u01_f64
 
 TAG_GAMMA = 0xFFFFFFFF

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backends
-from .shard import MCMCBlock
+from ..backends import cuda
+from .block import MCMCBlock
 
 OPTIONS = ("--fmad=false",)
 THREADS = 128
@@ -20,7 +20,7 @@ BLOCKS_PER_SM = 8
 
 
 def _module(S: int, M: int):
-    return backends.load_module(backends.kernel_source("mcmc_bridge.cu"), OPTIONS + (f"-DMCMC_S={S}", f"-DMCMC_M={M}"))
+    return cuda.load_module(cuda.kernel_source("mcmc_bridge.cu"), OPTIONS + (f"-DMCMC_S={S}", f"-DMCMC_M={M}"))
 
 
 def schedule(weights: np.ndarray, n_warps: int) -> np.ndarray:

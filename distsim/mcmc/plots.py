@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..pbn.plots import _pyplot
+from ..plotting import pyplot
 
 
 def plot_posterior(ds: xr.Dataset, path: str) -> str:
     """Histogram per posterior variable (top row) and, for the first two parameters, a joint scatter."""
-    plt = _pyplot()
+    plt = pyplot()
     names = ds.attrs["posterior_variables"].split(",")
     params = ds.attrs["parameters"].split(",")
     k = len(names) + (1 if len(params) >= 2 else 0)
@@ -39,7 +39,7 @@ def plot_posterior(ds: xr.Dataset, path: str) -> str:
 
 def plot_bands(tr: xr.Dataset, path: str) -> str:
     """Pointwise credible band and three sampled paths per species, with the observations."""
-    plt = _pyplot()
+    plt = pyplot()
     species = list(tr.species.values)
     fig, axes = plt.subplots(1, len(species), figsize=(3.4 * len(species), 3.0), squeeze=False)
     t = tr.time.values

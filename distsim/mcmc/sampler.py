@@ -23,11 +23,12 @@ from .. import engine, results
 from ..models import arith
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
-from ..ssa.compile import compile_network
+from ..models.compile_reactions import compile_network
 from . import cpu, diagnostics
 from .observations import Observations, as_observations
 from .priors import RateModel, rate_model
-from .shard import MCMCBlock, Problem, run_block
+from .block import MCMCBlock, Problem
+from .shard import run_block
 
 MAX_EVENTS = 10_000_000
 MAX_ATTEMPTS = 2**31
@@ -113,7 +114,7 @@ def infer_rates(
     """
     t_start = time.perf_counter()
     if not isinstance(net, ReactionNetwork):
-        from ..ssa import load
+        from ..models.formats.reaction_formats import load_reactions as load
 
         net = load(net)
     for name, v in (("iterations", iterations), ("chains", chains), ("thin", thin)):

@@ -8,14 +8,13 @@ thread advances 32 trajectories. Nothing here runs at import time; CuPy is impor
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from .. import backends
+from ..backends import cuda
 from .compile import OP_AND, OP_ANDN, OP_NOT, OP_OR, OP_XOR, CompiledPBN
 
 TEMPLATE = "pbn_sliced.cu"
@@ -50,7 +49,7 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] |
     """CUDA source for this network, mode (0 sync, 1 async), target sets and register placement."""
     n = c.n
     hot = set(range(n)) if hot is None else set(hot)
-    template = backends.kernel_source(TEMPLATE)
+    template = cuda.kernel_source(TEMPLATE)
     prog = c.program
 
     def node(i: int, buf: str = "in") -> str:
@@ -179,28 +178,7 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] |
         f"if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[{i}], (unsigned long long)c); }}" for i in range(n))
     R["store"] = " ".join(f"Sb[{i} * DS_BLOCK] = s{i};" for i in sorted(hot))
     R["finish"] = "\n".join(f"Sb[{i} * DS_BLOCK] = Tb[{i} * DS_BLOCK];" for i in range(n) if i not in hot)
-    return fill_template(template, R)
-
-
-_REGION = re.compile(r"^([ \t]*)//@@ (\w+)\n.*?^[ \t]*//@@ end\n", re.S | re.M)
-
-
-def fill_template(template: str, regions: dict[str, str]) -> str:
-    """Replace each ``//@@ name`` ... ``//@@ end`` region with ``regions[name]`` (all must be given)."""
-    seen = set()
-
-    def sub(m: re.Match) -> str:
-        name = m.group(2)
-        seen.add(name)
-        indent = m.group(1)
-        body = regions[name]
-        return "".join(indent + line + "\n" for line in body.splitlines()) if body else ""
-
-    src = _REGION.sub(sub, template)
-    missing = set(regions) - seen
-    if missing:
-        raise ValueError(f"template has no region(s) {sorted(missing)}")
-    return src
+    return cuda.fill_template(template, R)
 
 
 @dataclass
@@ -220,7 +198,7 @@ class GPUKernel:
 
         hot = hot_nodes(c, registers)
         src = generate_source(c, mode, targets, hot)
-        mod = backends.load_module(src)
+        mod = cuda.load_module(src)
         tables = {
             "func_start": cp.asarray(c.func_start, dtype=cp.int32),
             "func_thresh": cp.asarray(c.func_thresh, dtype=cp.uint32),

@@ -5,21 +5,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:  # pragma: no cover - matplotlib is in the test and plot extras
-        raise RuntimeError("writing a PNG needs matplotlib: pip install 'distsim[plot]'") from e
-    return plt
+from ..plotting import pyplot
 
 
 def plot_convergence(ds: xr.Dataset, path: str) -> str:
     """R-hat (Gelman-Rubin rounds) and the estimate against chain length, one line per target."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     length = ds.history_length.values
     for t, label in enumerate(ds.target.values):

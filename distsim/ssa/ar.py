@@ -23,7 +23,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..rng.dsmath import ds_log
+from ..backends.dsmath import ds_log
 from ..rng.philox import philox4x32_10, u01_f64
 
 MODE_UNIFORM, MODE_EXPONENTIAL = 0, 1  # seed 001's rating, exact rating

@@ -20,9 +20,9 @@ import numpy as np
 from numba import prange
 
 from ..models import arith
-from ..rng.dsmath import ds_exp, ds_log, ds_pow, neglog_u01
+from ..backends.dsmath import ds_exp, ds_log, ds_pow, neglog_u01
 from ..rng.philox import philox4x32_10, u01_f64
-from .compile import KIND_MASS_ACTION, CompiledNetwork
+from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
 
 METHOD_DIRECT, METHOD_TREE, METHOD_AR = 0, 1, 2
 M32 = np.uint64(0xFFFFFFFF)

@@ -18,13 +18,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .. import backends
+from ..backends import cuda
 from ..models import arith
-from ..rng import dsmath
-from ..pbn.gpu import fill_template
+from ..backends import dsmath
+
 from . import cpu
-from .compile import KIND_MASS_ACTION, CompiledNetwork
-from .shard import event_summary
+from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
+from .block import event_summary
 
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
@@ -179,7 +179,7 @@ def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | 
         "flush": "\n".join(flush),
         "final": "\n".join(f"rec[{s} * RR + r] = (int)x{s};" for s in range(S)),
     }
-    src = fill_template(backends.kernel_source("ssa_direct.cu"), regions)
+    src = cuda.fill_template(cuda.kernel_source("ssa_direct.cu"), regions)
     return dsmath.neglog_table_cuda() + ("#define DS_FUSED\n" + src if fused else src)
 
 
@@ -194,9 +194,9 @@ def _module(kind: str, c: CompiledNetwork) -> Any:
     with _LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            src = (dsmath.neglog_table_cuda() + backends.kernel_source(f"ssa_{kind}.cu") if kind in ("generic", "warp")
+            src = (dsmath.neglog_table_cuda() + cuda.kernel_source(f"ssa_{kind}.cu") if kind in ("generic", "warp")
                    else generate_direct(c, fused=kind == "fused"))
-            mod = backends.load_module(src, OPTIONS)
+            mod = cuda.load_module(src, OPTIONS)
             _MODULES[key] = mod
     return mod
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..pbn.plots import _pyplot
+from ..plotting import pyplot
 
 
 def plot_ensemble(ds: xr.Dataset, path: str, lower: float = 0.05, upper: float = 0.95) -> str:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     t = ds.time.values
     band = "quantile_value" in ds and lower in ds["quantile"].values and upper in ds["quantile"].values

@@ -16,8 +16,9 @@ from .. import engine, results
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
 from . import cpu
-from .compile import compile_network
-from .shard import METHODS, SSABlock, simulate_block
+from ..models.compile_reactions import compile_network
+from .block import METHODS, SSABlock
+from .shard import simulate_block
 
 ALIGN = 64
 AUTO_DIRECT_MAX_REACTIONS = 32

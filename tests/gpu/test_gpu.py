@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from distsim import backends
+from distsim.backends import cuda
 from distsim.models.formats import load
 from distsim.models.pbn import random_pbn
 from distsim.pbn import cpu
@@ -36,7 +36,7 @@ def test_philox_cpu_equals_gpu():
     ctr[:3] = [[0, 0, 0, 0], [0xFFFFFFFF] * 4, [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344]]
     key = rng.integers(0, 2**32, size=(n, 2), dtype=np.uint64).astype(np.uint32)
     key[:3] = [[0, 0], [0xFFFFFFFF] * 2, [0xA4093822, 0x299F31D0]]
-    fn = backends.load_module(PHILOX_TEST).get_function("blocks")
+    fn = cuda.load_module(PHILOX_TEST).get_function("blocks")
     out = cp.zeros((n, 4), cp.uint32)
     f32 = cp.zeros(n, cp.float32)
     f64 = cp.zeros(n, cp.float64)
@@ -219,7 +219,7 @@ def test_ar_selection_gpu_equals_cpu(mode):
 
     D = ar.gaussian_propensities(256)
     cpu_counts = ar.select_counts(D, instances=300, rounds=50, seed=8, mode=mode)
-    mod = backends.load_module(backends.kernel_source("ssa_ar.cu"), ("--fmad=false",))
+    mod = cuda.load_module(cuda.kernel_source("ssa_ar.cu"), ("--fmad=false",))
     counts = cp.zeros(len(D) + 1, dtype=cp.uint64)
     threads = 128
     mod.get_function("ar_select")((300,), (threads,), (cp.asarray(D), np.int32(len(D)), np.float64(D.max()),

@@ -266,22 +266,16 @@ def test_planted_solution_reaches_its_bound():
 
 
 def test_result_file_plot_and_cli(mouse, tmp_path, capsys):
-    import argparse
-
     from distsim import results
-    from distsim.grn import cli
+    from distsim.cli import main
 
     ds = grn.infer(mouse, generations=20, seed=1, client=CPU, plot=str(tmp_path / "r.png"))
     assert (tmp_path / "r.png").stat().st_size > 10_000
     back = results.open_result(results.write(ds, tmp_path / "r.nc"))
     assert np.array_equal(back.best_links.values, ds.best_links.values)
     assert back.attrs["fitness"] == ds.attrs["fitness"]
-    ap = argparse.ArgumentParser()
-    cli.register(ap.add_subparsers(dest="command"))
-    args = ap.parse_args(["grn", "infer", str(EX / "mouse_eye.toml"), "--target-fitness", str(OPTIMUM), "--seed", "2",
-                          "-g", "800", "-o", str(tmp_path / "c.nc")])
-    args.quiet, args.cpu = True, True
-    assert cli.run(args, None) == 0
+    assert main(["--in-process", "--cpu", "--quiet", "grn", "infer", str(EX / "mouse_eye.toml"), "--target-fitness",
+                 str(OPTIMUM), "--seed", "2", "-g", "800", "-o", str(tmp_path / "c.nc")]) == 0
     out = capsys.readouterr().out
     assert "best fitness 0.0005859375 (0 node mismatches, 6 link changes)" in out
     assert all(f"  {g} <- " in out for g in ("g03", "g05", "g15", "g16", "g22"))  # the five forced rows

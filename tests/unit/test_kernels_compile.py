@@ -5,15 +5,15 @@ import subprocess
 
 import pytest
 
-from distsim import backends
+from distsim.backends import cuda
 
 nvcc = shutil.which("nvcc")
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("source", sorted(p.name for p in backends.kernels_dir().glob("*.cu")))
+@pytest.mark.parametrize("source", sorted(p.name for p in cuda.kernels_dir().glob("*.cu")))
 def test_nvcc_ptx(source, tmp_path):
-    kdir = backends.kernels_dir()
+    kdir = cuda.kernels_dir()
     r = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(kdir), "-o", str(tmp_path / "k.ptx"),
                         str(kdir / source)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -28,6 +28,6 @@ def test_generated_pbn_kernel_compiles(tmp_path):
     for mode, net in ((0, random_pbn(20, seed=1)), (1, random_pbn(20, seed=2, contexts=3)), (0, random_pbn(9, seed=3, contexts=2))):
         src = tmp_path / "gen.cu"
         src.write_text(generate_source(compile_pbn(net), mode, [((0, 1),)]))
-        r = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(backends.kernels_dir()), "-o",
+        r = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(cuda.kernels_dir()), "-o",
                             str(tmp_path / "g.ptx"), str(src)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr

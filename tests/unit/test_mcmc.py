@@ -16,7 +16,8 @@ from distsim.engine.faults import KillWorkerOnce
 from distsim.mcmc import cpu
 from distsim.mcmc.priors import rate_model
 from distsim.mcmc.sampler import build_problem
-from distsim.mcmc.shard import MCMCBlock, run_block_cpu
+from distsim.mcmc.block import MCMCBlock
+from distsim.mcmc.shard import run_block_cpu
 from distsim.models.errors import ModelError
 from distsim.models.formats.reaction_text import parse_reactions
 from distsim.ssa import load
@@ -133,7 +134,7 @@ def test_complete_data_conjugacy():
                             r, b, np.empty(0), np.empty((0, 1), np.int64))
     # independent replay: Philox words -> waiting times and reactions, accumulate r and b by hand
     from distsim.rng import philox, uniform_f64
-    from distsim.rng.dsmath import ds_log
+    from distsim.backends.dsmath import ds_log
 
     X, t, e, r2, b2 = 5, 0.0, 0, [0, 0], [0.0, 0.0]
     while True:
@@ -166,7 +167,7 @@ def test_simulation_based_calibration():
     """SBC (Talts et al. 2018) on birth-death: theta ~ prior, data simulated from theta, 9 thinned posterior
     draws; the rank of the true theta among them is uniform on 0..9. Chi-square test per parameter at level
     1e-3 over L = 100 replications."""
-    from distsim.ssa.compile import compile_network
+    from distsim.models.compile_reactions import compile_network
     from distsim.ssa.cpu import simulate_block
 
     net = parse_reactions(BD, file="bd.rxn")
@@ -253,21 +254,14 @@ def test_mm_short_run_and_latent_paths(mm, tmp_path):
 
 
 def test_cli(tmp_path, capsys):
-    import argparse
+    from distsim.cli import main
 
-    from distsim.mcmc import cli
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--cpu", action="store_true")
-    cli.register(ap.add_subparsers(dest="command"))
     out = tmp_path / "post.nc"
-    args = ap.parse_args(["--quiet", "--cpu", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--iterations", "12",
-                          "--burn-in", "2", "--chains", "2", "--prior", "k1=gamma:2,1000", "--prior", "k2=gamma:2,10",
-                          "--prior", "k3=gamma:2,10", "--derived", "K_M=(k2+k3)/k1", "-o", str(out)])
-    assert cli.run(args, None) == 0
+    assert main(["--in-process", "--quiet", "--cpu", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--iterations",
+                 "12", "--burn-in", "2", "--chains", "2", "--prior", "k1=gamma:2,1000", "--prior", "k2=gamma:2,10",
+                 "--prior", "k3=gamma:2,10", "--derived", "K_M=(k2+k3)/k1", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "K_M" in text and "R-hat" in text and out.exists()
-    bad = ap.parse_args(["--quiet", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--prior", "k1=gamma:1"])
-    with pytest.raises(ValueError, match="SHAPE and RATE"):
-        cli.run(bad, None)
+    assert main(["--in-process", "--quiet", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--prior",
+                 "k1=gamma:1"]) == 2
+    assert "SHAPE and RATE" in capsys.readouterr().err

@@ -20,7 +20,7 @@ def test_wheel_contains_kernels_and_finds_them(tmp_path):
     assert any(n.endswith("entry_points.txt") for n in names)
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = "import distsim.backends as b; print(b.kernels_dir())"
+    code = "import distsim.backends.cuda as b; print(b.kernels_dir())"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
                        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr

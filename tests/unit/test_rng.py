@@ -60,7 +60,7 @@ def test_neglog_u01_accuracy_and_sign():
     """-log(u) from the table: within 6 ulp of libm's log (4 measured), positive, accurate near u = 1."""
     import math
 
-    from distsim.rng.dsmath import neglog_u01
+    from distsim.backends.dsmath import neglog_u01
 
     rng = np.random.default_rng(11)
     extremes = [2.0**-53, 2.0**-1022, 1e-300, 0.5, 0.75, 0.75 - 2.0**-54, 1.0 - 2.0**-53, 1.0 - 1e-10, 0.999]
@@ -76,7 +76,7 @@ def test_neglog_table_is_portable_and_matches_cuda_text():
     import math
     import re
 
-    from distsim.rng.dsmath import NEGLOG_TABLE, neglog_table_cuda
+    from distsim.backends.dsmath import NEGLOG_TABLE, neglog_table_cuda
 
     assert NEGLOG_TABLE.shape == (2 * 193,)
     inv, logc = NEGLOG_TABLE[0::2], NEGLOG_TABLE[1::2]
@@ -91,7 +91,7 @@ def test_neglog_table_is_portable_and_matches_cuda_text():
 def test_fma_is_fused():
     import numba
 
-    from distsim.rng.dsmath import fma
+    from distsim.backends.dsmath import fma
 
     f = numba.njit(lambda a, b, c: fma(a, b, c))
     # (1 + 2^-30)(1 - 2^-30) - 1 = -2^-60 exactly with one rounding; 0 with two

@@ -316,17 +316,10 @@ def test_config_table_csv_and_one_at_a_time(tmp_path):
 
 @pytest.mark.parametrize("example", ["mm_grid.yaml", "mm_sensitivity.yaml", "pbn_grid.yaml"])
 def test_example_configs_run(tmp_path, monkeypatch, example, capsys):
-    import argparse
-
-    from distsim.sweep import cli
+    from distsim.cli import main
 
     monkeypatch.chdir(tmp_path)  # store and output land in the working folder
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cpu", action="store_true")
-    ap.add_argument("--quiet", action="store_true")
-    cli.register(ap.add_subparsers(dest="command"))
-    args = ap.parse_args(["--cpu", "--quiet", "sweep", str(ROOT / "examples" / "sweeps" / example)])
-    assert cli.run(args, LocalExecutor("cpu")) == 0
+    assert main(["--in-process", "--cpu", "--quiet", "sweep", str(ROOT / "examples" / "sweeps" / example)]) == 0
     cfg = load_config(ROOT / "examples" / "sweeps" / example)
     out = xr.open_dataset(tmp_path / cfg.output.name, engine="h5netcdf")
     assert out.sizes["point"] == cfg.points.n

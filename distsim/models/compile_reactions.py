@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.arith import compile_stack
-from ..models.reactions import ReactionNetwork
+from .arith import compile_stack
+from .reactions import ReactionNetwork
 
 KIND_MASS_ACTION, KIND_LAW = 0, 1
 

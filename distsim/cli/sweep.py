@@ -1,4 +1,4 @@
-"""``distsim sweep CONFIG.yaml`` (wired into ``distsim/cli.py`` through :func:`register` and :func:`run`)."""
+"""``distsim sweep CONFIG.yaml``: a parameter sweep described by a YAML file (resumable)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 from typing import Any
+
+from .common import client
 
 
 def register(subparsers: Any) -> None:
@@ -21,13 +23,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--check", action="store_true", help="validate the configuration and exit")
 
 
-def run(args: argparse.Namespace, client: Any) -> int:
-    """Run the sweep of ``args.config`` on ``client`` (None: in-process); returns the exit status."""
+def run(args: argparse.Namespace) -> int:
+    """Run the sweep of ``args.config``; returns the exit status."""
     from pathlib import Path
 
     from .. import results
-    from .config import load_config
-    from .core import sweep
+    from ..sweep.config import load_config
+    from ..sweep.core import sweep
 
     cfg = load_config(args.config)
     store = Path(args.store) if args.store else cfg.store
@@ -41,9 +43,10 @@ def run(args: argparse.Namespace, client: Any) -> int:
         print("configuration ok")
         return 0
     t0 = time.perf_counter()
-    ds = sweep(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], seed=cfg.seed,
-               client=client, store=store, chunk_size=chunk, backend="cpu" if getattr(args, "cpu", False) else None,
-               progress=not getattr(args, "quiet", False), **cfg.fixed)
+    with client(args) as dask_client:
+        ds = sweep(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], seed=cfg.seed,
+                   client=dask_client, store=store, chunk_size=chunk, backend="cpu" if getattr(args, "cpu", False) else None,
+                   progress=not getattr(args, "quiet", False), **cfg.fixed)
     a = ds.attrs
     print(f"{a['points']} points: {a['points_computed']} computed, {a['points_resumed']} resumed from the store, "
           f"{a['tasks']} tasks of <= {a['chunk_size']} points on {a.get('backend', '-')}, "

@@ -1,4 +1,4 @@
-"""``distsim grn infer PROBLEM ...``: wired into ``distsim/cli.py`` through :func:`register` and :func:`run`."""
+"""``distsim grn infer PROBLEM ...``: GRN inference by parallel genetic algorithms."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import argparse
 import time
 from typing import Any
 
-from .ga import MODELS, MODES, SELECTIONS
+from ..grn.ga import MODELS, MODES, SELECTIONS
+from .common import client, finish
 
 
 def register(subparsers: Any) -> None:
@@ -40,23 +41,23 @@ def _sign(v: int) -> str:
     return {1: "+1", 0: "0", -1: "-1"}[int(v)]
 
 
-def run(args: argparse.Namespace, client: Any) -> int:
-    """Run ``grn infer`` with ``client`` (what ``distsim.cli._client`` yields: a Dask client or None)."""
+def run(args: argparse.Namespace) -> int:
+    """Run ``grn infer``."""
     from .. import results
-    from ..cli import finish
-    from . import infer, load
+    from ..grn import infer, load
 
     if args.output:
         results.check_output_path(args.output)
     problem = load(args.problem, states=args.states)
     print(problem.summary())
     t0 = time.perf_counter()
-    ds = infer(problem, model=args.model, islands=args.islands, population=args.population, selection=args.selection,
-               migration_rate=args.migration_rate, migration_interval=args.migration_interval,
-               generations=args.generations, target_fitness=args.target_fitness, mode=args.mode, seed=args.seed,
-               client=client, time_limit=args.time_limit, backend="cpu" if getattr(args, "cpu", False) else None,
-               link_mutation=args.link_mutation, rule_mutation=args.rule_mutation,
-               progress=not getattr(args, "quiet", False), plot=args.plot)
+    with client(args) as dask_client:
+        ds = infer(problem, model=args.model, islands=args.islands, population=args.population, selection=args.selection,
+                   migration_rate=args.migration_rate, migration_interval=args.migration_interval,
+                   generations=args.generations, target_fitness=args.target_fitness, mode=args.mode, seed=args.seed,
+                   client=dask_client, time_limit=args.time_limit, backend="cpu" if getattr(args, "cpu", False) else None,
+                   link_mutation=args.link_mutation, rule_mutation=args.rule_mutation,
+                   progress=not getattr(args, "quiet", False), plot=args.plot)
     a = ds.attrs
     print(f"best fitness {a['fitness']:.10g} ({a['node_mismatches']} node mismatches, {a['link_mismatches']} link "
           f"changes) at generation {a['best_generation']} on island {a['best_island']}; stopped by "

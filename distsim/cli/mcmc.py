@@ -11,6 +11,8 @@ import argparse
 import time
 from typing import Any
 
+from .common import client, finish
+
 
 def register(subparsers: Any) -> None:
     """Add the ``mcmc`` command (with its ``rates`` subcommand) to the ``distsim`` parser."""
@@ -40,13 +42,12 @@ def register(subparsers: Any) -> None:
     r.add_argument("--band-draws", type=int, default=200, help="draws re-simulated for --bands (default 200)")
 
 
-def run(args: argparse.Namespace, client: Any) -> int:
-    """Run ``distsim mcmc rates`` with a client from ``distsim.cli._client`` (None: in-process)."""
+def run(args: argparse.Namespace) -> int:
+    """Run ``distsim mcmc rates``."""
     from .. import results
-    from ..cli import finish
-    from ..ssa import load
-    from .priors import parse_prior_spec
-    from .sampler import MAX_ATTEMPTS, infer_rates, summary
+    from ..mcmc.priors import parse_prior_spec
+    from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates, summary
+    from ..models.formats.reaction_formats import load_reactions as load
 
     prior = dict(parse_prior_spec(p) for p in args.prior)
     if args.output:
@@ -57,10 +58,11 @@ def run(args: argparse.Namespace, client: Any) -> int:
     net = load(args.model)
     print(net.summary())
     t0 = time.perf_counter()
-    ds = infer_rates(net, args.data, prior=prior, improper_prior=args.improper_prior, iterations=args.iterations,
-                     burn_in=args.burn_in, chains=args.chains, thin=args.thin, seed=args.seed, client=client,
-                     derived=args.derived or None, backend="cpu" if getattr(args, "cpu", False) else None,
-                     max_attempts=args.max_attempts or MAX_ATTEMPTS, progress=not getattr(args, "quiet", False))
+    with client(args) as dask_client:
+        ds = infer_rates(net, args.data, prior=prior, improper_prior=args.improper_prior, iterations=args.iterations,
+                         burn_in=args.burn_in, chains=args.chains, thin=args.thin, seed=args.seed, client=dask_client,
+                         derived=args.derived or None, backend="cpu" if getattr(args, "cpu", False) else None,
+                         max_attempts=args.max_attempts or MAX_ATTEMPTS, progress=not getattr(args, "quiet", False))
     a = ds.attrs
     print(f"{a['chains']} chains x {a['iterations']} iterations (burn-in {a['burn_in']}, thin {a['thin']}) on "
           f"{a['backend']}: {a['iterations_per_second']:.4g} iterations/s, {a['attempts_per_second']:.4g} attempts/s "
@@ -72,11 +74,11 @@ def run(args: argparse.Namespace, client: Any) -> int:
     acc = ds.acceptance_rate.mean("chain").values
     print("acceptance per interval: " + " ".join(f"{v:.2e}" for v in acc))
     if args.plot:
-        from .plots import plot_posterior
+        from ..mcmc.plots import plot_posterior
 
         plot_posterior(ds, args.plot)
     if args.bands:
-        from .trajectories import latent_trajectories
+        from ..mcmc.trajectories import latent_trajectories
 
         latent_trajectories(ds, net, args.data, draws=args.band_draws, plot=args.bands)
     return finish(ds, args.output, t0, plot=args.plot, bands=args.bands)

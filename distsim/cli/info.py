@@ -1,0 +1,46 @@
+"""``distsim info``: versions, backend, GPUs seen, and the cluster ``distsim.connect()`` would start."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import __version__
+
+
+def register(subparsers: Any) -> None:
+    subparsers.add_parser("info", help="versions, backend, GPUs seen, and the cluster `connect()` would start")
+
+
+def run(args: argparse.Namespace) -> int:
+    import platform
+
+    import dask
+    import distributed
+    import numba
+    import numpy
+    import xarray
+
+    from .. import backends
+    from ..backends import cuda
+    from ..cluster import count_gpus, describe_default
+
+    print(f"distsim {__version__} (python {platform.python_version()}, {platform.platform()})")
+    versions = {"numpy": numpy.__version__, "numba": numba.__version__, "xarray": xarray.__version__,
+                "dask": dask.__version__, "distributed": distributed.__version__}
+    for mod in ("cupy", "dask_cuda"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception as e:  # noqa: BLE001
+            versions[mod] = f"not available ({type(e).__name__})"
+    for k, v in versions.items():
+        print(f"  {k:12s} {v}")
+    backend = "cpu" if args.cpu else backends.resolve("auto")
+    print(f"backend here: {backend}")
+    n = count_gpus()
+    print(f"GPUs seen (NVML): {n}")
+    if backend == "gpu":
+        print(f"  device 0: {backends.device_description('gpu')}")
+    print(f"cluster `distsim.connect()` would start: {describe_default() if not args.cpu else 'LocalCluster (CPU)'}")
+    print(f"CUDA kernel sources: {cuda.kernels_dir()}")
+    return 0

@@ -233,25 +233,31 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
     }
 }
 
-// Initial states: node i of trajectory c is bit i%32 of word i/32 of the stream (counter word 3 = 1).
+// Initial states: node i of trajectory c is bit index[i]%32 of word index[i]/32 of the stream (counter
+// word 3 = 1); index[i] is the node's index in the full network (i itself unless it was reduced).
 extern "C" __global__ void pbn_init(uint32_t* __restrict__ S, const int G, const int n_chains, const int n,
-                                    const unsigned long long chain0, const uint32_t seed)
+                                    const unsigned long long chain0, const uint32_t seed,
+                                    const int* __restrict__ index)
 {
     const int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= G) return;
     const int lanes = min(32, n_chains - g * 32);
-    for (int w = 0; w * 32 < n; ++w) {
-        uint32_t lw[32];
+    uint32_t lw[32];
+    int loaded = -1;
+    for (int i = 0; i < n; ++i) {
+        const int w = index[i] >> 5;
+        if (w != loaded) {
 #pragma unroll
-        for (int lane = 0; lane < 32; ++lane) {
-            const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
-            lw[lane] = lane < lanes ? ds_word(ds_philox4x32_10(ds_u32x4{(uint32_t)(w >> 2), 0u, 0u, 1u}, seed, chain), w) : 0u;
+            for (int lane = 0; lane < 32; ++lane) {
+                const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
+                lw[lane] = lane < lanes ? ds_word(ds_philox4x32_10(ds_u32x4{(uint32_t)(w >> 2), 0u, 0u, 1u}, seed, chain), w) : 0u;
+            }
+            loaded = w;
         }
-        for (int b = 0; b < 32 && w * 32 + b < n; ++b) {
-            uint32_t word = 0u;
+        const int b = index[i] & 31;
+        uint32_t word = 0u;
 #pragma unroll
-            for (int lane = 0; lane < 32; ++lane) word |= ((lw[lane] >> b) & 1u) << lane;
-            S[(unsigned long long)(g / DS_BLOCK) * n * DS_BLOCK + (unsigned long long)(w * 32 + b) * DS_BLOCK + g % DS_BLOCK] = word;
-        }
+        for (int lane = 0; lane < 32; ++lane) word |= ((lw[lane] >> b) & 1u) << lane;
+        S[(unsigned long long)(g / DS_BLOCK) * n * DS_BLOCK + (unsigned long long)i * DS_BLOCK + g % DS_BLOCK] = word;
     }
 }

@@ -19,6 +19,12 @@ counter word 3 = 1. Within a step:
   asynchronous: word 1 chooses the node (``floor(w * n / 2**32)``), word 2 its function
   (independent) or the context (dependent) when there is a choice.
 
+A network reduced to the ancestors ``keep`` of some nodes (SCC reduction, seed 000 section 4) is
+compiled against the full network's layout: the initial bits, the word of each multi-function node,
+the contexts, the perturbable entries (removed ones are phantoms, -1) and the asynchronous node draw
+(over all n nodes; a removed node's turn leaves the kept nodes as they are) are those of the full
+network, so the kept nodes follow exactly the trajectories they have in the unreduced simulation.
+
 Boolean functions become one straight-line *bit program* over machine words (each bit a
 trajectory): the CPU kernel interprets it over 64-bit words, the GPU kernel is generated from it
 over 32-bit words. Truth tables (lowest-index parent = most significant bit, as in ASSA-PBN) are
@@ -31,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -229,6 +236,9 @@ class CompiledPBN:
     ctx_func: np.ndarray  # int32 [K, n]: function (local index) of each node in each context
     n_pert: int  # m: perturbable entries (0 when p == 0)
     pert_nodes: np.ndarray  # int32 [max(m,1)]: perturbable nodes; -1 = a removed node (SCC reduction)
+    multi_word: np.ndarray  # int32 [M]: the step word choosing each multi-function node's function (sync)
+    draw_node: np.ndarray  # int32 [n_full]: async draw -> node updated (-1: a removed node, no update)
+    init_index: np.ndarray  # int32 [n]: the full network's index of each node (initial-state bits)
     pert_G: np.ndarray  # uint32 [max(m,1)]
     program: Program
     # packed truth tables (functions with <= TT_MAX_PARENTS parents; others have tt_words == 0)
@@ -248,9 +258,12 @@ class CompiledPBN:
         return 1 + (1 if self.dependent else len(self.multi_nodes))
 
 
-def compile_pbn(net: PBN, *, removed_perturbable: int = 0) -> CompiledPBN:
-    """Compile ``net``. ``removed_perturbable`` adds that many perturbable phantom nodes (nodes the
-    SCC reduction removed): their flips still make a step a perturbation step (seed 000, Alg. 5)."""
+def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
+    """Compile ``full``, or its subnetwork on ``keep`` (closed under parents) with the random-number
+    layout of ``full`` (see the module docstring)."""
+    keep = list(range(full.n)) if keep is None else sorted(set(keep))
+    net = full if len(keep) == full.n else full.subnetwork(keep)
+    sim = {old: new for new, old in enumerate(keep)}
     n = net.n
     exprs: list[Expr] = []
     func_start = [0]
@@ -259,17 +272,19 @@ def compile_pbn(net: PBN, *, removed_perturbable: int = 0) -> CompiledPBN:
         exprs.extend(p.expr for p in plist)
         func_thresh.extend(cumulative_thresholds([p.probability for p in plist]))
         func_start.append(len(exprs))
-    multi = [i for i in range(n) if len(net.predictors[i]) > 1] if not net.dependent else []
-    if net.dependent:
-        ctx_thresh = cumulative_thresholds([p for _, p in net.contexts])
-        ctx_func = np.array([c for c, _ in net.contexts], dtype=np.int32).reshape(-1, n)
+    multi, multi_word = [], []
+    if not full.dependent:
+        full_multi = [i for i in range(full.n) if len(full.predictors[i]) > 1]
+        multi = [sim[i] for i in full_multi if i in sim]
+        multi_word = [1 + k for k, i in enumerate(full_multi) if i in sim]
+    if full.dependent:
+        ctx_thresh = cumulative_thresholds([p for _, p in full.contexts])
+        ctx_func = np.array([[choice[o] for o in keep] for choice, _ in full.contexts], dtype=np.int32).reshape(-1, n)
     else:
         ctx_thresh = [U32 - 1]
         ctx_func = np.zeros((1, n), dtype=np.int32)
-    pert = list(net.perturbable()) + [-1] * int(removed_perturbable)
-    if net.perturbation <= 0:
-        pert = []
-    G = perturbation_table(net.perturbation, len(pert))
+    pert = [sim.get(i, -1) for i in full.perturbable()] if full.perturbation > 0 else []
+    G = perturbation_table(full.perturbation, len(pert))
 
     par_start, par_index, tt_start, tt_words = [0], [], [0], []
     for e in exprs:
@@ -285,7 +300,7 @@ def compile_pbn(net: PBN, *, removed_perturbable: int = 0) -> CompiledPBN:
         tt_start.append(len(tt_words))
 
     prog = compile_program(exprs, n)
-    h = hashlib.sha256((net.digest() + f"|removed={removed_perturbable}").encode()).hexdigest()
+    h = hashlib.sha256((full.digest() + f"|keep={keep}").encode()).hexdigest()
     return CompiledPBN(
         n=n,
         perturbation=net.perturbation,
@@ -298,6 +313,9 @@ def compile_pbn(net: PBN, *, removed_perturbable: int = 0) -> CompiledPBN:
         n_pert=len(pert),
         pert_nodes=np.array(pert if pert else [-1], dtype=np.int32),
         pert_G=G,
+        multi_word=np.array(multi_word, dtype=np.int32),
+        draw_node=np.array([sim.get(i, -1) for i in range(full.n)], dtype=np.int32),
+        init_index=np.array(keep, dtype=np.int32),
         program=prog,
         par_start=np.array(par_start, dtype=np.int32),
         par_index=np.array(par_index, dtype=np.int32),

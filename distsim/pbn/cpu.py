@@ -109,7 +109,7 @@ def run_program(code, regs):
 
 
 @numba.njit(cache=True)
-def _init_sliced(S, chain0, n_chains, seed, fix_mask, fix_val):
+def _init_sliced(S, chain0, n_chains, seed, fix_mask, fix_val, index):
     n = S.shape[0]
     for g in prange(S.shape[1]):
         for lane in range(LANES):
@@ -118,32 +118,32 @@ def _init_sliced(S, chain0, n_chains, seed, fix_mask, fix_val):
                 break
             chain = np.uint64(chain0 + c)
             bit = U1 << np.uint64(lane)
-            for w in range((n + 31) // 32):
+            for i in range(n):
+                w = index[i] >> 5  # node i takes bit index[i] of the stream (its full-network index)
                 r = philox4x32_10(np.uint64(w) >> np.uint64(2), 0, 0, 1, seed, chain)
-                word = r[w & 3]
-                for b in range(32):
-                    i = w * 32 + b
-                    if i >= n:
-                        break
-                    v = (word >> np.uint64(b)) & U1
-                    if fix_mask[i]:
-                        v = np.uint64(fix_val[i])
-                    if v:
-                        S[i, g] |= bit
+                v = (r[w & 3] >> np.uint64(index[i] & 31)) & U1
+                if fix_mask[i]:
+                    v = np.uint64(fix_val[i])
+                if v:
+                    S[i, g] |= bit
 
 
-def init_sliced(n: int, chain0: int, n_chains: int, seed: int, fix_mask: np.ndarray, fix_val: np.ndarray) -> np.ndarray:
-    """Initial states (random bits from counter word 3 = 1, overridden where ``fix_mask``)."""
+def init_sliced(n: int, chain0: int, n_chains: int, seed: int, fix_mask: np.ndarray, fix_val: np.ndarray,
+                index: np.ndarray | None = None) -> np.ndarray:
+    """Initial states: node i is bit ``index[i]`` (default i; a reduced network passes its nodes'
+    full-network indices) of the stream at counter word 3 = 1, overridden where ``fix_mask``."""
     G = max(1, -(-n_chains // LANES))
     S = np.zeros((n, G), dtype=np.uint64)
-    _init_sliced(S, np.uint64(chain0), n_chains, np.uint64(seed), fix_mask.astype(np.bool_), fix_val.astype(np.uint8))
+    index = np.arange(n, dtype=np.int32) if index is None else np.asarray(index, np.int32)
+    _init_sliced(S, np.uint64(chain0), n_chains, np.uint64(seed), fix_mask.astype(np.bool_), fix_val.astype(np.uint8),
+                 index)
     return S
 
 
 @numba.njit(parallel=True, cache=True)
 def _advance_sliced(S, chain0, n_chains, step0, nsteps, seed, mode, dependent,
-                    code, outputs, n_regs, func_start, func_thresh, multi_nodes, ctx_thresh, ctx_func,
-                    n_pert, pert_nodes, G, tgt_start, tgt_node, tgt_val,
+                    code, outputs, n_regs, func_start, func_thresh, multi_nodes, multi_word, ctx_thresh, ctx_func,
+                    draw_node, n_pert, pert_nodes, G, tgt_start, tgt_node, tgt_val,
                     want_chain, chain_ones, want_nodes, node_ones, pooled):
     n = S.shape[0]
     n_groups = S.shape[1]
@@ -151,6 +151,7 @@ def _advance_sliced(S, chain0, n_chains, step0, nsteps, seed, mode, dependent,
     M = multi_nodes.shape[0]
     T = tgt_start.shape[0] - 1
     K = ctx_thresh.shape[0]
+    n_draw = draw_node.shape[0]
     for g in prange(n_groups):
         lanes = min(LANES, n_chains - g * LANES)
         valid = ALL if lanes == LANES else (U1 << np.uint64(lanes)) - U1
@@ -201,7 +202,7 @@ def _advance_sliced(S, chain0, n_chains, step0, nsteps, seed, mode, dependent,
                         blk = 0
                         c0, c1, c2, c3 = b0, b1, b2, b3
                         for k in range(M):
-                            widx = k + 1
+                            widx = multi_word[k]
                             if (widx >> 2) != blk:
                                 blk = widx >> 2
                                 c0, c1, c2, c3 = philox4x32_10(np.uint64(blk), slo, shi, 0, seed, chain)
@@ -211,7 +212,9 @@ def _advance_sliced(S, chain0, n_chains, step0, nsteps, seed, mode, dependent,
                             f0 = func_start[node]
                             sel[f0 + choose(u, func_thresh, f0, func_start[node + 1] - f0)] |= bit
                 else:
-                    node = (b1 * np.uint64(n)) >> S32
+                    node = draw_node[(b1 * np.uint64(n_draw)) >> S32]
+                    if node < 0:  # a removed node's turn: the kept nodes stay
+                        continue
                     upd[node] |= bit
                     f0 = func_start[node]
                     nf = func_start[node + 1] - f0
@@ -314,8 +317,8 @@ def advance_sliced(S: np.ndarray, c: CompiledPBN, *, chain0: int, n_chains: int,
     if nsteps > 0:
         _advance_sliced(S, np.uint64(chain0), n_chains, np.uint64(step0), nsteps, np.uint64(seed), mode, c.dependent,
                         c.program.code, c.program.outputs, c.program.n_regs, c.func_start, c.func_thresh,
-                        c.multi_nodes, c.ctx_thresh, c.ctx_func, c.n_pert, c.pert_nodes, c.pert_G,
-                        tgt_start, tgt_node, tgt_val, want_chain, chain_ones, want_nodes, node_ones, pooled)
+                        c.multi_nodes, c.multi_word, c.ctx_thresh, c.ctx_func, c.draw_node, c.n_pert, c.pert_nodes,
+                        c.pert_G, tgt_start, tgt_node, tgt_val, want_chain, chain_ones, want_nodes, node_ones, pooled)
     else:
         # no steps: only the end-of-segment occupancy is meaningful
         states = unslice(S, n_chains, c.n)
@@ -374,8 +377,8 @@ def _program_eval_scalar(state_bits, n, code, regs):
 
 @numba.njit(parallel=True, cache=True)
 def _advance_table(X, chain0, step0, nsteps, seed, mode, dependent, n,
-                   func_start, func_thresh, multi_nodes, ctx_thresh, ctx_func, n_pert, pert_nodes, G,
-                   par_start, par_index, tt_start, tt, code, outputs, n_regs):
+                   func_start, func_thresh, multi_nodes, multi_word, ctx_thresh, ctx_func, draw_node, n_pert, pert_nodes,
+                   G, par_start, par_index, tt_start, tt, code, outputs, n_regs):
     K = ctx_thresh.shape[0]
     M = multi_nodes.shape[0]
     W = X.shape[1]
@@ -410,12 +413,14 @@ def _advance_table(X, chain0, step0, nsteps, seed, mode, dependent, n,
                         choice[i] = ctx_func[k, i]
                 else:
                     for k in range(M):
-                        u = step_word(seed, chain, step, k + 1)
+                        u = step_word(seed, chain, step, multi_word[k])
                         node = multi_nodes[k]
                         f0 = func_start[node]
                         choice[node] = choose(u, func_thresh, f0, func_start[node + 1] - f0)
             else:
-                node = (b1 * np.uint64(n)) >> S32
+                node = draw_node[(b1 * np.uint64(draw_node.shape[0])) >> S32]
+                if node < 0:  # a removed node's turn: the kept nodes stay
+                    continue
                 lo_node = node
                 hi_node = node + 1
                 f0 = func_start[node]
@@ -452,7 +457,8 @@ def advance_table(X: np.ndarray, c: CompiledPBN, *, chain0: int, step0: int, nst
     """Advance per-trajectory packed states ``X[chain, word]`` (uint32, node i = bit i%32 of word i//32) in place."""
     if nsteps > 0:
         _advance_table(X, np.uint64(chain0), np.uint64(step0), nsteps, np.uint64(seed), mode, c.dependent, c.n,
-                       c.func_start, c.func_thresh, c.multi_nodes, c.ctx_thresh, c.ctx_func, c.n_pert, c.pert_nodes,
+                       c.func_start, c.func_thresh, c.multi_nodes, c.multi_word, c.ctx_thresh, c.ctx_func, c.draw_node,
+                       c.n_pert, c.pert_nodes,
                        c.pert_G, c.par_start, c.par_index, c.tt_start, c.tt, c.program.code, c.program.outputs,
                        c.program.n_regs)
 

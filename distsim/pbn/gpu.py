@@ -68,12 +68,18 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] |
     fs = c.func_start
     nf = [int(fs[i + 1] - fs[i]) for i in range(n)]
     maxf = max(nf)
-    nbits = max(1, int(np.ceil(np.log2(max(n, 2)))))
+    # async draw: over the full network's nodes; a removed node's turn is the code n ("none")
+    reduced = not np.array_equal(c.draw_node, np.arange(n))
+    nbits = max(1, int(np.ceil(np.log2(max(n + reduced, 2)))))
     T = max(1, len(targets))
     R: dict[str, str] = {}
 
-    R["defs"] = "\n".join([f"#define DS_N {n}", f"#define DS_ASYNC {mode}", f"#define DS_NBITS {nbits}",
-                           f"#define DS_MAXF {maxf}", f"#define DS_T {T}"])
+    defs = [f"#define DS_N {n}", f"#define DS_ASYNC {mode}", f"#define DS_NBITS {nbits}", f"#define DS_MAXF {maxf}",
+            f"#define DS_T {T}"]
+    if mode == 1 and reduced:
+        draw = ", ".join(str(int(d)) if d >= 0 else str(n) for d in c.draw_node)
+        defs.append(f"__constant__ uint32_t ds_draw[{len(c.draw_node)}] = {{{draw}}};")
+    R["defs"] = "\n".join(defs)
     R["load"] = "\n".join(f"uint32_t s{i} = Sb[{i} * DS_BLOCK];" for i in sorted(hot))
 
     tlines = []
@@ -106,7 +112,7 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] |
             nd = int(nd)
             for f in range(1, nf[nd]):
                 decl.append(f"uint32_t ge_{nd}_{f} = 0u;")
-            w = k + 1
+            w = int(c.multi_word[k])
             blk = w >> 2
             if blk and blk not in blocks_needed:
                 blocks_needed.add(blk)
@@ -140,14 +146,16 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] |
             decl.append(f"uint32_t cb_{b} = 0u;")
         for f in range(1, maxf):
             decl.append(f"uint32_t fge_{f} = 0u;")
-        body = [f"const uint32_t node = __umulhi(b0.y, {n}u);"]
+        draw = f"ds_draw[__umulhi(b0.y, {len(c.draw_node)}u)]" if reduced else f"__umulhi(b0.y, {n}u)"
+        body = [f"const uint32_t node = {draw};"]
         body += [f"cb_{b} |= ((node >> {b}) & 1u) << lane;" for b in range(nbits)]
         if maxf > 1:
             pick = ("ctx_func[ds_choose(b0.z, ctx_thresh, n_ctx) * DS_N + node]" if c.dependent
                     else "ds_choose(b0.z, func_thresh + f0, nf)")
-            body.append("const int f0 = func_start[node]; const int nf = func_start[node + 1] - f0;")
+            body.append(("if (node < DS_N) { " if reduced else "{ ")
+                        + "const int f0 = func_start[node]; const int nf = func_start[node + 1] - f0;")
             body.append(f"if (nf > 1) {{ const int f = {pick}; "
-                        + " ".join(f"if (f >= {f}) fge_{f} |= bit;" for f in range(1, maxf)) + " }")
+                        + " ".join(f"if (f >= {f}) fge_{f} |= bit;" for f in range(1, maxf)) + " } }")
         lane.append("{ " + " ".join(body) + " }")
         for i in range(n):
             sel = " & ".join(f"cb_{b}" if (i >> b) & 1 else f"~cb_{b}" for b in range(nbits))
@@ -206,6 +214,7 @@ class GPUKernel:
             "ctx_func": cp.asarray(c.ctx_func.ravel(), dtype=cp.int32),
             "pert_nodes": cp.asarray(c.pert_nodes, dtype=cp.int32),
             "pertG": cp.asarray(c.pert_G, dtype=cp.uint32),
+            "init_index": cp.asarray(c.init_index, dtype=cp.int32),
         }
         return cls(c, mode, max(1, len(targets)), mod, tables, len(hot) < c.n)
 
@@ -217,7 +226,8 @@ class GPUKernel:
         G = blocks * BLOCK
         S = cp.zeros((blocks, n, BLOCK), dtype=cp.uint32)  # tiled: S[block, node, thread]
         fn = self.module.get_function("pbn_init")
-        fn((blocks,), (BLOCK,), (S, np.int32(G), np.int32(n_chains), np.int32(n), np.uint64(chain0), np.uint32(seed)))
+        fn((blocks,), (BLOCK,), (S, np.int32(G), np.int32(n_chains), np.int32(n), np.uint64(chain0), np.uint32(seed),
+                                 self.tables["init_index"]))
         fixed = np.flatnonzero(fix_mask)
         if len(fixed):
             lanes = np.zeros(G, dtype=np.uint32)

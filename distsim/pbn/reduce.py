@@ -3,10 +3,11 @@
 Nodes that are not ancestors of any node of interest cannot influence it; seed 000 finds them as
 the SCCs of the dependency graph that neither contain a node of interest nor are ancestors of one.
 That set is exactly the complement of the ancestor closure of the nodes of interest, computed
-here by a reverse breadth-first search. Their perturbations still matter (a flip anywhere makes
-the step a perturbation step), so the removed perturbable nodes stay in the perturbation table as
-phantom entries -- the lambda = (1-p)**l test of Algorithm 5, folded into the one perturbation
-uniform of each step.
+here by a reverse breadth-first search. The removed nodes still shape the kept nodes' dynamics:
+their perturbations make a step a perturbation step, and in asynchronous mode their turns leave
+the kept nodes unchanged. :func:`distsim.pbn.compile.compile_pbn` keeps both (it compiles the kept
+nodes with the full network's random-number layout), so a reduced run gives the kept nodes the
+same trajectories as the unreduced run.
 """
 
 from __future__ import annotations
@@ -28,13 +29,3 @@ def ancestors(net: PBN, nodes: Iterable[int]) -> list[int]:
                 seen.add(p)
                 queue.append(p)
     return sorted(seen)
-
-
-def reduce_network(net: PBN, nodes_of_interest: Iterable[int]) -> tuple[PBN, list[int], int]:
-    """(reduced network, kept original indices, number of removed perturbable nodes)."""
-    keep = ancestors(net, nodes_of_interest)
-    removed = [i for i in range(net.n) if i not in set(keep)]
-    removed_perturbable = sum(1 for i in removed if i not in net.fixed)
-    if not removed:
-        return net, keep, 0
-    return net.subnetwork(keep), keep, removed_perturbable

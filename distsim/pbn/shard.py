@@ -98,7 +98,7 @@ def _init(backend: str, b: Block):
         from .gpu import get_kernel
 
         return get_kernel(b.compiled, b.mode, b.targets).init_state(b.chain0, b.n_chains, b.seed, b.fix_mask, b.fix_val)
-    return cpu.init_sliced(b.compiled.n, b.chain0, b.n_chains, b.seed, b.fix_mask, b.fix_val)
+    return cpu.init_sliced(b.compiled.n, b.chain0, b.n_chains, b.seed, b.fix_mask, b.fix_val, b.compiled.init_index)
 
 
 def _advance(backend: str, S, b: Block, step0: int, nsteps: int, want_chain: bool, want_nodes: bool) -> dict:

@@ -36,7 +36,7 @@ from ..models.pbn import PBN
 from ..rng import check_seed
 from .compile import compile_pbn
 from .inputs import Target, TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, target_label
-from .reduce import reduce_network
+from .reduce import ancestors
 from .shard import Block, advance_block
 from .simulate import LANE_ALIGN
 from .stats import ChainSums, TwoState, between_variance, burn_in, half_width, required_size, rhat, sample_size, two_state_variance
@@ -182,13 +182,10 @@ def steady_state(
     fix_mask, fix_val = initial_state(initial, net)
 
     # SCC reduction: simulate only the ancestors of the target nodes
-    if reduce:
-        sub, keep, removed_pert = reduce_network(net, {i for t in tgts for i, _ in t})
-    else:
-        sub, keep, removed_pert = net, list(range(net.n)), 0
+    keep = ancestors(net, {i for t in tgts for i, _ in t}) if reduce else list(range(net.n))
     remap = {old: new for new, old in enumerate(keep)}
     sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
-    compiled = compile_pbn(sub, removed_perturbable=removed_pert)
+    compiled = compile_pbn(net, keep)
     T = len(tgts)
 
     ex = engine.executor_for(client, backend)

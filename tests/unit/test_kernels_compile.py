@@ -25,9 +25,17 @@ def test_generated_pbn_kernel_compiles(tmp_path):
     from distsim.pbn.compile import compile_pbn
     from distsim.pbn.gpu import generate_source
 
-    for mode, net in ((0, random_pbn(20, seed=1)), (1, random_pbn(20, seed=2, contexts=3)), (0, random_pbn(9, seed=3, contexts=2))):
+    from distsim.pbn.reduce import ancestors
+
+    sparse = random_pbn(16, seed=4, max_parents=1, multi_fraction=0.5)  # ancestors of node 0: a few nodes
+    keep = ancestors(sparse, [0])
+    assert len(keep) < sparse.n
+    cases = [(0, random_pbn(20, seed=1), None), (1, random_pbn(20, seed=2, contexts=3), None),
+             (0, random_pbn(9, seed=3, contexts=2), None), (1, sparse, keep), (0, sparse, keep)]
+    for mode, net, kept in cases:
         src = tmp_path / "gen.cu"
-        src.write_text(generate_source(compile_pbn(net), mode, [((0, 1),)]))
+        c = compile_pbn(net, kept)
+        src.write_text(generate_source(c, mode, [((0, 1),)]))
         r = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(cuda.kernels_dir()), "-o",
                             str(tmp_path / "g.ptx"), str(src)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr

@@ -10,6 +10,7 @@ store them.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import shutil
@@ -73,20 +74,43 @@ def provenance(
     return clean
 
 
-def check_output_path(path: str | os.PathLike) -> Path:
-    """Validate an output path before any work is done (known extension, existing parent folder)."""
+def _own_store(p: Path) -> bool:
+    """Whether folder ``p`` is a zarr store written by distsim (its root attributes carry distsim_version)."""
+    for meta, key in (("zarr.json", "attributes"), (".zattrs", None)):
+        try:
+            doc = json.loads((p / meta).read_text())
+        except (OSError, ValueError):
+            continue
+        attrs = doc.get(key, {}) if key else doc
+        if isinstance(attrs, dict) and "distsim_version" in attrs:
+            return True
+    return False
+
+
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Validate an output path before any work is done: a known extension, an existing parent folder,
+    and nothing in the way unless ``overwrite`` (and even then, only a file, or a zarr store that
+    distsim wrote: other folders are never replaced)."""
     p = Path(path)
-    if p.suffix.lower() not in FORMATS:
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
         raise ValueError(f"{p}: unknown output format {p.suffix!r}; use one of {', '.join(sorted(FORMATS))}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise ValueError(f"{p}: folder {parent} does not exist")
+    if p.exists() or p.is_symlink():
+        if p.is_dir() and not (fmt == "zarr" and _own_store(p)):
+            raise ValueError(f"{p} is a folder that is not a result store written by distsim; it is never replaced")
+        if not overwrite:
+            raise ValueError(f"{p} exists; choose another path or allow replacing it (--overwrite, overwrite=True)")
     return p
 
 
-def write(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Write to netCDF (``.nc``, via h5netcdf) or zarr (``.zarr``), atomically (temp file, then rename)."""
-    p = check_output_path(path)
+def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write to netCDF (``.nc``, via h5netcdf) or zarr (``.zarr``) atomically: the data go to a temporary
+    name in the same folder, which is renamed once complete. An existing path is replaced only with
+    ``overwrite`` (see :func:`check_output_path`)."""
+    p = check_output_path(path, overwrite=overwrite)
     fmt = FORMATS[p.suffix.lower()]
     parent = p.parent if str(p.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
@@ -101,11 +125,8 @@ def write(ds: xr.Dataset, path: str | os.PathLike) -> Path:
                 if ds[name].dtype.kind == "U":
                     ds[name] = ds[name].astype(object)
             ds.to_zarr(target, mode="w", consolidated=False)
-        if p.exists():
-            if p.is_dir():
-                shutil.rmtree(p)
-            else:
-                p.unlink()
+        if p.is_dir():  # an old distsim store: move it aside, put the new one in place, then delete the old
+            os.replace(p, tmp / "replaced")
         os.replace(target, p)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,17 +1,7 @@
-"""The ``distsim`` command line.
+"""The ``distsim`` command line: one module per command, registered in :data:`COMMANDS`.
 
-    distsim [--scheduler ADDRESS | --in-process] [--cpu] [--workers N] [--quiet] COMMAND ...
-
-    distsim info
-    distsim pbn simulate MODEL --steps N --trajectories N [--mode sync|async] [--target A=1,B=0] [-o out.nc]
-    distsim pbn steady-state MODEL --target "A=1,B=0" [--target ...] [--precision R] [--confidence S]
-                             [--perturbation P] [--chains N] [--seed S] [-o out.nc] [--plot conv.png]
-    distsim pbn influence MODEL --node X [--parents A,B] [...same options...]
-    distsim pbn convert MODEL -o model.pbn
-    distsim ssa simulate MODEL --t-end T --points K --realizations N [--method auto|direct|tree|warp|ar] [-o out.nc]
-
-Without ``--scheduler`` the command starts a local Dask cluster (one worker per GPU when GPUs are
-present, else one per core) and shuts it down at the end; ``--in-process`` runs without Dask.
+Each module has ``register(subparsers)`` and ``run(args) -> exit status``. Errors in the input
+print one line ``distsim: error: ...`` and exit with status 2; an interrupted run exits with 130.
 """
 
 from __future__ import annotations
@@ -22,27 +12,52 @@ import os
 import sys
 
 from .. import __version__
+from .common import CLIError, HelpFormatter, add_global_options
 
 # one module per command: distsim/cli/<name>.py with register(subparsers) and run(args) -> exit status
 COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "sweep")
 
+EPILOG = """\
+commands:
+  distsim info                          versions, backend, GPUs seen, the cluster a run would start
+  distsim pbn simulate|steady-state|influence|convert MODEL ...
+                                        probabilistic Boolean networks
+  distsim ssa simulate MODEL ...        exact stochastic simulation of reaction networks
+  distsim grn infer PROBLEM ...         GRN inference by parallel genetic algorithms
+  distsim mcmc rates MODEL --data CSV   Bayesian rate inference (data-augmentation MCMC)
+  distsim sweep CONFIG.yaml             a parameter sweep of any of these (resumable)
+
+'distsim COMMAND --help' describes a command. Without --scheduler or --in-process a run starts a
+local Dask cluster (one worker per GPU when GPUs are present, else one per CPU core) when it
+needs workers, and stops it at the end.
+"""
+
+# exit statuses (a figure that fails after the data were written: 1)
+USAGE, INTERRUPTED = 2, 130
+
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="distsim", description="Stochastic systems-biology workloads on CPUs and GPUs "
-                                 "through Dask.", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(prog="distsim", description="Stochastic systems-biology workloads on one CPU, "
+                                 "one GPU or many GPUs through Dask.", formatter_class=HelpFormatter, epilog=EPILOG)
     ap.add_argument("--version", action="version", version=f"distsim {__version__}")
-    ap.add_argument("--scheduler", metavar="ADDRESS", default=None, help="connect to this Dask scheduler")
-    ap.add_argument("--in-process", action="store_true", help="run in this process, without a Dask cluster")
-    ap.add_argument("--cpu", action="store_true", help="CPU backend only, even when GPUs are present")
-    ap.add_argument("--workers", type=int, default=None, help="workers of the local cluster (default: one per "
-                    "GPU, else one per core)")
-    ap.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    add_global_options(ap, leaf=False)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return ap
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions reported in one line with exit status 2: bad input, arguments or model behaviour."""
+    errors: list[type[BaseException]] = [CLIError, ValueError, KeyError, TypeError, OSError, RuntimeError]
+    try:
+        from ..errors import DistsimError  # noqa: PLC0415 -- the error hierarchy, where present
+    except ImportError:
+        pass
+    else:
+        errors.insert(0, DistsimError)
+    return tuple(errors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,12 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return importlib.import_module(f"{__name__}.{args.command}").run(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, KeyError, FileNotFoundError, TypeError, RuntimeError) as e:
+        print("distsim: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except _user_errors() as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"distsim: error: {msg}", file=sys.stderr)
-        return 2
+        return USAGE
 
 
 if __name__ == "__main__":

@@ -1,34 +1,200 @@
-"""Plumbing shared by the command modules: the Dask client of a command, parsing helpers, the end of a run."""
+"""Plumbing shared by the command modules: global options, the Dask client of a command (started
+only when the run needs it, so bad arguments fail before any cluster starts), output checks, and
+the end of a run (data first, then figures)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import logging
+import os
+import signal
 import sys
+import threading
 import time
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+CONNECT_TIMEOUT_S = 10
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows an option's default after its help when the default is something (not None/False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" not in text and action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
+                and "default" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
+    """The options every command takes, before or after the subcommand (``leaf``: on a subcommand,
+    where they must not overwrite a value given before it)."""
+    d = {"default": argparse.SUPPRESS} if leaf else {}
+    g = parser.add_argument_group("run options (before or after the command)")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="connect to this Dask scheduler (tcp://host:8786, "
+                   "tls://...) instead of starting a local cluster", **({"default": None} | d))
+    g.add_argument("--in-process", action="store_true", help="run in this process, without Dask", **d)
+    g.add_argument("--cpu", action="store_true", help="use the CPU backend even when GPUs are present", **d)
+    g.add_argument("--workers", type=positive_int, metavar="N", help="workers of the local cluster (default: one per "
+                   "GPU, else one per CPU core)", **({"default": None} | d))
+    g.add_argument("--quiet", "-q", action="store_true", help="no progress output", **d)
+    g.add_argument("--progress", action="store_true", help="progress output even when stderr is not a terminal", **d)
+    g.add_argument("--overwrite", action="store_true", help="replace existing output files", **d)
+
+
+def subparser(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand parser with the shared formatter and the global options."""
+    p = subparsers.add_parser(name, formatter_class=HelpFormatter, **kwargs)
+    add_global_options(p, leaf=True)
+    return p
+
+
+class LazyChoices:
+    """Choices read from a module only when argparse needs them (keeps ``distsim --help`` fast)."""
+
+    def __init__(self, module: str, attr: str, extra: tuple = ()):
+        self.module, self.attr, self.extra = module, attr, extra
+
+    def _values(self) -> tuple:
+        return self.extra + tuple(getattr(importlib.import_module(self.module), self.attr))
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._values()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def progress(args: argparse.Namespace) -> bool | None:
+    """--quiet: off; --progress: on; else automatic (a terminal or a notebook)."""
+    return False if args.quiet else (True if args.progress else None)
+
+
+def backend(args: argparse.Namespace) -> str | None:
+    return "cpu" if args.cpu else None
+
+
+# ---- the Dask client ------------------------------------------------------------------------------
+
+class CLIError(Exception):
+    """A problem the command line reports in one line (exit status 2)."""
+
+
+@contextlib.contextmanager
+def quiet_dask_logs() -> Iterator[None]:
+    """Dask's shutdown chatter (heartbeats to a closing scheduler, cancelled tasks) stays off stderr."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+class LazyClient:
+    """A Dask client started on first use (a run first validates its arguments, then asks for workers)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self._args = args
+        self._client: Any = None
+
+    def _get(self) -> Any:
+        if self._client is None:
+            self._client = _start(self._args)
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+    def shutdown(self) -> None:
+        if self._client is None:
+            return
+        cluster = getattr(self._client, "cluster", None)
+        with quiet_dask_logs(), contextlib.suppress(Exception):
+            self._client.close()
+            if cluster is not None and not self._args.scheduler:
+                cluster.close()
+
+
+def _start(args: argparse.Namespace) -> Any:
+    import dask
+
+    from ..cluster import connect
+
+    if args.scheduler:
+        try:
+            with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
+                client = connect(args.scheduler)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise CLIError(f"cannot reach the Dask scheduler at {args.scheduler} "
+                           f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})") from None
+    else:
+        with _workers_ignore_ctrl_c():
+            client = connect(gpus=not args.cpu and "auto", n_workers=args.workers, silence_logs=logging.CRITICAL)
+    if not args.quiet:
+        link = getattr(client, "dashboard_link", None) if not args.scheduler else None
+        print(f"[distsim] cluster: {describe(client)}" + (f"; dashboard {link}" if link else ""), file=sys.stderr)
+    return client
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start local workers with SIGINT ignored (inherited through exec): Ctrl-C then reaches this
+    process alone, which stops them cleanly, instead of every worker printing its own traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
 def client(args: argparse.Namespace) -> Iterator[Any]:
+    """The Dask client of a command: None with --in-process, else one started on first use and shut
+    down quietly at the end (also on errors and Ctrl-C)."""
     if args.in_process:
         yield None
         return
-    from ..cluster import connect
-
-    if args.scheduler:
-        client = connect(args.scheduler)
-    else:
-        client = connect(gpus=not args.cpu and "auto", n_workers=args.workers)
+    lazy = LazyClient(args)
     try:
-        if not args.quiet:
-            print(f"[distsim] cluster: {describe(client)}", file=sys.stderr)
-        yield client
+        yield lazy
     finally:
-        client.close()
-        cluster = getattr(client, "cluster", None)
-        if cluster is not None and not args.scheduler:
-            cluster.close()
+        lazy.shutdown()
 
 
 def describe(client: Any) -> str:
@@ -38,27 +204,80 @@ def describe(client: Any) -> str:
     return f"{kind} at {client.scheduler.address}"
 
 
+# ---- inputs and outputs ---------------------------------------------------------------------------
+
 def parse_initial(text: str) -> Any:
     if text in ("random", "zeros", "ones"):
         return text
     out = {}
     for part in text.split(","):
-        if "=" not in part:
-            raise ValueError(f"--initial: expected random, zeros, ones or A=1,B=0; got {text!r}")
-        k, v = part.split("=", 1)
-        out[k.strip()] = int(v)
+        name, eq, value = part.partition("=")
+        if not eq or value.strip() not in ("0", "1"):
+            raise CLIError(f"--initial: expected random, zeros, ones or NODE=0|1,...; got {text!r}")
+        out[name.strip()] = int(value)
     return out
 
 
-def finish(ds: Any, output: str | None, t0: float, **figures: str | None) -> int:
-    """End of a command: write the result, name the figures already drawn, print the total time."""
+def parse_assignments(items: list[str], option: str) -> dict[str, float]:
+    """``NAME=VALUE`` items as {name: float}."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            eq = ""
+        if not eq or not name.strip():
+            raise CLIError(f"{option}: expected NAME=VALUE, got {item!r}")
+    return out
+
+
+def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None] = (),
+                  figures: list[str | None] = (), files: list[str | None] = ()) -> None:
+    """Every output path is checked before any work: ``data`` (result Datasets: known formats),
+    ``figures`` (.png) and other ``files``; existing folders, nothing replaced without --overwrite,
+    no path used twice."""
     from .. import results
 
+    given = [Path(p) for p in [*data, *figures, *files] if p is not None]
+    seen: set[Path] = set()
+    for p in given:
+        if p.resolve() in seen:
+            raise CLIError(f"{p} is named for two outputs")
+        seen.add(p.resolve())
+    for p in data:
+        if p is not None:
+            results.check_output_path(p, overwrite=args.overwrite)
+    for p in [*figures, *files]:
+        if p is None:
+            continue
+        f = Path(p)
+        if p in figures and f.suffix.lower() != ".png":
+            raise CLIError(f"{f}: figures are written as .png")
+        if not (f.parent if str(f.parent) else Path(".")).is_dir():
+            raise CLIError(f"{f}: folder {f.parent} does not exist")
+        if f.is_dir() or (f.exists() and not args.overwrite):
+            raise CLIError(f"{f} exists; choose another path or allow replacing it (--overwrite)")
+
+
+def finish(args: argparse.Namespace, ds: Any, output: str | os.PathLike | None, t0: float,
+           figures: dict[str, tuple[str | None, Callable[[str], Any]]] | None = None) -> int:
+    """End of a command: write the result first, then draw each figure (a figure that fails is
+    reported, and the data are still written: exit status 1), then print the total time."""
+    from .. import results
+
+    status = 0
     if output:
-        results.write(ds, output)
+        results.write(ds, output, overwrite=args.overwrite)
         print(f"written: {output}")
-    for kind, path in figures.items():
-        if path:
-            print(f"{kind}: {path}")
+    for label, (path, draw) in (figures or {}).items():
+        if not path:
+            continue
+        try:
+            draw(path)
+            print(f"{label}: {path}")
+        except Exception as e:  # noqa: BLE001 -- a figure never costs the computed result
+            print(f"distsim: error: the {label} figure {path} could not be drawn: {e}", file=sys.stderr)
+            status = 1
     print(f"total {time.perf_counter() - t0:.2f} s")
-    return 0
+    return status

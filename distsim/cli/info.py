@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from .. import __version__
+from .common import subparser
 
 
 def register(subparsers: Any) -> None:
-    subparsers.add_parser("info", help="versions, backend, GPUs seen, and the cluster `connect()` would start")
+    subparser(subparsers, "info", help="versions, backend, GPUs seen, and the cluster a run would start")
 
 
 def run(args: argparse.Namespace) -> int:

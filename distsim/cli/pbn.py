@@ -6,69 +6,91 @@ import argparse
 import time
 from typing import Any
 
-from .common import client, finish, parse_initial
+from .common import (backend, check_outputs, client, finish, parse_initial, positive_float,
+                     positive_int, progress, subparser)
+
+INPUTS = ("keep", "zero", "one", "random")
+PRECISION_HELP = ("half-width r of the interval; the work grows as 1/r^2 (r = 1e-3 takes seconds to minutes on a "
+                  "laptop, 1e-4 a hundred times longer)")
 
 
-def _add_common_pbn(p: argparse.ArgumentParser) -> None:
+def _add_model(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="model file: .pbn/.assa (ASSA-PBN), .bnet/BoolNet text, or BNMPy 'X = f, p' text")
-    p.add_argument("--mode", choices=["sync", "async"], default="sync")
-    p.add_argument("--perturbation", "-p", type=float, default=None, help="override the perturbation probability")
-    p.add_argument("--inputs", choices=["keep", "zero", "one", "random"], default="keep",
-                   help="policy for free inputs of bnet/BoolNet files (default: keep their value)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--initial", default="random", help="initial states: random (default), zeros, ones, or A=1,B=0")
-    p.add_argument("--output", "-o", default=None, help="write the result Dataset (.nc netCDF or .zarr)")
+    p.add_argument("--perturbation", "-p", type=float, default=None, metavar="P",
+                   help="perturbation probability per node and step (default: the file's, else 0)")
+    p.add_argument("--inputs", choices=INPUTS, default="keep",
+                   help="free inputs of bnet/BoolNet/BNMPy files: keep their value, fix to 0/1, or draw at random")
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=["sync", "async"], default="sync",
+                   help="synchronous (every node updates each step) or asynchronous (one node per step)")
+    p.add_argument("--seed", type=int, default=0, help="random seed; a seed gives the same result on any hardware")
+    p.add_argument("--initial", default="random", metavar="STATES",
+                   help="initial states: random, zeros, ones, or NODE=0|1,... (the other nodes random)")
+    p.add_argument("--output", "-o", default=None, metavar="PATH", help="write the result Dataset (.nc or .zarr)")
 
 
 def _add_steady(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--precision", "-r", type=float, default=1e-4, help="half-width r of the interval (default 1e-4)")
-    p.add_argument("--confidence", "-s", type=float, default=0.95, help="confidence level s (default 0.95)")
-    p.add_argument("--epsilon", type=float, default=1e-10, help="burn-in tolerance of the two-state chain")
-    p.add_argument("--chains", type=int, default=None, help="number of chains (default: from the precision)")
-    p.add_argument("--initial-length", type=int, default=64, help="psi_0 of Gelman-Rubin (default 64)")
-    p.add_argument("--rhat", type=float, default=1.05, help="R-hat threshold (default 1.05)")
-    p.add_argument("--no-reduce", action="store_true", help="do not drop nodes irrelevant to the target")
-    p.add_argument("--plot", default=None, help="write a PNG of the convergence")
-    p.add_argument("--max-steps", type=float, default=None, help="stop after this many simulated steps in all")
-    p.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--precision", "-r", type=positive_float, default=1e-3, help=PRECISION_HELP)
+    p.add_argument("--confidence", "-s", type=positive_float, default=0.95, help="confidence level s of the interval")
+    p.add_argument("--epsilon", type=positive_float, default=1e-10, help="burn-in tolerance of the two-state chain")
+    p.add_argument("--chains", type=positive_int, default=None, metavar="N",
+                   help="number of chains (default: from the precision alone, never from the hardware)")
+    p.add_argument("--initial-length", type=positive_int, default=64, metavar="PSI0",
+                   help="chain length psi_0 of the first Gelman-Rubin round")
+    p.add_argument("--rhat", type=positive_float, default=1.05, help="Gelman-Rubin R-hat threshold")
+    p.add_argument("--no-reduce", action="store_true", help="simulate every node (default: only the targets' "
+                   "ancestors, which gives the same answer)")
+    p.add_argument("--max-steps", type=positive_float, default=None, metavar="N",
+                   help="stop after this many simulated steps in all")
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="SECONDS",
+                   help="stop after this many seconds")
 
 
 def register(subparsers: Any) -> None:
     """Add the ``pbn`` command and its subcommands."""
-    pbn = subparsers.add_parser("pbn", help="probabilistic Boolean networks")
+    pbn = subparsers.add_parser("pbn", help="probabilistic Boolean networks: simulate, steady state, influence")
     ps = pbn.add_subparsers(dest="pbn_command", metavar="PBN_COMMAND")
     ps.required = True
-    sim = ps.add_parser("simulate", help="simulate many trajectories")
-    _add_common_pbn(sim)
-    sim.add_argument("--steps", type=int, required=True)
-    sim.add_argument("--trajectories", type=int, required=True)
-    sim.add_argument("--target", action="append", default=None, help="count steps in this set (repeatable)")
-    sim.add_argument("--no-states", action="store_true", help="do not keep the final states")
+    sim = subparser(ps, "simulate", help="simulate many independent trajectories")
+    _add_model(sim)
+    _add_run(sim)
+    sim.add_argument("--steps", type=positive_int, required=True, help="steps per trajectory")
+    sim.add_argument("--trajectories", type=positive_int, required=True, metavar="N", help="number of trajectories")
+    sim.add_argument("--target", action="append", default=None, metavar="SET",
+                     help='count the steps in this set of states, e.g. "A=1,B=0" (repeatable)')
+    sim.add_argument("--no-states", action="store_true", help="do not keep every trajectory's final state")
 
-    ss = ps.add_parser("steady-state", help="steady-state probability of target sets (Gelman-Rubin + two-state chain)")
-    _add_common_pbn(ss)
-    ss.add_argument("--target", action="append", required=True, help='set of states, e.g. "A=1,B=0" (repeatable)')
+    ss = subparser(ps, "steady-state", help="steady-state probability of sets of states (Gelman-Rubin + two-state "
+                   "Markov chain)")
+    _add_model(ss)
+    _add_run(ss)
+    ss.add_argument("--target", action="append", required=True, metavar="SET",
+                    help='set of states, e.g. "A=1,B=0" (repeatable; the sets share one simulation)')
     _add_steady(ss)
+    ss.add_argument("--plot", default=None, metavar="PNG", help="write a PNG of the convergence")
 
-    inf = ps.add_parser("influence", help="long-run influence of the parents of a node on it")
-    _add_common_pbn(inf)
+    inf = subparser(ps, "influence", help="long-run influence of a node's parents on it")
+    _add_model(inf)
+    _add_run(inf)
     inf.add_argument("--node", required=True, help="the influenced node")
-    inf.add_argument("--parents", default=None, help="comma-separated parents (default: all)")
+    inf.add_argument("--parents", default=None, help="comma-separated parents (default: all of the node's parents)")
     _add_steady(inf)
 
-    conv = ps.add_parser("convert", help="write a model as an ASSA-PBN .pbn file")
-    conv.add_argument("model")
-    conv.add_argument("--inputs", choices=["keep", "zero", "one", "random"], default="keep")
-    conv.add_argument("--perturbation", "-p", type=float, default=None)
-    conv.add_argument("--output", "-o", required=True)
+    conv = subparser(ps, "convert", help="write a model as an ASSA-PBN .pbn file")
+    _add_model(conv)
+    conv.add_argument("--output", "-o", required=True, metavar="PATH", help="the .pbn file to write")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import results
     from ..pbn import load
 
-    if args.output:
-        results.check_output_path(args.output) if args.pbn_command != "convert" else None
+    plot = getattr(args, "plot", None)
+    if args.pbn_command == "convert":
+        check_outputs(args, files=[args.output])
+    else:
+        check_outputs(args, data=[args.output], figures=[plot])
     net = load(args.model, perturbation=args.perturbation, inputs=args.inputs)
     if args.pbn_command == "convert":
         from ..models.formats import write_assa
@@ -76,36 +98,38 @@ def run(args: argparse.Namespace) -> int:
         write_assa(net, args.output)
         print(f"wrote {args.output}: {net.summary()}")
         return 0
-    backend = "cpu" if args.cpu else None
-    progress = not args.quiet
     print(net.summary())
     t0 = time.perf_counter()
+    kw = dict(mode=args.mode, seed=args.seed, initial=parse_initial(args.initial), backend=backend(args),
+              progress=progress(args))
     with client(args) as dask_client:
         if args.pbn_command == "simulate":
             from ..pbn import simulate
 
-            ds = simulate(net, steps=args.steps, trajectories=args.trajectories, mode=args.mode, seed=args.seed,
-                          initial=parse_initial(args.initial), targets=args.target, keep_states=not args.no_states,
-                          client=dask_client, backend=backend, progress=progress)
+            ds = simulate(net, steps=args.steps, trajectories=args.trajectories, targets=args.target,
+                          keep_states=not args.no_states, client=dask_client, **kw)
             _print_simulation(ds)
+            return finish(args, ds, args.output, t0)
+        kw.update(precision=args.precision, confidence=args.confidence, epsilon=args.epsilon, chains=args.chains,
+                  initial_length=args.initial_length, rhat_threshold=args.rhat, reduce=not args.no_reduce,
+                  max_steps=args.max_steps, time_limit=args.time_limit, client=dask_client)
+        if args.pbn_command == "steady-state":
+            from ..pbn import steady_state
+
+            ds = steady_state(net, args.target, **kw)
+            _print_steady(ds)
         else:
-            kw = dict(mode=args.mode, precision=args.precision, confidence=args.confidence, epsilon=args.epsilon,
-                      chains=args.chains, initial_length=args.initial_length, rhat_threshold=args.rhat,
-                      reduce=not args.no_reduce, seed=args.seed, initial=parse_initial(args.initial), client=dask_client,
-                      backend=backend, progress=progress, plot=args.plot, max_steps=args.max_steps,
-                      time_limit=args.time_limit)
-            if args.pbn_command == "steady-state":
-                from ..pbn import steady_state
+            from ..pbn import influence
 
-                ds = steady_state(net, args.target, **kw)
-                _print_steady(ds)
-            else:
-                from ..pbn import influence
+            ds = influence(net, args.node, args.parents.split(",") if args.parents else None, **kw)
+            _print_influence(ds)
 
-                parents = args.parents.split(",") if args.parents else None
-                ds = influence(net, args.node, parents, **kw)
-                _print_influence(ds)
-    return finish(ds, args.output, t0, plot=getattr(args, "plot", None))
+    def draw(path: str) -> None:
+        from ..pbn.plots import plot_convergence
+
+        plot_convergence(ds, path)
+
+    return finish(args, ds, args.output, t0, {"convergence plot": (plot, draw)})
 
 
 def _print_simulation(ds: Any) -> None:
@@ -123,12 +147,14 @@ def _print_simulation(ds: Any) -> None:
 
 def _print_steady(ds: Any) -> None:
     a = ds.attrs
-    conf = f"{a['confidence']:.0%}"
-    print(f"{'target':<28} {'probability':>11}  {conf + ' interval':>24}  {'half-width':>10} {'R-hat':>7} "
-          f"{'burn-in':>8} {'sample':>9} {'alpha':>9} {'beta':>9}")
-    for k in range(ds.sizes["target"]):
+    labels = [str(t) for t in ds.target.values]
+    w = max(8, *(len(s) for s in labels))
+    conf = f"{a['confidence']:.0%} interval"
+    print(f"{'target':<{w}} {'probability':>11}  {conf:^24}  {'half-width':>10} {'R-hat':>7} {'burn-in':>8} "
+          f"{'sample':>9} {'alpha':>9} {'beta':>9}")
+    for k, label in enumerate(labels):
         d = ds.isel(target=k)
-        print(f"{str(d.target.values):<28} {float(d.probability):11.6f}  [{float(d.ci_low):.6f}, {float(d.ci_high):.6f}]"
+        print(f"{label:<{w}} {float(d.probability):11.6f}  [{float(d.ci_low):.6f}, {float(d.ci_high):.6f}]"
               f"  {float(d.half_width):10.2e} {float(d.rhat):7.4f} {int(d.burn_in):8d} {int(d.sample_size):9.3g} "
               f"{float(d.alpha):9.3g} {float(d.beta):9.3g}")
     print(f"{a['chains']} chains x {a['chain_length']} steps = {a['steps_simulated']:.3g} steps, {a['rounds']} rounds, "

@@ -6,59 +6,70 @@ import argparse
 import time
 from typing import Any
 
-import numpy as np
-
-from .common import client, finish
+from .common import (LazyChoices, backend, check_outputs, client, finish, nonnegative_int, parse_assignments,
+                     positive_float, positive_int, progress, subparser)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``ssa`` command and its subcommands."""
     ssa = subparsers.add_parser("ssa", help="exact stochastic simulation (Gillespie) of reaction networks")
-    ss2 = ssa.add_subparsers(dest="ssa_command", metavar="SSA_COMMAND")
-    ss2.required = True
-    sim2 = ss2.add_parser("simulate", help="simulate an ensemble of realizations")
-    sim2.add_argument("model", help="SBML (.xml) or distsim reaction text (.rxn)")
-    sim2.add_argument("--t-end", type=float, required=True)
-    sim2.add_argument("--points", type=int, default=101, help="time points on the output grid (default 101)")
-    sim2.add_argument("--realizations", "-n", type=int, default=1000)
-    sim2.add_argument("--method", choices=["auto", "direct", "tree", "warp", "ar"], default="auto")
-    sim2.add_argument("--seed", type=int, default=0)
-    sim2.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
-    sim2.add_argument("--trajectories", action="store_true", help="keep every realization's grid states")
-    sim2.add_argument("--max-events", type=int, default=0, help="cap on events per realization (0: none)")
-    sim2.add_argument("--output", "-o", default=None, help="write the result Dataset (.nc or .zarr)")
-    sim2.add_argument("--plot", default=None, help="write a PNG of the mean and 5-95%% band")
-
+    sub = ssa.add_subparsers(dest="ssa_command", metavar="SSA_COMMAND")
+    sub.required = True
+    p = subparser(sub, "simulate", help="simulate an ensemble of realizations and reduce it on the workers")
+    p.add_argument("model", help="SBML (.xml) or distsim reaction text (.rxn)")
+    p.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end of the simulated time")
+    p.add_argument("--points", type=positive_int, default=101, help="time points on the output grid, 0 to T")
+    p.add_argument("--realizations", "-n", type=positive_int, default=1000, metavar="N", help="number of realizations")
+    p.add_argument("--method", choices=LazyChoices("distsim.ssa.block", "METHODS", ("auto",)), default="auto",
+                   metavar="METHOD", help="selection method, one of %(choices)s; auto picks direct for small models, "
+                   "else warp on GPUs and tree on CPUs")
+    p.add_argument("--seed", type=int, default=0, help="random seed; a seed gives the same result on any hardware")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="override a rate parameter "
+                   "(repeatable)")
+    p.add_argument("--keep-trajectories", action="store_true", help="keep every realization's states on the grid")
+    p.add_argument("--max-events", type=nonnegative_int, default=0, metavar="N",
+                   help="cap on the events of one realization (0: no cap)")
+    p.add_argument("--output", "-o", default=None, metavar="PATH", help="write the result Dataset (.nc or .zarr)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="write a PNG of the mean and the 5-95%% band")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import results
     from ..ssa import load, simulate
 
-    if args.output:
-        results.check_output_path(args.output)
-    params = {}
-    for item in args.param:
-        if "=" not in item:
-            raise ValueError(f"--param: expected NAME=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        params[k.strip()] = float(v)
+    check_outputs(args, data=[args.output], figures=[args.plot])
+    params = parse_assignments(args.param, "--param")
     net = load(args.model)
+    if params:
+        net = net.with_parameters(**params)
+    if args.points < 2:
+        raise ValueError(f"--points must be at least 2 (the grid holds 0 and T), got {args.points}")
     print(net.summary())
     t0 = time.perf_counter()
     with client(args) as dask_client:
         ds = simulate(net, t_end=args.t_end, points=args.points, realizations=args.realizations, method=args.method,
-                      seed=args.seed, params=params or None, keep_trajectories=args.trajectories,
-                      max_events=args.max_events, client=dask_client, backend="cpu" if args.cpu else None,
-                      progress=not args.quiet, plot=args.plot)
+                      seed=args.seed, keep_trajectories=args.keep_trajectories, max_events=args.max_events,
+                      client=dask_client, backend=backend(args), progress=progress(args))
+    _print_ensemble(ds)
+
+    def draw(path: str) -> None:
+        from ..ssa.plots import plot_ensemble
+
+        plot_ensemble(ds, path)
+
+    return finish(args, ds, args.output, t0, {"plot": (args.plot, draw)})
+
+
+def _print_ensemble(ds: Any) -> None:
+    import numpy as np
+
     a = ds.attrs
     print(f"{a['realizations']} realizations to t={a['t_end']:g} ({a['method']}, {a['backend']}): "
           f"{a['firings_total']:.3g} firings, {a['firings_per_second']:.3g} firings/s, "
           f"{a['mean_firings_per_realization']:.1f} per realization")
-    print(f"{'species':<16} {'mean(t_end)':>12} {'sd(t_end)':>10} {'5%':>8} {'50%':>8} {'95%':>8}")
+    w = max(8, *(len(str(s)) for s in ds.species.values))
+    print(f"{'species':<{w}} {'mean(t_end)':>12} {'sd(t_end)':>10} {'5%':>8} {'50%':>8} {'95%':>8}")
     last = ds.isel(time=-1)
     for s_, name in enumerate(ds.species.values):
         qs = [int(last.quantile_value.values[q, s_]) for q in range(3)] if "quantile_value" in ds else ["", "", ""]
-        print(f"{str(name):<16} {float(last['mean'][s_]):12.3f} {float(np.sqrt(last['variance'][s_])):10.3f} "
+        print(f"{str(name):<{w}} {float(last['mean'][s_]):12.3f} {float(np.sqrt(last['variance'][s_])):10.3f} "
               f"{qs[0]:>8} {qs[1]:>8} {qs[2]:>8}")
-    return finish(ds, args.output, t0, plot=args.plot)

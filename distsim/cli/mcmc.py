@@ -42,6 +42,7 @@ def register(subparsers: Any) -> None:
     r.add_argument("--output", "-o", default=None, metavar="PATH", help="write the posterior Dataset (.nc or .zarr)")
     r.add_argument("--plot", default=None, metavar="PNG",
                    help="PNG of the posterior histograms and the joint of the first two rates")
+    r.add_argument("--trace", default=None, metavar="PNG", help="PNG of the draws against iteration, per chain")
     r.add_argument("--bands", default=None, metavar="PNG", help="PNG of 95%% pointwise bands of the latent paths")
     r.add_argument("--band-draws", type=positive_int, default=200, metavar="N", help="draws re-simulated for --bands")
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates, summary
     from ..models.formats.reaction_formats import load_reactions as load
 
-    check_outputs(args, data=[args.output], figures=[args.plot, args.bands])
+    check_outputs(args, data=[args.output], figures=[args.plot, args.trace, args.bands])
     prior = dict(parse_prior_spec(p) for p in args.prior)
     net = load(args.model)
     print(net.summary())
@@ -78,9 +79,15 @@ def run(args: argparse.Namespace) -> int:
 
         plot_posterior(ds, path)
 
+    def trace(path: str) -> None:
+        from ..mcmc.plots import plot_trace
+
+        plot_trace(ds, path)
+
     def bands(path: str) -> None:
         from ..mcmc.trajectories import latent_trajectories
 
         latent_trajectories(ds, net, args.data, draws=args.band_draws, plot=path)
 
-    return finish(args, ds, args.output, t0, {"plot": (args.plot, posterior), "bands": (args.bands, bands)})
+    return finish(args, ds, args.output, t0, {"plot": (args.plot, posterior), "trace": (args.trace, trace),
+                                                 "bands": (args.bands, bands)})

@@ -55,7 +55,7 @@ def plot_result(ds: xr.Dataset, path: str) -> str:
     if n <= 64:
         for k, name in enumerate(genes):
             ax2.text(*(xy[k] * 1.15), name, ha="center", va="center", fontsize=7)
-    ax2.set_title(f"best network: {a.get('link_changes')} changed links (thick / dashed), "
+    ax2.set_title(f"best network: {a.get('link_changes')} changed links (thick / dashed),\n"
                   f"{a.get('node_mismatches')} node mismatches; gold = on in the target", fontsize=9)
     ax2.set_aspect("equal")
     ax2.axis("off")

@@ -189,7 +189,7 @@ class DaskExecutor:
         for key in [k for k in self._placement if k[0] == run_id]:
             del self._placement[key]
         try:
-            self.client.run(registry.release, run_id, wait=False)  # best effort: never block on a busy worker
+            self.client.run(registry.release_async, run_id, wait=False)  # never block on a busy worker
         except Exception:  # a worker may be gone; its cache went with it
             pass
 

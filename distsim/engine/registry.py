@@ -46,3 +46,9 @@ def release(run_id: str) -> int:
 def size() -> int:
     with _lock:
         return len(_store)
+
+
+async def release_async(run_id: str) -> int:
+    """:func:`release` as a coroutine, so a client can ask every worker without waiting for a busy one
+    (``client.run(release_async, run_id, wait=False)``)."""
+    return release(run_id)

@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..models.errors import ModelError
+from ..errors import ModelError
 
 RULE_NAMES = ("most", "absolute_repressor", "joint_activators", "joint_repressors")
 RULE_CODES = {"most": 0, "rule_of_the_most": 0, "absolute_repressor": 1, "abs": 1, "joint_activators": 2,

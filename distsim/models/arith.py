@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .errors import ModelError
+from ..errors import ModelError
 
 
 class Node:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from .boolean import Expr, Var, to_text, variables
-from .errors import ModelError
+from ..errors import ModelError
 
 PROB_TOL = 1e-6
 

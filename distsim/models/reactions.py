@@ -18,7 +18,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from .arith import Node, evaluate, params_of, species_of, to_text
-from .errors import ModelError
+from ..errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from distsim.engine.faults import KillWorkerOnce
 from distsim.grn import cpu
 from distsim.grn.ga import Consts, CPUOps
 from distsim.grn.problem import pack_links, pack_state, unpack_links
-from distsim.models.errors import ModelError
+from distsim.errors import ModelError
 
 ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples" / "grn"

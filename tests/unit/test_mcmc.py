@@ -17,7 +17,7 @@ from distsim.mcmc import cpu
 from distsim.mcmc.priors import rate_model
 from distsim.mcmc.sampler import build_problem
 from distsim.mcmc.shard import MCMCBlock, run_block_cpu
-from distsim.models.errors import ModelError
+from distsim.errors import ModelError
 from distsim.models.formats.reaction_text import parse_reactions
 from distsim.ssa import load
 

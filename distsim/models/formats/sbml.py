@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species
-from ..errors import ModelError
+from ...errors import ModelError
 from ..reactions import Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "REVERSIBLE_POLICIES"]

@@ -29,16 +29,18 @@ import os
 import re
 from pathlib import Path
 
+from ...errors import ModelError, read_text
 from ..boolean import Expr, parse_expression, to_text
-from ..errors import ModelError
 from ..pbn import PBN, Predictor
+from .base import Format, first_content_line
 
 __all__ = ["read_assa", "parse_assa", "to_assa_text", "write_assa", "check_name", "read_lines",
-           "parse_probability", "TYPES"]
+           "parse_probability", "TYPES", "FORMAT"]
 
 TYPES = frozenset({"synchronous", "rog", "rmg", "rmgrm", "rmgro", "rmgrorm", "aro"})
 _BAD_NAME_CHARS = re.compile(r"[\s&!|^=:(),\[\]]")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # linear time: no nested repeats
+_START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
 
 
 # --------------------------------------------------------------------------------------------
@@ -52,13 +54,7 @@ def read_lines(path: str | os.PathLike) -> tuple[str, list[str]]:
     :class:`ModelError` naming the line.
     """
     file = str(path)
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise ModelError("the file is not UTF-8 text", file=file, line=line) from None
-    return file, [ln.rstrip("\r") for ln in text.split("\n")]
+    return file, [ln.rstrip("\r") for ln in read_text(file).split("\n")]
 
 
 def check_name(name: str, *, file: str | None, line: int | None, column: int | None = None) -> None:
@@ -270,3 +266,13 @@ def to_assa_text(pbn: PBN) -> str:
 def write_assa(pbn: PBN, path: str | os.PathLike) -> None:
     """Write ``pbn`` to ``path`` in ASSA-PBN ``.pbn`` format (UTF-8)."""
     Path(path).write_text(to_assa_text(pbn), encoding="utf-8")
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """An ASSA-PBN file starts with ``type=``, ``n=``, ``perturbation=`` or ``nodeNames``."""
+    first = first_content_line(head)
+    return first is not None and bool(_START.match(first[1]))
+
+
+FORMAT = Format("assa", "boolean", (".pbn", ".assa"), sniff, read_assa, "a first line 'type=', 'n=' or 'nodeNames'",
+                write=write_assa, aliases=("pbn",))

@@ -56,7 +56,7 @@ Semantics:
   read them but do not change them: SBML boundary species).
 * Reaction names are optional and must be unique.
 
-Every problem raises :class:`~distsim.models.errors.ModelError` with file, line and (where known)
+Every problem raises :class:`~distsim.errors.ModelError` with file, line and (where known)
 column: missing ``->``, bad coefficients or terms, missing or bad rates, unknown parameters,
 bad numbers, parse errors in laws, conflicting parameter values, negative or non-integer
 counts, unknown species, an empty model.
@@ -74,15 +74,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import ModelError, read_text
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, parse_arith, species_of
-from ..errors import ModelError
 from ..reactions import Reaction, ReactionNetwork
+from .base import Format, content_lines
 
-__all__ = ["read_reactions", "parse_reactions", "to_reaction_text", "write_reactions", "law_text"]
+__all__ = ["read_reactions", "parse_reactions", "to_reaction_text", "write_reactions", "law_text", "FORMAT"]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NAME_RE = re.compile(_NAME + r"$")
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")  # linear time: no nested repeats
 _LABEL_RE = re.compile(r"\s*(" + _NAME + r")\s*:")
 _TERM_RE = re.compile(r"(?:(\d+)\s*)?(" + _NAME + r")$")
 _KEYWORD_RE = re.compile(r"\s*(init|species|fixed)\s*:")
@@ -147,12 +148,7 @@ def read_reactions(path: str | os.PathLike) -> ReactionNetwork:
     The network is named after the file stem. A missing file raises :class:`FileNotFoundError`;
     anything wrong inside the file raises :class:`ModelError`.
     """
-    p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ModelError(f"not a UTF-8 text file ({e.reason} at byte {e.start})", file=os.fspath(path)) from None
-    return parse_reactions(text, file=os.fspath(path), name=p.stem)
+    return parse_reactions(read_text(path), file=os.fspath(path), name=Path(path).stem)
 
 
 def parse_reactions(text: str, *, file: str = "<string>", name: str = "") -> ReactionNetwork:
@@ -511,3 +507,12 @@ def _write_side(species: tuple[str, ...], side: tuple[tuple[int, int], ...]) -> 
 def _fmt(v: float) -> str:
     v = float(v)
     return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """A reaction text file has a line with ``->`` (ignoring ``#`` comments)."""
+    return any("->" in s.split("#", 1)[0] for _, s in content_lines(head, comments=("#",)))
+
+
+FORMAT = Format("text", "reaction", (".rxn",), sniff, read_reactions, "reaction lines 'A + B -> C ; k = 0.1'",
+                write=write_reactions, aliases=("rxn", "txt"))

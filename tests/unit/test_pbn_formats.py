@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distsim.models.boolean import FALSE, TRUE, Var, evaluate, to_text, truth_table, variables
 from distsim.errors import ModelError
+from distsim.models.boolean import FALSE, TRUE, Var, evaluate, to_text, truth_table, variables
 from distsim.models.formats import (detect_format, load, parse_assa, parse_bnmpy, parse_boolnet, read_assa,
                                     to_assa_text, write_assa)
 from distsim.models.pbn import PBN, Predictor

@@ -76,7 +76,7 @@ from pathlib import Path
 
 from ...errors import ModelError, read_text
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, parse_arith, species_of
-from ..reactions import Reaction, ReactionNetwork
+from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 from .base import Format, content_lines
 
 __all__ = ["read_reactions", "parse_reactions", "to_reaction_text", "write_reactions", "law_text", "FORMAT"]
@@ -154,9 +154,10 @@ def read_reactions(path: str | os.PathLike) -> ReactionNetwork:
 def parse_reactions(text: str, *, file: str = "<string>", name: str = "") -> ReactionNetwork:
     """Parse reaction-network text; ``file`` is used in error messages and as the network's source."""
     st = _State(file=file)
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines = text.split("\n")
+    for lineno, raw in enumerate(lines, start=1):
         _parse_line(st, raw.split("#", 1)[0].rstrip(), lineno)
-    return _build(st, name)
+    return _build(st, name, last_line=max(1, len(lines) - (lines[-1] == "")))
 
 
 def _parse_line(st: _State, s: str, lineno: int) -> None:
@@ -245,10 +246,16 @@ def _side(st: _State, s: str, start: int, end: int, lineno: int) -> dict[str, in
                              lineno, col)
             raise st.err(f"bad term {term!r}: expected '[count] Species' (a species name is "
                          "[A-Za-z_][A-Za-z0-9_]*)", lineno, col)
-        count = int(m.group(1)) if m.group(1) is not None else 1
+        digits = m.group(1)
+        if digits is not None and len(digits.lstrip("0")) > len(str(MAX_STOICHIOMETRY)):
+            raise st.err(f"stoichiometric coefficient {digits[:20]}... is too large (at most {MAX_STOICHIOMETRY})",
+                         lineno, col)
+        count = int(digits) if digits is not None else 1
         if count <= 0:
             raise st.err(f"bad coefficient {m.group(1)!r}: stoichiometric coefficients are positive integers",
                          lineno, col)
+        if count > MAX_STOICHIOMETRY:
+            raise st.err(f"stoichiometric coefficient {count} is too large (at most {MAX_STOICHIOMETRY})", lineno, col)
         sp = m.group(2)
         st.add_species(sp, lineno, col + (m.start(2) if m.group(1) else 0))
         out[sp] = out.get(sp, 0) + count
@@ -313,14 +320,17 @@ def _parse_list(st: _State, kind: str, s: str, start: int, lineno: int) -> None:
 def _count(st: _State, txt: str, col: int, lineno: int, sp: str) -> int:
     t = txt.strip()
     if re.fullmatch(r"[+]?\d+", t):
-        return int(t)
-    if not _NUMBER_RE.match(t):
-        raise st.err(f"bad number {t!r} for the initial count of {sp!r}", lineno, col)
-    v = float(t)
-    if v < 0:
-        raise st.err(f"negative initial count {t} for {sp!r}", lineno, col)
-    if not (math.isfinite(v) and v == math.floor(v)):
-        raise st.err(f"initial count of {sp!r} must be a whole number, got {t}", lineno, col)
+        v: float = int(t) if len(t) <= 20 else math.inf
+    elif not _NUMBER_RE.match(t):
+        raise st.err(f"bad number {t[:40]!r} for the initial count of {sp!r}", lineno, col)
+    else:
+        v = float(t)
+        if v < 0:
+            raise st.err(f"negative initial count {t} for {sp!r}", lineno, col)
+        if math.isfinite(v) and v != math.floor(v):
+            raise st.err(f"initial count of {sp!r} must be a whole number, got {t}", lineno, col)
+    if v > MAX_COUNT:
+        raise st.err(f"initial count of {sp!r} is too large ({t[:40]}; at most 2**53)", lineno, col)
     return int(v)
 
 
@@ -361,9 +371,9 @@ def _first_col(s: str, pos: int) -> int:
     return (k if k < len(s) else pos) + 1
 
 
-def _build(st: _State, name: str) -> ReactionNetwork:
+def _build(st: _State, name: str, last_line: int) -> ReactionNetwork:
     if not st.reactions:
-        raise st.err("empty model: no reactions (expected lines like 'A + B -> C ; k = 0.1')")
+        raise st.err("empty model: no reactions (expected lines like 'A + B -> C ; k = 0.1')", last_line)
     clash = [p for p in st.params if p in st.species]
     if clash:
         p = clash[0]

@@ -27,6 +27,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import __version__
+from .errors import DistsimError
 
 
 def _add_common_pbn(p: argparse.ArgumentParser) -> None:
@@ -338,9 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, KeyError, FileNotFoundError, TypeError, RuntimeError) as e:
+    except (DistsimError, ValueError, KeyError, FileNotFoundError, TypeError, RuntimeError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"distsim: error: {msg}", file=sys.stderr)
+        print(f"distsim: error: {msg}".replace("\n", " "), file=sys.stderr)
         return 2
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import xarray as xr
 
+from .errors import OutputError
+
 FORMATS = {".nc": "netcdf", ".nc4": "netcdf", ".h5": "netcdf", ".zarr": "zarr"}
 
 
@@ -94,15 +96,16 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = False) -> Pa
     p = Path(path)
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
-        raise ValueError(f"{p}: unknown output format {p.suffix!r}; use one of {', '.join(sorted(FORMATS))}")
+        raise OutputError(f"unknown output format {p.suffix!r}; use one of {', '.join(sorted(FORMATS))}", file=str(p))
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
-        raise ValueError(f"{p}: folder {parent} does not exist")
+        raise OutputError(f"folder {parent} does not exist", file=str(p))
     if p.exists() or p.is_symlink():
         if p.is_dir() and not (fmt == "zarr" and _own_store(p)):
-            raise ValueError(f"{p} is a folder that is not a result store written by distsim; it is never replaced")
+            raise OutputError("a folder that is not a result store written by distsim; it is never replaced", file=str(p))
         if not overwrite:
-            raise ValueError(f"{p} exists; choose another path or allow replacing it (--overwrite, overwrite=True)")
+            raise OutputError("exists; choose another path or allow replacing it (--overwrite, overwrite=True)",
+                              file=str(p))
     return p
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 
 from .. import __version__
-from .common import CLIError, HelpFormatter, add_global_options
+from .common import HelpFormatter, add_global_options
 
 # one module per command: distsim/cli/<name>.py with register(subparsers) and run(args) -> exit status
 COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "sweep")
@@ -50,14 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions reported in one line with exit status 2: bad input, arguments or model behaviour."""
-    errors: list[type[BaseException]] = [CLIError, ValueError, KeyError, TypeError, OSError, RuntimeError]
-    try:
-        from ..errors import DistsimError  # noqa: PLC0415 -- the error hierarchy, where present
-    except ImportError:
-        pass
-    else:
-        errors.insert(0, DistsimError)
-    return tuple(errors)
+    from ..errors import DistsimError
+
+    return (DistsimError, ValueError, KeyError, TypeError, OSError, RuntimeError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         return INTERRUPTED
     except _user_errors() as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"distsim: error: {msg}", file=sys.stderr)
+        print(f"distsim: error: {msg}".replace("\n", " "), file=sys.stderr)
         return USAGE
 
 

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..errors import UsageError
+
 CONNECT_TIMEOUT_S = 10
 
 
@@ -105,9 +107,6 @@ def backend(args: argparse.Namespace) -> str | None:
 
 # ---- the Dask client ------------------------------------------------------------------------------
 
-class CLIError(Exception):
-    """A problem the command line reports in one line (exit status 2)."""
-
 
 @contextlib.contextmanager
 def quiet_dask_logs() -> Iterator[None]:
@@ -158,7 +157,7 @@ def _start(args: argparse.Namespace) -> Any:
             with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
                 client = connect(args.scheduler)
         except (OSError, TimeoutError, ValueError) as e:
-            raise CLIError(f"cannot reach the Dask scheduler at {args.scheduler} "
+            raise UsageError(f"cannot reach the Dask scheduler at {args.scheduler} "
                            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})") from None
     else:
         with _workers_ignore_ctrl_c():
@@ -213,7 +212,7 @@ def parse_initial(text: str) -> Any:
     for part in text.split(","):
         name, eq, value = part.partition("=")
         if not eq or value.strip() not in ("0", "1"):
-            raise CLIError(f"--initial: expected random, zeros, ones or NODE=0|1,...; got {text!r}")
+            raise UsageError(f"--initial: expected random, zeros, ones or NODE=0|1,...; got {text!r}")
         out[name.strip()] = int(value)
     return out
 
@@ -228,7 +227,7 @@ def parse_assignments(items: list[str], option: str) -> dict[str, float]:
         except ValueError:
             eq = ""
         if not eq or not name.strip():
-            raise CLIError(f"{option}: expected NAME=VALUE, got {item!r}")
+            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
     return out
 
 
@@ -243,7 +242,7 @@ def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None]
     seen: set[Path] = set()
     for p in given:
         if p.resolve() in seen:
-            raise CLIError(f"{p} is named for two outputs")
+            raise UsageError(f"{p} is named for two outputs")
         seen.add(p.resolve())
     for p in data:
         if p is not None:
@@ -253,11 +252,11 @@ def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None]
             continue
         f = Path(p)
         if p in figures and f.suffix.lower() != ".png":
-            raise CLIError(f"{f}: figures are written as .png")
+            raise UsageError(f"{f}: figures are written as .png")
         if not (f.parent if str(f.parent) else Path(".")).is_dir():
-            raise CLIError(f"{f}: folder {f.parent} does not exist")
+            raise UsageError(f"{f}: folder {f.parent} does not exist")
         if f.is_dir() or (f.exists() and not args.overwrite):
-            raise CLIError(f"{f} exists; choose another path or allow replacing it (--overwrite)")
+            raise UsageError(f"{f} exists; choose another path or allow replacing it (--overwrite)")
 
 
 def finish(args: argparse.Namespace, ds: Any, output: str | os.PathLike | None, t0: float,

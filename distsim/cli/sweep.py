@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from .common import CLIError, backend, check_outputs, client, finish, positive_int, progress, subparser
+from .common import UsageError, backend, check_outputs, client, finish, positive_int, progress, subparser
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else cfg.store
     output = Path(args.output) if args.output else cfg.output
     if store is not None and output is not None and store.resolve() == output.resolve():
-        raise CLIError(f"{output} is both the sweep's store and its output; name two paths")
+        raise UsageError(f"{output} is both the sweep's store and its output; name two paths")
     check_outputs(args, data=[output])
     chunk = args.chunk_size or cfg.chunk_size
     print(f"{cfg.adapter.name} on {getattr(cfg.model, 'name', '') or cfg.path.name}: {cfg.points.n} points "

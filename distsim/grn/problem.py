@@ -26,15 +26,20 @@ File formats (parsed, never executed; errors name the file and line):
 * one TOML or JSON file: ``genes``, ``links`` (matrix) or ``edges`` ([source, target, sign]),
   ``initial`` and ``target`` (lists or {gene: 0/1} tables), optional ``iterations`` (5),
   ``lambda`` (0.9), ``rules`` (allowed rule names, default all four), ``name``.
+
+Bad CSV files raise :class:`~distsim.errors.DataError`, bad TOML/JSON files
+:class:`~distsim.errors.ConfigError`, both naming the file and line; arrays and tables nest at
+most :data:`MAX_NESTING` deep, numbers are finite and ``iterations`` is at most :data:`MAX_ITERATIONS`.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -42,7 +47,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..models.errors import ModelError
+from ..errors import ConfigError, DataError, ModelError, read_text
 
 RULE_NAMES = ("most", "absolute_repressor", "joint_activators", "joint_repressors")
 RULE_CODES = {"most": 0, "rule_of_the_most": 0, "absolute_repressor": 1, "abs": 1, "joint_activators": 2,
@@ -51,14 +56,25 @@ RULE_CODES = {"most": 0, "rule_of_the_most": 0, "absolute_repressor": 1, "abs": 
 SIGNS = {"1": 1, "+1": 1, "+": 1, "activation": 1, "activates": 1, "-1": -1, "-": -1, "repression": -1,
          "represses": -1, "0": 0}
 MAX_DENOMINATOR = 10_000
+MAX_ITERATIONS = 1_000_000
+MAX_NESTING = 32  # arrays/tables in a TOML or JSON problem file (the format needs 2)
 
 
-def _fraction(value: float, what: str) -> Fraction:
+def _fraction(value: float, what: str, file: str | None = None) -> Fraction:
+    if not math.isfinite(value):
+        raise ModelError(f"{what} must be a finite number, got {value!r}", file=file)
     f = Fraction(value).limit_denominator(MAX_DENOMINATOR)
     if abs(float(f) - value) > 1e-12 * max(1.0, abs(value)):
-        raise ValueError(f"{what} must be a fraction with denominator <= {MAX_DENOMINATOR} (got {value!r}) so that "
-                         "fitness comparisons are exact")
+        raise ModelError(f"{what} must be a fraction with denominator <= {MAX_DENOMINATOR} (got {value!r}) so that "
+                         "fitness comparisons are exact", file=file)
     return f
+
+
+def _whole(v: Any, lo: int, hi: int) -> bool:
+    """``v`` is a whole number (an int, or a float with an integer value) in [lo, hi], not a bool."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return False
+    return (not isinstance(v, (float, np.floating)) or float(v).is_integer()) and lo <= v <= hi
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,8 +106,9 @@ class Problem:
             v = np.asarray(getattr(self, nm))
             if v.shape != (n,) or not np.isin(v, (0, 1)).all():
                 raise ModelError(f"{nm} state must have {n} values of 0/1", file=where)
-        if isinstance(self.iterations, bool) or int(self.iterations) != self.iterations or self.iterations < 1:
-            raise ModelError(f"iterations must be a positive integer, got {self.iterations!r}", file=where)
+        if not _whole(self.iterations, 1, MAX_ITERATIONS):
+            raise ModelError(f"iterations must be an integer in [1, {MAX_ITERATIONS}], got {self.iterations!r}",
+                             file=where)
         if not 0.0 <= self.lam <= 1.0:
             raise ModelError(f"lambda must be in [0, 1], got {self.lam}", file=where)
         if not self.rules or any(r not in (0, 1, 2, 3) for r in self.rules) or len(set(self.rules)) != len(self.rules):
@@ -100,8 +117,8 @@ class Problem:
         object.__setattr__(self, "initial", np.asarray(self.initial).astype(np.uint8))
         object.__setattr__(self, "target", np.asarray(self.target).astype(np.uint8))
         object.__setattr__(self, "rules", tuple(sorted(int(r) for r in self.rules)))
-        _fraction(self.lam, "lambda")
-        _fraction(self.max_connectivity_distance, "max_connectivity_distance")
+        _fraction(self.lam, "lambda", where)
+        _fraction(self.max_connectivity_distance, "max_connectivity_distance", where)
 
     @property
     def n(self) -> int:
@@ -173,32 +190,27 @@ class Problem:
 # loaders
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except OSError as e:
-        raise ModelError(f"cannot read: {e.strerror or e}", file=str(path)) from e
-    except UnicodeDecodeError as e:
-        raise ModelError("not a UTF-8 text file", file=str(path)) from e
-
-
 def _csv_rows(path: Path) -> list[tuple[int, list[str]]]:
     """(line number, cells) of the non-empty, non-comment rows."""
+    f = str(path)
     rows = []
-    for lineno, line in enumerate(_read(path).splitlines(), start=1):
+    for lineno, line in enumerate(read_text(path, error=DataError).split("\n"), start=1):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
-        cells = [c.strip() for c in next(csv.reader(io.StringIO(s)))]
-        rows.append((lineno, cells))
+        try:
+            cells = next(csv.reader([s]))
+        except csv.Error as e:
+            raise DataError(f"bad CSV row ({e})", file=f, line=lineno) from None
+        rows.append((lineno, [c.strip() for c in cells]))
     if not rows:
-        raise ModelError("the file is empty", file=str(path))
+        raise DataError("the file is empty (no row that is not blank or a comment)", file=f, line=1)
     return rows
 
 
 def _bit(text: str, file: str, line: int, what: str) -> int:
     if text not in ("0", "1"):
-        raise ModelError(f"{what} must be 0 or 1, got {text!r}", file=file, line=line)
+        raise DataError(f"{what} must be 0 or 1, got {text[:40]!r}", file=file, line=line)
     return int(text)
 
 
@@ -206,7 +218,7 @@ def _sign(text: str, file: str, line: int, allow_zero: bool = False) -> int:
     v = SIGNS.get(text.strip().lower())
     if v is None or (v == 0 and not allow_zero):
         ok = "-1, 0 or 1" if allow_zero else "1/+1/+/activation or -1/-/repression"
-        raise ModelError(f"link sign must be {ok}, got {text!r}", file=file, line=line)
+        raise DataError(f"link sign must be {ok}, got {text[:40]!r}", file=file, line=line)
     return v
 
 
@@ -217,22 +229,22 @@ def read_states(path: str | os.PathLike) -> tuple[list[str], np.ndarray, np.ndar
     rows = _csv_rows(p)
     (hl, header), body = rows[0], rows[1:]
     if len(header) != 3:
-        raise ModelError("states header must be node,<initial>,<target> (3 columns)", file=f, line=hl)
+        raise DataError("states header must be node,<initial>,<target> (3 columns)", file=f, line=hl)
     genes, init, targ, seen = [], [], [], {}
     for line, cells in body:
         if len(cells) != 3:
-            raise ModelError(f"expected 3 columns (node, initial, target), got {len(cells)}", file=f, line=line)
+            raise DataError(f"expected 3 columns (node, initial, target), got {len(cells)}", file=f, line=line)
         name = cells[0]
         if not name:
-            raise ModelError("empty gene name", file=f, line=line)
+            raise DataError("empty gene name", file=f, line=line)
         if name in seen:
-            raise ModelError(f"gene {name!r} listed twice (first on line {seen[name]})", file=f, line=line)
+            raise DataError(f"gene {name!r} listed twice (first on line {seen[name]})", file=f, line=line)
         seen[name] = line
         genes.append(name)
         init.append(_bit(cells[1], f, line, f"initial state of {name}"))
         targ.append(_bit(cells[2], f, line, f"target state of {name}"))
     if not genes:
-        raise ModelError("no genes listed", file=f)
+        raise DataError("no genes listed after the header", file=f, line=hl)
     return genes, np.array(init, np.uint8), np.array(targ, np.uint8)
 
 
@@ -248,32 +260,32 @@ def read_links_matrix(path: str | os.PathLike, genes: Sequence[str] | None = Non
     (hl, header), body = rows[0], rows[1:]
     names = header[1:]
     if not names or any(not c for c in names):
-        raise ModelError("header must be target\\source,<gene>,<gene>,... with non-empty gene names", file=f,
-                         line=hl)
+        raise DataError("header must be target\\source,<gene>,<gene>,... with non-empty gene names", file=f,
+                        line=hl)
     if len(set(names)) != len(names):
-        raise ModelError("gene names in the header are not unique", file=f, line=hl)
+        raise DataError("gene names in the header are not unique", file=f, line=hl)
+    if genes is not None and set(genes) != set(names):
+        raise DataError("the genes of the links matrix and of the states file differ: "
+                        f"{sorted(set(genes) ^ set(names))[:5]}", file=f, line=hl)
     index = {g: i for i, g in enumerate(names)}
     n = len(names)
     L = np.zeros((n, n), np.int8)
     seen: dict[str, int] = {}
     for line, cells in body:
         if len(cells) != n + 1:
-            raise ModelError(f"expected {n + 1} columns (target and {n} sources), got {len(cells)}", file=f,
-                             line=line)
+            raise DataError(f"expected {n + 1} columns (target and {n} sources), got {len(cells)}", file=f,
+                            line=line)
         tgt = cells[0]
         if tgt not in index:
-            raise ModelError(f"row gene {tgt!r} is not in the header", file=f, line=line)
+            raise DataError(f"row gene {tgt[:40]!r} is not in the header", file=f, line=line)
         if tgt in seen:
-            raise ModelError(f"row for {tgt!r} given twice (first on line {seen[tgt]})", file=f, line=line)
+            raise DataError(f"row for {tgt!r} given twice (first on line {seen[tgt]})", file=f, line=line)
         seen[tgt] = line
         L[index[tgt]] = [_sign(c, f, line, allow_zero=True) for c in cells[1:]]
     missing = [g for g in names if g not in seen]
     if missing:
-        raise ModelError(f"no row for gene(s) {', '.join(missing[:5])}", file=f)
+        raise DataError(f"no row for gene(s) {', '.join(missing[:5])} (listed in the header)", file=f, line=hl)
     if genes is not None:
-        if set(genes) != set(names):
-            raise ModelError("the genes of the links matrix and of the states file differ: "
-                             f"{sorted(set(genes) ^ set(names))[:5]}", file=f, line=hl)
         order = [index[g] for g in genes]
         return list(genes), L[np.ix_(order, order)]
     return names, L
@@ -286,120 +298,244 @@ def read_edges(path: str | os.PathLike, genes: Sequence[str]) -> np.ndarray:
     rows = _csv_rows(p)
     (hl, header), body = rows[0], rows[1:]
     if not _is_edge_header(header):
-        raise ModelError("edge list header must be source,target,sign", file=f, line=hl)
+        raise DataError("edge list header must be source,target,sign", file=f, line=hl)
     index = {g: i for i, g in enumerate(genes)}
     L = np.zeros((len(genes), len(genes)), np.int8)
     seen: dict[tuple[str, str], int] = {}
     for line, cells in body:
         if len(cells) != 3:
-            raise ModelError(f"expected 3 columns (source, target, sign), got {len(cells)}", file=f, line=line)
+            raise DataError(f"expected 3 columns (source, target, sign), got {len(cells)}", file=f, line=line)
         src, tgt, sign = cells
         for g in (src, tgt):
             if g not in index:
-                raise ModelError(f"gene {g!r} is not in the states file", file=f, line=line)
+                raise DataError(f"gene {g[:40]!r} is not in the states file", file=f, line=line)
         if (src, tgt) in seen:
-            raise ModelError(f"edge {src} -> {tgt} given twice (first on line {seen[(src, tgt)]})", file=f, line=line)
+            raise DataError(f"edge {src} -> {tgt} given twice (first on line {seen[(src, tgt)]})", file=f, line=line)
         seen[(src, tgt)] = line
         L[index[tgt], index[src]] = _sign(sign, f, line)
     return L
 
 
-def _line_of(text: str, needle: str) -> int | None:
-    for i, line in enumerate(text.splitlines(), start=1):
-        if needle in line:
-            return i
-    return None
+# ---------------------------------------------------------------------------------------------------------------
+# TOML / JSON problem files
+
+# what the nesting check skips: strings (an unterminated one ends at the end of its line) and TOML comments
+_JSON_SKIP = re.compile(r'"(?:[^"\\\n]|\\.)*(?:"|$)|[\[\]{}\n]', re.MULTILINE)
+_TOML_SKIP = re.compile(r'"(?:[^"\\\n]|\\.)*(?:"|$)|\'[^\'\n]*(?:\'|$)|#[^\n]*|[\[\]{}\n]', re.MULTILINE)
+_TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
+_MAX_INT_DIGITS = 30
 
 
-def _from_mapping(d: Mapping[str, Any], f: str, text: str) -> Problem:
-    def err(key: str, msg: str) -> ModelError:
-        return ModelError(f"{key}: {msg}", file=f, line=_line_of(text, key))
+def _check_nesting(text: str, f: str, toml: bool) -> None:
+    """ConfigError when arrays/tables nest deeper than MAX_NESTING (checked first: the JSON and TOML
+    parsers recurse)."""
+    depth, line = 0, 1
+    for m in (_TOML_SKIP if toml else _JSON_SKIP).finditer(text):
+        c = m.group()
+        if c == "\n":
+            line += 1
+        elif c in ("[", "{"):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ConfigError(f"arrays and tables nest more than {MAX_NESTING} deep", file=f, line=line,
+                                  column=m.start() - text.rfind("\n", 0, m.start()))
+        elif c in ("]", "}"):
+            depth = max(depth - 1, 0)
 
-    known = {"name", "genes", "links", "edges", "initial", "target", "iterations", "lambda", "rules",
-             "max_connectivity_distance"}
-    extra = sorted(set(d) - known)
-    if extra:
-        raise err(extra[0], f"unknown key (known: {', '.join(sorted(known))})")
-    genes = d.get("genes")
-    if not isinstance(genes, list) or not genes or not all(isinstance(g, str) and g for g in genes):
-        raise err("genes", "must be a non-empty list of gene names")
-    n = len(genes)
-    index = {g: i for i, g in enumerate(genes)}
-    if len(index) != n:
-        raise err("genes", "gene names are not unique")
 
-    def state(key: str) -> np.ndarray:
-        v = d.get(key)
+def _line_of(text: str, needle: str) -> int:
+    """Line of the key ``needle`` (``key =`` in TOML, ``"key":`` in JSON), else of its first
+    occurrence, else 1."""
+    q = re.escape(needle)
+    m = re.search(rf"^\s*[\"']?{q}[\"']?\s*=|[\"']{q}[\"']\s*:", text, re.MULTILINE)
+    pos = m.start() if m else text.find(needle)
+    return text.count("\n", 0, pos) + 1 if pos >= 0 else 1
+
+
+class _BadNumber(ValueError):
+    pass
+
+
+def _finite_float(s: str) -> float:
+    v = float(s)
+    if not math.isfinite(v):
+        raise _BadNumber(s)
+    return v
+
+
+def _bounded_int(s: str) -> int:
+    if len(s.lstrip("+-")) > _MAX_INT_DIGITS:
+        raise _BadNumber(s)
+    return int(s)
+
+
+def _bad_number(text: str, f: str, token: str) -> ConfigError:
+    pos = text.find(token)
+    line = text.count("\n", 0, pos) + 1 if pos >= 0 else None
+    return ConfigError(f"number {token[:20]}{'...' if len(token) > 20 else ''} is not finite or too large",
+                       file=f, line=line)
+
+
+def _parse_json(text: str, f: str) -> Any:
+    _check_nesting(text, f, toml=False)
+    try:
+        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_finite_float)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"invalid JSON: {e.msg}", file=f, line=e.lineno, column=e.colno) from None
+    except _BadNumber as e:
+        raise _bad_number(text, f, str(e)) from None
+
+
+def _parse_toml(text: str, f: str) -> Any:
+    import tomllib
+
+    _check_nesting(text, f, toml=True)
+    try:
+        return tomllib.loads(text, parse_float=_finite_float)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = _TOML_POSITION.search(msg)
+        line, col = (int(m.group(1)), int(m.group(2))) if m and m.group(1) else (None, None)
+        if m and line is None:  # at the end of the document
+            line = text.count("\n") + 1 - text.endswith("\n")
+        raise ConfigError(f"invalid TOML: {msg[:m.start()] if m else msg}", file=f, line=line, column=col) from None
+    except _BadNumber as e:
+        raise _bad_number(text, f, str(e)) from None
+    except ValueError:  # an integer beyond Python's int-string limit (tomllib has no hook for integers)
+        long = re.search(r"[0-9_]{4000,}", text)
+        raise _bad_number(text, f, long.group() if long else "") from None
+
+
+_KNOWN_KEYS = ("name", "genes", "links", "edges", "initial", "target", "iterations", "lambda", "rules",
+               "max_connectivity_distance")
+
+
+class _Mapping:
+    """A parsed TOML/JSON problem with errors that name the file and the line of the key."""
+
+    def __init__(self, d: Mapping[str, Any], f: str, text: str):
+        self.d, self.f, self.text = d, f, text
+
+    def err(self, key: str, msg: str) -> ConfigError:
+        return ConfigError(f"{key}: {msg}", file=self.f, line=_line_of(self.text, key))
+
+    def genes(self) -> list[str]:
+        extra = sorted(set(self.d) - set(_KNOWN_KEYS))
+        if extra:
+            raise self.err(extra[0], f"unknown key (known: {', '.join(sorted(_KNOWN_KEYS))})")
+        genes = self.d.get("genes")
+        if not isinstance(genes, list) or not genes or not all(isinstance(g, str) and g for g in genes):
+            raise self.err("genes", "must be a non-empty list of gene names")
+        if len(set(genes)) != len(genes):
+            raise self.err("genes", "gene names are not unique")
+        return genes
+
+    def state(self, key: str, genes: list[str]) -> np.ndarray:
+        v, n = self.d.get(key), len(genes)
+
+        def bit(x: Any) -> bool:
+            return x in (0, 1) and not isinstance(x, float)
+
         if isinstance(v, list):
-            if len(v) != n or not all(x in (0, 1) and not isinstance(x, float) for x in v):
-                raise err(key, f"must be a list of {n} values 0/1")
+            if len(v) != n or not all(bit(x) for x in v):
+                raise self.err(key, f"must be a list of {n} values 0/1")
             return np.array(v, np.uint8)
         if isinstance(v, dict):
-            bad = sorted(set(v) - set(index))
+            bad = sorted(set(v) - set(genes))
             if bad:
-                raise err(key, f"unknown gene {bad[0]!r}")
+                raise self.err(key, f"unknown gene {bad[0]!r}")
             miss = [g for g in genes if g not in v]
             if miss:
-                raise err(key, f"no value for gene {miss[0]!r}")
-            if not all(v[g] in (0, 1) and not isinstance(v[g], float) for g in genes):
-                raise err(key, "values must be 0 or 1")
+                raise self.err(key, f"no value for gene {miss[0]!r}")
+            if not all(bit(v[g]) for g in genes):
+                raise self.err(key, "values must be 0 or 1")
             return np.array([v[g] for g in genes], np.uint8)
-        raise err(key, f"must be a list of {n} values 0/1 or a {{gene: 0/1}} table")
+        raise self.err(key, f"must be a list of {n} values 0/1 or a {{gene: 0/1}} table")
 
-    if ("links" in d) == ("edges" in d):
-        raise err("links" if "links" in d else "genes", "give exactly one of 'links' (matrix) and 'edges'")
-    if "links" in d:
+    def links(self, genes: list[str]) -> np.ndarray:
+        d, n = self.d, len(genes)
+        if ("links" in d) == ("edges" in d):
+            raise self.err("links" if "links" in d else "genes", "give exactly one of 'links' (matrix) and 'edges'")
+        if "edges" in d:
+            return self.edges(genes)
         m = d["links"]
         if not isinstance(m, list) or len(m) != n or not all(isinstance(r, list) and len(r) == n for r in m):
-            raise err("links", f"must be an {n}x{n} matrix (row = target, column = source)")
+            raise self.err("links", f"must be an {n}x{n} matrix (row = target, column = source)")
         for j, row in enumerate(m):
             for i, v in enumerate(row):
                 if isinstance(v, bool) or v not in (-1, 0, 1):
-                    raise err("links", f"links[{j}][{i}] must be -1, 0 or 1, got {v!r}")
-        L = np.array(m, np.int8)
-    else:
-        L = np.zeros((n, n), np.int8)
-        edges = d["edges"]
+                    raise self.err("links", f"links[{j}][{i}] must be -1, 0 or 1, got {str(v)[:40]}")
+        return np.array(m, np.int8)
+
+    def edges(self, genes: list[str]) -> np.ndarray:
+        index = {g: i for i, g in enumerate(genes)}
+        L = np.zeros((len(genes), len(genes)), np.int8)
+        edges = self.d["edges"]
         if not isinstance(edges, list):
-            raise err("edges", "must be a list of [source, target, sign]")
+            raise self.err("edges", "must be a list of [source, target, sign]")
         seen = set()
         for k, e in enumerate(edges):
             if not isinstance(e, list) or len(e) != 3:
-                raise err("edges", f"edges[{k}] must be [source, target, sign], got {e!r}")
+                raise self.err("edges", f"edges[{k}] must be [source, target, sign], got {str(e)[:60]}")
             src, tgt, sign = e
             for g in (src, tgt):
-                if g not in index:
-                    raise err("edges", f"edges[{k}]: unknown gene {g!r}")
+                if not isinstance(g, str) or g not in index:
+                    raise self.err("edges", f"edges[{k}]: unknown gene {str(g)[:40]!r}")
             if (src, tgt) in seen:
-                raise err("edges", f"edges[{k}]: edge {src} -> {tgt} given twice")
+                raise self.err("edges", f"edges[{k}]: edge {src} -> {tgt} given twice")
             seen.add((src, tgt))
-            s = SIGNS.get(str(sign).strip().lower())
+            s = SIGNS.get(str(sign).strip().lower()) if isinstance(sign, (str, int)) else None
             if s is None or s == 0 or isinstance(sign, bool):
-                raise err("edges", f"edges[{k}]: sign must be 1 or -1, got {sign!r}")
+                raise self.err("edges", f"edges[{k}]: sign must be 1 or -1, got {str(sign)[:40]}")
             L[index[tgt], index[src]] = s
-    rules = d.get("rules", list(RULE_NAMES))
-    if not isinstance(rules, list) or not rules:
-        raise err("rules", "must be a non-empty list of rule names")
-    codes = []
-    for r in rules:
-        c = RULE_CODES.get(str(r).strip().lower())
-        if c is None:
-            raise err("rules", f"unknown rule {r!r} (known: {', '.join(RULE_NAMES)})")
-        codes.append(c)
-    kw: dict[str, Any] = {}
-    for key, typ in (("iterations", int), ("lambda", float), ("max_connectivity_distance", float)):
-        if key in d:
-            v = d[key]
+        return L
+
+    def rules(self) -> tuple[int, ...]:
+        rules = self.d.get("rules", list(RULE_NAMES))
+        if not isinstance(rules, list) or not rules:
+            raise self.err("rules", "must be a non-empty list of rule names")
+        codes = []
+        for r in rules:
+            c = RULE_CODES.get(r.strip().lower()) if isinstance(r, str) else None
+            if c is None:
+                raise self.err("rules", f"unknown rule {str(r)[:40]!r} (known: {', '.join(RULE_NAMES)})")
+            codes.append(c)
+        if len(set(codes)) != len(codes):
+            raise self.err("rules", "a rule is listed twice")
+        return tuple(codes)
+
+    def numbers(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {}
+        for key, typ in (("iterations", int), ("lambda", float), ("max_connectivity_distance", float)):
+            if key not in self.d:
+                continue
+            v = self.d[key]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (typ is int and not isinstance(v, int)):
-                raise err(key, f"must be a number{' (integer)' if typ is int else ''}, got {v!r}")
+                raise self.err(key, f"must be a number{' (integer)' if typ is int else ''}, got {str(v)[:40]}")
+            if typ is int:
+                if not 1 <= v <= MAX_ITERATIONS:
+                    raise self.err(key, f"must be in [1, {MAX_ITERATIONS}], got {str(v)[:40]}")
+            else:
+                hi = 1.0 if key == "lambda" else 2.0**53
+                if not 0.0 <= v <= hi:
+                    raise self.err(key, f"must be in [0, {'1' if key == 'lambda' else '2**53'}], got {str(v)[:40]}")
+                try:
+                    _fraction(float(v), key)
+                except ModelError as e:
+                    raise self.err(key, e.message) from None
             kw["lam" if key == "lambda" else key] = typ(v)
-    try:
-        return Problem(tuple(genes), L, state("initial"), state("target"), rules=tuple(codes),
-                       name=str(d.get("name", Path(f).stem)), source=f, **kw)
-    except ValueError as e:
-        if isinstance(e, ModelError):
-            raise
-        raise ModelError(str(e), file=f) from e
+        return kw
+
+    def problem(self) -> Problem:
+        genes = self.genes()
+        links = self.links(genes)
+        initial, target = self.state("initial", genes), self.state("target", genes)
+        name = self.d.get("name", Path(self.f).stem)
+        try:
+            return Problem(tuple(genes), links, initial, target, rules=self.rules(), name=str(name),
+                           source=self.f, **self.numbers())
+        except ModelError as e:
+            raise ConfigError(e.message, file=self.f, line=1) from None
 
 
 def load(path: str | os.PathLike, states: str | os.PathLike | None = None, *, iterations: int | None = None,
@@ -412,23 +548,11 @@ def load(path: str | os.PathLike, states: str | os.PathLike | None = None, *, it
     if suffix in (".toml", ".json"):
         if states is not None:
             raise ValueError(f"{f}: a {suffix} problem holds its own states; do not pass states=")
-        text = _read(p)
-        if suffix == ".json":
-            try:
-                d = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ModelError(f"invalid JSON: {e.msg}", file=f, line=e.lineno, column=e.colno) from e
-        else:
-            import tomllib
-
-            try:
-                d = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as e:
-                line = getattr(e, "lineno", None)
-                raise ModelError(f"invalid TOML: {getattr(e, 'msg', e)}", file=f, line=line) from e
+        text = read_text(p, error=ConfigError)
+        d = _parse_json(text, f) if suffix == ".json" else _parse_toml(text, f)
         if not isinstance(d, dict):
-            raise ModelError("the top level must be a table/object", file=f, line=1)
-        prob = _from_mapping(d, f, text)
+            raise ConfigError("the top level must be a table/object", file=f, line=1)
+        prob = _Mapping(d, f, text).problem()
     elif suffix in (".csv", ".txt", ".tsv"):
         if states is None:
             raise ValueError(f"{f}: a CSV links matrix or edge list needs a states file (states=, "
@@ -442,7 +566,7 @@ def load(path: str | os.PathLike, states: str | os.PathLike | None = None, *, it
         name = p.stem.replace("_links_matrix", "").replace("_edges", "")
         prob = Problem(tuple(genes), L, init, targ, name=name, source=f)
     else:
-        raise ValueError(f"{f}: unknown problem format {p.suffix!r}; use .toml, .json or .csv (+ states CSV)")
+        raise ConfigError(f"unknown problem format {p.suffix!r}; use .toml, .json or .csv (+ states CSV)", file=f)
     if iterations is not None or lam is not None:
         prob = Problem(prob.genes, prob.links, prob.initial, prob.target,
                        iterations=prob.iterations if iterations is None else iterations,

@@ -12,9 +12,9 @@ species that stay unidentified (or the line where the data contradict the networ
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..models.reactions import ReactionNetwork
+from ..errors import DataError, read_text
+from ..models.reactions import MAX_COUNT, ReactionNetwork
 
 
-class ObservationError(ValueError):
-    """Bad observations: the message names the source (file and line where there is one)."""
+class ObservationError(DataError):
+    """Bad observations: names the source (file and line where there is one)."""
 
 
 @dataclass(frozen=True)
@@ -83,51 +84,59 @@ def conservation_laws(net: ReactionNetwork) -> np.ndarray:
     return np.asarray(basis, dtype=np.int64).reshape(len(basis), S)
 
 
-def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, dict[str, np.ndarray], list[int]]:
-    """``time,<species>...`` CSV -> (times, {species: float array with NaN where blank}, line numbers)."""
+def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, dict[str, np.ndarray], list[int], int]:
+    """``time,<species>...`` CSV -> (times, {species: float array with NaN where blank}, line of each
+    row, line of the header)."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"observations file not found: {os.fspath(path)}")
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ObservationError(f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
-    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise ObservationError(f"{p}: empty file; expected a header 'time,<species>...'")
-    reader = csv.reader(io.StringIO("\n".join(ln for _, ln in lines)))
-    rows = list(reader)
-    header = [h.strip() for h in rows[0]]
-    hline = lines[0][0]
-    if not header or header[0].lower() != "time":
-        raise ObservationError(f"{p}:{hline}: the first column must be 'time', got {header[0] if header else ''!r}")
+    f = os.fspath(path)
+    rows = []
+    for n, line in enumerate(read_text(p, error=ObservationError).split("\n"), 1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            try:
+                rows.append((n, [c.strip() for c in next(csv.reader([line]))]))
+            except csv.Error as e:
+                raise ObservationError(f"bad CSV row ({e})", file=f, line=n) from None
+    if not rows:
+        raise ObservationError("empty file; expected a header 'time,<species>...'", file=f, line=1)
+    hline, header = rows[0]
+    if header[0].lower() != "time":
+        raise ObservationError(f"the first column must be 'time', got {header[0][:40]!r}", file=f, line=hline)
     if len(header) < 2:
-        raise ObservationError(f"{p}:{hline}: no species columns after 'time'")
-    dup = sorted({h for h in header if header.count(h) > 1})
+        raise ObservationError("no species columns after 'time'", file=f, line=hline)
+    dup = [h for h, c in Counter(header).items() if c > 1]
     if dup:
-        raise ObservationError(f"{p}:{hline}: duplicate column {dup[0]!r}")
-    times, cols, nums = [], {h: [] for h in header[1:]}, []
-    for (n, _), row in zip(lines[1:], rows[1:]):
+        raise ObservationError(f"duplicate column {dup[0][:40]!r}", file=f, line=hline)
+    times, cols = [], {h: [] for h in header[1:]}
+    for n, row in rows[1:]:
         if len(row) != len(header):
-            raise ObservationError(f"{p}:{n}: {len(row)} fields, the header has {len(header)}")
-        try:
-            times.append(float(row[0]))
-        except ValueError:
-            raise ObservationError(f"{p}:{n}: time {row[0]!r} is not a number") from None
+            raise ObservationError(f"{len(row)} fields, the header has {len(header)}", file=f, line=n)
+        times.append(_number(row[0], "time", f, n))
         for h, cell in zip(header[1:], row[1:]):
-            cell = cell.strip()
             if cell == "" or cell.upper() in ("NA", "NAN"):
                 cols[h].append(math.nan)
-                continue
-            try:
-                v = float(cell)
-            except ValueError:
-                raise ObservationError(f"{p}:{n}: {h} = {cell!r} is not a count") from None
-            if not (v >= 0 and v == int(v)):
-                raise ObservationError(f"{p}:{n}: {h} = {cell!r} is not a non-negative integer count")
-            cols[h].append(v)
-        nums.append(n)
-    return np.asarray(times, float), {h: np.asarray(v, float) for h, v in cols.items()}, nums
+            else:
+                cols[h].append(_count(_number(cell, h, f, n), h, cell, f, n))
+    return np.asarray(times, float), {h: np.asarray(v, float) for h, v in cols.items()}, [n for n, _ in rows[1:]], hline
+
+
+def _number(cell: str, what: str, f: str, n: int) -> float:
+    try:
+        v = float(cell)
+    except ValueError:
+        raise ObservationError(f"{what} = {cell[:40]!r} is not a number", file=f, line=n) from None
+    if not math.isfinite(v):
+        raise ObservationError(f"{what} = {cell[:40]!r} is not finite", file=f, line=n)
+    return v
+
+
+def _count(v: float, what: str, cell: Any, f: str | None, n: int | None) -> float:
+    """``v`` if it is a count (a whole number in [0, 2**53]), else an error naming ``what`` and ``cell``."""
+    if not (0 <= v <= MAX_COUNT and v == math.floor(v)):
+        raise ObservationError(f"{what} = {str(cell)[:40]!r} is not a non-negative integer count (at most 2**53)",
+                               file=f, line=n)
+    return v
 
 
 def as_observations(net: ReactionNetwork, data: Any) -> Observations:
@@ -136,15 +145,15 @@ def as_observations(net: ReactionNetwork, data: Any) -> Observations:
     if isinstance(data, Observations):
         return data
     if isinstance(data, (str, os.PathLike)):
-        times, cols, lines = read_csv(data)
-        return _solve(net, times, cols, lines, os.fspath(data))
+        times, cols, lines, header = read_csv(data)
+        return _solve(net, times, cols, os.fspath(data), lines, header)
     mod = type(data).__module__
     if mod.startswith("pandas"):
         df = data.reset_index() if "time" not in getattr(data, "columns", []) else data
         if "time" not in df.columns:
             raise ObservationError("DataFrame observations need a 'time' column or index")
         cols = {str(c): df[c].to_numpy(dtype=float) for c in df.columns if c != "time"}
-        return _solve(net, df["time"].to_numpy(dtype=float), cols, None, "<DataFrame>")
+        return _solve(net, df["time"].to_numpy(dtype=float), cols, "<DataFrame>")
     if mod.startswith("xarray"):
         import xarray as xr
 
@@ -155,91 +164,106 @@ def as_observations(net: ReactionNetwork, data: Any) -> Observations:
         if "time" not in data.coords:
             raise ObservationError("xarray observations need a 'time' coordinate")
         cols = {str(k): np.asarray(v.values, float) for k, v in data.data_vars.items()}
-        return _solve(net, np.asarray(data["time"].values, float), cols, None, "<Dataset>")
+        return _solve(net, np.asarray(data["time"].values, float), cols, "<Dataset>")
     raise TypeError(f"observations must be a CSV path, pandas DataFrame or xarray object, got {type(data).__name__}")
 
 
-def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray], lines: list[int] | None,
-           src: str) -> Observations:
-    def where(k: int) -> str:
-        return f"{src}:{lines[k]}" if lines else f"{src} (row {k})"
+class _Where:
+    """Errors located in the source: the line of data row k (or "row k" without a file), else the header."""
 
+    def __init__(self, src: str, lines: list[int] | None, header: int | None):
+        self.src, self.lines, self.header = src, lines, header
+
+    def __call__(self, msg: str, k: int | None = None) -> ObservationError:
+        if self.lines is None:
+            return ObservationError(msg + (f" (row {k})" if k is not None else ""), file=self.src)
+        return ObservationError(msg, file=self.src, line=self.header if k is None else self.lines[k])
+
+
+def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray], src: str,
+           lines: list[int] | None = None, header: int | None = None) -> Observations:
+    err = _Where(src, lines, header)
     unknown = [c for c in cols if c not in net.species]
     if unknown:
-        raise ObservationError(f"{src}: column {unknown[0]!r} is not a species of the model "
-                               f"({', '.join(net.species)})")
-    K, S = len(times), net.n_species
+        raise err(f"column {unknown[0][:40]!r} is not a species of the model ({', '.join(net.species)})")
+    K = len(times)
     if K < 2:
-        raise ObservationError(f"{src}: need at least two observation times, got {K}")
+        raise err(f"need at least two observation times, got {K}")
     for k in range(K):
         if not math.isfinite(times[k]):
-            raise ObservationError(f"{where(k)}: time is not finite")
+            raise err("time is not finite", k)
         if k and not times[k] > times[k - 1]:
-            raise ObservationError(f"{where(k)}: times must increase strictly ({times[k - 1]:g} then {times[k]:g})")
-    x = np.full((K, S), np.nan)
+            raise err(f"times must increase strictly ({times[k - 1]:g} then {times[k]:g})", k)
+    x = np.full((K, net.n_species), np.nan)
     for name, v in cols.items():
         if len(v) != K:
-            raise ObservationError(f"{src}: column {name!r} has {len(v)} values for {K} times")
+            raise err(f"column {name!r} has {len(v)} values for {K} times")
         x[:, net.index(name)] = v
     obs = ~np.isnan(x)
-    for k in range(K):
-        for s in range(S):
-            if obs[k, s] and not (x[k, s] >= 0 and x[k, s] == int(x[k, s])):
-                raise ObservationError(f"{where(k)}: {net.species[s]} = {x[k, s]!r} is not a non-negative integer")
+    for k, s in zip(*np.nonzero(obs)):
+        try:
+            _count(x[k, s], net.species[s], x[k, s], None, None)
+        except ObservationError as e:
+            raise err(e.message, int(k)) from None
     C = conservation_laws(net)
-    L = C.shape[0]
-    # unknowns: totals T_l (one per law) and every unobserved x[k, s]; equations C x_k - T = 0
-    miss = [(k, s) for k in range(K) for s in range(S) if not obs[k, s]]
-    if miss:
-        col = {m: L + i for i, m in enumerate(miss)}
-        A = np.zeros((K * L, L + len(miss)))
-        b = np.zeros(K * L)
-        for k in range(K):
-            for lw in range(L):
-                r = k * L + lw
-                A[r, lw] = -1.0
-                for s in range(S):
-                    if C[lw, s]:
-                        if obs[k, s]:
-                            b[r] -= C[lw, s] * x[k, s]
-                        else:
-                            A[r, col[(k, s)]] = C[lw, s]
-        undetermined = _undetermined(A, L)
-        if undetermined:
-            bad = sorted({net.species[miss[i][1]] for i in undetermined})
-            ks = sorted({miss[i][0] for i in undetermined})
-            raise ObservationError(
-                f"{src}: the state is not identified: {', '.join(bad)} cannot be determined from the observed "
-                f"species and the conservation laws ({_laws_text(net, C)}) at time(s) "
-                f"{', '.join(f'{times[k]:g}' for k in ks[:5])}{' ...' if len(ks) > 5 else ''}; observe them "
-                "(e.g. give the full state at the first time)")
-        sol, *_ = np.linalg.lstsq(A, b, rcond=None)
-        for i, (k, s) in enumerate(miss):
-            v = sol[L + i]
-            if abs(v - round(v)) > 1e-6 or round(v) < 0:
-                raise ObservationError(f"{where(k)}: the conservation laws give {net.species[s]} = {v:.6g}, not a "
-                                       "non-negative integer: the observations contradict the network")
-            x[k, s] = round(v)
-        resid = A @ sol - b
-        if np.max(np.abs(resid)) > 1e-6:
-            k = int(np.argmax(np.abs(resid))) // L
-            raise ObservationError(f"{where(k)}: the observations violate the conservation laws "
-                                   f"({_laws_text(net, C)})")
+    if not obs.all():
+        _fill_unobserved(net, times, x, obs, C, err)
     xi = x.astype(np.int64)
-    if L:
+    if len(C):
         tot = xi @ C.T
         for k in range(1, K):
             if not np.array_equal(tot[k], tot[0]):
                 lw = int(np.flatnonzero(tot[k] != tot[0])[0])
-                raise ObservationError(f"{where(k)}: the observations violate the conservation law "
-                                       f"{_law_text(net, C[lw])} ({tot[0, lw]} at t={times[0]:g}, {tot[k, lw]} here)")
+                raise err(f"the observations violate the conservation law {_law_text(net, C[lw])} "
+                          f"({tot[0, lw]} at t={times[0]:g}, {tot[k, lw]} here)", k)
     return Observations(times, xi, obs, tuple(net.species), src)
+
+
+def _fill_unobserved(net: ReactionNetwork, times: np.ndarray, x: np.ndarray, obs: np.ndarray, C: np.ndarray,
+                     err: _Where) -> None:
+    """Solve for the unobserved entries of ``x`` (in place) from the conservation laws ``C``."""
+    K, S = x.shape
+    L = C.shape[0]
+    # unknowns: totals T_l (one per law) and every unobserved x[k, s]; equations C x_k - T = 0
+    miss = [(k, s) for k in range(K) for s in range(S) if not obs[k, s]]
+    col = {m: L + i for i, m in enumerate(miss)}
+    A = np.zeros((K * L, L + len(miss)))
+    b = np.zeros(K * L)
+    for k in range(K):
+        for lw in range(L):
+            r = k * L + lw
+            A[r, lw] = -1.0
+            for s in range(S):
+                if C[lw, s]:
+                    if obs[k, s]:
+                        b[r] -= C[lw, s] * x[k, s]
+                    else:
+                        A[r, col[(k, s)]] = C[lw, s]
+    undetermined = _undetermined(A, L)
+    if undetermined:
+        bad = sorted({net.species[miss[i][1]] for i in undetermined})
+        ks = sorted({miss[i][0] for i in undetermined})
+        raise err(f"the state is not identified: {', '.join(bad)} cannot be determined from the observed "
+                  f"species and the conservation laws ({_laws_text(net, C)}) at time(s) "
+                  f"{', '.join(f'{times[k]:g}' for k in ks[:5])}{' ...' if len(ks) > 5 else ''}; observe them "
+                  "(e.g. give the full state at the first time)", ks[0])
+    sol, *_ = np.linalg.lstsq(A, b, rcond=None)
+    for i, (k, s) in enumerate(miss):
+        v = sol[L + i]
+        if abs(v - round(v)) > 1e-6 or round(v) < 0:
+            raise err(f"the conservation laws give {net.species[s]} = {v:.6g}, not a non-negative integer: the "
+                      "observations contradict the network", k)
+        x[k, s] = round(v)
+    resid = A @ sol - b
+    if np.max(np.abs(resid)) > 1e-6:
+        raise err(f"the observations violate the conservation laws ({_laws_text(net, C)})",
+                  int(np.argmax(np.abs(resid))) // L)
 
 
 def _undetermined(A: np.ndarray, n_totals: int) -> list[int]:
     """Indices (into the unobserved entries) of unknowns not fixed by A z = b: nonzero in the null space."""
-    if A.size == 0:
-        return []
+    if A.size == 0:  # no conservation law: nothing unobserved can be recovered
+        return list(range(A.shape[1] - n_totals))
     u, sv, vt = np.linalg.svd(A, full_matrices=True)
     tol = max(A.shape) * (sv[0] if len(sv) else 1.0) * 1e-10
     rank = int(np.sum(sv > tol))

@@ -13,7 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..models.errors import ModelError
+from ..errors import ModelError
 from ..models.reactions import ReactionNetwork
 
 

@@ -10,7 +10,8 @@ Grammar::
     atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
 Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil. A NAME resolves (via
-the caller) to a species count or a parameter value.
+the caller) to a species count or a parameter value. Numbers must be finite (``1e309`` is an
+error); parentheses, calls, signs and powers nest at most :data:`MAX_DEPTH` deep.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .errors import ModelError
+from ..errors import ModelError
 
 
 class Node:
@@ -68,7 +69,8 @@ FUNCS: dict[str, tuple[int, Callable]] = {
     "min": (2, np.minimum), "max": (2, np.maximum),
 }
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|"
+MAX_DEPTH = 100
+_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|"
                     r"(?P<op>\*\*|[-+*/^(),]))")
 
 
@@ -89,6 +91,7 @@ def parse_arith(text: str, resolve: Callable[[str], Node], *, file: str | None =
         pos = m.end()
     end = column + len(s)
     i = 0
+    depth = 0  # open parentheses, calls, signs and powers
 
     def err(msg: str, col: int) -> ModelError:
         return ModelError(msg, file=file, line=line, column=col)
@@ -118,11 +121,21 @@ def parse_arith(text: str, resolve: Callable[[str], Node], *, file: str | None =
         return rule
 
     def unary() -> Node:
-        if take("-"):
-            return Neg(unary())
-        if take("+"):
-            return unary()
-        return power()
+        nonlocal depth
+        signs = []
+        while (t := peek()) is not None and t[0] == "op" and t[1] in "+-":
+            signs.append(t[1])
+            take(t[1])
+        negs = signs.count("-")
+        depth += 1 + negs
+        if depth > MAX_DEPTH:
+            raise err(f"expression nested too deeply (parentheses, calls, signs and powers more than {MAX_DEPTH} "
+                      "deep)", t[2] if t else end)
+        node = power()
+        for _ in range(negs):
+            node = Neg(node)
+        depth -= 1 + negs
+        return node
 
     def power() -> Node:
         base = atom()
@@ -138,7 +151,10 @@ def parse_arith(text: str, resolve: Callable[[str], Node], *, file: str | None =
         kind, val, col = t
         i += 1
         if kind == "num":
-            return Num(float(val))
+            value = float(val)
+            if not math.isfinite(value):
+                raise err(f"number {val[:20]}{'...' if len(val) > 20 else ''} is too large", col)
+            return Num(value)
         if kind == "name":
             if take("("):
                 if val not in FUNCS:

@@ -14,6 +14,11 @@ BoolNet's ``maj`` is true when more than half of its arguments are true, ``sumgt
 more than ``k`` are true and ``sumlt(a.., k)`` when fewer than ``k`` are. Names are any run of
 characters other than white space and ``& | ! ^ ( ) , = :``; a name equal to one of the functions
 above followed by ``(`` is the function.
+
+Limits (a clear :class:`~distsim.errors.ModelError` beyond them, never a crash or a hang):
+parentheses, function calls and negations nest at most :data:`MAX_DEPTH` deep, and a threshold
+function (``maj``/``sumgt``/``sumlt``: n arguments, threshold k) has n * k <= :data:`MAX_THRESHOLD_WORK`,
+the size of its expansion into and/or gates when compiled.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .errors import ModelError
+from ..errors import ModelError
 
 
 class Expr:
@@ -191,6 +196,8 @@ def truth_table(expr: Expr, parents: tuple[int, ...] | None = None) -> np.ndarra
 
 _TOKEN = re.compile(r"\s*(?:(?P<op>[&|!^(),])|(?P<name>[^\s&|!^(),=:]+))")
 _FUNCS = {"all", "any", "maj", "sumgt", "sumlt"}
+MAX_DEPTH = 100
+MAX_THRESHOLD_WORK = 1_000_000
 
 
 def parse_expression(
@@ -220,6 +227,7 @@ def parse_expression(
         pos = m.end()
     end_col = column + len(stripped)
     i = 0
+    depth = 0  # open parentheses, calls and negations
 
     def err(msg: str, col: int) -> ModelError:
         return ModelError(msg, file=file, line=line, column=col)
@@ -247,14 +255,21 @@ def parse_expression(
         return rule
 
     def unary() -> Expr:
-        nonlocal i
-        t = peek()
+        nonlocal i, depth
+        nots = 0
+        while (t := peek()) is not None and t[0] == "op" and t[1] == "!":
+            i += 1
+            nots += 1
         if t is None:
             raise err("expression ends where an operand was expected", end_col)
-        if t[0] == "op" and t[1] == "!":
-            i += 1
-            return Not(unary())
-        return primary()
+        depth += 1 + nots
+        if depth > MAX_DEPTH:
+            raise err(f"expression nested too deeply (parentheses, calls and '!' more than {MAX_DEPTH} deep)", t[2])
+        e = primary()
+        for _ in range(nots):
+            e = Not(e)
+        depth -= 1 + nots
+        return e
 
     def primary() -> Expr:
         nonlocal i
@@ -310,11 +325,13 @@ def parse_expression(
         if fname in ("sumgt", "sumlt"):
             if len(args) < 2 or args[-1] is not None:
                 raise err(f"{fname}() needs arguments followed by an integer threshold", col)
+            if len(raw[-1][0]) > 9:
+                raise err(f"{fname}() threshold {raw[-1][0][:20]}... is too large", raw[-1][1])
             k = int(raw[-1][0])
             terms = tuple(args[:-1])
             if fname == "sumgt":
-                return _at_least(terms, k + 1)
-            return Not(_at_least(terms, k))
+                return threshold(terms, k + 1, fname, col)
+            return Not(threshold(terms, k, fname, col))
         if any(a is None for a in args) or not args:
             raise err(f"{fname}() needs at least one argument", col)
         terms = tuple(args)
@@ -322,7 +339,13 @@ def parse_expression(
             return terms[0] if len(terms) == 1 else And(terms)
         if fname == "any":
             return terms[0] if len(terms) == 1 else Or(terms)
-        return _at_least(terms, len(terms) // 2 + 1)  # maj: more than half
+        return threshold(terms, len(terms) // 2 + 1, fname, col)  # maj: more than half
+
+    def threshold(terms: tuple[Expr, ...], k: int, fname: str, col: int) -> Expr:
+        if len(terms) * min(k, len(terms)) > MAX_THRESHOLD_WORK:
+            raise err(f"{fname}() with {len(terms)} arguments and threshold {k} is too large to expand "
+                      f"(n * k > {MAX_THRESHOLD_WORK:,})", col)
+        return _at_least(terms, k)
 
     conj = binary("&", And, unary)
     xor = binary("^", Xor, conj)

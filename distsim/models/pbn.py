@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
+from ..errors import ModelError
 from .boolean import Expr, Var, to_text, variables
-from .errors import ModelError
 
 PROB_TOL = 1e-6
 
@@ -100,48 +101,52 @@ class PBN:
         n = len(self.nodes)
         if n == 0:
             raise ModelError("a network needs at least one node", file=src)
-        if len(set(self.nodes)) != n:
-            dup = sorted({x for x in self.nodes if self.nodes.count(x) > 1})
+        dup = sorted(x for x, c in Counter(self.nodes).items() if c > 1)
+        if dup:
             raise ModelError(f"duplicate node names: {', '.join(dup)}", file=src)
         if len(self.predictors) != n:
             raise ModelError(f"{n} nodes but {len(self.predictors)} predictor lists", file=src)
         if not (0.0 <= self.perturbation < 1.0) or math.isnan(self.perturbation):
             raise ModelError(f"perturbation probability must be in [0, 1), got {self.perturbation}", file=src)
         for i, plist in enumerate(self.predictors):
-            if not plist:
-                raise ModelError(f"node {self.nodes[i]!r} has no predictor function", file=src)
-            for p in plist:
-                if not (p.probability > 0) or math.isinf(p.probability):
-                    raise ModelError(
-                        f"node {self.nodes[i]!r}: selection probabilities must be positive, got {p.probability}", file=src
-                    )
-                bad = [v for v in p.parents if not 0 <= v < n]
-                if bad:
-                    raise ModelError(f"node {self.nodes[i]!r}: function reads unknown node index {bad[0]}", file=src)
-            if self.contexts is None and abs(sum(p.probability for p in plist) - 1.0) > PROB_TOL:
-                raise ModelError(
-                    f"node {self.nodes[i]!r}: selection probabilities sum to {sum(p.probability for p in plist)}, not 1",
-                    file=src,
-                )
+            self._check_predictors(self.nodes[i], plist, src)
         for f in self.fixed:
             if not 0 <= f < n:
                 raise ModelError(f"non-perturbable node index {f} out of range", file=src)
         if self.contexts is not None:
-            if not self.contexts:
-                raise ModelError("a dependent PBN needs at least one context", file=src)
-            for choice, prob in self.contexts:
-                if len(choice) != n:
-                    raise ModelError(f"a context must choose one function for each of the {n} nodes", file=src)
-                for i, c in enumerate(choice):
-                    if not 0 <= c < len(self.predictors[i]):
-                        raise ModelError(f"context chooses function {c} of node {self.nodes[i]!r}, which has "
-                                         f"{len(self.predictors[i])}", file=src)
-                if not prob > 0:
-                    raise ModelError(f"context probabilities must be positive, got {prob}", file=src)
-            total = sum(p for _, p in self.contexts)
-            if abs(total - 1.0) > PROB_TOL:
-                raise ModelError(f"context probabilities sum to {total}, not 1", file=src)
+            self._check_contexts(src)
         object.__setattr__(self, "_index", {name: i for i, name in enumerate(self.nodes)})
+
+    def _check_predictors(self, node: str, plist: tuple[Predictor, ...], src: str | None) -> None:
+        if not plist:
+            raise ModelError(f"node {node!r} has no predictor function", file=src)
+        for p in plist:
+            if not (p.probability > 0) or math.isinf(p.probability):
+                raise ModelError(f"node {node!r}: selection probabilities must be positive, got {p.probability}",
+                                 file=src)
+            bad = [v for v in p.parents if not 0 <= v < len(self.nodes)]
+            if bad:
+                raise ModelError(f"node {node!r}: function reads unknown node index {bad[0]}", file=src)
+        total = sum(p.probability for p in plist)
+        if self.contexts is None and abs(total - 1.0) > PROB_TOL:
+            raise ModelError(f"node {node!r}: selection probabilities sum to {total}, not 1", file=src)
+
+    def _check_contexts(self, src: str | None) -> None:
+        n = len(self.nodes)
+        if not self.contexts:
+            raise ModelError("a dependent PBN needs at least one context", file=src)
+        for choice, prob in self.contexts:
+            if len(choice) != n:
+                raise ModelError(f"a context must choose one function for each of the {n} nodes", file=src)
+            for i, c in enumerate(choice):
+                if not 0 <= c < len(self.predictors[i]):
+                    raise ModelError(f"context chooses function {c} of node {self.nodes[i]!r}, which has "
+                                     f"{len(self.predictors[i])}", file=src)
+            if not prob > 0:
+                raise ModelError(f"context probabilities must be positive, got {prob}", file=src)
+        total = sum(p for _, p in self.contexts)
+        if abs(total - 1.0) > PROB_TOL:
+            raise ModelError(f"context probabilities sum to {total}, not 1", file=src)
 
     # ---- queries ----------------------------------------------------------------------------
 

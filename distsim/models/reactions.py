@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import ModelError
 from .arith import Node, evaluate, params_of, species_of, to_text
-from .errors import ModelError
+
+MAX_COUNT = 2**53  # species counts: exact in float64 propensity arithmetic
+MAX_STOICHIOMETRY = 1000  # molecules of one species consumed or produced by one firing
 
 
 @dataclass(frozen=True)
@@ -74,14 +78,14 @@ class ReactionNetwork:
         n = len(self.species)
         if n == 0:
             raise ModelError("a reaction network needs at least one species", file=src)
-        if len(set(self.species)) != n:
-            dup = sorted({s for s in self.species if self.species.count(s) > 1})
+        dup = sorted(s for s, c in Counter(self.species).items() if c > 1)
+        if dup:
             raise ModelError(f"duplicate species: {', '.join(dup)}", file=src)
         if len(self.initial) != n:
             raise ModelError(f"{n} species but {len(self.initial)} initial counts", file=src)
         for s, x in zip(self.species, self.initial):
-            if x < 0:
-                raise ModelError(f"initial count of {s!r} is negative ({x})", file=src)
+            if not 0 <= x <= MAX_COUNT:
+                raise ModelError(f"initial count of {s!r} must be in [0, 2**53], got {x}", file=src)
         params = dict(self.parameters)
         for k, v in params.items():
             if not math.isfinite(v):
@@ -90,28 +94,7 @@ class ReactionNetwork:
         if not self.reactions:
             raise ModelError("a reaction network needs at least one reaction", file=src)
         for j, r in enumerate(self.reactions):
-            label = r.name or f"reaction {j + 1}"
-            for i, s in r.reactants + r.products:
-                if not 0 <= i < n:
-                    raise ModelError(f"{label}: unknown species index {i}", file=src)
-                if s <= 0:
-                    raise ModelError(f"{label}: stoichiometry must be a positive integer, got {s}", file=src)
-            if r.law is None:
-                if isinstance(r.rate, str):
-                    if r.rate not in params:
-                        raise ModelError(f"{label}: unknown rate parameter {r.rate!r}", file=src)
-                    theta = params[r.rate]
-                else:
-                    theta = float(r.rate)
-                if not (theta >= 0 and math.isfinite(theta)):
-                    raise ModelError(f"{label}: rate constant must be finite and >= 0, got {theta}", file=src)
-            else:
-                missing = [p for p in params_of(r.law) if p not in params]
-                if missing:
-                    raise ModelError(f"{label}: kinetic law uses unknown parameter {missing[0]!r}", file=src)
-                bad = [i for i in species_of(r.law) if not 0 <= i < n]
-                if bad:
-                    raise ModelError(f"{label}: kinetic law reads unknown species index {bad[0]}", file=src)
+            _check_reaction(r, r.name or f"reaction {j + 1}", n, params, src)
         for f in self.fixed:
             if not 0 <= f < n:
                 raise ModelError(f"fixed species index {f} out of range", file=src)
@@ -208,6 +191,27 @@ class ReactionNetwork:
 
     def __repr__(self) -> str:
         return f"ReactionNetwork({self.summary()})"
+
+
+def _check_reaction(r: Reaction, label: str, n: int, params: dict[str, float], src: str | None) -> None:
+    for i, s in r.reactants + r.products:
+        if not 0 <= i < n:
+            raise ModelError(f"{label}: unknown species index {i}", file=src)
+        if not 0 < s <= MAX_STOICHIOMETRY:
+            raise ModelError(f"{label}: stoichiometry must be an integer in [1, {MAX_STOICHIOMETRY}], got {s}", file=src)
+    if r.law is None:
+        if isinstance(r.rate, str) and r.rate not in params:
+            raise ModelError(f"{label}: unknown rate parameter {r.rate!r}", file=src)
+        theta = params[r.rate] if isinstance(r.rate, str) else float(r.rate)
+        if not (theta >= 0 and math.isfinite(theta)):
+            raise ModelError(f"{label}: rate constant must be finite and >= 0, got {theta}", file=src)
+        return
+    missing = [p for p in params_of(r.law) if p not in params]
+    if missing:
+        raise ModelError(f"{label}: kinetic law uses unknown parameter {missing[0]!r}", file=src)
+    bad = [i for i in species_of(r.law) if not 0 <= i < n]
+    if bad:
+        raise ModelError(f"{label}: kinetic law reads unknown species index {bad[0]}", file=src)
 
 
 def _binom(x: np.ndarray, s: int) -> np.ndarray:

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,16 +31,18 @@ from typing import Any
 
 import yaml
 
+from ..errors import ConfigError, DistsimError, line_of_offset, read_text
 from .adapters import Adapter, adapter_for, check_fixed
 from .points import Points, as_points, one_at_a_time
 
 KEYS = ("analysis", "model", "model_options", "seed", "fixed", "grid", "table", "one_at_a_time", "chunk_size",
         "store", "output")
 POINT_KEYS = ("grid", "table", "one_at_a_time")
+MAX_DEPTH = 32  # nesting of YAML collections (a sweep needs 3)
+MAX_VALUES = 1_000_000  # YAML values after expanding aliases (a guard against alias bombs)
+_MAX_INT_DIGITS = 30
 
-
-class ConfigError(ValueError):
-    """A sweep configuration problem: ``FILE:LINE: key 'a.b': problem``."""
+__all__ = ["ConfigError", "SweepConfig", "load_config", "KEYS", "POINT_KEYS"]
 
 
 @dataclass
@@ -58,154 +61,330 @@ class SweepConfig:
     output: Path | None = None
 
 
+# ------------------------------------------------------------------------------------------------
+# YAML with limits: bounded integers, finite floats, bounded nesting and alias expansion
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader; integers of at most 30 digits and finite floats."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(c.isdigit() for c in node.value)
+        if digits > _MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(None, None, f"integer of {digits} digits is too large",
+                                                    node.start_mark)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise yaml.constructor.ConstructorError(None, None, f"{node.value[:20]!r} is not a finite number",
+                                                    node.start_mark)
+        return value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+_OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+         yaml.BlockMappingStartToken)
+_CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+
+
+def _check_depth(text: str, p: Path) -> None:
+    """The scanner is iterative; the composer recurses: bound the nesting before composing."""
+    depth = 0
+    for tok in yaml.scan(text, Loader=_Loader):
+        if isinstance(tok, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(f"collections nest more than {MAX_DEPTH} deep", file=str(p),
+                                  line=tok.start_mark.line + 1, column=tok.start_mark.column + 1)
+        elif isinstance(tok, _CLOSE):
+            depth -= 1
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for kv in node.value for n in kv]
+    return []
+
+
+def _check_aliases(root: yaml.Node, p: Path) -> None:
+    """Count the values of the document with aliases expanded (iteratively, each node once)."""
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in size:
+            stack.pop()
+            continue
+        pending = [c for c in _children(node) if id(c) not in size]
+        if id(node) in open_ or not pending:
+            if any(id(c) in open_ for c in pending):
+                raise ConfigError("an alias refers to a collection that contains it", file=str(p),
+                                  line=node.start_mark.line + 1)
+            size[id(node)] = min(1 + sum(size[id(c)] for c in _children(node)), MAX_VALUES + 1)
+            open_.discard(id(node))
+            stack.pop()
+            if size[id(node)] > MAX_VALUES:
+                raise ConfigError(f"the document has more than {MAX_VALUES:,} values (aliases expanded)",
+                                  file=str(p), line=node.start_mark.line + 1)
+        else:
+            open_.add(id(node))
+            stack.extend(pending)
+
+
+def _yaml_error(e: yaml.YAMLError, text: str, p: Path) -> ConfigError:
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        line, col = mark.line + 1, mark.column + 1
+    elif isinstance(e, yaml.reader.ReaderError):
+        line, col = line_of_offset(text, e.position)
+    else:
+        line = col = None
+    problem = getattr(e, "problem", None) or (e.reason if isinstance(e, yaml.reader.ReaderError) else str(e))
+    return ConfigError(f"not valid YAML: {problem}", file=str(p), line=line, column=col)
+
+
+def _parse_yaml(p: Path) -> tuple[Any, _Lines]:
+    try:
+        text = read_text(p, error=ConfigError)
+    except FileNotFoundError:
+        raise ConfigError("cannot read the sweep configuration (no such file)", file=str(p)) from None
+    loader = None
+    try:
+        _check_depth(text, p)
+        loader = _Loader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None, _Lines(None)
+        _check_aliases(node, p)
+        return loader.construct_document(node), _Lines(node)
+    except yaml.YAMLError as e:
+        raise _yaml_error(e, text, p) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
 class _Lines:
     """Line numbers of the keys of a YAML document (paths like ``fixed.t_end``, ``table[2].k1``)."""
 
-    def __init__(self, text: str):
+    def __init__(self, root: yaml.Node | None):
         self.lines: dict[str, int] = {}
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is not None:
-            self._walk(node, "")
-
-    def _walk(self, node: Any, path: str) -> None:
-        self.lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                sub = f"{path}.{k.value}" if path else str(k.value)
-                self.lines[sub] = k.start_mark.line + 1
-                self._walk(v, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                self._walk(v, f"{path}[{i}]")
+        seen: set[int] = set()
+        stack = [(root, "")] if root is not None else []
+        while stack:  # iterative, each node once (the keys under an alias have their anchor's lines)
+            node, path = stack.pop()
+            self.lines.setdefault(path, node.start_mark.line + 1)
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+                    sub = f"{path}.{name}" if path else str(name)
+                    self.lines.setdefault(sub, k.start_mark.line + 1)
+                    stack.append((v, sub))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node.value))
 
     def line(self, key: str) -> int | None:
         while key:
             if key in self.lines:
                 return self.lines[key]
             key = key.rpartition(".")[0] if "." in key else key.rpartition("[")[0]
-        return None
+        return self.lines.get("")
+
+
+# ------------------------------------------------------------------------------------------------
+# the schema
+
+
+class _Doc:
+    """The parsed document and :meth:`fail`, an error naming the file, the key's line and the key."""
+
+    def __init__(self, p: Path, raw: dict[str, Any], lines: _Lines):
+        self.p, self.raw, self.lines = p, raw, lines
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"key {key!r}: {problem}", file=str(self.p), line=self.lines.line(key))
+
+    def path(self, key: str, suffixes: tuple[str, ...] | None = None, relative: bool = True) -> Path | None:
+        """The path under ``key`` (relative to the YAML file's folder, or to the working folder)."""
+        v = self.raw.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str) or not v or "\0" in v:
+            raise self.fail(key, "expected a path")
+        q = Path(v) if Path(v).is_absolute() or not relative else self.p.parent / v
+        if suffixes and q.suffix.lower() not in suffixes:
+            raise self.fail(key, f"expected a path ending in {' or '.join(suffixes)}, got {v[:80]!r}")
+        return q
+
+    def is_file(self, key: str, q: Path) -> bool:
+        try:
+            return q.is_file()
+        except (OSError, ValueError) as e:
+            raise self.fail(key, f"cannot use the path ({getattr(e, 'strerror', None) or e})") from None
 
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
     """Read and validate a sweep YAML file (nothing is computed); raises :class:`ConfigError`."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the sweep configuration ({e.strerror or e})") from None
-    try:
-        raw = yaml.safe_load(text)
-        lines = _Lines(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        raise ConfigError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-
-    def fail(key: str, problem: str) -> ConfigError:
-        line = lines.line(key)
-        return ConfigError(f"{p}{f':{line}' if line else ''}: key {key!r}: {problem}")
-
+    raw, lines = _parse_yaml(p)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{p}:1: a sweep configuration is a mapping with keys {', '.join(KEYS)}")
-    unknown = [k for k in raw if k not in KEYS]
+        raise ConfigError(f"a sweep configuration is a mapping with keys {', '.join(KEYS)}", file=str(p), line=1)
+    doc = _Doc(p, raw, lines)
+    adapter = _check_keys(doc)
+    model = _load_model(doc, adapter)
+    seed, chunk, store, output = _settings(doc)
+    key, points = _points(doc, adapter, model)
+    _check_names(adapter, model, points, key, doc.fail)
+    fixed = _fixed(doc, adapter, points)
+    return SweepConfig(p, adapter, model, points, seed, fixed, chunk, store, output)
+
+
+def _check_keys(doc: _Doc) -> Adapter:
+    unknown = [k for k in doc.raw if k not in KEYS]
     if unknown:
-        raise fail(str(unknown[0]), f"unknown key; allowed keys are {', '.join(KEYS)}")
+        raise doc.fail(str(unknown[0])[:80], f"unknown key; allowed keys are {', '.join(KEYS)}")
     for k in ("analysis", "model"):
-        if k not in raw:
-            raise ConfigError(f"{p}: key {k!r} is required")
-    if not isinstance(raw["analysis"], str):
-        raise fail("analysis", "expected a name such as ssa.simulate")
+        if k not in doc.raw:
+            raise ConfigError(f"key {k!r} is required", file=str(doc.p), line=1)
+    if not isinstance(doc.raw["analysis"], str):
+        raise doc.fail("analysis", "expected a name such as ssa.simulate")
     try:
-        adapter = adapter_for(raw["analysis"])
+        return adapter_for(doc.raw["analysis"])
     except ValueError as e:
-        raise fail("analysis", str(e)) from None
-    base = p.parent
+        raise doc.fail("analysis", str(e)) from None
 
-    def path_of(key: str, suffixes: tuple[str, ...] | None = None, relative_to: Path | None = base) -> Path | None:
-        v = raw.get(key)
-        if v is None:
-            return None
-        if not isinstance(v, str) or not v:
-            raise fail(key, "expected a path")
-        q = Path(v) if Path(v).is_absolute() or relative_to is None else relative_to / v
-        if suffixes and q.suffix.lower() not in suffixes:
-            raise fail(key, f"expected a path ending in {' or '.join(suffixes)}, got {v!r}")
-        return q
 
-    options = raw.get("model_options") or {}
-    if not isinstance(options, dict):
-        raise fail("model_options", "expected a mapping of loader options")
-    model_path = path_of("model")
-    if not model_path.is_file():
-        raise fail("model", f"file {model_path} not found")
-    try:
-        model = adapter.load(model_path, **options)
-    except TypeError as e:
-        raise fail("model_options", str(e)) from None
+def _load_model(doc: _Doc, adapter: Adapter) -> Any:
+    from ..models.formats import registry
 
-    seed = raw.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise fail("seed", f"expected an integer in [0, 2**32), got {seed!r}")
-    chunk = raw.get("chunk_size")
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
-        raise fail("chunk_size", f"expected a positive integer, got {chunk!r}")
-    store = path_of("store", (".zarr",), relative_to=None)
-    output = path_of("output", (".nc", ".nc4", ".h5", ".zarr"), relative_to=None)
-    if output is not None and not output.parent.is_dir():
-        raise fail("output", f"folder {output.parent} does not exist")
-
-    given = [k for k in POINT_KEYS if k in raw]
-    if len(given) != 1:
-        raise ConfigError(f"{p}: exactly one of {', '.join(POINT_KEYS)} is required"
-                          + (f" (found {', '.join(given)})" if given else ""))
-    key = given[0]
-    spec = raw[key]
-    if key == "grid":
-        if not isinstance(spec, dict) or not spec:
-            raise fail("grid", "expected a mapping {parameter: [values]}")
-        for name, vals in spec.items():
-            if not isinstance(vals, list) or not vals:
-                raise fail(f"grid.{name}", "expected a non-empty list of values")
-        table: Any = spec
-    elif key == "table":
-        if isinstance(spec, str):
-            table = _read_csv(path_of("table"), fail)
-        elif isinstance(spec, list) and spec:
-            for i, row in enumerate(spec):
-                if not isinstance(row, dict):
-                    raise fail(f"table[{i}]", "expected a mapping {parameter: value}")
-            table = spec
-        else:
-            raise fail("table", "expected a non-empty list of mappings or a .csv path")
-    else:
-        if not isinstance(spec, dict) or "factors" not in spec:
-            raise fail("one_at_a_time", "expected a mapping with 'factors' (and optionally 'parameters')")
-        extra = [k for k in spec if k not in ("factors", "parameters")]
-        if extra:
-            raise fail(f"one_at_a_time.{extra[0]}", "unknown key; allowed: factors, parameters")
-        if not isinstance(spec["factors"], list):
-            raise fail("one_at_a_time.factors", "expected a list of numbers")
-        names = spec.get("parameters")
-        if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
-            raise fail("one_at_a_time.parameters", "expected a list of parameter names")
+    options = doc.raw.get("model_options") or {}
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise doc.fail("model_options", "expected a mapping of loader options")
+    fmt = options.get("format")
+    if fmt is not None:
+        if not isinstance(fmt, str):
+            raise doc.fail("model_options.format", "expected a format name")
         try:
-            table = one_at_a_time(names if names is not None else adapter.parameters(model), spec["factors"])
-        except ValueError as e:
-            raise fail("one_at_a_time", str(e)) from None
+            registry.get(fmt)
+        except DistsimError as e:
+            raise doc.fail("model_options.format", e.message) from None
+    model_path = doc.path("model")
+    if model_path is None:
+        raise doc.fail("model", "expected a path")
+    if not doc.is_file("model", model_path):
+        raise doc.fail("model", f"file {model_path} not found")
     try:
-        points = as_points(table)
-    except (ValueError, TypeError) as e:
-        raise fail(key, str(e)) from None
-    _check_names(adapter, model, points, key, fail)
+        return adapter.load(model_path, **options)
+    except TypeError as e:
+        raise doc.fail("model_options", str(e)) from None
+    except (DistsimError, ValueError, KeyError, OSError) as e:
+        raise doc.fail("model", str(e)) from None
 
-    fixed = raw.get("fixed") or {}
+
+def _settings(doc: _Doc) -> tuple[int, int | None, Path | None, Path | None]:
+    """seed, chunk_size, store and output."""
+    seed = doc.raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise doc.fail("seed", f"expected an integer in [0, 2**32), got {str(seed)[:40]}")
+    chunk = doc.raw.get("chunk_size")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise doc.fail("chunk_size", f"expected a positive integer, got {str(chunk)[:40]}")
+    store = doc.path("store", (".zarr",), relative=False)
+    output = doc.path("output", (".nc", ".nc4", ".h5", ".zarr"), relative=False)
+    if output is not None:
+        try:
+            folder_ok = output.parent.is_dir()
+        except (OSError, ValueError):
+            folder_ok = False
+        if not folder_ok:
+            raise doc.fail("output", f"folder {str(output.parent)[:200]} does not exist")
+    return seed, chunk, store, output
+
+
+def _points(doc: _Doc, adapter: Adapter, model: Any) -> tuple[str, Points]:
+    given = [k for k in POINT_KEYS if k in doc.raw]
+    if len(given) != 1:
+        raise ConfigError(f"exactly one of {', '.join(POINT_KEYS)} is required"
+                          + (f" (found {', '.join(given)})" if given else ""), file=str(doc.p),
+                          line=doc.lines.line(given[1]) if len(given) > 1 else 1)
+    key = given[0]
+    spec = doc.raw[key]
+    if key == "grid":
+        table = _grid(doc, spec)
+    elif key == "table":
+        table = _table(doc, spec)
+    else:
+        table = _one_at_a_time(doc, spec, adapter, model)
+    try:
+        return key, as_points(table)
+    except (ValueError, TypeError) as e:
+        raise doc.fail(key, str(e)) from None
+
+
+def _grid(doc: _Doc, spec: Any) -> Any:
+    if not isinstance(spec, dict) or not spec:
+        raise doc.fail("grid", "expected a mapping {parameter: [values]}")
+    for name, vals in spec.items():
+        if not isinstance(name, str):
+            raise doc.fail("grid", f"parameter names must be text, got {str(name)[:40]}")
+        if not isinstance(vals, list) or not vals:
+            raise doc.fail(f"grid.{name}", "expected a non-empty list of values")
+    return spec
+
+
+def _table(doc: _Doc, spec: Any) -> Any:
+    if isinstance(spec, str):
+        path = doc.path("table")
+        if not doc.is_file("table", path):
+            raise doc.fail("table", f"file {path} not found")
+        return _read_csv(path, doc)
+    if isinstance(spec, list) and spec:
+        for i, row in enumerate(spec):
+            if not isinstance(row, dict) or not all(isinstance(k, str) for k in row):
+                raise doc.fail(f"table[{i}]", "expected a mapping {parameter: value}")
+        return spec
+    raise doc.fail("table", "expected a non-empty list of mappings or a .csv path")
+
+
+def _one_at_a_time(doc: _Doc, spec: Any, adapter: Adapter, model: Any) -> Any:
+    if not isinstance(spec, dict) or "factors" not in spec:
+        raise doc.fail("one_at_a_time", "expected a mapping with 'factors' (and optionally 'parameters')")
+    extra = [k for k in spec if k not in ("factors", "parameters")]
+    if extra:
+        raise doc.fail(f"one_at_a_time.{str(extra[0])[:40]}", "unknown key; allowed: factors, parameters")
+    if not isinstance(spec["factors"], list):
+        raise doc.fail("one_at_a_time.factors", "expected a list of numbers")
+    names = spec.get("parameters")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise doc.fail("one_at_a_time.parameters", "expected a list of parameter names")
+    try:
+        return one_at_a_time(names if names is not None else adapter.parameters(model), spec["factors"])
+    except ValueError as e:
+        raise doc.fail("one_at_a_time", str(e)) from None
+
+
+def _fixed(doc: _Doc, adapter: Adapter, points: Points) -> dict[str, Any]:
+    fixed = doc.raw.get("fixed") or {}
     if not isinstance(fixed, dict):
-        raise fail("fixed", "expected a mapping of keyword arguments")
+        raise doc.fail("fixed", "expected a mapping of keyword arguments")
+    bad_key = next((k for k in fixed if not isinstance(k, str)), None)
+    if bad_key is not None:
+        raise doc.fail("fixed", f"argument names must be text, got {str(bad_key)[:40]}")
     problems = check_fixed(adapter, fixed, points.swept())
     if problems:
-        bad = next(k for k in fixed if any(repr(k) in pr for pr in problems))
-        raise fail(f"fixed.{bad}", problems[0])
-    return SweepConfig(p, adapter, model, points, seed, dict(fixed), chunk, store, output)
+        bad = next((k for k in fixed if repr(k) in problems[0]), None)
+        raise doc.fail(f"fixed.{bad}" if bad is not None else "fixed", problems[0])
+    return dict(fixed)
 
 
 def _check_names(adapter: Adapter, model: Any, points: Points, key: str, fail: Any) -> None:
@@ -231,26 +410,34 @@ def _check_names(adapter: Adapter, model: Any, points: Points, key: str, fail: A
                 raise fail(where, msg) from None
 
 
-def _read_csv(path: Path, fail: Any) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise fail("table", f"file {path} not found")
+def _read_csv(path: Path, doc: _Doc) -> list[dict[str, Any]]:
+    """A table of points: a header of names, then one row of numbers per point."""
+    f = str(path)
+    lines = [(n, ln) for n, ln in enumerate(read_text(path, error=ConfigError).split("\n"), 1) if ln.strip()]
+    if len(lines) < 2:
+        raise doc.fail("table", f"{path} has no rows")
     rows = []
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        for lineno, row in enumerate(reader, start=2):
-            out = {}
-            for k, v in row.items():
-                if k is None or v is None:
-                    raise ConfigError(f"{path}:{lineno}: expected {len(reader.fieldnames or [])} columns")
-                v = v.strip()
-                if k == "parameter":
-                    out[k] = v
-                    continue
-                try:
-                    out[k] = int(v) if v.lstrip("+-").isdigit() else float(v)
-                except ValueError:
-                    raise ConfigError(f"{path}:{lineno}: column {k!r}: {v!r} is not a number") from None
-            rows.append(out)
-    if not rows:
-        raise fail("table", f"{path} has no rows")
+    header: list[str] = []
+    for n, line in lines:
+        try:
+            cells = [c.strip() for c in next(csv.reader([line]))]
+        except csv.Error as e:
+            raise ConfigError(f"bad CSV row ({e})", file=f, line=n) from None
+        if not header:
+            header = cells
+            continue
+        if len(cells) != len(header):
+            raise ConfigError(f"expected {len(header)} columns", file=f, line=n)
+        rows.append({k: v if k == "parameter" else _csv_number(k, v, f, n) for k, v in zip(header, cells)})
     return rows
+
+
+def _csv_number(k: str, v: str, f: str, n: int) -> int | float:
+    try:
+        if v.lstrip("+-").isdigit():
+            if len(v) > _MAX_INT_DIGITS:
+                raise ValueError
+            return int(v)
+        return float(v)
+    except ValueError:
+        raise ConfigError(f"column {k!r}: {v[:40]!r} is not a number", file=f, line=n) from None

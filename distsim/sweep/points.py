@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 SCALE_KEYS = ("parameter", "factor")  # a point {"parameter": "k1", "factor": 2} scales k1 by 2
+MAX_POINTS = 2**32
 
 
 @dataclass(frozen=True)
@@ -63,28 +64,9 @@ def as_points(points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] 
     if hasattr(points, "to_dict") and hasattr(points, "columns"):  # pandas DataFrame
         points = points.to_dict(orient="records")
     if isinstance(points, Mapping):
-        if not points:
-            raise ValueError("a grid needs at least one parameter")
-        names = tuple(str(k) for k in points)
-        lists = []
-        for k, vals in points.items():
-            if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray)) or len(vals) == 0:
-                raise ValueError(f"grid parameter {k!r}: expected a non-empty list of values")
-            lists.append([_value(str(k), v) for v in vals])
-        rows = list(itertools.product(*lists))
+        names, rows = _grid_rows(points)
     elif isinstance(points, Sequence) and not isinstance(points, (str, bytes)):
-        if not points:
-            raise ValueError("a table needs at least one point")
-        if not all(isinstance(r, Mapping) for r in points):
-            raise ValueError("a table is a list of mappings {parameter: value}")
-        names = tuple(str(k) for k in points[0])
-        if not names:
-            raise ValueError("table point 0 has no parameters")
-        rows = []
-        for i, r in enumerate(points):
-            if set(map(str, r)) != set(names):
-                raise ValueError(f"table point {i} has parameters {sorted(map(str, r))}, point 0 has {sorted(names)}")
-            rows.append(tuple(_value(k, r[k]) for k in names))
+        names, rows = _table_rows(points)
     else:
         raise TypeError("points must be a dict of value lists (grid), a list of dicts or a pandas DataFrame (table)")
     if ("parameter" in names) != ("factor" in names):
@@ -94,9 +76,40 @@ def as_points(points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] 
     for k in names:
         if k != "parameter" and any(isinstance(r[names.index(k)], str) for r in rows):
             raise ValueError(f"point column {k!r}: expected numbers")
-    if len(rows) > 2**32:
+    if len(rows) > MAX_POINTS:
         raise ValueError(f"{len(rows)} points: at most 2**32 are supported")
     return Points(names, tuple(tuple(col) for col in zip(*rows)))
+
+
+def _grid_rows(grid: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    if not grid:
+        raise ValueError("a grid needs at least one parameter")
+    names = tuple(str(k) for k in grid)
+    lists = []
+    for k, vals in grid.items():
+        if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray)) or len(vals) == 0:
+            raise ValueError(f"grid parameter {k!r}: expected a non-empty list of values")
+        lists.append([_value(str(k), v) for v in vals])
+    n = math.prod(len(v) for v in lists)
+    if n > MAX_POINTS:
+        raise ValueError(f"the grid has {n} points: at most 2**32 are supported")
+    return names, list(itertools.product(*lists))
+
+
+def _table_rows(table: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    if not table:
+        raise ValueError("a table needs at least one point")
+    if not all(isinstance(r, Mapping) for r in table):
+        raise ValueError("a table is a list of mappings {parameter: value}")
+    names = tuple(str(k) for k in table[0])
+    if not names:
+        raise ValueError("table point 0 has no parameters")
+    rows = []
+    for i, r in enumerate(table):
+        if set(map(str, r)) != set(names):
+            raise ValueError(f"table point {i} has parameters {sorted(map(str, r))}, point 0 has {sorted(names)}")
+        rows.append(tuple(_value(k, r[k]) for k in names))
+    return names, rows
 
 
 def one_at_a_time(parameters: Sequence[str], factors: Sequence[float]) -> list[dict[str, Any]]:

@@ -13,12 +13,12 @@ from scipy import stats
 import distsim.mcmc as mcmc
 from distsim.engine import DaskExecutor, LocalExecutor
 from distsim.engine.faults import KillWorkerOnce
+from distsim.errors import ModelError
 from distsim.mcmc import cpu
 from distsim.mcmc.priors import rate_model
 from distsim.mcmc.sampler import build_problem
 from distsim.mcmc.block import MCMCBlock
 from distsim.mcmc.shard import run_block_cpu
-from distsim.models.errors import ModelError
 from distsim.models.formats.reaction_text import parse_reactions
 from distsim.ssa import load
 

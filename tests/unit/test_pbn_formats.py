@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from distsim.errors import ModelError
 from distsim.models.boolean import FALSE, TRUE, Var, evaluate, to_text, truth_table, variables
-from distsim.models.errors import ModelError
 from distsim.models.formats import (detect_format, load, parse_assa, parse_bnmpy, parse_boolnet, read_assa,
                                     to_assa_text, write_assa)
 from distsim.models.pbn import PBN, Predictor
@@ -239,7 +239,7 @@ def test_detect_and_override(tmp_path):
     assert load(bnet_as_txt, format="bnet").nodes == loaded(FAURE.name).nodes
     with pytest.raises(ModelError):
         load(f, format="assa")
-    with pytest.raises(ValueError, match="unknown format"):
+    with pytest.raises(ModelError, match="unknown Boolean-network format .sbml."):
         load(f, format="sbml")
     with pytest.raises(FileNotFoundError, match="nope.pbn"):
         load(tmp_path / "nope.pbn")
@@ -255,7 +255,7 @@ def test_never_executes_input(tmp_path):
 def test_not_utf8(tmp_path):
     f = tmp_path / "latin1.bnet"
     f.write_bytes(b"A, B\nB, A\nC\xe9, A\n")
-    with pytest.raises(ModelError, match=r"latin1\.bnet:3: .*UTF-8"):
+    with pytest.raises(ModelError, match=r"latin1\.bnet:3:2: .*UTF-8"):
         load(f)
 
 

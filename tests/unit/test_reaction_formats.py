@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distsim.models.errors import ModelError
+from distsim.errors import ModelError
 from distsim.models.formats.reaction_formats import detect_reaction_format, load_reactions
 from distsim.models.formats.reaction_text import law_text, parse_reactions, read_reactions, to_reaction_text
 from distsim.models.formats.sbml import read_sbml

@@ -1,57 +1,31 @@
-"""PBN file formats: ASSA-PBN ``.pbn`` (read/write), bnet and BoolNet, BNMPy/KGBN (read).
+"""Model file formats: ASSA-PBN ``.pbn`` (read/write), bnet and BoolNet, BNMPy/KGBN (read) for
+Boolean networks; SBML and distsim's reaction text format (read/write) for reaction networks.
 
-:func:`load` picks the reader by extension (``.pbn``/``.assa``: ASSA-PBN; ``.bnet``: bnet/BoolNet)
-or, for ``.txt`` and anything else, by the first line that is not blank or a comment:
-``targets...`` -> BoolNet; ``type=``, ``n=``, ``perturbation=`` or ``nodeNames`` -> ASSA-PBN;
-``NAME = expr[, prob]`` -> BNMPy; ``NAME, expr`` -> bnet. ``format=`` overrides the choice.
-No reader evaluates its input; all report errors as :class:`ModelError` with file and line.
-See :mod:`.boolnet` for the free-input policies (``inputs=``).
+All formats are listed in one table, :data:`.registry.FORMATS`; :func:`.registry.load` reads any
+of them (by ``format=``, extension or content). :func:`load` and :func:`detect_format` here are
+its Boolean-network views (reaction networks: :mod:`.reaction_formats`). No reader evaluates its
+input; all report errors as :class:`~distsim.errors.ModelError` with file and line. See
+:mod:`.boolnet` for the free-input policies (``inputs=``).
 """
 
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
-from ..errors import ModelError
 from ..pbn import PBN
+from . import registry
 from .assa import parse_assa, read_assa, to_assa_text, write_assa
 from .bnmpy import parse_bnmpy, read_bnmpy
 from .boolnet import INPUT_POLICIES, parse_boolnet, read_boolnet
+from .registry import FORMATS, Format
 
-__all__ = ["load", "detect_format", "FORMATS", "INPUT_POLICIES", "read_assa", "parse_assa", "to_assa_text",
-           "write_assa", "read_boolnet", "parse_boolnet", "read_bnmpy", "parse_bnmpy"]
-
-FORMATS = {"assa": "assa", "pbn": "assa", "boolnet": "boolnet", "bnet": "boolnet", "bnmpy": "bnmpy",
-           "kgbn": "bnmpy"}
-_EXTENSIONS = {".pbn": "assa", ".assa": "assa", ".bnet": "boolnet"}
-_ASSA_START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
-_BNMPY_LINE = re.compile(r"[^\s&|!^(),=:#]+\s*=")
+__all__ = ["load", "detect_format", "FORMATS", "Format", "INPUT_POLICIES", "read_assa", "parse_assa", "to_assa_text",
+           "write_assa", "read_boolnet", "parse_boolnet", "read_bnmpy", "parse_bnmpy", "registry"]
 
 
 def detect_format(path: str | os.PathLike) -> str:
     """``"assa"``, ``"boolnet"`` or ``"bnmpy"`` for ``path``, by extension or else by content."""
-    ext = Path(path).suffix.lower()
-    if ext in _EXTENSIONS:
-        return _EXTENSIONS[ext]
-    with open(path, encoding="utf-8-sig", errors="replace") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            s = raw.strip()
-            if not s or s.startswith("#") or s.startswith("//"):
-                continue
-            if s.lower().startswith("targets"):
-                return "boolnet"
-            if _ASSA_START.match(s):
-                return "assa"
-            if _BNMPY_LINE.match(s):
-                return "bnmpy"
-            if "," in s:
-                return "boolnet"
-            raise ModelError("cannot tell the file format from this line (expected 'targets, factors', "
-                             "'NAME = expr, prob', 'NAME, expr' or an ASSA-PBN 'type=' line); pass format=",
-                             file=str(path), line=lineno)
-    raise ModelError("the file is empty (no line that is not blank or a comment)", file=str(path), line=1)
+    return registry.detect(path, kind="boolean").name
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, inputs: str = "keep") -> PBN:
@@ -61,19 +35,4 @@ def load(path: str | os.PathLike, *, format: str | None = None, inputs: str = "k
     """
     if inputs not in INPUT_POLICIES:
         raise ValueError(f"unknown free-input policy {inputs!r}; expected one of {', '.join(INPUT_POLICIES)}")
-    if not Path(path).is_file():
-        if not Path(path).exists():
-            raise FileNotFoundError(f"model file not found: {os.fspath(path)}")
-        raise IsADirectoryError(f"not a file: {os.fspath(path)}")
-    if format is None:
-        kind = detect_format(path)
-    else:
-        try:
-            kind = FORMATS[format.lower()]
-        except KeyError:
-            raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}") from None
-    if kind == "assa":
-        return read_assa(path)
-    if kind == "boolnet":
-        return read_boolnet(path, inputs=inputs)
-    return read_bnmpy(path, inputs=inputs)
+    return registry.load(path, kind="boolean", format=format, inputs=inputs)

@@ -29,16 +29,18 @@ import os
 import re
 from pathlib import Path
 
+from ...errors import ModelError, read_text
 from ..boolean import Expr, parse_expression, to_text
-from ..errors import ModelError
 from ..pbn import PBN, Predictor
+from .base import Format, first_content_line
 
 __all__ = ["read_assa", "parse_assa", "to_assa_text", "write_assa", "check_name", "read_lines",
-           "parse_probability", "TYPES"]
+           "parse_probability", "TYPES", "FORMAT"]
 
 TYPES = frozenset({"synchronous", "rog", "rmg", "rmgrm", "rmgro", "rmgrorm", "aro"})
 _BAD_NAME_CHARS = re.compile(r"[\s&!|^=:(),\[\]]")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # linear time: no nested repeats
+_START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
 
 
 # --------------------------------------------------------------------------------------------
@@ -52,13 +54,7 @@ def read_lines(path: str | os.PathLike) -> tuple[str, list[str]]:
     :class:`ModelError` naming the line.
     """
     file = str(path)
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise ModelError("the file is not UTF-8 text", file=file, line=line) from None
-    return file, [ln.rstrip("\r") for ln in text.split("\n")]
+    return file, [ln.rstrip("\r") for ln in read_text(file).split("\n")]
 
 
 def check_name(name: str, *, file: str | None, line: int | None, column: int | None = None) -> None:
@@ -105,137 +101,146 @@ def parse_assa(text: str, *, file: str = "<string>", name: str = "") -> PBN:
 
 
 def _parse(lines: list[str], *, file: str, name: str) -> PBN:
-    def err(msg: str, line: int, column: int | None = None) -> ModelError:
-        return ModelError(msg, file=file, line=line, column=column)
-
-    header: dict[str, tuple[str, int]] = {}  # key -> (value, line)
-    names: list[str] = []
-    name_line: dict[str, int] = {}
-    names_done = False
-    blocks: dict[str, list[tuple[Expr, float]]] = {}
-    block_line: dict[str, int] = {}
-    fixed: set[str] = set()
-    state = "top"  # top | names | node | np
-    current = ""
-    opened = 0
-
-    name_line_index: dict[str, int] = {}  # filled at endNodeNames
-
-    def resolve(n: str) -> int:
-        return name_line_index[n]
-
+    r = _Reader(file)
     last = 0
     for lineno, raw in enumerate(lines, start=1):
         cut = raw.find("//")
         content = raw if cut < 0 else raw[:cut]
         s = content.strip()
-        if not s:
-            continue
-        last = lineno
-        if state == "names":
-            if s == "endNodeNames":
-                state, names_done = "top", True
-                name_line_index = {n: i for i, n in enumerate(names)}
-                continue
-            check_name(s, file=file, line=lineno, column=content.index(s) + 1)
-            if s in name_line:
-                raise err(f"duplicate node name {s!r} (first listed at line {name_line[s]})", lineno)
-            names.append(s)
-            name_line[s] = lineno
-            continue
-        if state == "node":
-            if s == "endNode":
-                if not blocks[current]:
-                    raise err(f"node {current!r} has no function (a node block needs at least one "
-                              "'<probability> : <expression>' line)", lineno)
-                state = "top"
-                continue
-            if ":" not in s:
-                if s.split()[0] in ("node", "npNode", "nodeNames", "endNodeNames", "endNpNode"):
-                    raise err(f"missing endNode: the block of node {current!r} opened at line {opened} "
-                              "is not closed", lineno)
-                raise err(f"expected '<probability> : <expression>' or endNode in the block of node "
-                          f"{current!r}, got {s!r}", lineno)
-            colon = content.index(":")
-            start = content.index(s)
-            prob = parse_probability(content[:colon], what=f"the selection probability of a function of "
-                                     f"node {current!r}", file=file, line=lineno, column=start + 1)
-            expr_text = content[colon + 1:]
-            col = colon + 2 + (len(expr_text) - len(expr_text.lstrip()))
-            expr = parse_expression(expr_text.strip(), resolve, file=file, line=lineno, column=col)
-            blocks[current].append((expr, prob))
-            continue
-        if state == "np":
-            if s == "endNpNode":
-                state = "top"
-                continue
-            if s not in name_line_index:
-                raise err(f"npNode lists {s!r}, which is not a node (not in nodeNames)", lineno,
-                          content.index(s) + 1)
-            fixed.add(s)
-            continue
-        # top level
+        if s:
+            last = lineno
+            r.state(s, content, lineno)
+    return r.finish(max(last, 1), name)
+
+
+class _Reader:
+    """The reader's state machine: ``state`` is the method that reads the next line (top level, the
+    nodeNames list, a node block, the npNode list)."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.header: dict[str, tuple[str, int]] = {}  # key -> (value, line)
+        self.names: list[str] = []
+        self.name_line: dict[str, int] = {}
+        self.index: dict[str, int] | None = None  # node -> index, set at endNodeNames
+        self.blocks: dict[str, list[tuple[Expr, float]]] = {}
+        self.block_line: dict[str, int] = {}
+        self.fixed: set[str] = set()
+        self.state = self.top
+        self.current = ""
+        self.opened = 0
+
+    def err(self, msg: str, line: int, column: int | None = None) -> ModelError:
+        return ModelError(msg, file=self.file, line=line, column=column)
+
+    def names_list(self, s: str, content: str, lineno: int) -> None:
+        if s == "endNodeNames":
+            self.state = self.top
+            self.index = {n: i for i, n in enumerate(self.names)}
+            return
+        check_name(s, file=self.file, line=lineno, column=content.index(s) + 1)
+        if s in self.name_line:
+            raise self.err(f"duplicate node name {s!r} (first listed at line {self.name_line[s]})", lineno)
+        self.names.append(s)
+        self.name_line[s] = lineno
+
+    def node_block(self, s: str, content: str, lineno: int) -> None:
+        current = self.current
+        if s == "endNode":
+            if not self.blocks[current]:
+                raise self.err(f"node {current!r} has no function (a node block needs at least one "
+                               "'<probability> : <expression>' line)", lineno)
+            self.state = self.top
+            return
+        if ":" not in s:
+            if s.split()[0] in ("node", "npNode", "nodeNames", "endNodeNames", "endNpNode"):
+                raise self.err(f"missing endNode: the block of node {current!r} opened at line {self.opened} "
+                               "is not closed", lineno)
+            raise self.err(f"expected '<probability> : <expression>' or endNode in the block of node "
+                           f"{current!r}, got {s!r}", lineno)
+        colon = content.index(":")
+        start = content.index(s)
+        prob = parse_probability(content[:colon], what=f"the selection probability of a function of node {current!r}",
+                                 file=self.file, line=lineno, column=start + 1)
+        expr_text = content[colon + 1:]
+        col = colon + 2 + (len(expr_text) - len(expr_text.lstrip()))
+        expr = parse_expression(expr_text.strip(), self.index.__getitem__, file=self.file, line=lineno, column=col)
+        self.blocks[current].append((expr, prob))
+
+    def np_list(self, s: str, content: str, lineno: int) -> None:
+        if s == "endNpNode":
+            self.state = self.top
+            return
+        if s not in self.index:
+            raise self.err(f"npNode lists {s!r}, which is not a node (not in nodeNames)", lineno, content.index(s) + 1)
+        self.fixed.add(s)
+
+    def top(self, s: str, content: str, lineno: int) -> None:
         if "=" in s:
-            key, _, value = (t.strip() for t in s.partition("="))
-            if key not in ("type", "n", "perturbation"):
-                raise err(f"unknown keyword {key!r} (expected type=, n= or perturbation=)", lineno)
-            if key in header:
-                raise err(f"{key}= is given twice (first at line {header[key][1]})", lineno)
-            header[key] = (value, lineno)
-            if key == "type" and value not in TYPES:
-                raise err(f"unknown type {value!r}; expected one of {', '.join(sorted(TYPES))}", lineno)
-            if key == "n" and not re.fullmatch(r"\d+", value):
-                raise err(f"n must be a non-negative integer, got {value!r}", lineno)
-            if key == "perturbation":
-                ok = bool(_NUMBER.fullmatch(value)) and 0.0 <= float(value) < 1.0
-                if not ok:
-                    raise err(f"perturbation must be a number in [0, 1), got {value!r}", lineno)
-            continue
+            self.keyword(s, lineno)
+            return
         words = s.split()
         if s == "nodeNames":
-            if names_done:
-                raise err("nodeNames is given twice", lineno)
-            state = "names"
+            if self.index is not None:
+                raise self.err("nodeNames is given twice", lineno)
+            self.state = self.names_list
         elif words[0] == "node" and len(words) == 2:
-            node = words[1]
-            if not names_done:
-                raise err("a node block comes before the nodeNames ... endNodeNames list", lineno)
-            if node not in name_line_index:
-                raise err(f"node block for {node!r}, which is not in nodeNames", lineno)
-            if node in blocks:
-                raise err(f"duplicate node block for {node!r} (first at line {block_line[node]})", lineno)
-            blocks[node], block_line[node] = [], lineno
-            state, current, opened = "node", node, lineno
+            self.open_block(words[1], lineno)
         elif s == "npNode":
-            if not names_done:
-                raise err("npNode comes before the nodeNames ... endNodeNames list", lineno)
-            state = "np"
+            if self.index is None:
+                raise self.err("npNode comes before the nodeNames ... endNodeNames list", lineno)
+            self.state = self.np_list
         elif s == "endNode":
-            raise err("endNode without a matching 'node NAME' line", lineno)
+            raise self.err("endNode without a matching 'node NAME' line", lineno)
         else:
-            raise err(f"unknown keyword or unexpected line {s!r}", lineno)
+            raise self.err(f"unknown keyword or unexpected line {s!r}", lineno)
 
-    end = max(last, 1)
-    if state == "node":
-        raise err(f"missing endNode: the block of node {current!r} opened at line {opened} is not closed", end)
-    if state == "names":
-        raise err("missing endNodeNames at the end of the file", end)
-    if state == "np":
-        raise err("missing endNpNode at the end of the file", end)
-    if not names_done:
-        raise err("no nodeNames ... endNodeNames list", end)
-    if "n" not in header:
-        raise err("missing n= (the number of nodes)", end)
-    n_decl, n_line = int(header["n"][0]), header["n"][1]
-    if n_decl != len(names):
-        raise err(f"n={n_decl} but nodeNames lists {len(names)} names", n_line)
-    for node in names:
-        if node not in blocks:
-            raise err(f"node {node!r} has no 'node {node}' block with its functions", name_line[node])
-    perturbation = float(header["perturbation"][0]) if "perturbation" in header else 0.0
-    preds = [[Predictor(e, p) for e, p in blocks[node]] for node in names]
-    return PBN.create(names, preds, perturbation=perturbation, fixed=sorted(name_line_index[f] for f in fixed),
-                      name=name, source=file)
+    def keyword(self, s: str, lineno: int) -> None:
+        key, _, value = (t.strip() for t in s.partition("="))
+        if key not in ("type", "n", "perturbation"):
+            raise self.err(f"unknown keyword {key!r} (expected type=, n= or perturbation=)", lineno)
+        if key in self.header:
+            raise self.err(f"{key}= is given twice (first at line {self.header[key][1]})", lineno)
+        self.header[key] = (value, lineno)
+        if key == "type" and value not in TYPES:
+            raise self.err(f"unknown type {value!r}; expected one of {', '.join(sorted(TYPES))}", lineno)
+        if key == "n" and not re.fullmatch(r"\d{1,9}", value):
+            raise self.err(f"n must be a non-negative integer (below 10**9), got {value[:40]!r}", lineno)
+        if key == "perturbation" and not (_NUMBER.fullmatch(value) and 0.0 <= float(value) < 1.0):
+            raise self.err(f"perturbation must be a number in [0, 1), got {value!r}", lineno)
+
+    def open_block(self, node: str, lineno: int) -> None:
+        if self.index is None:
+            raise self.err("a node block comes before the nodeNames ... endNodeNames list", lineno)
+        if node not in self.index:
+            raise self.err(f"node block for {node!r}, which is not in nodeNames", lineno)
+        if node in self.blocks:
+            raise self.err(f"duplicate node block for {node!r} (first at line {self.block_line[node]})", lineno)
+        self.blocks[node], self.block_line[node] = [], lineno
+        self.state, self.current, self.opened = self.node_block, node, lineno
+
+    def finish(self, end: int, name: str) -> PBN:
+        if self.state == self.node_block:
+            raise self.err(f"missing endNode: the block of node {self.current!r} opened at line {self.opened} is "
+                           "not closed", end)
+        if self.state == self.names_list:
+            raise self.err("missing endNodeNames at the end of the file", end)
+        if self.state == self.np_list:
+            raise self.err("missing endNpNode at the end of the file", end)
+        if self.index is None:
+            raise self.err("no nodeNames ... endNodeNames list", end)
+        if "n" not in self.header:
+            raise self.err("missing n= (the number of nodes)", end)
+        n_decl, n_line = int(self.header["n"][0]), self.header["n"][1]
+        if n_decl != len(self.names):
+            raise self.err(f"n={n_decl} but nodeNames lists {len(self.names)} names", n_line)
+        for node in self.names:
+            if node not in self.blocks:
+                raise self.err(f"node {node!r} has no 'node {node}' block with its functions", self.name_line[node])
+        perturbation = float(self.header["perturbation"][0]) if "perturbation" in self.header else 0.0
+        preds = [[Predictor(e, p) for e, p in self.blocks[node]] for node in self.names]
+        return PBN.create(self.names, preds, perturbation=perturbation, fixed=sorted(self.index[f] for f in self.fixed),
+                          name=name, source=self.file)
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,3 +275,13 @@ def to_assa_text(pbn: PBN) -> str:
 def write_assa(pbn: PBN, path: str | os.PathLike) -> None:
     """Write ``pbn`` to ``path`` in ASSA-PBN ``.pbn`` format (UTF-8)."""
     Path(path).write_text(to_assa_text(pbn), encoding="utf-8")
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """An ASSA-PBN file starts with ``type=``, ``n=``, ``perturbation=`` or ``nodeNames``."""
+    first = first_content_line(head)
+    return first is not None and bool(_START.match(first[1]))
+
+
+FORMAT = Format("assa", "boolean", (".pbn", ".assa"), sniff, read_assa, "a first line 'type=', 'n=' or 'nodeNames'",
+                write=write_assa, aliases=("pbn",))

@@ -11,14 +11,18 @@ appearance. The format has no perturbation syntax: perturbation is 0 and no node
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from ..errors import ModelError
+from ...errors import ModelError
 from ..pbn import PBN
 from .assa import check_name, parse_probability, read_lines
+from .base import Format, first_content_line
 from .boolnet import Entry, build_network, split_fields
 
-__all__ = ["read_bnmpy", "parse_bnmpy"]
+__all__ = ["read_bnmpy", "parse_bnmpy", "FORMAT"]
+
+_LINE = re.compile(r"[^\s&|!^(),=:#]+\s*=")
 
 
 def read_bnmpy(path: str | os.PathLike, *, inputs: str = "keep") -> PBN:
@@ -53,3 +57,13 @@ def _parse(lines: list[str], *, file: str, name: str, inputs: str) -> PBN:
                                      file=file, line=lineno, column=fields[1][1])
         entries.append(Entry(target, fields[0][0], fields[0][1], prob, lineno))
     return build_network(entries, file=file, name=name, inputs=inputs)
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """A BNMPy file starts with ``NAME = ...``."""
+    first = first_content_line(head)
+    return first is not None and bool(_LINE.match(first[1])) and not first[1].lower().startswith("targets")
+
+
+FORMAT = Format("bnmpy", "boolean", (), sniff, read_bnmpy, "'NAME = expression[, probability]' lines",
+                aliases=("kgbn",), options=("inputs",))

@@ -29,13 +29,14 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from ...errors import ModelError
 from ..boolean import FALSE, TRUE, parse_expression
-from ..errors import ModelError
 from ..pbn import PBN, Predictor, identity
 from .assa import check_name, parse_probability, read_lines
+from .base import Format, first_content_line
 
 __all__ = ["read_boolnet", "parse_boolnet", "INPUT_POLICIES", "input_predictors", "split_fields",
-           "Entry", "build_network"]
+           "Entry", "build_network", "FORMAT"]
 
 INPUT_POLICIES = ("keep", "zero", "one", "random")
 PROB_TOL = 1e-6
@@ -178,3 +179,14 @@ def _parse(lines: list[str], *, file: str, name: str, inputs: str) -> PBN:
         final.extend(group)
     final.sort(key=lambda e: e.line)
     return build_network(final, file=file, name=name, inputs=inputs)
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """A bnet/BoolNet file starts with the ``targets, factors`` header or a ``NAME, expr`` line."""
+    first = first_content_line(head)
+    return first is not None and (first[1].lower().startswith("targets") or "," in first[1])
+
+
+FORMAT = Format("boolnet", "boolean", (".bnet",), sniff, read_boolnet,
+                "'targets, factors' or 'NAME, expression[, probability]' lines", aliases=("bnet",),
+                options=("inputs",))

@@ -56,7 +56,7 @@ Semantics:
   read them but do not change them: SBML boundary species).
 * Reaction names are optional and must be unique.
 
-Every problem raises :class:`~distsim.models.errors.ModelError` with file, line and (where known)
+Every problem raises :class:`~distsim.errors.ModelError` with file, line and (where known)
 column: missing ``->``, bad coefficients or terms, missing or bad rates, unknown parameters,
 bad numbers, parse errors in laws, conflicting parameter values, negative or non-integer
 counts, unknown species, an empty model.
@@ -74,15 +74,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import ModelError, read_text
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, parse_arith, species_of
-from ..errors import ModelError
-from ..reactions import Reaction, ReactionNetwork
+from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
+from .base import Format, content_lines
 
-__all__ = ["read_reactions", "parse_reactions", "to_reaction_text", "write_reactions", "law_text"]
+__all__ = ["read_reactions", "parse_reactions", "to_reaction_text", "write_reactions", "law_text", "FORMAT"]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NAME_RE = re.compile(_NAME + r"$")
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")  # linear time: no nested repeats
 _LABEL_RE = re.compile(r"\s*(" + _NAME + r")\s*:")
 _TERM_RE = re.compile(r"(?:(\d+)\s*)?(" + _NAME + r")$")
 _KEYWORD_RE = re.compile(r"\s*(init|species|fixed)\s*:")
@@ -147,20 +148,16 @@ def read_reactions(path: str | os.PathLike) -> ReactionNetwork:
     The network is named after the file stem. A missing file raises :class:`FileNotFoundError`;
     anything wrong inside the file raises :class:`ModelError`.
     """
-    p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ModelError(f"not a UTF-8 text file ({e.reason} at byte {e.start})", file=os.fspath(path)) from None
-    return parse_reactions(text, file=os.fspath(path), name=p.stem)
+    return parse_reactions(read_text(path), file=os.fspath(path), name=Path(path).stem)
 
 
 def parse_reactions(text: str, *, file: str = "<string>", name: str = "") -> ReactionNetwork:
     """Parse reaction-network text; ``file`` is used in error messages and as the network's source."""
     st = _State(file=file)
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines = text.split("\n")
+    for lineno, raw in enumerate(lines, start=1):
         _parse_line(st, raw.split("#", 1)[0].rstrip(), lineno)
-    return _build(st, name)
+    return _build(st, name, last_line=max(1, len(lines) - (lines[-1] == "")))
 
 
 def _parse_line(st: _State, s: str, lineno: int) -> None:
@@ -249,10 +246,16 @@ def _side(st: _State, s: str, start: int, end: int, lineno: int) -> dict[str, in
                              lineno, col)
             raise st.err(f"bad term {term!r}: expected '[count] Species' (a species name is "
                          "[A-Za-z_][A-Za-z0-9_]*)", lineno, col)
-        count = int(m.group(1)) if m.group(1) is not None else 1
+        digits = m.group(1)
+        if digits is not None and len(digits.lstrip("0")) > len(str(MAX_STOICHIOMETRY)):
+            raise st.err(f"stoichiometric coefficient {digits[:20]}... is too large (at most {MAX_STOICHIOMETRY})",
+                         lineno, col)
+        count = int(digits) if digits is not None else 1
         if count <= 0:
             raise st.err(f"bad coefficient {m.group(1)!r}: stoichiometric coefficients are positive integers",
                          lineno, col)
+        if count > MAX_STOICHIOMETRY:
+            raise st.err(f"stoichiometric coefficient {count} is too large (at most {MAX_STOICHIOMETRY})", lineno, col)
         sp = m.group(2)
         st.add_species(sp, lineno, col + (m.start(2) if m.group(1) else 0))
         out[sp] = out.get(sp, 0) + count
@@ -317,14 +320,17 @@ def _parse_list(st: _State, kind: str, s: str, start: int, lineno: int) -> None:
 def _count(st: _State, txt: str, col: int, lineno: int, sp: str) -> int:
     t = txt.strip()
     if re.fullmatch(r"[+]?\d+", t):
-        return int(t)
-    if not _NUMBER_RE.match(t):
-        raise st.err(f"bad number {t!r} for the initial count of {sp!r}", lineno, col)
-    v = float(t)
-    if v < 0:
-        raise st.err(f"negative initial count {t} for {sp!r}", lineno, col)
-    if not (math.isfinite(v) and v == math.floor(v)):
-        raise st.err(f"initial count of {sp!r} must be a whole number, got {t}", lineno, col)
+        v: float = int(t) if len(t) <= 20 else math.inf
+    elif not _NUMBER_RE.match(t):
+        raise st.err(f"bad number {t[:40]!r} for the initial count of {sp!r}", lineno, col)
+    else:
+        v = float(t)
+        if v < 0:
+            raise st.err(f"negative initial count {t} for {sp!r}", lineno, col)
+        if math.isfinite(v) and v != math.floor(v):
+            raise st.err(f"initial count of {sp!r} must be a whole number, got {t}", lineno, col)
+    if v > MAX_COUNT:
+        raise st.err(f"initial count of {sp!r} is too large ({t[:40]}; at most 2**53)", lineno, col)
     return int(v)
 
 
@@ -365,9 +371,9 @@ def _first_col(s: str, pos: int) -> int:
     return (k if k < len(s) else pos) + 1
 
 
-def _build(st: _State, name: str) -> ReactionNetwork:
+def _build(st: _State, name: str, last_line: int) -> ReactionNetwork:
     if not st.reactions:
-        raise st.err("empty model: no reactions (expected lines like 'A + B -> C ; k = 0.1')")
+        raise st.err("empty model: no reactions (expected lines like 'A + B -> C ; k = 0.1')", last_line)
     clash = [p for p in st.params if p in st.species]
     if clash:
         p = clash[0]
@@ -511,3 +517,12 @@ def _write_side(species: tuple[str, ...], side: tuple[tuple[int, int], ...]) -> 
 def _fmt(v: float) -> str:
     v = float(v)
     return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """A reaction text file has a line with ``->`` (ignoring ``#`` comments)."""
+    return any("->" in s.split("#", 1)[0] for _, s in content_lines(head, comments=("#",)))
+
+
+FORMAT = Format("text", "reaction", (".rxn",), sniff, read_reactions, "reaction lines 'A + B -> C ; k = 0.1'",
+                write=write_reactions, aliases=("rxn", "txt"))

@@ -29,7 +29,7 @@ of SBML (as in DSMTS, Evans, Gillespie & Wilkinson 2008):
   ``logbase`` is given), root (square unless a ``degree`` is given), abs, floor, ceiling, min,
   max, and calls of function definitions.
 
-Not supported (each raises :class:`~distsim.models.errors.ModelError` naming the element and its
+Not supported (each raises :class:`~distsim.errors.ModelError` naming the element and its
 line): events, assignment / rate / algebraic rules, initial assignments, delays, ``time``,
 piecewise / relational / logical / trigonometric math, ``stoichiometryMath`` or non-integer
 stoichiometry, fast reactions, reactions without a kinetic law, conversion factors, required SBML
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species
-from ..errors import ModelError
+from ...errors import ModelError
 from ..reactions import Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "REVERSIBLE_POLICIES"]

@@ -1,0 +1,63 @@
+"""Mutation fuzzing of every input format (issue 19): a few hundred mutated inputs per format, each
+loaded through the public loader in a worker process with a time limit. Every input must load or
+raise a distsim error that names the file and the line; no other exception, no RecursionError, no
+hang, no dead worker. Inputs are reproducible: ``tests/fuzzing.py`` names each by format/seed/index.
+A longer campaign: ``python benchmarks/fuzz_campaign.py``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fuzzing  # noqa: E402 (the fuzzer lives next to the tests; the campaign script uses it too)
+
+N = int(os.environ.get("DISTSIM_FUZZ_INPUTS", "200"))  # inputs per format
+SEED = 0
+FORMATS = fuzzing.formats()
+OTHERS = fuzzing.all_seed_bytes(FORMATS)
+SBML_XFAIL = pytest.mark.xfail(strict=False, reason="SBML reader crashes and recursion (deep MathML) are fixed by "
+                               "the SBML helper's branch (issue 19); this sub-test reports them until it lands")
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = fuzzing.Runner(timeout=10)
+    yield r
+    r.close()
+
+
+def test_harness_sees_crashes_and_hangs():
+    r = fuzzing.Runner(timeout=2, warm=())
+    try:
+        assert r.run("selftest: crash", {})[0] == "died"
+        assert r.run("selftest: hang", {})[0] == "hang"
+        assert r.run(".rxn", {"model.rxn": b"A -> B ; 1\n"}, timeout=120)[0] == "ok"  # a fresh worker after both
+        assert r.run(".rxn", {"model.rxn": b"A -> B ; x\n"})[0] == "clean"
+    finally:
+        r.close()
+
+
+def test_mutations_are_reproducible():
+    fmt = FORMATS[0]
+    assert fuzzing.cases(fmt, 20, SEED, OTHERS) == fuzzing.cases(fmt, 20, SEED, OTHERS)
+    assert len({bytes(next(iter(f.values()))) for _, f in fuzzing.cases(fmt, 50, SEED, OTHERS)}) > 40
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, id=f.name, marks=[SBML_XFAIL] if f.name == "SBML" else [])
+                                 for f in FORMATS])
+def test_fuzz(runner, fmt):
+    outcomes: Counter = Counter()
+    findings = []
+    allowed = ("ok", "clean", "no-line") if fmt.name == "SBML" else ("ok", "clean")  # SBML lines: SBML helper
+    for label, files in fuzzing.cases(fmt, N, SEED, OTHERS):
+        outcome, detail, _ = runner.run(fmt.name, files, support=fmt.support)
+        outcomes[outcome] += 1
+        if outcome not in allowed:
+            findings.append(f"{label}: {outcome}: {detail}")
+    assert not findings, f"{dict(outcomes)}\n" + "\n".join(findings[:20])
+    assert outcomes["clean"] > N // 2  # the mutations do reach the parsers' checks

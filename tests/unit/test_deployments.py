@@ -313,8 +313,10 @@ def test_slurm_job_script(certs):
 
 
 def test_kubernetes_manifest():
-    doc = yaml.safe_load((DEPLOY / "kubernetes" / "daskcluster.yaml").read_text())
-    assert doc["apiVersion"] == "kubernetes.dask.org/v1" and doc["kind"] == "DaskCluster"
+    docs = list(yaml.safe_load_all((DEPLOY / "kubernetes" / "daskcluster.yaml").read_text()))
+    (doc,) = [d for d in docs if d["kind"] == "DaskCluster"]
+    (policy,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    assert doc["apiVersion"] == "kubernetes.dask.org/v1" and policy["apiVersion"] == "networking.k8s.io/v1"
     name = doc["metadata"]["name"]
     worker, sched = doc["spec"]["worker"], doc["spec"]["scheduler"]
     assert isinstance(worker["replicas"], int) and worker["replicas"] >= 1
@@ -324,17 +326,31 @@ def test_kubernetes_manifest():
     assert w["args"][:3] == ["dask", "cuda", "worker"] and w["args"][3].startswith(f"tls://{name}-scheduler.")
     assert "GPU=1" in w["args"] and w["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert s["args"][:2] == ["dask", "scheduler"] and s["args"][s["args"].index("--protocol") + 1] == "tls"
-    for c, spec in ((w, worker["spec"]), (s, sched["spec"])):
+    # TLS: each role's own secret, mounted where its arguments point; the client's key is in neither
+    for role, c, spec in (("worker", w, worker["spec"]), ("scheduler", s, sched["spec"])):
         args = c["args"]
         mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
         vols = {v["name"]: v for v in spec["volumes"]}
-        for flag in ("--tls-ca-file", "--tls-cert", "--tls-key"):
-            assert args[args.index(flag) + 1].startswith(mounts["tls"] + "/")
-        assert vols["tls"]["secret"]["secretName"] == "distsim-dask-tls"
+        for flag, file in (("--tls-ca-file", "ca.pem"), ("--tls-cert", f"{role}.pem"), ("--tls-key", f"{role}-key.pem")):
+            assert args[args.index(flag) + 1] == f"{mounts['tls']}/{file}"
+        assert vols["tls"]["secret"]["secretName"] == f"distsim-dask-tls-{role}"
+    # dashboards: each worker's on its pod's loopback and not a container port; the scheduler's behind a
+    # ClusterIP Service, its port named as the operator's scale-down looks for it
+    assert w["args"][w["args"].index("--dashboard-address") + 1].startswith("127.0.0.1:")
+    assert not w.get("ports")
+    assert sched["service"]["type"] == "ClusterIP"
     ports = {p["name"]: p["port"] for p in sched["service"]["ports"]}
-    assert ports["tls-comm"] == 8786
+    assert ports == {"tls-comm": 8786, "http-dashboard": 8787}
     assert sched["service"]["selector"] == {"dask.org/cluster-name": name, "dask.org/component": "scheduler"}
-    container_ports = {p["name"] for p in s["ports"]}
-    assert {p["targetPort"] for p in sched["service"]["ports"]} <= container_ports
+    container_ports = {p["name"]: p["containerPort"] for p in s["ports"]}
+    assert {p["targetPort"] for p in sched["service"]["ports"]} <= set(container_ports)
+    # the NetworkPolicy: the scheduler's TLS port open, its dashboard only to the operator's namespace
+    assert policy["spec"]["podSelector"]["matchLabels"] == sched["service"]["selector"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    rules = policy["spec"]["ingress"]
+    assert {p["port"] for r in rules if "from" not in r for p in r["ports"]} == {container_ports["tls-comm"]}
+    (dash,) = [r for r in rules if "from" in r]
+    assert [p["port"] for p in dash["ports"]] == [container_ports["http-dashboard"]]
+    assert dash["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "dask-operator"}}}]
     docker = (DEPLOY / "kubernetes" / "Dockerfile").read_text()
     assert "FROM nvidia/cuda:" in docker and '".[gpu]"' in docker and "dask==2026.7.1" in docker

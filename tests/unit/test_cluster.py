@@ -8,8 +8,8 @@ import psutil  # a dependency of distributed
 import pytest
 
 import distsim
-from distsim.cluster import dashboard_link
 from distsim.cli import main
+from distsim.cluster import dashboard_link
 from distsim.engine import DaskExecutor, LocalExecutor, executor_for
 
 

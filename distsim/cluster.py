@@ -6,8 +6,11 @@
   ``LocalCluster`` with one worker per GPU, each pinned to its device by a worker plugin.
 * otherwise: a ``LocalCluster`` with one single-threaded worker per core (resource ``CPU=1``).
 
-Dask configuration (YAML in ``~/.config/dask``, ``DASK_*`` environment variables) applies as
-usual; ``distsim.*`` keys are read from ``dask.config`` (e.g. ``DASK_DISTSIM__BACKEND=cpu``).
+Local clusters listen on 127.0.0.1 only: the scheduler, the workers and their dashboards (plain
+HTTP without authentication; ``dashboard_link(client)`` gives the scheduler's; from another machine,
+reach it through an SSH tunnel). Dask configuration (YAML in ``~/.config/dask``, ``DASK_*``
+environment variables) applies as usual; ``distsim.*`` keys are read from ``dask.config``
+(e.g. ``DASK_DISTSIM__BACKEND=cpu``).
 GPU counting uses NVML so the client process never creates a CUDA context.
 """
 
@@ -77,7 +80,7 @@ def connect(
     n_workers: int | None = None,
     threads_per_worker: int = 1,
     scheduler_file: str | None = None,
-    dashboard_address: str | None = ":0",
+    dashboard_address: str | None = "127.0.0.1:0",
     processes: bool = True,
     **cluster_kwargs: Any,
 ) -> Client:
@@ -85,6 +88,8 @@ def connect(
 
     ``gpus``: "auto" (use GPUs when present), False (CPU workers only), or a number of GPUs.
     ``n_workers``: CPU workers (default: one per core) or GPU workers (default: one per GPU).
+    ``dashboard_address``: where the scheduler's dashboard listens (default: loopback, a free port;
+    ``"127.0.0.1:8787"`` for a fixed port; a bare ``":8787"`` listens on every interface).
     Extra keyword arguments go to the cluster class.
     """
     if address is not None or scheduler_file is not None:
@@ -136,6 +141,20 @@ def connect(
         **cluster_kwargs,
     )
     return Client(cluster)
+
+
+def dashboard_link(client: Any) -> str | None:
+    """URL of the scheduler's dashboard for a ``distributed.Client``; None for anything else.
+
+    The host is the scheduler's, or what the Dask key ``distributed.dashboard.link`` makes of it
+    (e.g. ``"http://localhost:{port}/status"`` behind an SSH tunnel).
+    """
+    if not isinstance(client, Client):
+        return None
+    try:
+        return client.dashboard_link or None
+    except (KeyError, AttributeError):  # a scheduler without an HTTP server
+        return None
 
 
 def describe_default() -> str:

@@ -4,11 +4,28 @@ import subprocess
 import sys
 
 import dask
+import psutil  # a dependency of distributed
 import pytest
 
 import distsim
 from distsim.cli import main
+from distsim.cluster import dashboard_link
 from distsim.engine import DaskExecutor, LocalExecutor, executor_for
+
+
+def _listening_hosts(ports: set[int]) -> dict[int, set[str]]:
+    """The addresses this process and its children listen on, for the given ports."""
+    me = psutil.Process()
+    found: dict[int, set[str]] = {}
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            conns = proc.net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        for c in conns:
+            if c.status == psutil.CONN_LISTEN and c.laddr.port in ports:
+                found.setdefault(c.laddr.port, set()).add(c.laddr.ip)
+    return found
 
 
 def test_connect_local_cpu_cluster():
@@ -18,9 +35,25 @@ def test_connect_local_cpu_cluster():
         assert len(workers) == 1
         assert all(w["resources"].get("CPU") == 1 for w in workers.values())
         assert client.submit(sum, [1, 2, 3]).result() == 6
+        # everything listens on loopback only: scheduler, worker, nanny and both HTTP (dashboard) servers
+        link = dashboard_link(client)
+        assert link is not None and link.startswith("http://127.0.0.1:") and link.endswith("/status")
+        dash = int(link.split(":")[2].split("/")[0])
+        ports = {dash, int(client.scheduler.address.rsplit(":", 1)[1])}
+        for address, w in workers.items():
+            ports |= {int(address.rsplit(":", 1)[1]), int(w["nanny"].rsplit(":", 1)[1]), w["services"]["dashboard"]}
+        hosts = _listening_hosts(ports)
+        assert set(hosts) == ports and all(ips == {"127.0.0.1"} for ips in hosts.values()), hosts
     finally:
         client.close()
         client.cluster.close()
+
+
+def test_dashboard_link_config_and_non_clients(dask_client):
+    with dask.config.set({"distributed.dashboard.link": "http://localhost:{port}/status"}):  # behind a tunnel
+        link = dashboard_link(dask_client)
+    assert link == f"http://localhost:{dask_client.scheduler_info()['services']['dashboard']}/status"
+    assert dashboard_link(None) is None and dashboard_link(LocalExecutor()) is None
 
 
 def test_connect_by_address(dask_client):

@@ -30,7 +30,7 @@ def dask_client():
     """A 2-worker local CPU cluster (processes, one thread each), shared by the session."""
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
                            resources={"CPU": 1})
     client = Client(cluster, set_as_default=False)  # tests pass it explicitly
     yield client

@@ -150,7 +150,7 @@ class LazyClient:
 def _start(args: argparse.Namespace) -> Any:
     import dask
 
-    from ..cluster import connect
+    from ..cluster import connect, dashboard_link
 
     if args.scheduler:
         try:
@@ -163,7 +163,7 @@ def _start(args: argparse.Namespace) -> Any:
         with _workers_ignore_ctrl_c():
             client = connect(gpus=not args.cpu and "auto", n_workers=args.workers, silence_logs=logging.CRITICAL)
     if not args.quiet:
-        link = getattr(client, "dashboard_link", None) if not args.scheduler else None
+        link = dashboard_link(client)
         print(f"[distsim] cluster: {describe(client)}" + (f"; dashboard {link}" if link else ""), file=sys.stderr)
     return client
 

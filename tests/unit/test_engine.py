@@ -57,7 +57,7 @@ def test_two_workers_equal_in_process(net, dask_client, local_result):
 def test_one_worker_equals_two(net, local_result):
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster, set_as_default=False) as client:
         ds = steady_state(net, client=client, backend="cpu", **SS)
     assert_same(ds, local_result)

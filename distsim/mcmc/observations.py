@@ -39,6 +39,7 @@ class Observations:
     observed: np.ndarray  # bool [n+1, S]
     species: tuple[str, ...]
     source: str = "<observations>"
+    from_model: tuple[str, ...] = ()  # species whose first value is the model's initial amount (not observed)
 
     @property
     def n_intervals(self) -> int:
@@ -206,8 +207,23 @@ def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray],
         except ObservationError as e:
             raise err(e.message, int(k)) from None
     C = conservation_laws(net)
+    from_model: tuple[str, ...] = ()
     if not obs.all():
-        _fill_unobserved(net, times, x, obs, C, err)
+        try:
+            _fill_unobserved(net, times, x, obs, C, err)
+        except ObservationError:
+            # unobserved species at the first time take the model's initial amounts, when that identifies the state
+            first = [s for s in range(net.n_species) if not obs[0, s]]
+            known = obs.copy()
+            known[0, first] = True
+            x[0, first] = [net.initial[s] for s in first]
+            try:
+                _fill_unobserved(net, times, x, known, C, err)
+            except ObservationError as e:
+                raise ObservationError(f"{e.message} (also with the model's initial amounts of "
+                                       f"{', '.join(net.species[s] for s in first)} at the first time)",
+                                       file=e.file, line=e.line) from None
+            from_model = tuple(net.species[s] for s in first)
     xi = x.astype(np.int64)
     if len(C):
         tot = xi @ C.T
@@ -216,7 +232,7 @@ def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray],
                 lw = int(np.flatnonzero(tot[k] != tot[0])[0])
                 raise err(f"the observations violate the conservation law {_law_text(net, C[lw])} "
                           f"({tot[0, lw]} at t={times[0]:g}, {tot[k, lw]} here)", k)
-    return Observations(times, xi, obs, tuple(net.species), src)
+    return Observations(times, xi, obs, tuple(net.species), src, from_model)
 
 
 def _fill_unobserved(net: ReactionNetwork, times: np.ndarray, x: np.ndarray, obs: np.ndarray, C: np.ndarray,

@@ -44,6 +44,7 @@ class PBN:
     contexts: tuple[tuple[tuple[int, ...], float], ...] | None = None
     name: str = ""
     source: str = ""
+    update: str | None = None  # the update scheme the file states ('sync', 'async', or its own word); None: unstated
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
 
     # ---- construction -----------------------------------------------------------------------
@@ -60,6 +61,7 @@ class PBN:
         name: str = "",
         source: str = "",
         normalise: bool = True,
+        update: str | None = None,
     ) -> "PBN":
         """Validate and build; selection (or context) probabilities are normalised per node."""
         nodes = tuple(nodes)
@@ -94,7 +96,7 @@ class PBN:
             if normalise and total > 0:
                 ctx = [(c, p / total) for c, p in ctx]
             ctx = tuple(ctx)
-        return cls(nodes, tuple(preds), float(perturbation), frozenset(fixed_idx), ctx, name, source)
+        return cls(nodes, tuple(preds), float(perturbation), frozenset(fixed_idx), ctx, name, source, update)
 
     def __post_init__(self) -> None:
         src = self.source or None

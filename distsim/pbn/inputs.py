@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -91,6 +92,21 @@ def initial_state(initial: str | Mapping[str, int] | None, net: PBN) -> tuple[np
             val[i] = 1 if int(v) else 0
         return mask, val
     raise ValueError(f"initial must be 'random', 'zeros', 'ones' or a mapping of node values, got {initial!r}")
+
+
+def resolve_mode(mode: str | None, net: PBN) -> str:
+    """The update mode of a run: ``mode`` when given (with a warning when the model file states
+    another), else the file's stated one (e.g. an ASSA ``type=asynchronous`` header), else 'sync'."""
+    stated = net.update
+    if mode is None:
+        if stated in (None, "sync", "async"):
+            return stated or "sync"
+        raise ValueError(f"{net.source or net.name or 'the model'} states the update scheme {stated!r}, which distsim "
+                         "does not implement; choose mode='sync' or mode='async' (--mode)")
+    if stated is not None and mode != stated:
+        warnings.warn(f"{net.source or net.name or 'the model'} states the update scheme {stated!r}; running "
+                      f"mode={mode!r} as asked", stacklevel=3)
+    return mode
 
 
 def check_mode(mode: str) -> int:

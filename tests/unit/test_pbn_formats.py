@@ -275,7 +275,7 @@ BAD_CASES = [
     ("missing_node_block.pbn", 5, None, "node 'x1' has no 'node x1' block"),
     ("duplicate_block.pbn", 9, None, "duplicate node block for 'x0'"),
     ("empty_block.pbn", 7, None, "has no function"),
-    ("bad_type.pbn", 1, None, "unknown type 'asynchronous'"),
+    ("bad_type.pbn", 1, None, "unknown type 'parallel'"),
     ("boolnet_prob_sum.txt", 5, None, "probabilities of gene 'x1' sum to 0.9, not 1"),
     ("bnet_no_comma.bnet", 3, None, "no comma"),
     ("empty_expression.bnet", 3, 5, "empty expression"),
@@ -321,3 +321,22 @@ def test_inline_errors(parser, text, line, phrase):
     with pytest.raises(ModelError) as info:
         parser(text, file="inline.txt")
     assert info.value.line == line and phrase in str(info.value) and "inline.txt" in str(info.value)
+
+
+def test_assa_update_type_is_kept_and_written(tmp_path):
+    """`type=asynchronous` is the network's stated update scheme; the writer keeps it (issue 20)."""
+    from distsim.models.formats import write_assa
+    from distsim.pbn import load
+    from distsim.pbn.inputs import resolve_mode
+
+    text = "type=asynchronous\nn=2\nnodeNames\na\nb\nendNodeNames\nnode a\n1 : b\nendNode\nnode b\n1 : !a\nendNode\n"
+    (tmp_path / "m.pbn").write_text(text)
+    net = load(tmp_path / "m.pbn")
+    assert net.update == "async" and resolve_mode(None, net) == "async"
+    with pytest.warns(UserWarning, match="states the update scheme 'async'"):
+        assert resolve_mode("sync", net) == "sync"
+    write_assa(net, tmp_path / "back.pbn")
+    assert "type=asynchronous" in (tmp_path / "back.pbn").read_text() and load(tmp_path / "back.pbn").update == "async"
+    (tmp_path / "r.pbn").write_text(text.replace("asynchronous", "rog"))
+    with pytest.raises(ValueError, match="states the update scheme 'rog'.*mode="):
+        resolve_mode(None, load(tmp_path / "r.pbn"))

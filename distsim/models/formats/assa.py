@@ -3,7 +3,9 @@
 Syntax (ASSA-PBN's own example file, as read by BANG)::
 
     // comments start with // (whole line or after the content); blank lines are ignored
-    type=synchronous          // or rog | rmg | rmgrm | rmgro | rmgrorm | aro (accepted, not stored)
+    type=synchronous          // or asynchronous; ASSA-PBN 3.0's rog | rmg | rmgrm | rmgro | rmgrorm | aro are
+                              // stored as stated: a run then needs an explicit mode= (distsim has not
+                              // verified those schemes)
     n=3                       // number of nodes; must match the names listed
     perturbation=0.0          // per-node flip probability, in [0, 1); optional, default 0
     nodeNames                 // one name per line; the order is the node index
@@ -37,7 +39,8 @@ from .base import Format, first_content_line
 __all__ = ["read_assa", "parse_assa", "to_assa_text", "write_assa", "check_name", "read_lines",
            "parse_probability", "TYPES", "FORMAT"]
 
-TYPES = frozenset({"synchronous", "rog", "rmg", "rmgrm", "rmgro", "rmgrorm", "aro"})
+TYPES = frozenset({"synchronous", "asynchronous", "rog", "rmg", "rmgrm", "rmgro", "rmgrorm", "aro"})
+UPDATE = {"synchronous": "sync", "asynchronous": "async"}  # the header's type as PBN.update (others kept as written)
 _BAD_NAME_CHARS = re.compile(r"[\s&!|^=:(),\[\]]")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # linear time: no nested repeats
 _START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
@@ -239,8 +242,9 @@ class _Reader:
                 raise self.err(f"node {node!r} has no 'node {node}' block with its functions", self.name_line[node])
         perturbation = float(self.header["perturbation"][0]) if "perturbation" in self.header else 0.0
         preds = [[Predictor(e, p) for e, p in self.blocks[node]] for node in self.names]
+        stated = self.header["type"][0] if "type" in self.header else None
         return PBN.create(self.names, preds, perturbation=perturbation, fixed=sorted(self.index[f] for f in self.fixed),
-                          name=name, source=self.file)
+                          name=name, source=self.file, update=UPDATE.get(stated, stated))
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +265,8 @@ def to_assa_text(pbn: PBN) -> str:
             check_name(nm, file=None, line=None)
         except ModelError as e:
             raise ValueError(f"cannot write node name {nm!r} in ASSA-PBN format: {e.message}") from None
-    out = [f"// {pbn.name or 'network'}: written by distsim", "type=synchronous", f"n={pbn.n}",
+    stated = {v: k for k, v in UPDATE.items()}.get(pbn.update or "sync", pbn.update)
+    out = [f"// {pbn.name or 'network'}: written by distsim", f"type={stated}", f"n={pbn.n}",
            f"perturbation={float(pbn.perturbation)!r}", "nodeNames", *pbn.nodes, "endNodeNames"]
     for nm, plist in zip(pbn.nodes, pbn.predictors):
         out.append(f"node {nm}")

@@ -79,10 +79,12 @@ def mass_action_shape(law: Node, constants: Mapping[str, float], rate_params: se
                 return None
             params.append(n.name)
         else:
-            lin = _linear_factor(n)
+            lin = _linear_factor(n, constants)
             if lin is None or e < 0:
                 return None
-            linear.setdefault(lin[0], []).append(lin[1])
+            i, scale, k = lin
+            factor *= scale
+            linear.setdefault(i, []).append(k)
     if len(params) > 1 or not (math.isfinite(factor) and factor > 0):
         return None
     orders: dict[int, int] = {}
@@ -95,15 +97,24 @@ def mass_action_shape(law: Node, constants: Mapping[str, float], rate_params: se
     return MassActionShape(factor, params[0] if params else None, orders)
 
 
-def _linear_factor(n: Node) -> tuple[int, int] | None:
-    """``x_i - k`` (k >= 0 an integer) as (i, k): ``Species``, ``Species - Num``, ``Species + Num(-k)``."""
+def _linear_factor(n: Node, constants: Mapping[str, float]) -> tuple[int, float, int] | None:
+    """``s * (x_i - k)`` with k >= 0 an integer, as (i, s, k): ``Species``, a concentration ``Species / V``
+    (s = 1/V), either of them minus a number (``x/V - 1`` = ``(x - V)/V``: k = V must be an integer)."""
+    offset = 0.0
+    if isinstance(n, BinOp) and n.op in "+-" and isinstance(n.right, Num):
+        offset = -n.right.value if n.op == "+" else n.right.value
+        n = n.left
     if isinstance(n, Species):
-        return n.index, 0
-    if isinstance(n, BinOp) and n.op in "+-" and isinstance(n.left, Species) and isinstance(n.right, Num):
-        k = -n.right.value if n.op == "+" else n.right.value
-        if float(k).is_integer() and 0 <= k <= _MAX_POWER:
-            return n.left.index, int(k)
-    return None
+        i, scale = n.index, 1.0
+    elif (isinstance(n, BinOp) and n.op == "/" and isinstance(n.left, Species) and isinstance(n.right, Param)
+          and n.right.name in constants and constants[n.right.name] > 0):
+        i, scale = n.left.index, 1.0 / float(constants[n.right.name])
+    else:
+        return None
+    k = offset / scale  # x * s - offset = s * (x - offset / s)
+    if not (math.isfinite(k) and 0 <= k <= _MAX_POWER and abs(k - round(k)) <= UNIT_TOLERANCE * max(1.0, k)):
+        return None
+    return i, scale, int(round(k))
 
 
 def split_difference(law: Node) -> tuple[Node, Node] | None:

@@ -212,6 +212,8 @@ def _prescan(data: bytes, file: str) -> None:
     except expat.ExpatError as e:
         raise ModelError(f"invalid SBML (not well-formed XML: {expat.errors.messages[e.code]})", file=file,
                          line=e.lineno, column=e.offset + 1) from None
+    except LookupError as e:  # an encoding that Python does not know, from the XML declaration
+        raise ModelError(f"invalid SBML ({e})", file=file, line=1) from None
 
 
 def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str) -> ReactionNetwork:

@@ -230,7 +230,7 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
         missing = [a for a in attrs if f"required attribute '{a}' is missing" in msg]
         if missing and not e.isFatal():
             warnings.warn(f"{file}:{e.getLine()}: {msg} (read as {_lenient_default(missing[0])})", SBMLWarning,
-                          stacklevel=4)
+                          stacklevel=3)
             continue
         if first is None:
             first = (msg, e.getLine() or None, e.getColumn() or None)
@@ -305,7 +305,7 @@ class _Converter:
             names = ", ".join(repr(n) for n in self.forward_only)
             warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
                           "two mass-action terms; it is used as the propensity of the forward direction (a run "
-                          "stops if it becomes negative)", SBMLWarning, stacklevel=5)
+                          "stops if it becomes negative)", SBMLWarning, stacklevel=4)
         params = self._parameters(reactions, rules, events)
         rules, initial = self._initial_from_rules(rules, initial, params)
         name = m.getName() or m.getId() or self.default_name

@@ -1,6 +1,6 @@
 """Hostile SBML never crashes, hangs or leaks a foreign exception (issue 19).
 
-* The minimised reproducers of tests/data/bad_sbml (SIGSEGV in libsbml, RecursionError, a 2^40
+* The minimised reproducers of tests/data/bad_sbml (SIGSEGVs in libsbml, RecursionError, a 2^40
   inlining blow-up, entities, an unknown encoding) each give a clean ModelError naming the file,
   loaded in a subprocess so that a crash would show as a signal, within a time limit.
 * A small fixed-seed run of the mutation fuzzer (tests/data/bad_sbml/fuzz.py) gives only loads and
@@ -28,6 +28,7 @@ EXPECTED = {
     "exploding_functions.xml": "more than 100000 nodes",
     "doctype_entities.xml": "DOCTYPE",
     "unknown_encoding.xml": "unknown encoding",
+    "wide_sum_200000.xml.gz": "more than 50000 elements",
 }
 LOAD = """
 import json, sys, warnings

@@ -78,7 +78,8 @@ kinetic law, conversion factors, assignments to compartments, required SBML pack
 
 **Untrusted input.** Before libsbml sees a document it is parsed with Python's expat (no
 recursion): it must be well-formed XML without a DOCTYPE (so no entity expansion) and nest at most
-:data:`MAX_XML_DEPTH` elements deep. Errors are checked before the model is touched, the
+:data:`MAX_XML_DEPTH` elements deep, with at most :data:`MAX_XML_MATH_ELEMENTS` elements in one
+``<math>`` (libsbml recurses over them when it frees a document). Errors are checked before the model is touched, the
 SBMLDocument stays referenced while its children are used, and math is converted without
 recursion with limits on depth (:data:`MAX_MATH_DEPTH`) and size after inlining function
 definitions (:data:`MAX_MATH_NODES`). libsbml is native code, so a worker should still parse
@@ -106,10 +107,11 @@ from ..mass_action import MassActionShape, mass_action_shape, split_difference
 from ..reactions import Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "REVERSIBLE_POLICIES", "SBMLWarning", "MAX_XML_DEPTH",
-           "MAX_MATH_DEPTH", "MAX_MATH_NODES"]
+           "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES"]
 
 REVERSIBLE_POLICIES = ("split", "forward", "error")
 MAX_XML_DEPTH = 1000  # nested XML elements (libsbml reads MathML recursively)
+MAX_XML_MATH_ELEMENTS = 50_000  # elements in one <math> (libsbml's destructor overflows the C stack near 200,000)
 MAX_MATH_DEPTH = 256  # nesting of one converted expression (n-ary plus of k terms nests k deep)
 MAX_MATH_NODES = 100_000  # nodes of one expression after inlining function definitions
 _MAX_CONDITION_DEPTH = 64
@@ -181,22 +183,34 @@ class _Refused(Exception):
 
 
 def _prescan(data: bytes, file: str) -> None:
-    """Well-formed XML, no DOCTYPE, at most MAX_XML_DEPTH nested elements (expat is not recursive)."""
+    """Well-formed XML, no DOCTYPE, at most MAX_XML_DEPTH nested elements and MAX_XML_MATH_ELEMENTS
+    elements in one <math> (expat is not recursive)."""
     if not data.strip():
         raise ModelError("the SBML document is empty", file=file)
     p = expat.ParserCreate()
-    depth = 0
+    depth = in_math = math_elements = 0
 
     def start(name: str, attrs: Any) -> None:
-        nonlocal depth
+        nonlocal depth, in_math, math_elements
         depth += 1
         if depth > MAX_XML_DEPTH:
             raise _Refused(f"XML elements nest more than {MAX_XML_DEPTH} deep", p.CurrentLineNumber,
                            p.CurrentColumnNumber + 1)
+        if in_math:
+            math_elements += 1
+            if math_elements > MAX_XML_MATH_ELEMENTS:
+                raise _Refused(f"a <math> element has more than {MAX_XML_MATH_ELEMENTS} elements", p.CurrentLineNumber,
+                               p.CurrentColumnNumber + 1)
+        if name.rpartition(":")[2] == "math":
+            if not in_math:
+                math_elements = 0
+            in_math += 1
 
     def end(name: str) -> None:
-        nonlocal depth
+        nonlocal depth, in_math
         depth -= 1
+        if name.rpartition(":")[2] == "math":
+            in_math -= 1
 
     def doctype(*args: Any) -> None:
         raise _Refused("a DOCTYPE declaration is not allowed in SBML", p.CurrentLineNumber, p.CurrentColumnNumber + 1)

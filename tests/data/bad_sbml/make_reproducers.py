@@ -32,6 +32,9 @@ def main(out: Path) -> None:
     (out / "deep_apply_600.xml").write_bytes(nest(600))
     long_sum = BASE[:CI.start()] + b"<apply><plus/>" + b"<ci> Lambda </ci>" * 3000 + b"</apply>" + BASE[CI.end():]
     (out / "long_sum_3000.xml.gz").write_bytes(gzip.compress(long_sum, mtime=0))
+    wide = b"<apply><plus/>" + b"<ci> Lambda </ci>" * 100000 + b"</apply>"
+    nested = BASE[:CI.start()] + b"<apply><plus/>" + wide + b"<ci> Lambda </ci>" * 100000 + b"</apply>" + BASE[CI.end():]
+    (out / "wide_sum_200000.xml.gz").write_bytes(gzip.compress(nested, mtime=0))
     k = BASE.find(b"<listOf")
     exploding = BASE[:k] + fuzz.FUNCS[1] + BASE[k:]
     exploding = re.sub(rb"<ci>\s*Lambda\s*</ci>", b"<apply><ci>f40</ci><ci> Lambda </ci></apply>", exploding, count=1)

@@ -47,7 +47,8 @@ def rx(rid: str, reac: dict, prod: dict, formula: str, reversible: bool = False)
     math = libsbml.writeMathMLToString(ast).split("?>", 1)[-1]
 
     def refs(tag: str, side: dict) -> str:
-        items = "".join(f'<speciesReference species="{s}" stoichiometry="{n}" constant="true"/>' for s, n in side.items())
+        items = "".join(f'<speciesReference species="{s}" stoichiometry="{n}" constant="true"/>'
+                        for s, n in side.items())
         return f"<{tag}>{items}</{tag}>" if side else ""
 
     return (f'<reaction id="{rid}" reversible="{str(reversible).lower()}" fast="false">'
@@ -160,14 +161,17 @@ EVENTS = """<listOfEvents>
         definitionURL="http://www.sbml.org/sbml/symbols/time">t</csymbol><cn>1</cn></apply></apply></math></trigger>
     <priority><math xmlns="{m}"><cn>2</cn></math></priority>
     <listOfEventAssignments>
-      <eventAssignment variable="C"><math xmlns="{m}"><apply><times/><cn>2</cn><ci>A</ci></apply></math></eventAssignment>
+      <eventAssignment variable="C"><math xmlns="{m}"><apply><times/><cn>2</cn><ci>A</ci></apply></math>
+      </eventAssignment>
       <eventAssignment variable="k"><math xmlns="{m}"><cn>0.5</cn></math></eventAssignment>
     </listOfEventAssignments>
   </event>
 </listOfEvents>""".format(m=MATHML)
 RULES = """<listOfRules>
-  <assignmentRule variable="total"><math xmlns="{m}"><apply><plus/><ci>A</ci><ci>double</ci></apply></math></assignmentRule>
-  <assignmentRule variable="double"><math xmlns="{m}"><apply><times/><cn>2</cn><ci>A</ci></apply></math></assignmentRule>
+  <assignmentRule variable="total"><math xmlns="{m}"><apply><plus/><ci>A</ci><ci>double</ci></apply></math>
+  </assignmentRule>
+  <assignmentRule variable="double"><math xmlns="{m}"><apply><times/><cn>2</cn><ci>A</ci></apply></math>
+  </assignmentRule>
 </listOfRules>""".format(m=MATHML)
 
 
@@ -198,6 +202,10 @@ def test_events_and_rules_data():
     assert compile_condition(Truth(False), {}) == [(compile_condition(Truth(True), {})[0][0], 0.0)]
     with pytest.raises(ModelError, match="events 'boost' and assignment rules 'double'"):
         net.require_plain("SSA simulation")
+    from distsim.models.formats.reaction_text import to_reaction_text
+
+    with pytest.raises(ModelError, match="the reaction text format does not support"):
+        to_reaction_text(net)
 
 
 @pytest.mark.parametrize("extra,phrase", [

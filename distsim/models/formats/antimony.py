@@ -36,7 +36,8 @@ def read_antimony(path: str | os.PathLike, *, reversible: str = "split") -> Reac
     return parse_antimony(text, file=os.fspath(path), reversible=reversible, name=p.stem)
 
 
-def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split", name: str = "") -> ReactionNetwork:
+def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split",
+                   name: str = "") -> ReactionNetwork:
     """Read antimony model text held in memory (the main module of the text)."""
     return read_sbml_string(antimony_to_sbml(text, file=file), file=file, reversible=reversible, name=name)
 

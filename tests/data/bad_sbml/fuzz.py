@@ -27,7 +27,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SEEDS = sorted((ROOT / "tests" / "data" / "dsmts").glob("*/*.xml")) + sorted((ROOT / "tests" / "data" / "ecosystem").glob("*.xml"))
+SEEDS = (sorted((ROOT / "tests" / "data" / "dsmts").glob("*/*.xml"))
+         + sorted((ROOT / "tests" / "data" / "ecosystem").glob("*.xml")))
 
 WORKER = r"""
 import sys, warnings

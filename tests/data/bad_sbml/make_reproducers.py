@@ -33,7 +33,8 @@ def main(out: Path) -> None:
     long_sum = BASE[:CI.start()] + b"<apply><plus/>" + b"<ci> Lambda </ci>" * 3000 + b"</apply>" + BASE[CI.end():]
     (out / "long_sum_3000.xml.gz").write_bytes(gzip.compress(long_sum, mtime=0))
     wide = b"<apply><plus/>" + b"<ci> Lambda </ci>" * 100000 + b"</apply>"
-    nested = BASE[:CI.start()] + b"<apply><plus/>" + wide + b"<ci> Lambda </ci>" * 100000 + b"</apply>" + BASE[CI.end():]
+    nested = (BASE[:CI.start()] + b"<apply><plus/>" + wide + b"<ci> Lambda </ci>" * 100000 + b"</apply>"
+              + BASE[CI.end():])
     (out / "wide_sum_200000.xml.gz").write_bytes(gzip.compress(nested, mtime=0))
     k = BASE.find(b"<listOf")
     exploding = BASE[:k] + fuzz.FUNCS[1] + BASE[k:]

@@ -65,6 +65,10 @@ class UsageError(DistsimError, ValueError):
     """A command-line argument is invalid."""
 
 
+class SBMLWarning(UserWarning):
+    """Something in an SBML document that distsim reads leniently (the message says how)."""
+
+
 def line_of_offset(data: bytes | str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of position ``offset`` in ``data`` (for bytes, the column counts the
     characters of the valid UTF-8 before ``offset``)."""

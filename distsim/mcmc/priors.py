@@ -68,6 +68,7 @@ def parse_prior_spec(text: str) -> tuple[str, GammaPrior]:
 
 def rate_model(net: ReactionNetwork, prior: Mapping[str, object] | None, improper: bool = False) -> RateModel:
     """Check that every reaction is mass action and every rate parameter has a prior."""
+    net.require_plain("rate inference")
     src = net.source or None
     names: list[str] = []
     param_of = np.full(net.n_reactions, -1, dtype=np.int32)

@@ -46,6 +46,12 @@ class Param(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class Time(Node):
+    """The simulation time (SBML's ``time`` symbol): used by event triggers, event assignments and
+    assignment rules (:mod:`distsim.models.events`), never by kinetic laws."""
+
+
+@dataclass(frozen=True, slots=True)
 class BinOp(Node):
     op: str  # + - * / ^
     left: Node
@@ -216,8 +222,8 @@ def params_of(node: Node) -> tuple[str, ...]:
     return tuple(sorted({n.name for n in walk(node) if isinstance(n, Param)}))
 
 
-def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float]) -> np.ndarray:
-    """Evaluate on species counts ``x[..., n_species]`` (vectorised)."""
+def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float], t: float = 0.0) -> np.ndarray:
+    """Evaluate on species counts ``x[..., n_species]`` at time ``t`` (vectorised)."""
     x = np.asarray(x, dtype=np.float64)
     shape = x.shape[:-1]
 
@@ -228,6 +234,8 @@ def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float]) -> np.ndarr
             return x[..., n.index]
         if isinstance(n, Param):
             return np.full(shape, float(params[n.name]))
+        if isinstance(n, Time):
+            return np.full(shape, float(t))
         if isinstance(n, Neg):
             return -go(n.arg)
         if isinstance(n, BinOp):
@@ -249,6 +257,8 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
             return species[n.index]
         if isinstance(n, Param):
             return n.name
+        if isinstance(n, Time):
+            return "time"
         if isinstance(n, Neg):
             txt = f"-{go(n.arg, 4)}"
             return f"({txt})" if parent >= 4 else txt  # a negative base of ^ needs parentheses
@@ -265,7 +275,7 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
 # ----------------------------------------------------------------------------------------------
 # stack program (interpreted by the SSA kernels)
 
-OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG = range(8)
+OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG, OP_PUSH_TIME = range(9)
 OP_FUNC_BASE = 16
 FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "log10", "sqrt", "abs", "floor", "ceil",
                                                                 "pow", "min", "max"])}
@@ -290,6 +300,8 @@ def compile_stack(node: Node, params: Mapping[str, float]) -> tuple[list[tuple[i
             push(OP_PUSH_CONST, float(params[n.name]), 1)
         elif isinstance(n, Species):
             push(OP_PUSH_SPECIES, float(n.index), 1)
+        elif isinstance(n, Time):
+            push(OP_PUSH_TIME, 0.0, 1)
         elif isinstance(n, Neg):
             go(n.arg)
             push(OP_NEG, 0.0, 0)

@@ -49,6 +49,7 @@ class CompiledNetwork:
 
 def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> CompiledNetwork:
     """Flat arrays of ``net`` (``x0`` overrides the initial counts)."""
+    net.require_plain("SSA simulation")
     S, M = net.n_species, net.n_reactions
     params = net.params
     theta = np.zeros(M)

@@ -6,6 +6,13 @@ and theta_j is the *stochastic* rate constant, given by a parameter name or a nu
 **general kinetic law** gives a_j(x) directly as an arithmetic expression of species counts and
 parameters (a parsed tree, never Python code). Species in ``fixed`` (SBML boundary or constant
 species) keep their count: reactions read them but do not change them.
+
+A network may also carry SBML **events** (``events``) and **assignment rules** (``rules``); see
+:mod:`distsim.models.events` for their layout and semantics. The SSA and MCMC workloads do not
+simulate them yet and refuse such networks (:meth:`ReactionNetwork.require_plain`).
+
+Networks come from files (:func:`distsim.ssa.load`), from memory (SBML and antimony strings,
+GillesPy2 models: :mod:`distsim.models.sources`) or from code (:class:`distsim.models.builder.Builder`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .arith import Node, evaluate, params_of, species_of, to_text
+from .events import AssignmentRule, Event, condition_nodes, condition_text, reads
 
 MAX_COUNT = 2**53  # species counts: exact in float64 propensity arithmetic
 MAX_STOICHIOMETRY = 1000  # molecules of one species consumed or produced by one firing
@@ -57,12 +65,15 @@ class ReactionNetwork:
     fixed: frozenset[int] = frozenset()
     name: str = ""
     source: str = ""
+    events: tuple[Event, ...] = ()
+    rules: tuple[AssignmentRule, ...] = ()
     _params: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
 
     @classmethod
     def create(cls, species: Sequence[str], initial: Sequence[int] | Mapping[str, int],
                reactions: Sequence[Reaction], parameters: Mapping[str, float] | None = None, *,
-               fixed: Iterable[int | str] = (), name: str = "", source: str = "") -> "ReactionNetwork":
+               fixed: Iterable[int | str] = (), name: str = "", source: str = "",
+               events: Sequence[Event] = (), rules: Sequence[AssignmentRule] = ()) -> "ReactionNetwork":
         species = tuple(species)
         if isinstance(initial, Mapping):
             unknown = [k for k in initial if k not in species]
@@ -71,7 +82,8 @@ class ReactionNetwork:
             initial = [int(initial.get(s, 0)) for s in species]
         fx = {species.index(f) if isinstance(f, str) else int(f) for f in fixed}
         params = tuple((str(k), float(v)) for k, v in (parameters or {}).items())
-        return cls(species, tuple(int(x) for x in initial), tuple(reactions), params, frozenset(fx), name, source)
+        return cls(species, tuple(int(x) for x in initial), tuple(reactions), params, frozenset(fx), name, source,
+                   tuple(events), tuple(rules))
 
     def __post_init__(self) -> None:
         src = self.source or None
@@ -98,6 +110,32 @@ class ReactionNetwork:
         for f in self.fixed:
             if not 0 <= f < n:
                 raise ModelError(f"fixed species index {f} out of range", file=src)
+        self._check_events_and_rules(params)
+
+    def _check_events_and_rules(self, params: dict[str, float]) -> None:
+        src = self.source or None
+        n = len(self.species)
+        targets = [(f"event {e.id!r}", a) for e in self.events for a in e.assignments]
+        targets += [(f"rule {r.id!r}", r) for r in self.rules]
+        for label, a in targets:
+            if a.species >= 0:
+                if a.species >= n or self.species[a.species] != a.target:
+                    raise ModelError(f"{label}: species index {a.species} does not match target {a.target!r}",
+                                     file=src)
+            elif a.target not in params:
+                raise ModelError(f"{label}: assigns unknown parameter {a.target!r}", file=src)
+        exprs = [a.expr for _, a in targets]
+        for e in self.events:
+            exprs.extend(condition_nodes(e.trigger))
+            if e.priority is not None:
+                exprs.append(e.priority)
+        sp, pa = reads(exprs)
+        bad = sorted(i for i in sp if not 0 <= i < n)
+        if bad:
+            raise ModelError(f"an event or rule reads unknown species index {bad[0]}", file=src)
+        missing = sorted(p for p in pa if p not in params)
+        if missing:
+            raise ModelError(f"an event or rule uses unknown parameter {missing[0]!r}", file=src)
 
     # ---- queries ---------------------------------------------------------------------------------
 
@@ -176,18 +214,41 @@ class ReactionNetwork:
             init[self.index(k)] = int(v)
         return replace(self, initial=tuple(init))
 
+    def require_plain(self, what: str) -> None:
+        """Raise :class:`ModelError` naming the events and rules if the network has any (``what``
+        cannot simulate them yet)."""
+        if not (self.events or self.rules):
+            return
+        parts = []
+        if self.events:
+            parts.append("events " + ", ".join(repr(e.id) for e in self.events))
+        if self.rules:
+            parts.append("assignment rules " + ", ".join(f"{r.id!r} (for {r.target!r})" for r in self.rules))
+        raise ModelError(f"{what} does not support SBML events or assignment rules yet; the model has "
+                         f"{' and '.join(parts)}", file=self.source or None)
+
     def digest(self) -> str:
         h = hashlib.sha256()
         h.update(repr((self.species, self.initial, sorted(self.parameters), sorted(self.fixed))).encode())
         for r in self.reactions:
             law = to_text(r.law, self.species) if r.law is not None else ""
             h.update(repr((r.reactants, r.products, r.rate, law)).encode())
+        sp = self.species
+        for e in self.events:  # (nothing is added without events or rules: digests of plain networks stay)
+            h.update(repr(("event", e.id, condition_text(e.trigger, sp), e.initial_value, e.persistent,
+                           e.use_values_from_trigger_time, None if e.priority is None else to_text(e.priority, sp),
+                           [(a.target, a.species, to_text(a.expr, sp)) for a in e.assignments])).encode())
+        for r in self.rules:
+            h.update(repr(("rule", r.id, r.target, r.species, to_text(r.expr, sp))).encode())
         return h.hexdigest()
 
     def summary(self) -> str:
         ma = sum(r.mass_action for r in self.reactions)
+        extra = ""
+        if self.events or self.rules:
+            extra = f", {len(self.events)} events, {len(self.rules)} assignment rules"
         return (f"{self.name or 'network'}: {self.n_species} species, {self.n_reactions} reactions "
-                f"({ma} mass action, {self.n_reactions - ma} general laws), {len(self._params)} parameters")
+                f"({ma} mass action, {self.n_reactions - ma} general laws), {len(self._params)} parameters{extra}")
 
     def __repr__(self) -> str:
         return f"ReactionNetwork({self.summary()})"

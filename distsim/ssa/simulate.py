@@ -29,11 +29,14 @@ ERRORS = {cpu.ERR_PROPENSITY: "a propensity became negative, infinite or NaN",
           cpu.ERR_NEGATIVE: "a species count became negative"}
 
 
-def load(path: str | os.PathLike, *, format: str | None = None) -> ReactionNetwork:
-    """Load a reaction network: SBML (``.xml``/``.sbml``, python-libsbml) or distsim's text format."""
-    from ..models.formats.reaction_formats import load_reactions
+def load(source: Any, *, format: str | None = None, reversible: str = "split") -> ReactionNetwork:
+    """Load a reaction network from a path (SBML ``.xml``/``.sbml``, antimony ``.ant``, distsim's text
+    format), model text (an SBML string; antimony or ``.rxn`` text with ``format=``), a
+    ``gillespy2.Model`` or a network. ``reversible``: SBML reversible-reaction policy, ``"split"``
+    (default), ``"forward"`` or ``"error"`` (see :mod:`distsim.models.formats.sbml`)."""
+    from ..models.sources import load_network
 
-    return load_reactions(path, format=format)
+    return load_network(source, format=format, reversible=reversible)
 
 
 def choose_method(net_or_m: ReactionNetwork | int, backend: str = "cpu") -> str:

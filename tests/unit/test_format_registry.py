@@ -22,11 +22,11 @@ SBML = ROOT / "tests" / "data" / "dsmts" / "00001" / "00001-sbml-l3v1.xml"
 
 def test_table_lists_every_format_once():
     names = [f.name for f in registry.FORMATS]
-    assert names == ["sbml", "text", "assa", "bnmpy", "boolnet"]
+    assert names == ["sbml", "antimony", "text", "assa", "bnmpy", "boolnet"]
     spellings = [n for f in registry.FORMATS for n in (f.name, *f.aliases)]
     assert len(spellings) == len(set(spellings))
     assert {f.kind for f in registry.FORMATS} == {"boolean", "reaction"}
-    assert [f.name for f in registry.formats("reaction")] == ["sbml", "text"]
+    assert [f.name for f in registry.formats("reaction")] == ["sbml", "antimony", "text"]
 
 
 @pytest.mark.parametrize("src,fmt,cls", [

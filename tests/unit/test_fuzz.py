@@ -20,8 +20,6 @@ N = int(os.environ.get("DISTSIM_FUZZ_INPUTS", "200"))  # inputs per format
 SEED = 0
 FORMATS = fuzzing.formats()
 OTHERS = fuzzing.all_seed_bytes(FORMATS)
-SBML_XFAIL = pytest.mark.xfail(strict=False, reason="SBML reader crashes and recursion (deep MathML) are fixed by "
-                               "the SBML helper's branch (issue 19); this sub-test reports them until it lands")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +46,7 @@ def test_mutations_are_reproducible():
     assert len({bytes(next(iter(f.values()))) for _, f in fuzzing.cases(fmt, 50, SEED, OTHERS)}) > 40
 
 
-@pytest.mark.parametrize("fmt", [pytest.param(f, id=f.name, marks=[SBML_XFAIL] if f.name == "SBML" else [])
+@pytest.mark.parametrize("fmt", [pytest.param(f, id=f.name)
                                  for f in FORMATS])
 def test_fuzz(runner, fmt):
     outcomes: Counter = Counter()

@@ -437,8 +437,9 @@ def to_reaction_text(net: ReactionNetwork) -> str:
 
     Reaction names that are not identifiers are rewritten (other characters become ``_``); all
     other content (species order, counts, parameters, fixed species, stoichiometry, rates and
-    laws) is written exactly (floats with ``repr``).
+    laws) is written exactly (floats with ``repr``). Networks with events or rules are refused.
     """
+    net.require_plain("the reaction text format")
     out: list[str] = []
     if net.name:
         out.append(f"# {net.name}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ModelError
-from . import assa, bnmpy, boolnet, reaction_text
+from . import antimony, assa, bnmpy, boolnet, reaction_text
 from .base import KINDS, Format, first_content_line
 from .sbml import read_sbml
 
@@ -39,6 +39,7 @@ SBML = Format("sbml", "reaction", (".xml", ".sbml"), _sniff_sbml, read_sbml, "an
 
 FORMATS: tuple[Format, ...] = (
     SBML,
+    antimony.FORMAT,
     reaction_text.FORMAT,
     assa.FORMAT,
     bnmpy.FORMAT,

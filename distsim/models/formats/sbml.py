@@ -1,116 +1,287 @@
-"""SBML reader for exact stochastic simulation (python-libsbml).
+"""SBML reader for exact stochastic simulation (python-libsbml): files and strings, Levels 1-3.
 
-:func:`read_sbml` turns an SBML model (any level/version libsbml reads) into a
-:class:`~distsim.models.reactions.ReactionNetwork` with the standard discrete-stochastic reading
-of SBML (as in DSMTS, Evans, Gillespie & Wilkinson 2008):
+:func:`read_sbml` (a file) and :func:`read_sbml_string` turn an SBML model (Level 3 Version 2 or 1,
+Level 2, Level 1) into a :class:`~distsim.models.reactions.ReactionNetwork`.
 
-* **Species** become counts. Initial count = ``initialAmount`` if set, else
-  ``initialConcentration * compartment size``; it must be a non-negative integer (within 1e-9,
-  relative for large values). Species with ``boundaryCondition="true"`` or ``constant="true"``
-  are *fixed* (reactions read them but do not change them). All species are kept, in document
-  order, whether or not a reaction uses them.
-* **Kinetic laws** give the propensity (substance per time: firings per unit time) directly;
-  every reaction gets ``law=<its math>`` (no mass-action detection). The MathML tree is
-  converted node by node into :mod:`distsim.models.arith` nodes (nothing is evaluated as code).
-  A species symbol stands for its **amount** when ``hasOnlySubstanceUnits="true"`` (or its
-  compartment has ``spatialDimensions=0``), else for its **concentration**, written
-  ``Species / Compartment``. A compartment symbol stands for its size. Compartments used this
-  way become parameters named by their id (so ``with_parameters(Cell=...)`` changes the volume
-  seen by the laws, not the initial counts).
-* **Parameters**: global parameters keep their ids; a reaction's local parameters are renamed
-  ``<reaction id>__<parameter id>`` (with ``_2``, ``_3``, ... appended on a clash). Only
-  parameters (and compartments) that some kinetic law uses are kept.
-* **Stoichiometry** must be a positive integer constant (L1 ``denominator`` divides it).
-  Modifiers need no handling: a law reads any species directly. A species listed twice on one
-  side adds up.
-* **Function definitions** are inlined (lambda bodies with their arguments substituted).
-* Math supported: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/
-  rational numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a
-  ``logbase`` is given), root (square unless a ``degree`` is given), abs, floor, ceiling, min,
-  max, and calls of function definitions.
+**Stochastic convention.** SBML kinetic laws are written as deterministic rates (substance per
+time). For SSA they are read the way the SBML discrete stochastic test suite (DSMTS, Evans,
+Gillespie & Wilkinson 2008), GillesPy2 (``gillespy2.sbml.SBMLimport``: the law becomes the
+reaction's ``propensity_function`` verbatim) and libRoadRunner's ``gillespie`` integrator (the law's
+value is the reaction's propensity) read them: **the value of the kinetic law, with species
+symbols standing for amounts in molecules, is the propensity** (firings per unit time). No factor
+is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at ``k x^2``, not at the
+combinatorial ``k x (x-1)/2``: for the stochastic mass-action rate constant of distsim's
+convention (theta ``C(x, 2)``) write ``k * A * (A - 1) / 2`` (theta = ``k``); GillesPy2's own
+mass action writes ``k * A * (A - 1) / vol`` (theta = ``2k/vol``). A species symbol stands for its
+**amount** when ``hasOnlySubstanceUnits="true"`` (or its compartment has ``spatialDimensions=0``),
+else for its **concentration**, ``amount / size``; a compartment symbol stands for its size. So
+``cell * k1 * E * S`` with E, S concentrations in ``cell`` fires at ``k1 E S / cell``.
 
-Not supported (each raises :class:`~distsim.errors.ModelError` naming the element and its
-line): events, assignment / rate / algebraic rules, initial assignments, delays, ``time``,
-piecewise / relational / logical / trigonometric math, ``stoichiometryMath`` or non-integer
-stoichiometry, fast reactions, reactions without a kinetic law, conversion factors, required SBML
-packages (``comp``, ``distrib``, ...), and, by default, reversible reactions (a single net rate law
-cannot be an SSA propensity; pass ``reversible="forward"`` to take the law as the propensity of
-the reactants -> products direction). Constraints are ignored.
+**Mass action.** A law whose value is exactly ``theta * prod_i C(x_i, r_i)`` for the reactant
+stoichiometries ``r_i`` (see :mod:`distsim.models.mass_action`: one parameter times the falling
+factorial of each reactant, times numbers and compartment sizes that multiply to 1) becomes a
+mass-action reaction with ``rate=<that parameter>`` -- e.g. ``k1 * E * S``, or ``cell * k1 * E * S``
+in a compartment of size 1 -- so rate inference (:func:`distsim.mcmc.infer_rates`) can use it; a
+law of numbers and compartments only (``0.5 * A``) gets a numeric rate. Every other law is a
+general law with the same propensity. Either way the propensity is the law's value.
 
-libsbml is imported only when :func:`read_sbml` runs; without it the call raises
-:class:`ModelError` saying ``pip install python-libsbml``.
+**Reversible reactions** (``reversible=`` policy):
+
+* ``"split"`` (default): a law ``F - B`` (possibly times common factors, ``cell * (kf*A*B - kr*C)``)
+  whose terms are mass-action shaped for the two directions becomes two reactions ``<id>_f``
+  (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B).
+  A mass-action law of the forward direction alone is accepted as it is (GillesPy2 and antimony
+  mark most reactions reversible). Any other law of a reversible reaction is used as the
+  forward propensity, with one :class:`SBMLWarning` listing such reactions (a run stops with an
+  error if a propensity becomes negative).
+* ``"forward"``: never split; the law is the forward propensity (what GillesPy2 and
+  libRoadRunner do).
+* ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
+
+**Species** become counts. Initial count = ``initialAmount`` if set, else ``initialConcentration
+* compartment size``; it must be a non-negative integer (within 1e-9, relative for large values).
+Species with ``boundaryCondition="true"`` or ``constant="true"`` are *fixed* (read, never changed).
+All species are kept, in document order.
+
+**Parameters**: global parameters keep their ids; a reaction's local parameters are renamed
+``<reaction id>__<parameter id>`` (``_2``, ``_3``, ... appended on a clash). Only parameters and
+compartments that a general law, an event or a rule uses (or a mass-action rate) are kept;
+``with_parameters(cell=...)`` changes a compartment size seen by general laws.
+
+**Events and assignment rules** are read into ``net.events`` / ``net.rules``
+(:mod:`distsim.models.events`): time- and state-triggered events without delay (``initialValue``,
+``persistent``, ``useValuesFromTriggerTime``, ``priority``), assignments to species (as counts:
+concentrations are multiplied by the compartment size) and to parameters; assignment rules for
+species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
+rule's species is the rule's value at t = 0). Simulating them is not implemented yet:
+:func:`distsim.ssa.simulate` refuses such networks with an error naming them.
+
+**Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
+numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
+given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, calls of function
+definitions (inlined); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
+chained) and logic (and, or, xor, not, true, false); events and rules may use ``time``.
+
+**Leniency.** Problems that do not change the stochastic semantics are warnings
+(:class:`SBMLWarning`), not errors: a missing ``fast`` attribute (false), a missing ``constant`` on
+a compartment or parameter (constant unless a rule or event assigns it), a missing ``reversible``
+(taken as true, the Level 2 default, then the policy above applies). libsbml's internal
+``l3v2extendedmath`` package, which it reports as enabled and required on every L3V2 document,
+is not a requirement of the model and is ignored.
+
+**Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
+its id, the file and line): event delays, rate and algebraic rules, initial assignments, ``time``
+or ``delay`` in kinetic laws, piecewise / relational / logical / trigonometric math in kinetic
+laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
+kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
+``distrib``, ...). Constraints are ignored.
+
+**Untrusted input.** Before libsbml sees a document it is parsed with Python's expat (no
+recursion): it must be well-formed XML without a DOCTYPE (so no entity expansion) and nest at most
+:data:`MAX_XML_DEPTH` elements deep, with at most :data:`MAX_XML_MATH_ELEMENTS` elements in one
+``<math>`` (libsbml recurses over them when it frees a document). Errors are checked before the model is touched, the
+SBMLDocument stays referenced while its children are used, and math is converted without
+recursion with limits on depth (:data:`MAX_MATH_DEPTH`) and size after inlining function
+definitions (:data:`MAX_MATH_NODES`). libsbml is native code, so a worker should still parse
+models in the client process (``ssa.load`` there) and receive the network, not the file.
+
+libsbml is imported only when a reader runs; without it the call raises :class:`ModelError`
+saying ``pip install python-libsbml``.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import warnings
+import xml.parsers.expat as expat
 from pathlib import Path
 from typing import Any
 
-from ..arith import BinOp, Call, Neg, Node, Num, Param, Species
-from ...errors import ModelError
+import numpy as np
+
+from ...errors import ModelError, SBMLWarning
+from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, evaluate, params_of, species_of, to_text
+from ..events import Assignment, AssignmentRule, Compare, Condition, Event, Logic, Truth, condition_nodes
+from ..mass_action import MassActionShape, mass_action_shape, split_difference
 from ..reactions import Reaction, ReactionNetwork
 
-__all__ = ["read_sbml", "REVERSIBLE_POLICIES"]
+__all__ = ["read_sbml", "read_sbml_string", "REVERSIBLE_POLICIES", "SBMLWarning", "MAX_XML_DEPTH",
+           "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES"]
 
-REVERSIBLE_POLICIES = ("error", "forward")
+REVERSIBLE_POLICIES = ("split", "forward", "error")
+MAX_XML_DEPTH = 1000  # nested XML elements (libsbml reads MathML recursively)
+MAX_XML_MATH_ELEMENTS = 50_000  # elements in one <math> (libsbml's destructor overflows the C stack near 200,000)
+MAX_MATH_DEPTH = 256  # nesting of one converted expression (n-ary plus of k terms nests k deep)
+MAX_MATH_NODES = 100_000  # nodes of one expression after inlining function definitions
+_MAX_CONDITION_DEPTH = 64
 _INT_TOL = 1e-9
 _MAX_INLINE_DEPTH = 64
+_IGNORED_PACKAGES = {"l3v2extendedmath"}  # libsbml-internal: enabled and "required" on every L3V2 document
+# libsbml errors about a missing attribute whose default does not change the stochastic reading
+_LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("constant",)}
 
 
-def read_sbml(path: str | os.PathLike, *, reversible: str = "error") -> ReactionNetwork:
+def read_sbml(path: str | os.PathLike, *, reversible: str = "split") -> ReactionNetwork:
     """Read an SBML file as a reaction network for SSA (see the module docstring for semantics).
 
-    ``reversible``: ``"error"`` (default) rejects reactions marked reversible; ``"forward"``
-    uses their kinetic law as the forward propensity. A missing file raises
-    :class:`FileNotFoundError`; everything else raises :class:`ModelError`.
+    ``reversible``: ``"split"`` (default), ``"forward"`` or ``"error"`` (module docstring). A missing
+    file raises :class:`FileNotFoundError`; everything else raises :class:`ModelError`.
     """
     file = os.fspath(path)
-    if reversible not in REVERSIBLE_POLICIES:
-        raise ValueError(f"unknown reversible policy {reversible!r}; expected one of {', '.join(REVERSIBLE_POLICIES)}")
+    _check_policy(reversible)
     if not Path(file).exists():
         raise FileNotFoundError(f"model file not found: {file}")
     if not Path(file).is_file():
         raise IsADirectoryError(f"not a file: {file}")
+    _prescan(Path(file).read_bytes(), file)
+    libsbml = _libsbml(file)
+    doc = libsbml.readSBMLFromFile(file)
+    return _document(libsbml, doc, file, reversible, Path(file).stem)
+
+
+def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str = "<string>",
+                     name: str = "") -> ReactionNetwork:
+    """Read an SBML document held in memory (``file`` names it in errors; ``name`` is the
+    network's name when the model has neither name nor id)."""
+    _check_policy(reversible)
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    _prescan(data, file)
+    libsbml = _libsbml(file)
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise ModelError(f"SBML bytes are not UTF-8 ({e.reason} at byte {e.start}); pass a str",
+                             file=file) from None
+    doc = libsbml.readSBMLFromString(text)
+    return _document(libsbml, doc, file, reversible, name)
+
+
+def _check_policy(reversible: str) -> None:
+    if reversible not in REVERSIBLE_POLICIES:
+        raise ValueError(f"unknown reversible policy {reversible!r}; expected one of {', '.join(REVERSIBLE_POLICIES)}")
+
+
+def _libsbml(file: str) -> Any:
     try:
         import libsbml  # noqa: PLC0415 (optional dependency, imported lazily)
     except ImportError:
         raise ModelError("reading SBML needs python-libsbml; install it with 'pip install python-libsbml'",
                          file=file) from None
-    doc = libsbml.readSBMLFromFile(file)
+    return libsbml
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+def _prescan(data: bytes, file: str) -> None:
+    """Well-formed XML, no DOCTYPE, at most MAX_XML_DEPTH nested elements and MAX_XML_MATH_ELEMENTS
+    elements in one <math> (expat is not recursive)."""
+    if not data.strip():
+        raise ModelError("the SBML document is empty", file=file)
+    p = expat.ParserCreate()
+    depth = in_math = math_elements = 0
+
+    def start(name: str, attrs: Any) -> None:
+        nonlocal depth, in_math, math_elements
+        depth += 1
+        if depth > MAX_XML_DEPTH:
+            raise _Refused(f"XML elements nest more than {MAX_XML_DEPTH} deep", p.CurrentLineNumber,
+                           p.CurrentColumnNumber + 1)
+        if in_math:
+            math_elements += 1
+            if math_elements > MAX_XML_MATH_ELEMENTS:
+                raise _Refused(f"a <math> element has more than {MAX_XML_MATH_ELEMENTS} elements", p.CurrentLineNumber,
+                               p.CurrentColumnNumber + 1)
+        if name.rpartition(":")[2] == "math":
+            if not in_math:
+                math_elements = 0
+            in_math += 1
+
+    def end(name: str) -> None:
+        nonlocal depth, in_math
+        depth -= 1
+        if name.rpartition(":")[2] == "math":
+            in_math -= 1
+
+    def doctype(*args: Any) -> None:
+        raise _Refused("a DOCTYPE declaration is not allowed in SBML", p.CurrentLineNumber, p.CurrentColumnNumber + 1)
+
+    p.StartElementHandler = start
+    p.EndElementHandler = end
+    p.StartDoctypeDeclHandler = doctype
+    p.EntityDeclHandler = doctype
+    try:
+        p.Parse(data, True)
+    except _Refused as e:
+        raise ModelError(f"invalid SBML ({e.message})", file=file, line=e.line, column=e.column) from None
+    except expat.ExpatError as e:
+        raise ModelError(f"invalid SBML (not well-formed XML: {expat.errors.messages[e.code]})", file=file,
+                         line=e.lineno, column=e.offset + 1) from None
+    except LookupError as e:  # an encoding that Python does not know, from the XML declaration
+        raise ModelError(f"invalid SBML ({e})", file=file, line=1) from None
+
+
+def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str) -> ReactionNetwork:
+    """Check libsbml's errors before touching the model; ``doc`` stays referenced while the model is read."""
+    if doc is None:
+        raise ModelError("libsbml could not read the document", file=file)
+    first = None
     for i in range(doc.getNumErrors()):
         e = doc.getError(i)
-        if e.isError() or e.isFatal():
-            lines = [ln.strip() for ln in e.getMessage().strip().splitlines() if ln.strip()]
-            detail = lines[-1] if lines else ""
-            short = e.getShortMessage().strip()
-            if short and detail and short.rstrip(".") != detail.rstrip("."):
-                msg = f"{short}: {detail}"
-            else:
-                msg = short or detail
-            raise ModelError(f"invalid SBML ({msg})", file=file, line=e.getLine() or None,
-                             column=e.getColumn() or None)
+        if not (e.isError() or e.isFatal()):
+            continue
+        msg = _error_text(e)
+        attrs = _LENIENT.get(e.getErrorId(), ())
+        missing = [a for a in attrs if f"required attribute '{a}' is missing" in msg]
+        if missing and not e.isFatal():
+            warnings.warn(f"{file}:{e.getLine()}: {msg} (read as {_lenient_default(missing[0])})", SBMLWarning,
+                          stacklevel=3)
+            continue
+        if first is None:
+            first = (msg, e.getLine() or None, e.getColumn() or None)
+    if first is not None:
+        raise ModelError(f"invalid SBML ({first[0]})", file=file, line=first[1], column=first[2])
     model = doc.getModel()
     if model is None:
         raise ModelError("the SBML document has no <model>", file=file)
-    return _Converter(libsbml, doc, model, file, reversible).network()
+    return _Converter(libsbml, doc, model, file, reversible, default_name).network()
+
+
+def _lenient_default(attr: str) -> str:
+    return {"fast": "fast='false'", "reversible": "reversible='true'", "constant": "constant='true'"}[attr]
+
+
+def _error_text(e: Any) -> str:
+    lines = [ln.strip() for ln in e.getMessage().strip().splitlines() if ln.strip()]
+    detail = lines[-1] if lines else ""
+    short = e.getShortMessage().strip()
+    if short and detail and short.rstrip(".") != detail.rstrip("."):
+        return f"{short}: {detail}"
+    return short or detail
 
 
 class _Converter:
-    def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str):
+    def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str):
         self.L = libsbml
-        self.doc = doc
+        self.doc = doc  # keeps the document (and so every element below) alive
         self.model = model
         self.file = file
         self.reversible = reversible
+        self.default_name = default_name
         self.level = doc.getLevel()
         self.ast_names = {getattr(libsbml, n): n for n in dir(libsbml)
                           if n.startswith("AST_") and isinstance(getattr(libsbml, n), int)}
-        self.used_params: set[str] = set()
-        self.used_compartments: set[str] = set()
-
-    # ---- helpers ---------------------------------------------------------------------------------
+        self.forward_only: list[str] = []
+        L = libsbml
+        self.operators = {L.AST_PLUS, L.AST_TIMES, L.AST_MINUS, L.AST_DIVIDE, L.AST_POWER, L.AST_FUNCTION_POWER,
+                          L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
+                          L.AST_FUNCTION_CEILING, L.AST_FUNCTION_LOG, L.AST_FUNCTION_ROOT, L.AST_FUNCTION,
+                          getattr(L, "AST_FUNCTION_MAX", -1), getattr(L, "AST_FUNCTION_MIN", -1)}
 
     def err(self, msg: str, element: Any = None) -> ModelError:
         line = element.getLine() if element is not None else 0
@@ -122,9 +293,61 @@ class _Converter:
     def network(self) -> ReactionNetwork:
         m = self.model
         self._check_unsupported()
-        # compartments
+        self._compartments()
+        initial, fixed = self._species()
+        self.global_value: dict[str, float | None] = {}
+        for i in range(m.getNumParameters()):
+            p = m.getParameter(i)
+            self.global_value[p.getId()] = p.getValue() if p.isSetValue() else None
+        self.reaction_ids = {m.getReaction(i).getId() for i in range(m.getNumReactions())}
+        self.taken = set(self.index) | set(self.comp_size) | set(self.global_value) | self.reaction_ids
+        self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
+        self.local_value: dict[str, float] = {}
+        self.assigned = self._assigned_ids()
+        rules = self._rules()
+        events = self._events()
+        reactions: list[Reaction] = []
+        for i in range(m.getNumReactions()):
+            reactions.extend(self._reaction(m.getReaction(i)))
+        if not reactions:
+            raise self.err("the model has no reactions", m)
+        if self.forward_only:
+            names = ", ".join(repr(n) for n in self.forward_only)
+            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
+                          "two mass-action terms; it is used as the propensity of the forward direction (a run "
+                          "stops if it becomes negative)", SBMLWarning, stacklevel=4)
+        params = self._parameters(reactions, rules, events)
+        rules, initial = self._initial_from_rules(rules, initial, params)
+        name = m.getName() or m.getId() or self.default_name
+        return ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
+                                      source=self.file, events=events, rules=rules)
+
+    def _check_unsupported(self) -> None:
+        m, doc = self.model, self.doc
+        if self.level >= 3:  # packages exist only in Level 3 (L2 layout is an annotation)
+            for i in range(doc.getNumPlugins()):
+                pkg = doc.getPlugin(i).getPackageName()
+                if pkg and pkg not in _IGNORED_PACKAGES and doc.isPackageEnabled(pkg) and doc.getPackageRequired(pkg):
+                    raise self.err(f"the model requires the SBML package {pkg!r}, which is not supported", m)
+            for i in range(doc.getNumUnknownPackages()):
+                uri = doc.getUnknownPackageURI(i)
+                if doc.getPackageRequired(uri):
+                    raise self.err(f"the model requires an unknown SBML package ({uri}), which is not supported", m)
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if not r.isAssignment():
+                kind = "rate rule" if r.isRate() else "algebraic rule"
+                target = f" for {r.getVariable()!r}" if r.getVariable() else ""
+                raise self.err(f"rules are not supported ({kind}{target}); assignment rules are", r)
+        if m.getNumInitialAssignments():
+            ia = m.getInitialAssignment(0)
+            raise self.err(f"initial assignments are not supported (initial assignment to {ia.getSymbol()!r})", ia)
+        if self.level >= 3 and m.isSetConversionFactor():
+            raise self.err("model conversion factors are not supported", m)
+
+    def _compartments(self) -> None:
+        m = self.model
         self.comp_size: dict[str, float | None] = {}
-        self.comp_elem: dict[str, Any] = {}
         self.comp_dims: dict[str, float] = {}
         for i in range(m.getNumCompartments()):
             c = m.getCompartment(i)
@@ -135,9 +358,10 @@ class _Converter:
             else:
                 size = None
             self.comp_size[c.getId()] = size
-            self.comp_elem[c.getId()] = c
             self.comp_dims[c.getId()] = c.getSpatialDimensionsAsDouble() if self.level >= 2 else 3.0
-        # species
+
+    def _species(self) -> tuple[list[int], list[int]]:
+        m = self.model
         self.species: list[str] = []
         self.index: dict[str, int] = {}
         self.amount_symbol: dict[str, bool] = {}  # True: symbol = amount; False: concentration
@@ -161,70 +385,7 @@ class _Converter:
                 fixed.append(len(self.species) - 1)
         if not self.species:
             raise self.err("the model has no species", m)
-        # global parameters
-        self.global_value: dict[str, float | None] = {}
-        self.global_elem: dict[str, Any] = {}
-        for i in range(m.getNumParameters()):
-            p = m.getParameter(i)
-            self.global_value[p.getId()] = p.getValue() if p.isSetValue() else None
-            self.global_elem[p.getId()] = p
-        self.reaction_ids = {m.getReaction(i).getId() for i in range(m.getNumReactions())}
-        self.taken = set(self.index) | set(self.comp_size) | set(self.global_value) | self.reaction_ids
-        self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
-        self.local_value: dict[str, float] = {}
-        # reactions
-        reactions = [self._reaction(m.getReaction(i)) for i in range(m.getNumReactions())]
-        if not reactions:
-            raise self.err("the model has no reactions", m)
-        params: dict[str, float] = {}
-        for cid in self.comp_size:
-            if cid in self.used_compartments:
-                params[cid] = float(self.comp_size[cid])  # type: ignore[arg-type]
-        for pid, v in self.global_value.items():
-            if pid in self.used_params:
-                params[pid] = float(v)  # type: ignore[arg-type]
-        for pid, v in self.local_value.items():
-            if pid in self.used_params:
-                params[pid] = v
-        name = m.getName() or m.getId() or Path(self.file).stem
-        return ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
-                                      source=self.file)
-
-    def _check_unsupported(self) -> None:
-        m, doc = self.model, self.doc
-        if self.level < 3:  # packages exist only in Level 3 (L2 layout is an annotation)
-            return self._check_elements()
-        for i in range(doc.getNumPlugins()):
-            pkg = doc.getPlugin(i).getPackageName()
-            if pkg and doc.isPackageEnabled(pkg) and doc.getPackageRequired(pkg):
-                raise self.err(f"the model requires the SBML package {pkg!r}, which is not supported", m)
-        for i in range(doc.getNumUnknownPackages()):
-            uri = doc.getUnknownPackageURI(i)
-            if doc.getPackageRequired(uri):
-                raise self.err(f"the model requires an unknown SBML package ({uri}), which is not supported", m)
-        self._check_elements()
-
-    def _check_elements(self) -> None:
-        m = self.model
-        if m.getNumEvents():
-            ev = m.getEvent(0)
-            what = f"event {ev.getId()!r}" if ev.getId() else "an event"
-            raise self.err(f"events are not supported ({what}; {m.getNumEvents()} event(s) in the model)", ev)
-        if m.getNumRules():
-            r = m.getRule(0)
-            if r.isAssignment():
-                kind = "assignment rule"
-            elif r.isRate():
-                kind = "rate rule"
-            else:
-                kind = "algebraic rule"
-            target = f" for {r.getVariable()!r}" if r.getVariable() else ""
-            raise self.err(f"rules are not supported ({kind}{target})", r)
-        if m.getNumInitialAssignments():
-            ia = m.getInitialAssignment(0)
-            raise self.err(f"initial assignments are not supported (initial assignment to {ia.getSymbol()!r})", ia)
-        if self.level >= 3 and m.isSetConversionFactor():
-            raise self.err("model conversion factors are not supported", m)
+        return initial, fixed
 
     def _initial_count(self, s: Any, comp: str) -> int:
         sid = s.getId()
@@ -236,15 +397,24 @@ class _Converter:
             value = s.getInitialConcentration() * size
             what = f"initial amount (concentration {s.getInitialConcentration()!r} x size {size!r})"
         else:
+            if self._has_rule(sid):
+                return 0  # set from the rule
             raise self.err(f"species {sid!r} has no initial amount or concentration", s)
+        return self._count(value, f"species {sid!r}: {what}", s)
+
+    def _count(self, value: float, what: str, element: Any) -> int:
         if not math.isfinite(value):
-            raise self.err(f"species {sid!r}: {what} is not finite ({value!r})", s)
+            raise self.err(f"{what} is not finite ({value!r})", element)
         r = round(value)
         if abs(value - r) > _INT_TOL * max(1.0, abs(value)):
-            raise self.err(f"species {sid!r}: {what} {value!r} is not a whole number of molecules", s)
+            raise self.err(f"{what} {value!r} is not a whole number of molecules", element)
         if r < 0:
-            raise self.err(f"species {sid!r}: {what} {value!r} is negative", s)
+            raise self.err(f"{what} {value!r} is negative", element)
         return int(r)
+
+    def _has_rule(self, sid: str) -> bool:
+        m = self.model
+        return any(m.getRule(i).isAssignment() and m.getRule(i).getVariable() == sid for i in range(m.getNumRules()))
 
     def _size(self, comp: str, why: str, element: Any) -> float:
         size = self.comp_size.get(comp)
@@ -254,17 +424,47 @@ class _Converter:
             raise self.err(f"{why} but compartment {comp!r} has size {size!r} (must be > 0)", element)
         return float(size)
 
+    def _parameters(self, reactions: list[Reaction], rules: list[AssignmentRule], events: list[Event]
+                    ) -> dict[str, float]:
+        used: set[str] = set()
+        for r in reactions:
+            if r.law is not None:
+                used.update(params_of(r.law))
+            elif isinstance(r.rate, str):
+                used.add(r.rate)
+        exprs = [a.expr for e in events for a in e.assignments] + [r.expr for r in rules]
+        for e in events:
+            exprs.extend(condition_nodes(e.trigger))
+            if e.priority is not None:
+                exprs.append(e.priority)
+        for x in exprs:
+            used.update(params_of(x))
+        used.update(a.target for e in events for a in e.assignments if a.species < 0)
+        used.update(r.target for r in rules if r.species < 0)
+        params: dict[str, float] = {}
+        for cid, size in self.comp_size.items():
+            if cid in used:
+                params[cid] = float(size)  # type: ignore[arg-type]  (checked when used)
+        for pid, v in self.global_value.items():
+            if pid in used:
+                if v is None or not math.isfinite(v):
+                    if any(r.target == pid for r in rules):
+                        v = 0.0  # set from its rule
+                    else:
+                        raise self.err(f"parameter {pid!r} has no (finite) value", self.model.getParameter(pid))
+                params[pid] = float(v)
+        for pid, v in self.local_value.items():
+            if pid in used:
+                params[pid] = v
+        return params
+
     # ---- reactions -------------------------------------------------------------------------------
 
-    def _reaction(self, r: Any) -> Reaction:
+    def _reaction(self, r: Any) -> list[Reaction]:
         rid = r.getId()
         label = f"reaction {rid!r}"
         if r.isSetFast() and r.getFast():
             raise self.err(f"{label}: fast reactions are not supported", r)
-        if r.getReversible() and self.reversible == "error":
-            raise self.err(f"{label} is reversible: an SSA needs one propensity per direction; split it into "
-                           "two irreversible reactions, or read with reversible='forward' to use its kinetic "
-                           "law as the forward propensity", r)
         if not r.isSetKineticLaw():
             raise self.err(f"{label} has no kinetic law", r)
         kl = r.getKineticLaw()
@@ -287,8 +487,44 @@ class _Converter:
                 self.local_value[new] = p.getValue()
         reac = self._side(r, r.getListOfReactants(), label, "reactant")
         prod = self._side(r, r.getListOfProducts(), label, "product")
-        law = self._convert(kl.getMath(), {}, local, label, kl, 0)
-        return Reaction(reac, prod, law=law, name=rid)
+        law = self._math(kl.getMath(), local, label, kl)
+        reversible = r.getReversible() if r.isSetReversible() else True
+        if not reversible or self.reversible == "forward":
+            return [self._direction(rid, reac, prod, law)]
+        parts = split_difference(law)
+        if parts is not None:
+            fwd, bwd = self._shape(parts[0]), self._shape(parts[1])
+            if fwd is not None and bwd is not None and fwd.orders == dict(reac) and bwd.orders == dict(prod):
+                return [self._direction(f"{rid}_f", reac, prod, parts[0], fwd),
+                        self._direction(f"{rid}_r", prod, reac, parts[1], bwd)]
+        shape = self._shape(law)
+        if shape is not None and shape.orders == dict(reac):
+            return [self._direction(rid, reac, prod, law, shape)]  # one direction only: accepted
+        if self.reversible == "error":
+            raise self.err(f"{label} is reversible and its kinetic law ({to_text(law, self.species)}) is not a "
+                           "difference of two mass-action terms, one per direction; split it into two "
+                           "irreversible reactions, or read with reversible='forward' (or 'split') to use the law "
+                           "as the forward propensity", r)
+        self.forward_only.append(rid)
+        return [Reaction(reac, prod, law=law, name=rid)]
+
+    def _shape(self, law: Node) -> MassActionShape | None:
+        consts = {c: float(v) for c, v in self.comp_size.items() if v is not None and math.isfinite(v) and v > 0}
+        consts = {c: v for c, v in consts.items() if c not in self.assigned}
+        rate = {p for p, v in self.global_value.items() if v is not None and p not in self.assigned}
+        rate |= set(self.local_value)
+        return mass_action_shape(law, consts, rate)
+
+    def _direction(self, name: str, reac: tuple, prod: tuple, law: Node, shape: MassActionShape | None = None
+                   ) -> Reaction:
+        """A reaction whose propensity is ``law``: mass action when the law is exactly theta * h(x)."""
+        shape = self._shape(law) if shape is None else shape
+        if shape is not None and shape.orders == dict(reac):
+            if shape.param is None:
+                return Reaction(reac, prod, rate=shape.factor, name=name)
+            if shape.is_unit():
+                return Reaction(reac, prod, rate=shape.param, name=name)
+        return Reaction(reac, prod, law=law, name=name)
 
     def _side(self, r: Any, refs: Any, label: str, what: str) -> tuple[tuple[int, int], ...]:
         out: dict[int, int] = {}
@@ -312,111 +548,287 @@ class _Converter:
             out[i] = out.get(i, 0) + int(n)
         return tuple(out.items())
 
+    # ---- events and rules ------------------------------------------------------------------------
+
+    def _assigned_ids(self) -> set[str]:
+        m = self.model
+        out = {m.getRule(i).getVariable() for i in range(m.getNumRules())}
+        for i in range(m.getNumEvents()):
+            ev = m.getEvent(i)
+            out |= {ev.getEventAssignment(k).getVariable() for k in range(ev.getNumEventAssignments())}
+        return out
+
+    def _target(self, var: str, expr: Node, label: str, element: Any) -> tuple[int, Node]:
+        """(species index or -1, value expression as a count for species) of an assignment to ``var``."""
+        if var in self.index:
+            if self.amount_symbol[var]:
+                return self.index[var], expr
+            comp = self.species_comp[var]
+            self._size(comp, f"{label}: species {var!r} is a concentration", element)
+            return self.index[var], BinOp("*", expr, Param(comp))
+        if var in self.global_value:
+            return -1, expr
+        if var in self.comp_size:
+            raise self.err(f"{label}: assignments to compartment {var!r} are not supported", element)
+        raise self.err(f"{label}: {var!r} is not a species or parameter of the model (assignments to species "
+                       "references are not supported)", element)
+
+    def _rules(self) -> list[AssignmentRule]:
+        m = self.model
+        rules = []
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            var = r.getVariable()
+            rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
+            label = f"assignment rule for {var!r}"
+            if not r.isSetMath():
+                raise self.err(f"{label} has no math", r)
+            expr = self._math(r.getMath(), {}, label, r, allow_time=True)
+            sp, expr = self._target(var, expr, label, r)
+            rules.append((AssignmentRule(rid, var, sp, expr), r))
+        return self._sort_rules(rules)
+
+    def _sort_rules(self, rules: list[tuple[AssignmentRule, Any]]) -> list[AssignmentRule]:
+        """Rules in document order, except that a rule comes after the rules whose targets it reads."""
+        target = {r.target: k for k, (r, _) in enumerate(rules)}
+        needs = []
+        for r, _ in rules:
+            names = {self.species[i] for i in species_of(r.expr)} | set(params_of(r.expr))
+            needs.append({target[n] for n in names if n in target})
+        done: list[int] = []
+        placed: set[int] = set()
+        while len(done) < len(rules):
+            ready = [k for k in range(len(rules)) if k not in placed and needs[k] <= placed]
+            if not ready:
+                k = min(k for k in range(len(rules)) if k not in placed)
+                raise self.err(f"assignment rules depend on each other in a cycle (rule for {rules[k][0].target!r})",
+                               rules[k][1])
+            done.append(ready[0])
+            placed.add(ready[0])
+        return [rules[k][0] for k in done]
+
+    def _initial_from_rules(self, rules: list[AssignmentRule], initial: list[int], params: dict[str, float]
+                            ) -> tuple[list[AssignmentRule], list[int]]:
+        x = np.array([initial], dtype=np.float64)
+        for r in rules:
+            v = float(evaluate(r.expr, x, params, 0.0)[0])
+            if r.species >= 0:
+                x[0, r.species] = self._count(v, f"assignment rule for {r.target!r}: initial value", None)
+            else:
+                if not math.isfinite(v):
+                    raise self.err(f"assignment rule for {r.target!r}: initial value is not finite ({v!r})")
+                params[r.target] = v
+        return rules, [int(v) for v in x[0]]
+
+    def _events(self) -> list[Event]:
+        m = self.model
+        out = []
+        for i in range(m.getNumEvents()):
+            ev = m.getEvent(i)
+            eid = ev.getId() or f"event{i + 1}"
+            label = f"event {eid!r}"
+            if ev.isSetDelay():
+                raise self.err(f"{label}: event delays are not supported", ev)
+            trig = ev.getTrigger()
+            if trig is None or not trig.isSetMath():
+                raise self.err(f"{label} has no trigger", ev)
+            cond = self._condition(trig.getMath(), label, trig)
+            if self.level >= 3:
+                initial_value, persistent = bool(trig.getInitialValue()), bool(trig.getPersistent())
+            else:
+                initial_value, persistent = True, True
+            uvft = bool(ev.getUseValuesFromTriggerTime()) if (self.level, self.doc.getVersion()) >= (2, 4) else True
+            priority = None
+            if self.level >= 3 and ev.isSetPriority() and ev.getPriority().isSetMath():
+                priority = self._math(ev.getPriority().getMath(), {}, f"{label} priority", ev, allow_time=True)
+            assignments = []
+            for k in range(ev.getNumEventAssignments()):
+                ea = ev.getEventAssignment(k)
+                var = ea.getVariable()
+                if not ea.isSetMath():
+                    raise self.err(f"{label}: the assignment to {var!r} has no math", ea)
+                expr = self._math(ea.getMath(), {}, f"{label}, assignment to {var!r}", ea, allow_time=True)
+                sp, expr = self._target(var, expr, label, ea)
+                assignments.append(Assignment(var, sp, expr))
+            out.append(Event(eid, cond, tuple(assignments), initial_value, persistent, uvft, priority))
+        return out
+
+    def _condition(self, ast: Any, label: str, where: Any, depth: int = 0) -> Condition:
+        L = self.L
+        if depth > _MAX_CONDITION_DEPTH:
+            raise self.err(f"{label}: the trigger nests more than {_MAX_CONDITION_DEPTH} logical operators", where)
+        t = ast.getType()
+        kids = [ast.getChild(i) for i in range(ast.getNumChildren())]
+        if t == L.AST_CONSTANT_TRUE:
+            return Truth(True)
+        if t == L.AST_CONSTANT_FALSE:
+            return Truth(False)
+        rel = {L.AST_RELATIONAL_LT: "<", L.AST_RELATIONAL_LEQ: "<=", L.AST_RELATIONAL_GT: ">",
+               L.AST_RELATIONAL_GEQ: ">=", L.AST_RELATIONAL_EQ: "==", L.AST_RELATIONAL_NEQ: "!="}
+        if t in rel:
+            if len(kids) < 2 or (t == L.AST_RELATIONAL_NEQ and len(kids) != 2):
+                raise self.err(f"{label}: a relation needs two operands, got {len(kids)}", where)
+            ops = [self._math(k, {}, label, where, allow_time=True) for k in kids]
+            pairs = [Compare(rel[t], a, b) for a, b in zip(ops, ops[1:])]
+            return pairs[0] if len(pairs) == 1 else Logic("and", tuple(pairs))
+        logic = {L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor",
+                 L.AST_LOGICAL_NOT: "not"}
+        if t in logic:
+            op = logic[t]
+            if (op == "not" and len(kids) != 1) or (op != "not" and len(kids) < 1):
+                raise self.err(f"{label}: '{op}' with {len(kids)} operand(s)", where)
+            args = tuple(self._condition(k, label, where, depth + 1) for k in kids)
+            return args[0] if len(args) == 1 and op != "not" else Logic(op, args)
+        raise self.err(f"{label}: the trigger must be a relation or logical expression, got "
+                       f"{self.ast_names.get(t, t)}", where)
+
     # ---- math ------------------------------------------------------------------------------------
 
-    def _convert(self, node: Any, env: dict[str, Node], local: dict[str, str], label: str, where: Any,
-                 depth: int) -> Node:
+    def _math(self, root: Any, local: dict[str, str], label: str, where: Any, *, allow_time: bool = False) -> Node:
+        """libsbml AST -> arith tree without recursion (function definitions inlined), with limits on
+        depth and size."""
+        if root is None:
+            raise self.err(f"{label}: the math is missing", where)
         L = self.L
-        t = node.getType()
-        kids = [node.getChild(i) for i in range(node.getNumChildren())]
+        out: list[tuple[Node, int]] = []  # converted operands: (node, depth)
+        todo: list[tuple] = [("visit", root, {}, local, label, 0)]
+        count = 0
+        while todo:
+            item = todo.pop()
+            if item[0] == "visit":
+                _, ast, env, loc, lab, inline = item
+                count += 1
+                if count > MAX_MATH_NODES:
+                    raise self.err(f"{label}: the expression has more than {MAX_MATH_NODES} nodes after inlining "
+                                   "function definitions", where)
+                t = ast.getType()
+                leaf = self._leaf(ast, t, env, loc, lab, where, allow_time)
+                if leaf is not None:
+                    out.append(leaf)
+                    continue
+                if t not in self.operators:
+                    self._combine(ast, t, [], lab, where)  # raises: says what is unsupported
+                n = ast.getNumChildren()
+                todo.append(("build", ast, t, n, env, loc, lab, inline))
+                for i in reversed(range(n)):
+                    child = ast.getChild(i)
+                    if child is None:
+                        raise self.err(f"{lab}: malformed math", where)
+                    todo.append(("visit", child, env, loc, lab, inline))
+                continue
+            _, ast, t, n, env, loc, lab, inline = item
+            kids = out[len(out) - n:] if n else []
+            del out[len(out) - n:]
+            if t == L.AST_FUNCTION:
+                body, inner, flabel = self._inline(ast, [k for k in kids], lab, where, inline)
+                todo.append(("visit", body, inner, {}, flabel, inline + 1))
+                continue
+            node = self._combine(ast, t, [k[0] for k in kids], lab, where)
+            depth = 1 + max((k[1] for k in kids), default=0)
+            if depth > MAX_MATH_DEPTH:
+                raise self.err(f"{label}: the expression nests more than {MAX_MATH_DEPTH} deep", where)
+            out.append((node, depth))
+        return out[0][0]
 
-        def sub(n: Any) -> Node:
-            return self._convert(n, env, local, label, where, depth)
+    def _unsupported(self, ast: Any, what: str, label: str, where: Any) -> ModelError:
+        try:
+            text = self.L.formulaToL3String(ast)
+        except Exception:  # pragma: no cover - formatting is best effort
+            text = "?"
+        return self.err(f"{label}: the math uses {what} ({text}), which is not supported", where)
 
-        def unsupported(what: str) -> ModelError:
-            try:
-                text = L.formulaToL3String(node)
-            except Exception:  # pragma: no cover - formatting is best effort
-                text = "?"
-            return self.err(f"{label}: the kinetic law uses {what} ({text}), which is not supported", where)
+    def _leaf(self, ast: Any, t: int, env: dict, local: dict[str, str], label: str, where: Any,
+              allow_time: bool) -> tuple[Node, int] | None:
+        L = self.L
+        if t == L.AST_INTEGER:
+            return Num(float(ast.getInteger())), 1
+        if t in (L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL):
+            v = ast.getReal()
+            if not math.isfinite(v):
+                raise self._unsupported(ast, f"the non-finite number {v!r}", label, where)
+            return Num(float(v)), 1
+        if t == L.AST_NAME:
+            name = ast.getName()
+            if name in env:
+                return env[name]
+            return self._name(name, local, label, where), 2
+        if t == L.AST_NAME_AVOGADRO:
+            return Num(float(ast.getReal())), 1
+        if t == L.AST_CONSTANT_E:
+            return Num(math.e), 1
+        if t == L.AST_CONSTANT_PI:
+            return Num(math.pi), 1
+        if t == L.AST_NAME_TIME:
+            if allow_time:
+                return Time(), 1
+            raise self._unsupported(ast, "the simulation time symbol", label, where)
+        if t == L.AST_FUNCTION_DELAY:
+            raise self._unsupported(ast, "delay()", label, where)
+        return None
+
+    def _combine(self, ast: Any, t: int, kids: list[Node], label: str, where: Any) -> Node:
+        L = self.L
 
         def arity(*ok: int) -> None:
             if len(kids) not in ok:
-                raise unsupported(f"{self.ast_names.get(t, t)} with {len(kids)} argument(s)")
+                raise self._unsupported(ast, f"{self.ast_names.get(t, t)} with {len(kids)} argument(s)", label, where)
 
-        if t == L.AST_INTEGER:
-            return Num(float(node.getInteger()))
-        if t in (L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL):
-            v = node.getReal()
-            if not math.isfinite(v):
-                raise unsupported(f"the non-finite number {v!r}")
-            return Num(float(v))
-        if t == L.AST_NAME:
-            return self._name(node.getName(), env, local, label, where)
-        if t == L.AST_NAME_AVOGADRO:
-            return Num(float(node.getReal()))
-        if t == L.AST_CONSTANT_E:
-            return Num(math.e)
-        if t == L.AST_CONSTANT_PI:
-            return Num(math.pi)
-        if t == L.AST_NAME_TIME:
-            raise unsupported("the simulation time symbol")
-        if t == L.AST_FUNCTION_DELAY:
-            raise unsupported("delay()")
-        if t == L.AST_PLUS:
+        if t in (L.AST_PLUS, L.AST_TIMES):
             if not kids:
-                return Num(0.0)
-            out = sub(kids[0])
+                return Num(0.0 if t == L.AST_PLUS else 1.0)
+            out = kids[0]
             for k in kids[1:]:
-                out = BinOp("+", out, sub(k))
-            return out
-        if t == L.AST_TIMES:
-            if not kids:
-                return Num(1.0)
-            out = sub(kids[0])
-            for k in kids[1:]:
-                out = BinOp("*", out, sub(k))
+                out = BinOp("+" if t == L.AST_PLUS else "*", out, k)
             return out
         if t == L.AST_MINUS:
             arity(1, 2)
-            return Neg(sub(kids[0])) if len(kids) == 1 else BinOp("-", sub(kids[0]), sub(kids[1]))
+            return Neg(kids[0]) if len(kids) == 1 else BinOp("-", kids[0], kids[1])
         if t == L.AST_DIVIDE:
             arity(2)
-            return BinOp("/", sub(kids[0]), sub(kids[1]))
+            return BinOp("/", kids[0], kids[1])
         if t in (L.AST_POWER, L.AST_FUNCTION_POWER):
             arity(2)
-            return BinOp("^", sub(kids[0]), sub(kids[1]))
+            return BinOp("^", kids[0], kids[1])
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
                   L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
         if t in simple:
             arity(1)
-            return Call(simple[t], (sub(kids[0]),))
+            return Call(simple[t], (kids[0],))
         if t == L.AST_FUNCTION_LOG:
             arity(1, 2)
             if len(kids) == 1:
-                return Call("log10", (sub(kids[0]),))
-            base, x = sub(kids[0]), sub(kids[1])
+                return Call("log10", (kids[0],))
+            base, x = kids
             if isinstance(base, Num) and base.value == 10.0:
                 return Call("log10", (x,))
             return BinOp("/", Call("log", (x,)), Call("log", (base,)))
         if t == L.AST_FUNCTION_ROOT:
             arity(1, 2)
             if len(kids) == 1:
-                return Call("sqrt", (sub(kids[0]),))
-            degree, x = sub(kids[0]), sub(kids[1])
+                return Call("sqrt", (kids[0],))
+            degree, x = kids
             if isinstance(degree, Num) and degree.value == 2.0:
                 return Call("sqrt", (x,))
             return BinOp("^", x, BinOp("/", Num(1.0), degree))
         mm = {getattr(L, "AST_FUNCTION_MAX", -1): "max", getattr(L, "AST_FUNCTION_MIN", -1): "min"}
         if t in mm:
             if not kids:
-                raise unsupported(f"{mm[t]}() without arguments")
-            out = sub(kids[0])
+                raise self._unsupported(ast, f"{mm[t]}() without arguments", label, where)
+            out = kids[0]
             for k in kids[1:]:
-                out = Call(mm[t], (out, sub(k)))
+                out = Call(mm[t], (out, k))
             return out
-        if t == L.AST_FUNCTION:
-            return self._call(node, kids, env, local, label, where, depth, unsupported)
         name = self.ast_names.get(t, str(t))
-        nice = node.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
-        raise unsupported(f"{nice!r}")
+        nice = ast.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
+        raise self._unsupported(ast, f"{nice!r}", label, where)
 
-    def _call(self, node: Any, kids: list, env: dict[str, Node], local: dict[str, str], label: str, where: Any,
-              depth: int, unsupported: Any) -> Node:
-        fname = node.getName()
+    def _inline(self, ast: Any, args: list[tuple[Node, int]], label: str, where: Any, depth: int
+                ) -> tuple[Any, dict, str]:
+        """(body, argument bindings, label) of a call of a function definition."""
+        fname = ast.getName()
         fd = self.model.getFunctionDefinition(fname)
         if fd is None:
-            raise self.err(f"{label}: the kinetic law calls {fname!r}, which is not a function definition", where)
+            raise self.err(f"{label}: the math calls {fname!r}, which is not a function definition", where)
         if depth >= _MAX_INLINE_DEPTH:
             raise self.err(f"{label}: function definitions nest more than {_MAX_INLINE_DEPTH} deep "
                            f"(recursive definition of {fname!r}?)", fd)
@@ -424,21 +836,22 @@ class _Converter:
         if body is None:
             raise self.err(f"function definition {fname!r} has no body", fd)
         nargs = fd.getNumArguments()
-        if nargs != len(kids):
-            raise self.err(f"{label}: function {fname!r} takes {nargs} argument(s), called with {len(kids)}", where)
-        args = [self._convert(k, env, local, label, where, depth) for k in kids]
-        inner = {fd.getArgument(i).getName(): args[i] for i in range(nargs)}
+        if nargs != len(args):
+            raise self.err(f"{label}: function {fname!r} takes {nargs} argument(s), called with {len(args)}", where)
+        inner = {}
+        for i in range(nargs):
+            a = fd.getArgument(i)
+            if a is None or not a.getName():
+                raise self.err(f"function definition {fname!r}: argument {i + 1} has no name", fd)
+            inner[a.getName()] = args[i]
         # a function body sees only its arguments and model-level (global) symbols
-        return self._convert(body, inner, {}, f"{label} (via function {fname!r})", where, depth + 1)
+        return body, inner, f"{label} (via function {fname!r})"
 
-    def _name(self, name: str, env: dict[str, Node], local: dict[str, str], label: str, where: Any) -> Node:
-        if name in env:
-            return env[name]
+    def _name(self, name: str, local: dict[str, str], label: str, where: Any) -> Node:
         if name in local:
             new = local[name]
             if new not in self.local_value:
                 raise self.err(f"{label}: local parameter {name!r} has no (finite) value", where)
-            self.used_params.add(new)
             return Param(new)
         if name in self.index:
             i = self.index[name]
@@ -446,20 +859,16 @@ class _Converter:
                 return Species(i)
             comp = self.species_comp[name]
             self._size(comp, f"{label}: species {name!r} is a concentration (hasOnlySubstanceUnits=false)", where)
-            self.used_compartments.add(comp)
             return BinOp("/", Species(i), Param(comp))
         if name in self.comp_size:
-            self._size(name, f"{label}: the kinetic law uses compartment {name!r}", where)
-            self.used_compartments.add(name)
+            self._size(name, f"{label}: the math uses compartment {name!r}", where)
             return Param(name)
         if name in self.global_value:
             v = self.global_value[name]
-            if v is None or not math.isfinite(v):
+            if (v is None or not math.isfinite(v)) and not self._has_rule(name):
                 raise self.err(f"{label}: parameter {name!r} has no (finite) value", where)
-            self.used_params.add(name)
             return Param(name)
         if name in self.reaction_ids:
-            raise self.err(f"{label}: the kinetic law uses the rate of reaction {name!r}, which is not supported",
-                           where)
-        raise self.err(f"{label}: the kinetic law uses {name!r}, which is not a species, compartment or "
+            raise self.err(f"{label}: the math uses the rate of reaction {name!r}, which is not supported", where)
+        raise self.err(f"{label}: the math uses {name!r}, which is not a species, compartment or "
                        "parameter of the model (species reference ids are not supported)", where)

@@ -1,0 +1,182 @@
+"""SBML events without delay and assignment rules, as immutable data on a reaction network.
+
+The SSA kernels do not simulate these yet: :func:`distsim.ssa.simulate` and the MCMC workload
+refuse a network that has any (see :meth:`ReactionNetwork.require_plain`). The layout is meant for
+the kernels to implement them later; readers (:mod:`distsim.models.formats.sbml`) fill it in.
+
+**Expressions** are :mod:`distsim.models.arith` trees (species counts, parameters, numbers and
+:class:`~distsim.models.arith.Time`, the simulation time). A value *assigned to a species is its
+count*: readers already multiply a concentration by its compartment size, so the kernels never
+need to know about compartments. Assigned counts must be checked (whole number >= 0) when applied.
+
+**Triggers** are :data:`Condition` trees: :class:`Compare` (two arith expressions), :class:`Logic`
+(``and``/``or``/``xor``/``not`` over conditions) and :class:`Truth` constants.
+
+**Event semantics** (SBML Level 3, no delays): an event *fires* when its trigger goes from false
+to true; at t = 0 the trigger's previous value is ``initial_value`` (so ``initial_value=False``
+with a trigger already true at t = 0 fires at t = 0). All assignments of a firing event are
+evaluated first, then applied together (``use_values_from_trigger_time`` is kept for
+completeness; without delays evaluation happens at the trigger time either way). Several events
+firing at the same time run in order of decreasing ``priority`` (expressions; ``None`` means
+unspecified, then in document order); a ``persistent=False`` event whose trigger became false
+through an earlier event at the same instant is dropped. Assignment rules hold at every instant:
+after the initial state, after every reaction firing and after every event, they are applied in
+the order of :attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules
+it reads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+import numpy as np
+
+from .arith import OP_FUNC_BASE, Node, compile_stack, evaluate, params_of, species_of, to_text
+
+__all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
+           "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
+           "LOGIC_OPS"]
+
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
+LOGIC_OPS = ("and", "or", "xor", "not")
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    op: str  # one of COMPARE_OPS
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Logic:
+    op: str  # one of LOGIC_OPS ('not' has one argument, the others two or more)
+    args: tuple["Condition", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Truth:
+    value: bool
+
+
+Condition = Union[Compare, Logic, Truth]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``target := expr`` at the event: ``species`` is the species index, or -1 for a parameter."""
+
+    target: str
+    species: int
+    expr: Node
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    trigger: Condition
+    assignments: tuple[Assignment, ...]
+    initial_value: bool = True
+    persistent: bool = True
+    use_values_from_trigger_time: bool = True
+    priority: Node | None = None
+
+
+@dataclass(frozen=True)
+class AssignmentRule:
+    """``target = expr`` at every instant (``species``: species index, or -1 for a parameter);
+    ``id`` is the rule's own id, or its target when the rule has none."""
+
+    id: str
+    target: str
+    species: int
+    expr: Node
+
+
+def condition_nodes(cond: Condition):
+    """Every arithmetic operand of a condition (for species/parameter checks)."""
+    stack = [cond]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, Compare):
+            yield c.left
+            yield c.right
+        elif isinstance(c, Logic):
+            stack.extend(c.args)
+
+
+def reads(items) -> tuple[set[int], set[str]]:
+    """Species indices and parameter names read by arith nodes ``items``."""
+    sp: set[int] = set()
+    pa: set[str] = set()
+    for n in items:
+        sp.update(species_of(n))
+        pa.update(params_of(n))
+    return sp, pa
+
+
+def condition_value(cond: Condition, x: np.ndarray, params: Mapping[str, float], t: float = 0.0) -> np.ndarray:
+    """Value of a trigger on counts ``x[..., n_species]`` at time ``t`` (boolean array; reference)."""
+    x = np.asarray(x, dtype=np.float64)
+    cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+           "!=": np.not_equal}
+
+    def go(c: Condition) -> np.ndarray:
+        if isinstance(c, Truth):
+            return np.full(x.shape[:-1], c.value)
+        if isinstance(c, Compare):
+            return cmp[c.op](evaluate(c.left, x, params, t), evaluate(c.right, x, params, t))
+        vals = [go(a) for a in c.args]
+        if c.op == "not":
+            return ~vals[0]
+        out = vals[0]
+        for v in vals[1:]:
+            out = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[c.op](out, v)
+        return out
+
+    return go(cond)
+
+
+def condition_text(cond: Condition, species: tuple[str, ...] | list[str]) -> str:
+    if isinstance(cond, Truth):
+        return "true" if cond.value else "false"
+    if isinstance(cond, Compare):
+        return f"{to_text(cond.left, species)} {cond.op} {to_text(cond.right, species)}"
+    if cond.op == "not":
+        return f"not ({condition_text(cond.args[0], species)})"
+    return f" {cond.op} ".join(f"({condition_text(a, species)})" for a in cond.args)
+
+
+# postfix opcodes of conditions: after arith's function codes, so one interpreter can run both
+OP_CMP_BASE = OP_FUNC_BASE + 32
+CMP_CODES = {op: OP_CMP_BASE + k for k, op in enumerate(COMPARE_OPS)}
+LOGIC_CODES = {op: OP_CMP_BASE + len(COMPARE_OPS) + k for k, op in enumerate(LOGIC_OPS)}
+OP_PUSH_BOOL = OP_CMP_BASE + len(COMPARE_OPS) + len(LOGIC_OPS)
+
+
+def compile_condition(cond: Condition, params: Mapping[str, float]) -> list[tuple[int, float]]:
+    """Postfix program of a trigger on arith's stack machine (values 1.0 = true, 0.0 = false):
+    operands via :func:`~distsim.models.arith.compile_stack`, then ``CMP_CODES[op]`` (pops 2,
+    pushes 1), ``LOGIC_CODES[op]`` (``not`` pops 1, the others 2; n-ary ones are chained) and
+    ``OP_PUSH_BOOL`` (operand 0.0 or 1.0)."""
+    prog: list[tuple[int, float]] = []
+
+    def go(c: Condition) -> None:
+        if isinstance(c, Truth):
+            prog.append((OP_PUSH_BOOL, 1.0 if c.value else 0.0))
+        elif isinstance(c, Compare):
+            prog.extend(compile_stack(c.left, params)[0])
+            prog.extend(compile_stack(c.right, params)[0])
+            prog.append((CMP_CODES[c.op], 0.0))
+        else:
+            go(c.args[0])
+            if c.op == "not":
+                prog.append((LOGIC_CODES["not"], 0.0))
+            for a in c.args[1:]:
+                go(a)
+                prog.append((LOGIC_CODES[c.op], 0.0))
+
+    go(cond)
+    return prog
+

@@ -1,0 +1,137 @@
+"""Recognise mass action in kinetic laws written as expressions (SBML, GillesPy2, antimony).
+
+A law *is* a propensity (see :mod:`distsim.models.formats.sbml` for the convention). It is
+recognised as **mass action** only when it equals a distsim mass-action propensity exactly, as a
+function of the counts: ``law(x) = c * p * prod_i C(x_i, r_i)`` where ``r_i`` are the reaction's
+reactant stoichiometries, ``p`` is at most one rate parameter (to the power 1) and ``c`` is a
+constant made of numbers and compartment sizes. Species factors must be the falling factorial
+``x (x - 1) ... (x - r + 1)`` (= ``r! C(x, r)``), in any order and grouping. So:
+
+* ``k1 * E * S`` (E + S -> ...), ``k * A * (A - 1) / 2`` (2A -> ...), ``k`` (0 -> ...) are mass action
+  with theta = ``k``; with concentrations (``hasOnlySubstanceUnits=false``) the volume factors
+  go into ``c``: ``V * k1 * (E/V) * (S/V)`` has ``c = 1/V``.
+* ``k * A^2`` or ``k * A * A`` on ``2A -> ...`` is **not** mass action: its value k x^2 differs from
+  theta x (x - 1) / 2 for every theta. It stays a general law with propensity k x^2.
+* ``k * A * (A - 1)`` on ``2A -> ...`` has the mass-action shape with ``c = 2``.
+
+:func:`mass_action_shape` returns the shape; a caller makes a mass-action reaction only when
+``c == 1`` (theta is then the parameter itself, so rate inference can use it) or when there is no
+parameter (theta = ``c``); otherwise the law stays a general law (same propensity).
+:func:`split_difference` splits ``F - B`` (possibly times common factors, ``V * (F - B)``) for
+reversible reactions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from .arith import BinOp, Neg, Node, Num, Param, Species
+
+__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "UNIT_TOLERANCE"]
+
+UNIT_TOLERANCE = 1e-12  # |c - 1| below which the constant factor counts as 1 (float rounding of V * (1/V) etc.)
+_MAX_POWER = 64
+
+
+@dataclass(frozen=True)
+class MassActionShape:
+    """``law(x) = factor * param * prod_i C(x_i, orders[i])`` (``param`` None: no parameter)."""
+
+    factor: float
+    param: str | None
+    orders: dict[int, int]
+
+    def is_unit(self) -> bool:
+        return abs(self.factor - 1.0) <= UNIT_TOLERANCE
+
+
+def mass_action_shape(law: Node, constants: Mapping[str, float], rate_params: set[str] | frozenset[str]
+                      ) -> MassActionShape | None:
+    """The mass-action shape of ``law``, or None. ``constants``: parameters folded into the factor
+    (compartment sizes); ``rate_params``: parameters that may be the rate constant."""
+    factor = 1.0
+    params: list[str] = []
+    linear: dict[int, list[int]] = {}  # species -> offsets k of its factors (x - k)
+    stack: list[tuple[Node, int]] = [(law, 1)]
+    while stack:
+        n, e = stack.pop()
+        if isinstance(n, BinOp) and n.op in "*/":
+            stack.append((n.left, e))
+            stack.append((n.right, e if n.op == "*" else -e))
+        elif isinstance(n, BinOp) and n.op == "^":
+            if not (isinstance(n.right, Num) and float(n.right.value).is_integer()
+                    and 0 <= n.right.value <= _MAX_POWER):
+                return None
+            for _ in range(int(n.right.value)):
+                stack.append((n.left, e))
+        elif isinstance(n, Num):
+            factor *= n.value if e > 0 else 1.0 / n.value if n.value != 0 else math.inf
+        elif isinstance(n, Neg):
+            factor = -factor
+            stack.append((n.arg, e))
+        elif isinstance(n, Param) and n.name in constants:
+            v = float(constants[n.name])
+            factor *= v if e > 0 else (1.0 / v if v != 0 else math.inf)
+        elif isinstance(n, Param) and n.name in rate_params:
+            if e < 0:
+                return None
+            params.append(n.name)
+        else:
+            lin = _linear_factor(n, constants)
+            if lin is None or e < 0:
+                return None
+            i, scale, k = lin
+            factor *= scale
+            linear.setdefault(i, []).append(k)
+    if len(params) > 1 or not (math.isfinite(factor) and factor > 0):
+        return None
+    orders: dict[int, int] = {}
+    for i, offsets in linear.items():
+        r = len(offsets)
+        if sorted(offsets) != list(range(r)):
+            return None
+        orders[i] = r
+        factor *= math.factorial(r)  # x (x-1) ... (x-r+1) = r! C(x, r)
+    return MassActionShape(factor, params[0] if params else None, orders)
+
+
+def _linear_factor(n: Node, constants: Mapping[str, float]) -> tuple[int, float, int] | None:
+    """``s * (x_i - k)`` with k >= 0 an integer, as (i, s, k): ``Species``, a concentration ``Species / V``
+    (s = 1/V), either of them minus a number (``x/V - 1`` = ``(x - V)/V``: k = V must be an integer)."""
+    offset = 0.0
+    if isinstance(n, BinOp) and n.op in "+-" and isinstance(n.right, Num):
+        offset = -n.right.value if n.op == "+" else n.right.value
+        n = n.left
+    if isinstance(n, Species):
+        i, scale = n.index, 1.0
+    elif (isinstance(n, BinOp) and n.op == "/" and isinstance(n.left, Species) and isinstance(n.right, Param)
+          and n.right.name in constants and constants[n.right.name] > 0):
+        i, scale = n.left.index, 1.0 / float(constants[n.right.name])
+    else:
+        return None
+    k = offset / scale  # x * s - offset = s * (x - offset / s)
+    if not (math.isfinite(k) and 0 <= k <= _MAX_POWER and abs(k - round(k)) <= UNIT_TOLERANCE * max(1.0, k)):
+        return None
+    return i, scale, int(round(k))
+
+
+def split_difference(law: Node) -> tuple[Node, Node] | None:
+    """``(F, B)`` when ``law`` is ``F - B``, possibly multiplied or divided by common factors on either
+    side (``V * (F - B)`` gives ``(V * F, V * B)``); else None."""
+    if isinstance(law, BinOp) and law.op == "-":
+        return law.left, law.right
+    if isinstance(law, BinOp) and law.op in "*/":
+        inner = split_difference(law.left) if law.op == "/" else None
+        if inner is not None:
+            return BinOp(law.op, inner[0], law.right), BinOp(law.op, inner[1], law.right)
+        if law.op == "*":
+            for side in (law.left, law.right):
+                inner = split_difference(side)
+                if inner is not None:
+                    other = law.right if side is law.left else law.left
+                    if side is law.left:
+                        return BinOp("*", inner[0], other), BinOp("*", inner[1], other)
+                    return BinOp("*", other, inner[0]), BinOp("*", other, inner[1])
+    return None

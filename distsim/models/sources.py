@@ -1,0 +1,48 @@
+"""One entry point for every way a user brings a reaction network (:func:`load_network`).
+
+* a :class:`ReactionNetwork` -- returned as it is;
+* a ``gillespy2.Model`` -- :func:`distsim.models.gillespy2.from_gillespy2`;
+* model **text** (a ``str`` that starts with ``<`` or contains a line break): SBML when it starts
+  with ``<``, else ``format=`` says which: ``"rxn"`` (distsim's text format) or ``"antimony"``;
+* a **path**: read through the format registry (:mod:`distsim.models.formats.registry`): by
+  ``format=``, else the extension (``.ant`` -> antimony, ``.xml`` -> SBML, ``.rxn`` -> text), else
+  the content.
+
+``reversible`` is the SBML reversible-reaction policy (``"split"``, ``"forward"``, ``"error"``; see
+:mod:`distsim.models.formats.sbml`); it also applies to antimony, which goes through SBML.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .formats import registry
+from .formats.antimony import parse_antimony
+from .formats.reaction_text import parse_reactions
+from .formats.sbml import read_sbml_string
+from .gillespy2 import from_gillespy2, is_gillespy2_model
+from .reactions import ReactionNetwork
+
+__all__ = ["load_network"]
+
+
+def load_network(source: Any, *, format: str | None = None, reversible: str = "split") -> ReactionNetwork:
+    """A :class:`ReactionNetwork` from a network, a GillesPy2 model, model text or a path (module docstring)."""
+    if isinstance(source, ReactionNetwork):
+        return source
+    if is_gillespy2_model(source):
+        return from_gillespy2(source)
+    if isinstance(source, str) and (source.lstrip("\ufeff \t\r\n").startswith("<") or "\n" in source):
+        kind = registry.get(format, kind="reaction", file="<text>").name if format is not None else None
+        if source.lstrip("\ufeff \t\r\n").startswith("<") and kind in (None, "sbml"):
+            return read_sbml_string(source, reversible=reversible)
+        if kind == "text":
+            return parse_reactions(source)
+        if kind == "antimony":
+            return parse_antimony(source, reversible=reversible)
+        raise ValueError("model text that is not SBML needs format='rxn' or format='antimony'")
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"expected a path, model text, a ReactionNetwork or a gillespy2.Model, got "
+                        f"{type(source).__name__}")
+    return registry.load(source, kind="reaction", format=format, reversible=reversible)

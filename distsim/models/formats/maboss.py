@@ -67,7 +67,8 @@ from typing import Any
 from ..arith import BinOp, Call, Neg, Num
 from ..boolean import Expr, Var
 from ..errors import ModelError
-from ..logic import Cmp, Cond, Logic, Term, TooComplex, cases, equivalent, mk_and, mk_not, mk_or, satisfiable, substitute
+from ..logic import (Cmp, Cond, Logic, Term, TooComplex, cases, equivalent, mk_and, mk_not, mk_or, satisfiable,
+                     substitute)
 from ..pbn import PBN, Predictor
 
 __all__ = ["read_maboss", "find_cfg", "MabossConfig"]
@@ -590,7 +591,8 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
             for v in sorted({v for table in r for v in table if v > 0}):
                 up_ge = mk_or(*[g for u, g in up.items() if u >= v])
                 stay_on = mk_not(mk_or(*[g for d, g in down.items() if d >= v]))
-                g = up_ge if equivalent(up_ge, stay_on) else mk_or(mk_and(mk_not(Var(i)), up_ge), mk_and(Var(i), stay_on))
+                g = up_ge if equivalent(up_ge, stay_on) else \
+                    mk_or(mk_and(mk_not(Var(i)), up_ge), mk_and(Var(i), stay_on))  # x_i ? stay on : switch on
                 row[g] = row.get(g, 0.0) + (v - prev) / top
                 prev = v
         if prev < top or not row:
@@ -617,8 +619,8 @@ def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> Mab
         if len(merged) == 1:
             initial.update(zip(group, next(iter(merged))))
         elif not _uniform(merged, len(group)):
-            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that distsim's initial= "
-                         "cannot express; the node(s) start uniformly random")
+            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that distsim's "
+                         "initial= cannot express; the node(s) start uniformly random")
     if conf.settings.get("discrete_time", 0) != 0:
         notes.append("discrete_time = 1 asks MaBoSS for its discrete-time (jump chain) mode; the PBN is MaBoSS's "
                      "continuous-time process, whose stationary distribution differs in general")

@@ -161,7 +161,8 @@ class _Reader:
             sid = o.getQualitativeSpecies()
             if sid not in self.index:
                 raise self.err(f"transition {t.getId()!r}: output species {sid!r} is not a qualitativeSpecies", o)
-            if o.isSetTransitionEffect() and o.getTransitionEffect() != self.L.OUTPUT_TRANSITION_EFFECT_ASSIGNMENT_LEVEL:
+            effect = o.getTransitionEffect() if o.isSetTransitionEffect() else None
+            if effect is not None and effect != self.L.OUTPUT_TRANSITION_EFFECT_ASSIGNMENT_LEVEL:
                 raise self.err(f"transition {t.getId()!r}: only the output effect 'assignmentLevel' is supported", o)
             out.append(self.index[sid])
         if not out:

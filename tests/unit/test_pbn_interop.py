@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import distsim.pbn as pbn
-from distsim.models.boolean import Var, evaluate
+from distsim.models.boolean import Const, Not, Var, evaluate
 from distsim.models.errors import ModelError
 from distsim.models.formats import (detect_format, from_primes, load, parse_boolnet, read_boolnet, read_maboss,
                                     read_sbml_qual, to_bnet_text, write_bnet)
@@ -370,3 +370,39 @@ def test_from_primes():
         from_primes({"A": [[{"Ras": 0}], [{"Ras": 1}]]})
     with pytest.raises(ModelError, match="must be \\[zero implicants, one implicants\\]"):
         from_primes({"A": [[{}]]})
+
+
+# ---- the compiler of mixed expressions -------------------------------------------------------------
+
+def test_logic_compiler():
+    from distsim.models.arith import BinOp, Call, Num
+    from distsim.models.logic import Cmp, Cond, Logic, cases, to_bool
+
+    a, b, c = Var(0), Var(1), Var(2)
+    X = all_states(3)
+    A, B, C = X.T
+    two_of_three = Cmp(">=", BinOp("+", BinOp("+", a, b), c), Num(2.0))
+    assert np.array_equal(evaluate(to_bool(two_of_three), X), (A.astype(int) + B + C) >= 2)
+    rate = Cond(Logic("and", (a, Logic("not", (b,)))), BinOp("*", Num(2.0), BinOp("+", Num(1.0), c)), Num(0.0))
+    table = cases(rate)
+    assert set(table) == {0.0, 2.0, 4.0}
+    value = sum(v * evaluate(g, X) for v, g in table.items())
+    assert np.array_equal(value, np.where(A & ~B, 2.0 * (1 + C), 0.0))
+    assert sum(evaluate(g, X).astype(int) for g in table.values()).tolist() == [1] * 8  # a partition
+    assert to_bool(Cmp("==", Call("log", (Num(8.0), Num(2.0))), Num(3.0))) == Const(True)
+    assert to_bool(Cmp("==", a, Num(0.0))) == Not(a) and to_bool(Cmp(">", Num(0.5), b)) == Not(b)
+    assert to_bool(Logic("or", (a, Logic("not", (a,))))) == Const(True)
+
+
+def test_maboss_steady_state_estimate(tmp_path):
+    """The estimator on a MaBoSS model with unequal rates, against the CTMC's exact answer. r is the
+    95% half-width (1.96 sigma); 2 r is about 4 sigma."""
+    bnd = write(tmp_path, "small.bnd", SMALL_BND)
+    write(tmp_path, "small.cfg", "$ua = 2; $da = 0.7; $dd = 0.25;")
+    net, _ = read_maboss(bnd)
+    pi = ctmc_stationary(generator(4, lambda x: small_rates(x, False)))
+    exact = float(pi[all_states(4)[:, 3]].sum())  # P(D = 1)
+    r = 0.01
+    with pytest.warns(UserWarning, match="perturbation p = 0"):  # MaBoSS has no perturbations
+        ds = pbn.steady_state(net, "D=1", mode="async", precision=r, seed=5, backend="cpu", progress=False)
+    assert abs(float(ds["probability"].values[0]) - exact) < 2 * r

@@ -124,11 +124,11 @@ time_tick = 0.5; max_time = 10; discrete_time = 1; C.is_internal = 1;
     assert conf.internal == ("C",)
     assert len(conf.notes) == 2 and "C" in conf.notes[0] and "discrete_time" in conf.notes[1]
     assert len(rec) == 2
-    # the .cfg beside the .bnd is found by stem, then by full name
-    write(tmp_path, "m.bnd.cfg", "A.istate = 0;")
-    assert read_maboss(bnd)[1].initial == {"A": 0}
+    # the .cfg beside the .bnd is found by full name, then by stem
     write(tmp_path, "m.cfg", "A.istate = 1;")
     assert read_maboss(bnd)[1].initial == {"A": 1}
+    write(tmp_path, "m.bnd.cfg", "A.istate = 0;")
+    assert read_maboss(bnd)[1].initial == {"A": 0}
     assert detect_format(bnd) == "maboss" and load(bnd).nodes == net.nodes
     with pytest.raises(ModelError, match="load the .bnd"):
         load(cfg)

@@ -50,7 +50,7 @@ discrete-time mode samples the jump chain, whose statistics differ from the cont
 chain's). Each note is also issued as a :class:`UserWarning`.
 
 :func:`read_maboss` returns ``(PBN, MabossConfig)``; ``distsim.pbn.load("model.bnd")`` returns the
-PBN and reads the ``.cfg`` beside it (``model.cfg``, else ``model.bnd.cfg``) or the one given as
+PBN and reads the ``.cfg`` beside it (``model.bnd.cfg``, else ``model.cfg``) or the one given as
 ``cfg=``.
 """
 
@@ -510,9 +510,10 @@ def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
 # ---- building the PBN -------------------------------------------------------------------------------
 
 def find_cfg(bnd: str | os.PathLike) -> Path | None:
-    """The .cfg beside ``bnd``: ``model.cfg``, else ``model.bnd.cfg``; None when neither exists."""
+    """The .cfg beside ``bnd``: ``model.bnd.cfg`` (named after this very file), else ``model.cfg``;
+    None when neither exists."""
     b = Path(bnd)
-    for c in (b.with_suffix(".cfg"), b.with_name(b.name + ".cfg")):
+    for c in (b.with_name(b.name + ".cfg"), b.with_suffix(".cfg")):
         if c.is_file():
             return c
     return None
@@ -535,7 +536,7 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
     conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names)) \
         if cpath is not None else _Cfg()
     index = {nm: i for i, nm in enumerate(names)}
-    where = f" (no .cfg: looked for {Path(bnd).with_suffix('.cfg').name} and {Path(bnd).name}.cfg; pass cfg=)" \
+    where = f" (no .cfg: looked for {Path(bnd).name}.cfg and {Path(bnd).with_suffix('.cfg').name}; pass cfg=)" \
         if cpath is None else f" in {cpath}"
 
     def resolve(t: Any, decl: _NodeDecl, stack: tuple[str, ...]) -> Term:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import ModelError
-from .boolean import Expr, Var, to_text, variables
+from .boolean import Const, Expr, Var, to_text, variables
 
 PROB_TOL = 1e-6
 
@@ -212,6 +212,33 @@ class PBN:
         new_row = tuple(Predictor(q.expr, p if j == k else q.probability * (1.0 - p) / rest) for j, q in enumerate(row))
         preds = self.predictors[:i] + (new_row,) + self.predictors[i + 1:]
         return replace(self, predictors=preds)
+
+    def with_fixed(self, values: Mapping[str | int, int | bool]) -> "PBN":
+        """Mutations and knockouts: each node in ``values`` gets the constant function 0 or 1 and is
+        never perturbed (joins ``fixed``). ``{"TP53": 0, "MYC": 1}`` knocks TP53 out and MYC in."""
+        if not isinstance(values, Mapping):
+            raise TypeError(f"with_fixed takes a mapping {{node: 0 or 1}}, got {type(values).__name__}")
+        unknown = [str(k) for k in values if not (isinstance(k, str) and k in self._index)
+                   and not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k < self.n)]
+        if unknown:
+            raise ValueError(f"cannot fix {', '.join(map(repr, unknown))}: not a node of {self.name or 'the network'}"
+                             f" (nodes: {', '.join(self.nodes[:20])}{' ...' if self.n > 20 else ''})")
+        const: dict[int, bool] = {}
+        for k, v in values.items():
+            if isinstance(v, bool) or v in (0, 1):
+                const[self.index(k)] = bool(v)
+            else:
+                raise ValueError(f"node {k!r} can be fixed to 0 or 1, not {v!r}")
+        preds = tuple((Predictor(Const(const[i]), 1.0),) if i in const else row
+                      for i, row in enumerate(self.predictors))
+        ctx = self.contexts
+        if ctx is not None:
+            merged: dict[tuple[int, ...], float] = {}
+            for choice, prob in ctx:
+                c = tuple(0 if i in const else k for i, k in enumerate(choice))
+                merged[c] = merged.get(c, 0.0) + prob
+            ctx = tuple(merged.items())
+        return replace(self, predictors=preds, fixed=self.fixed | frozenset(const), contexts=ctx)
 
     def digest(self) -> str:
         """SHA-256 of a canonical text form (names, functions, probabilities, p, fixed, contexts)."""

@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import os
+from typing import Mapping
 
-from ..models.formats import write_assa
+from ..models.formats import MabossConfig, from_primes, read_maboss, write_assa, write_bnet
 from ..models.pbn import PBN, Predictor
 from .inputs import as_network
 from .influence import influence
@@ -17,16 +18,24 @@ from .simulate import simulate
 from .steady import default_chains, steady_state
 
 
-def load(path: str | os.PathLike, *, perturbation: float | None = None, inputs: str = "keep", format: str | None = None) -> PBN:
-    """Load a PBN from ``.pbn``/``.assa`` (ASSA-PBN), ``.bnet``/BoolNet text, or BNMPy ``X = f, p`` text.
+def load(path: str | os.PathLike, *, perturbation: float | None = None, inputs: str = "keep", format: str | None = None,
+         fixed: Mapping[str, int] | None = None, cfg: str | os.PathLike | None = None) -> PBN:
+    """Load a PBN from ``.pbn``/``.assa`` (ASSA-PBN), ``.bnet``/BoolNet text, BNMPy ``X = f, p`` text,
+    a MaBoSS ``.bnd`` (with its ``.cfg``: the one beside it, or ``cfg``) or an SBML-qual file.
 
-    ``inputs`` is the policy for free inputs of bnet/BoolNet/BNMPy files: 'keep' (default: an
-    input keeps its value), 'zero', 'one' or 'random'. ``perturbation`` overrides p.
+    ``inputs`` is the policy for free inputs of bnet/BoolNet/BNMPy/SBML-qual files: 'keep'
+    (default: an input keeps its value), 'zero', 'one' or 'random'. ``perturbation`` overrides p.
+    ``fixed``: mutations/knockouts ``{"TP53": 0, "MYC": 1}`` (:meth:`PBN.with_fixed`). A MaBoSS
+    model is the asynchronous PBN of its continuous-time chain: run it with ``mode="async"``; its
+    initial states come from :func:`read_maboss`.
     """
     from ..models.formats import load as _load
 
-    net = _load(path, format=format, inputs=inputs)
-    return net.with_perturbation(perturbation) if perturbation is not None else net
+    net = _load(path, format=format, inputs=inputs, cfg=cfg)
+    if perturbation is not None:
+        net = net.with_perturbation(perturbation)
+    return net.with_fixed(fixed) if fixed else net
 
 
-__all__ = ["PBN", "Predictor", "as_network", "default_chains", "influence", "load", "simulate", "steady_state", "write_assa"]
+__all__ = ["MabossConfig", "PBN", "Predictor", "as_network", "default_chains", "from_primes", "influence", "load",
+           "read_maboss", "simulate", "steady_state", "write_assa", "write_bnet"]

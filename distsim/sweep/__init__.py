@@ -16,10 +16,11 @@ import types
 from .adapters import ADAPTERS, Adapter, adapter_for, register
 from .core import default_chunk_size, sensitivity, sweep
 from .points import Points, as_points, one_at_a_time
+from .screens import knockouts
 from .store import StoreMismatch
 
 __all__ = ["ADAPTERS", "Adapter", "Points", "StoreMismatch", "adapter_for", "as_points", "default_chunk_size",
-           "one_at_a_time", "register", "sensitivity", "sweep"]
+           "knockouts", "one_at_a_time", "register", "sensitivity", "sweep"]
 
 
 class _CallableModule(types.ModuleType):

@@ -116,8 +116,10 @@ def _pbn_load(path: str | os.PathLike, **options: Any) -> Any:
 
 
 def _pbn_apply(net: Any, point: Point) -> tuple[Any, dict]:
-    """``perturbation`` (or ``p``) and ``select.NODE.K`` (selection probability of predictor K of NODE;
-    the node's other predictors share the rest in proportion)."""
+    """``perturbation`` (or ``p``), ``select.NODE.K`` (selection probability of predictor K of NODE;
+    the node's other predictors share the rest in proportion) and ``fix.NODE`` (0 or 1: a knockout
+    or mutation, :meth:`~distsim.models.pbn.PBN.with_fixed`; None or "-": not fixed)."""
+    fix: dict[str, int] = {}
     for name, value in point.items():
         if name in ("perturbation", "p"):
             net = net.with_perturbation(float(value))
@@ -128,9 +130,18 @@ def _pbn_apply(net: Any, point: Point) -> tuple[Any, dict]:
             if node not in net.nodes:
                 raise ValueError(f"{name!r}: unknown node {node!r}")
             net = net.with_selection(node, int(k), float(value))
+        elif name.startswith("fix."):
+            node = name.removeprefix("fix.")
+            if node not in net.nodes:
+                raise ValueError(f"{name!r}: unknown node {node!r}")
+            if value is None or value == "-" or (isinstance(value, float) and math.isnan(value)):
+                continue
+            if isinstance(value, bool) or value not in (0, 1):
+                raise ValueError(f"{name!r}: a node is fixed to 0 or 1 (None or '-': not fixed), got {value!r}")
+            fix[node] = int(value)
         else:
-            raise ValueError(f"{name!r}: a PBN sweep parameter is 'perturbation' or 'select.NODE.K'")
-    return net, {}
+            raise ValueError(f"{name!r}: a PBN sweep parameter is 'perturbation', 'select.NODE.K' or 'fix.NODE'")
+    return (net.with_fixed(fix) if fix else net), {}
 
 
 def _pbn_baseline(net: Any, name: str) -> float:
@@ -139,7 +150,7 @@ def _pbn_baseline(net: Any, name: str) -> float:
     if name.startswith("select."):
         node, _, k = name.removeprefix("select.").rpartition(".")
         return net.predictors[net.index(node)][int(k)].probability
-    raise ValueError(f"{name!r}: a PBN sweep parameter is 'perturbation' or 'select.NODE.K'")
+    raise ValueError(f"{name!r}: a PBN sweep parameter to scale is 'perturbation' or 'select.NODE.K'")
 
 
 def _pbn_parameters(net: Any) -> list[str]:

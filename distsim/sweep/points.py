@@ -1,5 +1,10 @@
 """Sweep points: a grid (dict of value lists, Cartesian product), a table (list of dicts or a pandas
-DataFrame), or a one-at-a-time sensitivity design (:func:`one_at_a_time`)."""
+DataFrame), or a one-at-a-time sensitivity design (:func:`one_at_a_time`).
+
+A column whose name starts with one of :data:`UNSET_PREFIXES` (``fix.NODE``: a PBN knockout) may
+hold ``None`` (or ``"-"``) in a point: the point leaves that setting alone. Its coordinate is then
+NaN.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import numpy as np
 
 SCALE_KEYS = ("parameter", "factor")  # a point {"parameter": "k1", "factor": 2} scales k1 by 2
 MAX_POINTS = 2**32
+UNSET_PREFIXES = ("fix.",)  # columns that a point may leave unset (None)
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,8 @@ class Points:
 
     def column(self, name: str) -> np.ndarray:
         col = self.columns[self.names.index(name)]
+        if any(v is None for v in col):
+            return np.array([np.nan if v is None else v for v in col], dtype=np.float64)
         if all(isinstance(v, str) for v in col):
             return np.array(col, dtype=object)
         return np.array(col, dtype=np.int64 if all(isinstance(v, int) for v in col) else np.float64)
@@ -45,6 +53,8 @@ class Points:
 
 
 def _value(name: str, v: Any) -> Any:
+    if name.startswith(UNSET_PREFIXES) and (v is None or v == "-" or (isinstance(v, float) and math.isnan(v))):
+        return None
     if isinstance(v, (bool, np.bool_)):
         raise ValueError(f"point column {name!r}: expected numbers, got a boolean {v!r}")
     if isinstance(v, (int, np.integer)):
@@ -74,6 +84,8 @@ def as_points(points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] 
     if "parameter" in names and not all(isinstance(r[names.index("parameter")], str) for r in rows):
         raise ValueError("point column 'parameter' must hold parameter names")
     for k in names:
+        if all(r[names.index(k)] is None for r in rows):
+            raise ValueError(f"point column {k!r} is unset (None) in every point")
         if k != "parameter" and any(isinstance(r[names.index(k)], str) for r in rows):
             raise ValueError(f"point column {k!r}: expected numbers")
     if len(rows) > MAX_POINTS:

@@ -22,7 +22,7 @@ SBML = ROOT / "tests" / "data" / "dsmts" / "00001" / "00001-sbml-l3v1.xml"
 
 def test_table_lists_every_format_once():
     names = [f.name for f in registry.FORMATS]
-    assert names == ["sbml", "antimony", "text", "assa", "bnmpy", "boolnet"]
+    assert names == ["sbml", "antimony", "text", "sbml-qual", "maboss", "assa", "bnmpy", "boolnet"]
     spellings = [n for f in registry.FORMATS for n in (f.name, *f.aliases)]
     assert len(spellings) == len(set(spellings))
     assert {f.kind for f in registry.FORMATS} == {"boolean", "reaction"}

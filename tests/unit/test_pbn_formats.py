@@ -278,7 +278,6 @@ BAD_CASES = [
     ("bad_type.pbn", 1, None, "unknown type 'parallel'"),
     ("boolnet_prob_sum.txt", 5, None, "probabilities of gene 'x1' sum to 0.9, not 1"),
     ("bnet_no_comma.bnet", 3, None, "no comma"),
-    ("empty_expression.bnet", 3, 5, "empty expression"),
     ("bnmpy_bad_prob.txt", 2, 10, "must be a positive number"),
 ]
 

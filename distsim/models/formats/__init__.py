@@ -1,5 +1,5 @@
-"""Model file formats: ASSA-PBN ``.pbn`` (read/write), bnet and BoolNet, BNMPy/KGBN (read) for
-Boolean networks; SBML and distsim's reaction text format (read/write) for reaction networks.
+"""Model file formats: ASSA-PBN ``.pbn`` and bnet (read/write), BoolNet, BNMPy/KGBN, MaBoSS
+``.bnd`` + ``.cfg`` and SBML-qual (read) for Boolean networks; SBML and distsim's reaction text format (read/write) for reaction networks.
 
 All formats are listed in one table, :data:`.registry.FORMATS`; :func:`.registry.load` reads any
 of them (by ``format=``, extension or content). :func:`load` and :func:`detect_format` here are
@@ -16,23 +16,32 @@ from ..pbn import PBN
 from . import registry
 from .assa import parse_assa, read_assa, to_assa_text, write_assa
 from .bnmpy import parse_bnmpy, read_bnmpy
-from .boolnet import INPUT_POLICIES, parse_boolnet, read_boolnet
+from .boolnet import INPUT_POLICIES, parse_boolnet, read_boolnet, to_bnet_text, write_bnet
+from .maboss import MabossConfig, find_cfg, read_maboss
+from .primes import from_primes
 from .registry import FORMATS, Format
+from .sbml_qual import is_sbml_qual, read_sbml_qual
 
 __all__ = ["load", "detect_format", "FORMATS", "Format", "INPUT_POLICIES", "read_assa", "parse_assa", "to_assa_text",
-           "write_assa", "read_boolnet", "parse_boolnet", "read_bnmpy", "parse_bnmpy", "registry"]
+           "write_assa", "read_boolnet", "parse_boolnet", "read_bnmpy", "parse_bnmpy", "to_bnet_text", "write_bnet",
+           "read_maboss", "find_cfg", "MabossConfig", "read_sbml_qual", "is_sbml_qual", "from_primes", "registry"]
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``"assa"``, ``"boolnet"`` or ``"bnmpy"`` for ``path``, by extension or else by content."""
+    """The Boolean-network format of ``path`` (``"assa"``, ``"boolnet"``, ``"bnmpy"``, ``"maboss"``,
+    ``"sbml-qual"``), by extension or else by content."""
     return registry.detect(path, kind="boolean").name
 
 
-def load(path: str | os.PathLike, *, format: str | None = None, inputs: str = "keep") -> PBN:
-    """Read a PBN file. ``format``: ``"assa"``, ``"boolnet"``, ``"bnet"`` or ``"bnmpy"`` (default:
-    detected). ``inputs``: free-input policy for bnet/BoolNet/BNMPy, one of ``"keep"`` (identity),
-    ``"zero"``, ``"one"``, ``"random"``. A missing file raises :class:`FileNotFoundError`.
+def load(path: str | os.PathLike, *, format: str | None = None, inputs: str = "keep",
+         cfg: str | os.PathLike | None = None) -> PBN:
+    """Read a PBN file. ``format``: ``"assa"``, ``"boolnet"``, ``"bnet"``, ``"bnmpy"``, ``"maboss"``
+    or ``"sbml-qual"`` (default: detected). ``inputs``: free-input policy for bnet/BoolNet/BNMPy/
+    SBML-qual, one of ``"keep"`` (identity), ``"zero"``, ``"one"``, ``"random"``. ``cfg``: the
+    MaBoSS ``.cfg`` (default: the one beside the ``.bnd``; see :func:`read_maboss` for the initial
+    states). A missing file raises :class:`FileNotFoundError`.
     """
     if inputs not in INPUT_POLICIES:
         raise ValueError(f"unknown free-input policy {inputs!r}; expected one of {', '.join(INPUT_POLICIES)}")
-    return registry.load(path, kind="boolean", format=format, inputs=inputs)
+    options = {"cfg": cfg} if cfg is not None else {}
+    return registry.load(path, kind="boolean", format=format, inputs=inputs, **options)

@@ -18,25 +18,37 @@ their function:
 * ``"random"``: two functions, constant 0 and constant 1, each with probability 0.5 (a fresh
   random value each step).
 
+An empty function (``X,`` with nothing after the comma) makes ``X`` a free input too, with a
+:class:`UserWarning`: pyboolnet's ``primes2bnet`` (without ``minimize``) writes both constant
+functions, 0 and 1, as an empty expression, so the value is not in the file (pyboolnet's own
+parser, BNetToPrime, rejects such lines). With ``inputs="keep"`` the node keeps its initial value,
+a constant over the run; ``inputs="zero"``/``"one"`` choose the constant.
+
 Node order: targets in file order, then free inputs in order of first appearance. Names are kept
 as written (the ``v_`` prefix of Biodivine models included). The files have no perturbation
 syntax, so the network has perturbation 0 and no fixed nodes (use ``PBN.with_perturbation``).
+
+:func:`write_bnet` writes a Boolean network (``targets, factors``) or an independent PBN (every
+function of a node on its own line, with ``targets, factors, probabilities``). Functions are
+written with ``& | ! ( )`` and ``0``/``1``; XOR and threshold functions as ``^`` and
+``sumgt(..., k)``, which distsim and BoolNet read but pyboolnet does not.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
 from ...errors import ModelError
-from ..boolean import FALSE, TRUE, parse_expression
+from ..boolean import FALSE, TRUE, parse_expression, to_text
 from ..pbn import PBN, Predictor, identity
 from .assa import check_name, parse_probability, read_lines
 from .base import Format, first_content_line
 
 __all__ = ["read_boolnet", "parse_boolnet", "INPUT_POLICIES", "input_predictors", "split_fields",
-           "Entry", "build_network", "FORMAT"]
+           "Entry", "build_network", "to_bnet_text", "write_bnet", "FORMAT"]
 
 INPUT_POLICIES = ("keep", "zero", "one", "random")
 PROB_TOL = 1e-6
@@ -103,12 +115,24 @@ def build_network(entries: list[Entry], *, file: str, name: str, inputs: str) ->
         return index[nm]
 
     preds: list[list[Predictor]] = [[] for _ in range(n_targets)]
+    empty = []
     for current in entries:
+        if not current.expr:
+            if len([e for e in entries if e.target == current.target]) > 1 or current.probability not in (None, 1.0):
+                raise ModelError(f"gene {current.target!r}: an empty function must be the node's only function",
+                                 file=file, line=current.line)
+            preds[index[current.target]] = list(input_predictors(index[current.target], inputs))
+            empty.append(current.target)
+            continue
         expr = parse_expression(current.expr, resolve, file=file, line=current.line, column=current.column)
         p = 1.0 if current.probability is None else current.probability
         preds[index[current.target]].append(Predictor(expr, p))
     for i in range(n_targets, len(index)):
         preds.append(list(input_predictors(i, inputs)))
+    if empty:
+        warnings.warn(f"{file}: {', '.join(empty)}: empty function, read as a free input (inputs={inputs!r}); "
+                      "pyboolnet writes constants 0 and 1 this way without their value: pass inputs='zero' or "
+                      "'one' if you know it", UserWarning, stacklevel=4)
     return PBN.create(list(index), preds, perturbation=0.0, name=name, source=file)
 
 
@@ -181,6 +205,30 @@ def _parse(lines: list[str], *, file: str, name: str, inputs: str) -> PBN:
     return build_network(final, file=file, name=name, inputs=inputs)
 
 
+def to_bnet_text(net: PBN) -> str:
+    """The bnet text of ``net`` (see the module docstring); refuses what the format cannot hold."""
+    if net.dependent:
+        raise ValueError("a dependent PBN (contexts) cannot be written as bnet: write_assa keeps it")
+    if net.perturbation > 0:
+        raise ValueError(f"bnet has no perturbation (p = {net.perturbation:g}): write_assa keeps it, or write "
+                         "net.with_perturbation(0)")
+    for nm in net.nodes:
+        check_name(nm, file=net.source or None, line=None)
+    multi = net.n_functions > net.n
+    lines = ["targets, factors, probabilities" if multi else "targets, factors"]
+    for name, plist in zip(net.nodes, net.predictors):
+        for p in plist:
+            text = to_text(p.expr, net.nodes)
+            lines.append(f"{name}, {text}, {p.probability!r}" if multi else f"{name}, {text}")
+    return "\n".join(lines) + "\n"
+
+
+def write_bnet(net: PBN, path: str | os.PathLike) -> None:
+    """Write ``net`` as a bnet file (:func:`to_bnet_text`); :func:`read_boolnet` reads it back."""
+    text = to_bnet_text(net)
+    Path(path).write_text(text, encoding="utf-8")
+
+
 def sniff(path: str | os.PathLike, head: bytes) -> bool:
     """A bnet/BoolNet file starts with the ``targets, factors`` header or a ``NAME, expr`` line."""
     first = first_content_line(head)
@@ -189,4 +237,4 @@ def sniff(path: str | os.PathLike, head: bytes) -> bool:
 
 FORMAT = Format("boolnet", "boolean", (".bnet",), sniff, read_boolnet,
                 "'targets, factors' or 'NAME, expression[, probability]' lines", aliases=("bnet",),
-                options=("inputs",))
+                options=("inputs",), write=write_bnet)

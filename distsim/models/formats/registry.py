@@ -6,7 +6,7 @@ extension; the first format of the table whose ``sniff`` recognises the file's f
 matches, a :class:`~distsim.errors.ModelError` names the file (and the line it looked at).
 
 Sniffing, in table order: SBML (``<?xml`` or ``<sbml`` first), the reaction text format (a line
-with ``->``), ASSA-PBN (a first line ``type=``, ``n=``, ``perturbation=`` or ``nodeNames``),
+with ``->``), SBML-qual (an SBML document with the qual namespace), MaBoSS (``node NAME {``), ASSA-PBN (a first line ``type=``, ``n=``, ``perturbation=`` or ``nodeNames``),
 BNMPy (``NAME = ...``), bnet/BoolNet (``targets, factors`` or ``NAME, expr``).
 
 **Adding a format** is one new module and one line here: the module defines its reader (and
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ModelError
-from . import antimony, assa, bnmpy, boolnet, reaction_text
+from . import antimony, assa, bnmpy, boolnet, maboss, reaction_text, sbml_qual
 from .base import KINDS, Format, first_content_line
 from .sbml import read_sbml
 
@@ -41,6 +41,8 @@ FORMATS: tuple[Format, ...] = (
     SBML,
     antimony.FORMAT,
     reaction_text.FORMAT,
+    sbml_qual.FORMAT,
+    maboss.FORMAT,
     assa.FORMAT,
     bnmpy.FORMAT,
     boolnet.FORMAT,

@@ -1,0 +1,663 @@
+"""MaBoSS models: a ``.bnd`` network and its ``.cfg`` run configuration (read only).
+
+**What MaBoSS simulates.** A continuous-time Markov chain on Boolean states (Stoll et al. 2012,
+BMC Syst Biol 6:116): in state x, node i flips with rate ``r_i(x) = rate_up_i(x)`` when
+``x_i = 0`` and ``rate_down_i(x)`` when ``x_i = 1``. Without explicit rates a node has
+``rate_up = @logic ? 1 : 0`` and ``rate_down = @logic ? 0 : 1``; a node with no logic and no rates
+never changes (an input).
+
+**How it becomes a PBN (exact).** Uniformization: with ``L`` the largest flip rate of any node
+in any state, the chain observed at the events of a Poisson clock of rate ``n L`` jumps from x to
+x with node i flipped with probability ``r_i(x) / (n L)``. distsim's asynchronous update picks
+one of the n nodes uniformly and applies one of its predictors chosen by selection probability,
+so node i gets, for the distinct positive values ``v_1 < ... < v_m`` its flip rate takes,
+
+* one predictor per value: ``g_k(x) = x_i XOR [r_i(x) >= v_k]`` with probability
+  ``(v_k - v_{k-1}) / L`` (``v_0 = 0``): summed over k, node i flips with probability
+  ``r_i(x) / L`` once chosen;
+* the identity ``x_i`` with the remaining probability ``1 - v_m / L``.
+
+The asynchronous PBN's transition matrix is then exactly ``I + Q / (n L)`` for the generator Q of
+MaBoSS's chain, so both have the same stationary distribution (and the same jump sequence, one
+step being ``1 / (n L)`` units of MaBoSS time on average: ``MabossConfig.step_rate`` steps per
+unit time). With the default rates (or all rates equal) every node has the single predictor
+``logic`` and the PBN is the plain asynchronous Boolean network. Run the result with
+``mode="async"`` and perturbation 0: a synchronous update of it is not MaBoSS's process.
+
+**The .bnd language** (MaBoSS's own grammar): ``Node X { logic = ...; rate_up = ...;
+rate_down = ...; any_attribute = ...; description = "..."; }``, the short forms ``X : expr;`` and
+``X, expr`` (bnet lines; a ``targets, factors`` line is skipped), comments ``/* */``, ``//`` and
+``#`` at the start of a line. Expressions are C-like over doubles: ``NOT ! AND && & OR || | XOR ^``
+(keywords in any case; precedence from low to high: ``?:``, XOR/``^``, OR, AND, ``== !=``,
+``< <= > >=``, ``+ -``, ``* /``, unary ``+ - !``), node names (0 or 1), ``@attribute`` (an
+attribute of the same node, e.g. ``@logic``), ``$variables`` (set in the .cfg), numbers and the
+functions ``log(x[, base])`` and ``exp(x[, base])``. Nothing is run as code: every expression is
+parsed and compiled exactly (:mod:`distsim.models.logic`). A node used but not defined, a node
+defined twice, an undefined ``$variable`` and a negative, infinite or NaN rate are errors that name
+the file and line. PopMaBoSS (``division``, ``death``, ``#cell``), schedules and user functions are
+not supported.
+
+**The .cfg** sets ``$variables`` (evaluated in file order), run settings (``time_tick``,
+``max_time``, ``sample_count``, ``discrete_time``, ...: kept in ``MabossConfig.settings``; distsim
+uses none of them) and node attributes: ``X.istate = 0|1`` (``-1``: random), ``[X, Y].istate =
+p1 [0, 1], p2 [1, 0];`` (a joint initial distribution), ``X.is_internal``, ``X.refstate``,
+``X.in_graph``. Initial states map to distsim's ``initial=``: :attr:`MabossConfig.initial` holds the
+nodes whose initial value is certain; nodes that start at 0 or 1 with probability 1/2 each are left
+out (distsim draws them uniformly, the default). Any other initial distribution (a probability
+other than 0, 1/2 or 1, or a correlated group) has no ``initial=`` equivalent: its nodes are left
+random and :attr:`MabossConfig.notes` says so, as it does for ``discrete_time = 1`` (MaBoSS's
+discrete-time mode samples the jump chain, whose statistics differ from the continuous-time
+chain's). Each note is also issued as a :class:`UserWarning`.
+
+:func:`read_maboss` returns ``(PBN, MabossConfig)``; ``distsim.pbn.load("model.bnd")`` returns the
+PBN and reads the ``.cfg`` beside it (``model.bnd.cfg``, else ``model.cfg``) or the one given as
+``cfg=``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..arith import BinOp, Call, Neg, Num
+from ..boolean import Expr, Var
+from ...errors import ModelError
+from .base import Format, first_content_line
+from ..logic import (Cmp, Cond, Logic, Term, TooComplex, cases, equivalent, mk_and, mk_not, mk_or, satisfiable,
+                     substitute)
+from ..pbn import PBN, Predictor
+
+__all__ = ["read_maboss", "find_cfg", "MabossConfig"]
+
+_FUNCS = {"log": (1, 2), "exp": (1, 2)}
+_KEYWORDS = {"not": "!", "and": "&", "or": "|", "xor": "^"}
+
+
+@dataclass(frozen=True)
+class MabossConfig:
+    """What a MaBoSS ``.cfg`` says, and how the model maps to the PBN (see the module docstring)."""
+
+    initial: dict[str, int]  # nodes with a certain initial value: pass as initial=
+    istates: dict[tuple[str, ...], tuple[tuple[float, tuple[int, ...]], ...]]  # every istate, normalised
+    variables: dict[str, float]
+    settings: dict[str, float]
+    internal: tuple[str, ...]
+    max_rate: float  # L: the largest flip rate of any node in any state
+    n_nodes: int
+    notes: tuple[str, ...] = ()
+    cfg: str | None = None
+
+    @property
+    def step_rate(self) -> float:
+        """Asynchronous PBN steps per unit of MaBoSS time (n L; 0 when nothing ever flips)."""
+        return self.n_nodes * self.max_rate
+
+
+# ---- tokens ---------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"""
+  (?P<ws>[ \t\f\v\r]+)
+| (?P<nl>\n)
+| (?P<block>/\*)
+| (?P<line>//[^\n]*)
+| (?P<num>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)
+| (?P<var>\$[A-Za-z_][A-Za-z_0-9]*)
+| (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+| (?P<str>")
+| (?P<op>==|!=|<=|>=|&&|\|\||[-+*/<>!&|^?:;,=@{}()\[\].\#])
+""", re.X)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # num var name str op eof
+    value: str
+    line: int
+    col: int
+
+
+def _tokenize(text: str, file: str, cfg: bool) -> list[_Tok]:
+    toks: list[_Tok] = []
+    pos, line, line_start = 0, 1, 0
+    while pos < len(text):
+        col = pos - line_start + 1
+        if not cfg and text[pos] == "#" and col == 1:  # '#' comment at the start of a line (.bnd)
+            end = text.find("\n", pos)
+            pos = len(text) if end < 0 else end
+            continue
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise ModelError(f"unexpected character {text[pos]!r}", file=file, line=line, column=col)
+        kind = m.lastgroup
+        if kind == "nl":
+            line, line_start = line + 1, m.end()
+        elif kind == "block":
+            end = text.find("*/", m.end())
+            if end < 0:
+                raise ModelError("comment '/*' is never closed", file=file, line=line, column=col)
+            line += text.count("\n", pos, end)
+            if "\n" in text[pos:end]:
+                line_start = text.rfind("\n", pos, end) + 1
+            pos = end + 2
+            continue
+        elif kind == "str":
+            k = m.end()
+            while k < len(text) and text[k] != '"':
+                k += 2 if text[k] == "\\" else 1
+            if k >= len(text):
+                raise ModelError("string is never closed", file=file, line=line, column=col)
+            toks.append(_Tok("str", text[m.end():k], line, col))
+            line += text.count("\n", m.end(), k)
+            if "\n" in text[m.end():k]:
+                line_start = text.rfind("\n", m.end(), k) + 1
+            pos = k + 1
+            continue
+        elif kind == "op" and m.group() == "#":
+            raise ModelError("'#' is PopMaBoSS syntax (or a comment not at the start of a line), which is not "
+                             "supported", file=file, line=line, column=col)
+        elif kind in ("num", "var", "name", "op"):
+            toks.append(_Tok(kind, m.group(), line, col))
+        pos = m.end()
+    toks.append(_Tok("eof", "", line, pos - line_start + 1))
+    return toks
+
+
+# ---- expressions (names resolved later) -------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _Ref:
+    """A node name, an ``@alias`` or a ``$variable`` at a place in the file."""
+
+    kind: str  # node alias var
+    name: str
+    line: int
+    col: int
+
+
+class _Parser:
+    def __init__(self, text: str, file: str, cfg: bool):
+        self.file = file
+        self.cfg = cfg
+        self.toks = _tokenize(text, file, cfg)
+        self.i = 0
+
+    # tokens
+    def peek(self, k: int = 0) -> _Tok:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def next(self) -> _Tok:
+        t = self.peek()
+        self.i += 1
+        return t
+
+    def err(self, msg: str, t: _Tok | None = None) -> ModelError:
+        t = t or self.peek()
+        return ModelError(msg, file=self.file, line=t.line, column=t.col)
+
+    def is_op(self, *ops: str, k: int = 0) -> bool:
+        t = self.peek(k)
+        if t.kind == "op":
+            return t.value in ops
+        return t.kind == "name" and _KEYWORDS.get(t.value.lower()) in ops
+
+    def take(self, *ops: str) -> bool:
+        if self.is_op(*ops):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, op: str, what: str = "") -> _Tok:
+        t = self.peek()
+        if not self.is_op(op):
+            got = "end of file" if t.kind == "eof" else repr(t.value)
+            raise self.err(f"expected {op!r}{' ' + what if what else ''}, found {got}", t)
+        return self.next()
+
+    def name(self, what: str) -> _Tok:
+        t = self.peek()
+        if t.kind != "name" or t.value.lower() in _KEYWORDS:
+            raise self.err(f"expected {what}, found {t.value or 'end of file'!r}", t)
+        return self.next()
+
+    # expression grammar (MaBoSS's BooleanGrammar.y)
+    def expression(self) -> Any:
+        test = self.xor()
+        if self.take("?"):
+            then = self.expression()
+            self.expect(":", "in a conditional 'test ? a : b'")
+            return Cond(test, then, self.expression())
+        return test
+
+    def _chain(self, ops: tuple[str, ...], sub, make) -> Any:
+        node = sub()
+        while True:
+            t = self.peek()
+            if not self.is_op(*ops):
+                return node
+            self.i += 1
+            op = _KEYWORDS.get(t.value.lower(), t.value) if t.kind == "name" else t.value
+            node = make(op, node, sub())
+
+    def xor(self) -> Any:
+        return self._chain(("^",), self.disj, lambda op, a, b: Logic("xor", (a, b)))
+
+    def disj(self) -> Any:
+        return self._chain(("|", "||"), self.conj, lambda op, a, b: Logic("or", (a, b)))
+
+    def conj(self) -> Any:
+        return self._chain(("&", "&&"), self.equality, lambda op, a, b: Logic("and", (a, b)))
+
+    def equality(self) -> Any:
+        return self._chain(("==", "!="), self.relational, lambda op, a, b: Cmp(op, a, b))
+
+    def relational(self) -> Any:
+        return self._chain(("<", ">", "<=", ">="), self.additive, lambda op, a, b: Cmp(op, a, b))
+
+    def additive(self) -> Any:
+        return self._chain(("+", "-"), self.term, lambda op, a, b: BinOp(op, a, b))
+
+    def term(self) -> Any:
+        return self._chain(("*", "/"), self.unary, lambda op, a, b: BinOp(op, a, b))
+
+    def unary(self) -> Any:
+        if self.take("+"):
+            return self.unary()
+        if self.take("-"):
+            return Neg(self.unary())
+        if self.take("!"):
+            return Logic("not", (self.unary(),))
+        return self.primary()
+
+    def primary(self) -> Any:
+        t = self.peek()
+        if t.kind == "num":
+            self.i += 1
+            return Num(float(t.value))
+        if t.kind == "var":
+            self.i += 1
+            return _Ref("var", t.value, t.line, t.col)
+        if t.kind == "name" and t.value.lower() not in _KEYWORDS:
+            self.i += 1
+            if self.cfg and t.value.lower() in ("true", "false"):
+                return Num(1.0 if t.value.lower() == "true" else 0.0)
+            if self.is_op("("):
+                return self.call(t)
+            if self.cfg:
+                raise self.err(f"node name {t.value!r} in a .cfg expression (only numbers and $variables)", t)
+            return _Ref("node", t.value, t.line, t.col)
+        if self.take("@"):
+            a = self.name("an attribute name after '@'")
+            return _Ref("alias", a.value, a.line, a.col)
+        if self.take("("):
+            e = self.expression()
+            self.expect(")")
+            return e
+        got = "end of file" if t.kind == "eof" else repr(t.value)
+        raise self.err(f"expected a number, a node, @attribute, $variable or '(', found {got}", t)
+
+    def call(self, fname: _Tok) -> Any:
+        self.expect("(")
+        args = [] if self.is_op(")") else [self.expression()]
+        while self.take(","):
+            args.append(self.expression())
+        self.expect(")")
+        if fname.value not in _FUNCS:
+            raise self.err(f"unknown function {fname.value!r} (MaBoSS's built-ins are log and exp; user functions "
+                           "are not supported)", fname)
+        lo, hi = _FUNCS[fname.value]
+        if not lo <= len(args) <= hi:
+            raise self.err(f"{fname.value}() takes 1 or 2 arguments, got {len(args)}", fname)
+        return Call(fname.value, tuple(args))
+
+
+# ---- .bnd ------------------------------------------------------------------------------------------
+
+@dataclass
+class _NodeDecl:
+    name: str
+    line: int
+    attrs: dict[str, Any] = field(default_factory=dict)  # attribute -> expression (strings dropped)
+
+
+def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
+    p = _Parser(text, file, cfg=False)
+    nodes: dict[str, _NodeDecl] = {}
+
+    def define(tok: _Tok) -> _NodeDecl:
+        if tok.value in nodes:
+            raise p.err(f"node {tok.value!r} already defined (line {nodes[tok.value].line})", tok)
+        nodes[tok.value] = _NodeDecl(tok.value, tok.line)
+        return nodes[tok.value]
+
+    while p.peek().kind != "eof":
+        t = p.peek()
+        if t.kind == "name" and t.value.lower() in ("division", "death"):
+            raise p.err(f"{t.value!r} blocks are PopMaBoSS syntax, which is not supported", t)
+        if t.kind == "name" and t.value.lower() == "node" and p.peek(1).kind == "name" and p.is_op("{", k=2):
+            p.i += 1
+            decl = define(p.name("a node name"))
+            p.expect("{")
+            while not p.take("}"):
+                key = p.name("an attribute name (logic, rate_up, rate_down, ...) or '}'")
+                p.expect("=", f"after attribute {key.value!r}")
+                if p.peek().kind == "str":
+                    p.next()  # description = "..." and other text attributes: not used
+                else:
+                    decl.attrs[key.value] = p.expression()
+                p.expect(";", f"after attribute {key.value!r}")
+            continue
+        if t.kind == "name" and p.is_op(":", ",", k=1):
+            tok = p.name("a node name")
+            sep = p.next().value
+            start = p.i
+            e = p.expression()
+            p.take(";")
+            if sep == "," and tok.value == "targets" and p.toks[start].value == "factors" and p.i - start <= 2:
+                continue  # bnet header line
+            define(tok).attrs["logic"] = e
+            continue
+        got = "end of file" if t.kind == "eof" else repr(t.value)
+        raise p.err(f"expected 'Node NAME {{ ... }}', 'NAME : logic;' or 'NAME, logic', found {got}", t)
+    if not nodes:
+        raise ModelError("the file defines no node", file=file, line=1)
+    return list(nodes.values())
+
+
+# ---- .cfg ------------------------------------------------------------------------------------------
+
+@dataclass
+class _Cfg:
+    variables: dict[str, float] = field(default_factory=dict)
+    settings: dict[str, float] = field(default_factory=dict)
+    istates: dict[tuple[str, ...], tuple[tuple[float, tuple[int, ...]], ...]] = field(default_factory=dict)
+    internal: list[str] = field(default_factory=list)
+    istate_lines: dict[str, int] = field(default_factory=dict)
+
+
+def _constant(e: Any, variables: dict[str, float], p: _Parser, at: _Tok) -> float:
+    """The value of a .cfg expression (numbers and $variables only)."""
+    term = _substitute_vars(e, variables, p.file)
+    try:
+        table = cases(term)
+    except TooComplex as ex:  # pragma: no cover - constants have one case
+        raise p.err(str(ex), at) from None
+    (value,) = table
+    return value
+
+
+def _substitute_vars(e: Any, variables: dict[str, float], file: str) -> Term:
+    def go(t: Any) -> Any:
+        if isinstance(t, _Ref):
+            if t.kind != "var":  # pragma: no cover - the .cfg parser allows only variables
+                raise ModelError(f"{t.name!r} cannot appear here", file=file, line=t.line, column=t.col)
+            if t.name not in variables:
+                raise ModelError(f"variable {t.name} is not defined (define it before use in the .cfg)", file=file,
+                                 line=t.line, column=t.col)
+            return Num(variables[t.name])
+        return _map(t, go)
+
+    return go(e)
+
+
+def _map(t: Any, f) -> Any:
+    """Rebuild a term with ``f`` applied to its children."""
+    if isinstance(t, BinOp):
+        return BinOp(t.op, f(t.left), f(t.right))
+    if isinstance(t, Neg):
+        return Neg(f(t.arg))
+    if isinstance(t, Call):
+        return Call(t.func, tuple(f(a) for a in t.args))
+    if isinstance(t, Cmp):
+        return Cmp(t.op, f(t.left), f(t.right))
+    if isinstance(t, Cond):
+        return Cond(f(t.test), f(t.then), f(t.other))
+    if isinstance(t, Logic):
+        return Logic(t.op, tuple(f(a) for a in t.args))
+    return t
+
+
+def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
+    p = _Parser(text, file, cfg=True)
+    out = _Cfg()
+
+    def node(tok: _Tok) -> str:
+        if tok.value not in node_names:
+            raise p.err(f"node {tok.value!r} is not defined in the .bnd", tok)
+        return tok.value
+
+    def set_istate(names: tuple[str, ...], dist: list[tuple[float, tuple[int, ...]]], tok: _Tok) -> None:
+        for nm in names:
+            if nm in out.istate_lines:
+                raise p.err(f"initial state of node {nm!r} given twice (also line {out.istate_lines[nm]})", tok)
+            out.istate_lines[nm] = tok.line
+        out.istates[names] = tuple(dist)
+
+    while p.peek().kind != "eof":
+        t = p.peek()
+        if p.take(";"):
+            continue
+        if t.kind == "var":
+            p.next()
+            p.expect("=", f"after {t.value}")
+            out.variables[t.value] = _constant(p.expression(), out.variables, p, t)
+            p.expect(";", f"after the value of {t.value}")
+            continue
+        if p.take("["):
+            names = [node(p.name("a node name"))]
+            while p.take(","):
+                names.append(node(p.name("a node name")))
+            p.expect("]")
+            p.expect(".")
+            attr = p.name("'istate'")
+            if attr.value.lower() != "istate":
+                raise p.err(f"a node group has only the attribute 'istate', not {attr.value!r}", attr)
+            p.expect("=")
+            dist = []
+            while True:
+                at = p.peek()
+                prob = _constant(p.primary(), out.variables, p, at)
+                p.expect("[", "before the node values of an istate")
+                values = [_constant(p.primary(), out.variables, p, p.peek())]
+                while p.take(","):
+                    values.append(_constant(p.primary(), out.variables, p, p.peek()))
+                p.expect("]")
+                if len(values) != len(names):
+                    raise p.err(f"istate gives {len(values)} value(s) for {len(names)} node(s)", at)
+                if not (prob >= 0 and math.isfinite(prob)):
+                    raise p.err(f"istate probability must be a finite number >= 0, got {prob}", at)
+                dist.append((prob, tuple(int(v != 0) for v in values)))
+                if not p.take(","):
+                    break
+            p.expect(";")
+            set_istate(tuple(names), dist, t)
+            continue
+        if t.kind == "name":
+            p.next()
+            if p.take("."):
+                nm = node(t)
+                attr = p.name("a node attribute")
+                p.expect("=")
+                if attr.value.lower() == "schedule":
+                    raise p.err("scheduled flips are not supported", attr)
+                value = _constant(p.expression(), out.variables, p, attr)
+                p.expect(";")
+                a = attr.value.lower()
+                if a == "istate":
+                    dist = [(0.5, (0,)), (0.5, (1,))] if value < 0 else [(1.0, (int(value != 0),))]
+                    set_istate((nm,), dist, t)
+                elif a == "is_internal":
+                    if value != 0:
+                        out.internal.append(nm)
+                elif a not in ("refstate", "in_graph"):
+                    raise p.err(f"unknown node attribute {attr.value!r} (istate, is_internal, refstate, in_graph)",
+                                attr)
+                continue
+            if t.value == "custom_pop_output":
+                raise p.err("custom_pop_output is PopMaBoSS syntax, which is not supported", t)
+            p.expect("=", f"after setting {t.value!r}")
+            out.settings[t.value] = _constant(p.expression(), out.variables, p, t)
+            p.expect(";", f"after the value of {t.value!r}")
+            continue
+        raise p.err(f"expected '$variable = value;', 'setting = value;', 'NODE.istate = value;' or "
+                    f"'[NODES].istate = ...;', found {t.value or 'end of file'!r}", t)
+    return out
+
+
+# ---- building the PBN -------------------------------------------------------------------------------
+
+def find_cfg(bnd: str | os.PathLike) -> Path | None:
+    """The .cfg beside ``bnd``: ``model.bnd.cfg`` (named after this very file), else ``model.cfg``;
+    None when neither exists."""
+    b = Path(bnd)
+    for c in (b.with_name(b.name + ".cfg"), b.with_suffix(".cfg")):
+        if c.is_file():
+            return c
+    return None
+
+
+def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) -> tuple[PBN, MabossConfig]:
+    """Read a MaBoSS ``.bnd`` (and its ``.cfg``: ``cfg`` or the one :func:`find_cfg` finds).
+
+    Returns the asynchronous PBN of MaBoSS's continuous-time chain and the configuration (see the
+    module docstring). A missing file raises :class:`FileNotFoundError`; bad input
+    :class:`ModelError` with file and line.
+    """
+    bfile = os.fspath(bnd)
+    for f in (bnd, cfg):
+        if f is not None and not Path(f).is_file():
+            raise FileNotFoundError(f"model file not found: {os.fspath(f)}")
+    cpath = Path(cfg) if cfg is not None else find_cfg(bnd)
+    decls = _parse_bnd(Path(bnd).read_text(encoding="utf-8-sig", errors="replace"), bfile)
+    names = [d.name for d in decls]
+    conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names)) \
+        if cpath is not None else _Cfg()
+    index = {nm: i for i, nm in enumerate(names)}
+    where = f" (no .cfg: looked for {Path(bnd).name}.cfg and {Path(bnd).with_suffix('.cfg').name}; pass cfg=)" \
+        if cpath is None else f" in {cpath}"
+
+    def resolve(t: Any, decl: _NodeDecl, stack: tuple[str, ...]) -> Term:
+        if isinstance(t, _Ref):
+            if t.kind == "node":
+                if t.name not in index:
+                    raise ModelError(f"node {t.name!r} used but not defined", file=bfile, line=t.line, column=t.col)
+                return Var(index[t.name])
+            if t.kind == "var":
+                if t.name not in conf.variables:
+                    raise ModelError(f"variable {t.name} is not defined{where}", file=bfile, line=t.line,
+                                     column=t.col)
+                return Num(conf.variables[t.name])
+            if t.name not in decl.attrs:
+                raise ModelError(f"@{t.name}: node {decl.name!r} has no attribute {t.name!r}", file=bfile,
+                                 line=t.line, column=t.col)
+            if t.name in stack:
+                raise ModelError(f"@{t.name} refers to itself (node {decl.name!r})", file=bfile, line=t.line,
+                                 column=t.col)
+            return resolve(decl.attrs[t.name], decl, stack + (t.name,))
+        return _map(t, lambda c: resolve(c, decl, stack))
+
+    rates: list[tuple[dict[float, Expr], dict[float, Expr]] | None] = []
+    for i, decl in enumerate(decls):
+        a = decl.attrs
+        if not {"logic", "rate_up", "rate_down"} & set(a):
+            rates.append(None)  # an input: both rates 0
+            continue
+        default_up = Cond(_Ref("alias", "logic", decl.line, 1), Num(1.0), Num(0.0)) if "logic" in a else Num(0.0)
+        default_down = Cond(_Ref("alias", "logic", decl.line, 1), Num(0.0), Num(1.0)) if "logic" in a else Num(0.0)
+        pair = []
+        for attr, default, state in (("rate_up", default_up, False), ("rate_down", default_down, True)):
+            try:
+                table = cases(resolve(a.get(attr, default), decl, (attr,)))
+            except TooComplex as e:
+                raise ModelError(f"node {decl.name!r}: {attr}: {e}", file=bfile, line=decl.line) from None
+            # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down)
+            table = {v: g2 for v, g in table.items() if satisfiable(g2 := substitute(g, i, state))}
+            for v in table:
+                if math.isnan(v) or v < 0 or math.isinf(v):
+                    raise ModelError(f"node {decl.name!r}: {attr} is {v} in some states; a rate must be a finite "
+                                     "number >= 0", file=bfile, line=decl.line)
+            pair.append(table)
+        rates.append((pair[0], pair[1]))
+
+    top = max((v for r in rates if r is not None for table in r for v in table), default=0.0)
+    preds = []
+    for i, r in enumerate(rates):
+        row: dict[Expr, float] = {}
+        prev = 0.0
+        if r is not None and top > 0:
+            up, down = r
+            for v in sorted({v for table in r for v in table if v > 0}):
+                up_ge = mk_or(*[g for u, g in up.items() if u >= v])
+                stay_on = mk_not(mk_or(*[g for d, g in down.items() if d >= v]))
+                g = up_ge if equivalent(up_ge, stay_on) else \
+                    mk_or(mk_and(mk_not(Var(i)), up_ge), mk_and(Var(i), stay_on))  # x_i ? stay on : switch on
+                row[g] = row.get(g, 0.0) + (v - prev) / top
+                prev = v
+        if prev < top or not row:
+            row[Var(i)] = row.get(Var(i), 0.0) + (1.0 - prev / top if top > 0 else 1.0)
+        preds.append([Predictor(e, w) for e, w in row.items()])
+    net = PBN.create(names, preds, name=Path(bnd).stem, source=bfile)
+    return net, _config(conf, names, top, cpath)
+
+
+def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> MabossConfig:
+    initial: dict[str, int] = {}
+    notes: list[str] = []
+    istates = {}
+    for group, dist in conf.istates.items():
+        total = sum(p for p, _ in dist)
+        if total <= 0:
+            notes.append(f"istate of {', '.join(group)}: the probabilities sum to 0; the node(s) start random")
+            continue
+        merged: dict[tuple[int, ...], float] = {}
+        for p, vals in dist:
+            if p > 0:
+                merged[vals] = merged.get(vals, 0.0) + p / total
+        istates[group] = tuple((p, v) for v, p in merged.items())
+        if len(merged) == 1:
+            initial.update(zip(group, next(iter(merged))))
+        elif not _uniform(merged, len(group)):
+            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that distsim's "
+                         "initial= cannot express; the node(s) start uniformly random")
+    if conf.settings.get("discrete_time", 0) != 0:
+        notes.append("discrete_time = 1 asks MaBoSS for its discrete-time (jump chain) mode; the PBN is MaBoSS's "
+                     "continuous-time process, whose stationary distribution differs in general")
+    for note in notes:
+        warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=3)
+    return MabossConfig(initial=initial, istates=istates, variables=dict(conf.variables),
+                        settings=dict(conf.settings), internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
+                        notes=tuple(notes), cfg=os.fspath(cpath) if cpath is not None else None)
+
+
+def _uniform(dist: dict[tuple[int, ...], float], k: int) -> bool:
+    """Every one of the 2**k value combinations with probability 2**-k."""
+    return len(dist) == 1 << k and all(abs(p - 1.0 / (1 << k)) <= 1e-12 for p in dist.values())
+
+
+def _describe(dist: dict[tuple[int, ...], float]) -> str:
+    return ", ".join(f"{p:g} [{', '.join(map(str, v))}]" for v, p in dist.items())
+
+
+_MABOSS_START = re.compile(r"node\s+[A-Za-z_][A-Za-z_0-9]*\s*(\{|$)", re.IGNORECASE)
+
+
+def sniff(path: str | os.PathLike, head: bytes) -> bool:
+    """A MaBoSS ``.bnd`` starts with a ``node NAME {`` block."""
+    first = first_content_line(head)
+    return first is not None and bool(_MABOSS_START.match(first[1]))
+
+
+def read_bnd(path: str | os.PathLike, *, cfg: str | os.PathLike | None = None) -> PBN:
+    """The network of a MaBoSS model (:func:`read_maboss`); a ``.cfg`` alone gets a clear error."""
+    if Path(path).suffix.lower() == ".cfg":
+        raise ModelError("a MaBoSS .cfg holds variables and run settings, not the network: load the .bnd (the .cfg "
+                         "beside it is read, or pass cfg=)", file=os.fspath(path))
+    return read_maboss(path, cfg)[0]
+
+
+FORMAT = Format("maboss", "boolean", (".bnd", ".cfg"), sniff, read_bnd, "a MaBoSS 'node NAME {' block",
+                aliases=("bnd",), options=("cfg",))

@@ -1,0 +1,277 @@
+"""Expressions that mix numbers and logic over Boolean nodes (MaBoSS logic and rates, SBML-qual
+MathML), compiled exactly into Boolean expressions of :mod:`.boolean` -- never run as code.
+
+A node reads as the number 0 or 1. Logical operators and conditions treat any non-zero number as
+true (C semantics, as in MaBoSS and MathML); comparisons give 0 or 1. Arithmetic uses the
+:mod:`.arith` nodes :class:`~.arith.Num`, :class:`~.arith.BinOp`, :class:`~.arith.Neg` and
+:class:`~.arith.Call` (``exp``/``log``), with :class:`~.boolean.Var` as a node reference.
+
+:func:`cases` turns a term into a finite table ``{value: condition}`` -- the piecewise-constant
+function of the node states it is -- and :func:`to_bool` gives the condition under which a term is
+non-zero. Both are exact: every value is computed in IEEE doubles from the parsed tree, once per
+combination of the cases of the operands.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+from .arith import BinOp, Call, Neg, Num
+from .boolean import FALSE, TRUE, And, AtLeast, Const, Expr, Not, Or, Var, Xor, evaluate, variables
+
+MAX_CASES = 4096  # distinct (value, condition) pairs one term may have
+MAX_EXACT_VARS = 20  # truth-table checks (pruning, equivalence) up to this many variables
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp:
+    """``left op right`` with op one of ``== != < <= > >=``: 1 or 0."""
+
+    op: str
+    left: "Term"
+    right: "Term"
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    """``test ? then : other``."""
+
+    test: "Term"
+    then: "Term"
+    other: "Term"
+
+
+@dataclass(frozen=True, slots=True)
+class Logic:
+    """``op`` one of ``and or xor not`` over the truth values of ``args``: 1 or 0."""
+
+    op: str
+    args: tuple["Term", ...]
+
+
+Term = Union[Num, Var, BinOp, Neg, Call, Cmp, Cond, Logic]
+
+
+class TooComplex(ValueError):
+    """A term has more than :data:`MAX_CASES` cases."""
+
+
+# ---- Boolean constructors with constant folding ------------------------------------------------
+
+def mk_not(a: Expr) -> Expr:
+    if isinstance(a, Const):
+        return FALSE if a.value else TRUE
+    if isinstance(a, Not):
+        return a.arg
+    return Not(a)
+
+
+def _flat(cls: type, args: tuple[Expr, ...] | list[Expr], unit: Const, zero: Const) -> Expr:
+    out: list[Expr] = []
+    for a in args:
+        for b in (a.args if isinstance(a, cls) else (a,)):
+            if b == zero:
+                return zero
+            if b != unit and b not in out:
+                out.append(b)
+    for b in out:
+        if mk_not(b) in out:
+            return zero
+    if not out:
+        return unit
+    return out[0] if len(out) == 1 else cls(tuple(out))
+
+
+def mk_and(*args: Expr) -> Expr:
+    return _flat(And, args, TRUE, FALSE)
+
+
+def mk_or(*args: Expr) -> Expr:
+    return _flat(Or, args, FALSE, TRUE)
+
+
+def mk_xor(*args: Expr) -> Expr:
+    flip = False
+    out: list[Expr] = []
+    for a in args:
+        if isinstance(a, Const):
+            flip ^= a.value
+        else:
+            out.append(a)
+    e: Expr = FALSE if not out else (out[0] if len(out) == 1 else Xor(tuple(out)))
+    return mk_not(e) if flip else e
+
+
+def substitute(e: Expr, i: int, value: bool) -> Expr:
+    """``e`` with node ``i`` replaced by the constant ``value``, folded."""
+    if isinstance(e, Var):
+        return Const(bool(value)) if e.index == i else e
+    if isinstance(e, Const):
+        return e
+    if isinstance(e, Not):
+        return mk_not(substitute(e.arg, i, value))
+    args = tuple(substitute(a, i, value) for a in e.args)  # type: ignore[attr-defined]
+    if isinstance(e, And):
+        return mk_and(*args)
+    if isinstance(e, Or):
+        return mk_or(*args)
+    if isinstance(e, Xor):
+        return mk_xor(*args)
+    assert isinstance(e, AtLeast)
+    return AtLeast(args, e.k)
+
+
+def _table(e: Expr, over: tuple[int, ...]) -> np.ndarray:
+    k = len(over)
+    rows = np.arange(1 << k, dtype=np.int64)
+    vals = np.zeros((1 << k, (max(over) + 1) if over else 1), dtype=bool)
+    for j, v in enumerate(over):
+        vals[:, v] = (rows >> j) & 1
+    return evaluate(e, vals)
+
+
+def equivalent(a: Expr, b: Expr) -> bool | None:
+    """Whether ``a`` and ``b`` are the same function (None: too many variables to check)."""
+    over = tuple(sorted(set(variables(a)) | set(variables(b))))
+    if len(over) > MAX_EXACT_VARS:
+        return None
+    return bool(np.array_equal(_table(a, over), _table(b, over)))
+
+
+def satisfiable(e: Expr) -> bool:
+    """False only when ``e`` is false in every state (True when too large to check)."""
+    if isinstance(e, Const):
+        return e.value
+    over = variables(e)
+    return len(over) > MAX_EXACT_VARS or bool(_table(e, over).any())
+
+
+# ---- compilation ---------------------------------------------------------------------------------
+
+_CMP = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _arith(op: str, a: float, b: float) -> float:
+    with np.errstate(all="ignore"):
+        x, y = np.float64(a), np.float64(b)
+        r = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "^": np.power}[op](x, y)
+    return float(r)
+
+
+def _call(func: str, args: list[float]) -> float:
+    with np.errstate(all="ignore"):
+        x = np.float64(args[0])
+        if func == "exp":
+            r = np.exp(x) if len(args) == 1 else np.exp(x * np.log(np.float64(args[1])))
+        elif func == "log":
+            r = np.log(x) if len(args) == 1 else np.log(x) / np.log(np.float64(args[1]))
+        else:
+            raise ValueError(f"unsupported function {func!r}")
+    return float(r)
+
+
+def _key(v: float) -> float:
+    return 0.0 if v == 0 else v  # -0.0 and 0.0 are one value
+
+
+def _merge(pairs, limit: int = MAX_CASES) -> dict[float, Expr]:
+    out: dict[float, Expr] = {}
+    nan: Expr = FALSE
+    for v, g in pairs:
+        if g == FALSE:
+            continue
+        if isinstance(v, float) and math.isnan(v):
+            nan = mk_or(nan, g)
+            continue
+        k = _key(v)
+        out[k] = mk_or(out[k], g) if k in out else g
+        if len(out) > limit:
+            raise TooComplex(f"the expression takes more than {limit} distinct values")
+    if nan != FALSE:
+        out[math.nan] = nan
+    return out
+
+
+def cases(t: Term) -> dict[float, Expr]:
+    """``{value: condition}``: in every state exactly one condition holds and ``t`` equals its value.
+
+    Conditions that no state satisfies are dropped when they have at most
+    :data:`MAX_EXACT_VARS` variables. A NaN value (0/0) is kept under the key ``math.nan``.
+    """
+    if isinstance(t, Num):
+        return {_key(float(t.value)): TRUE}
+    if isinstance(t, Var):
+        return {1.0: t, 0.0: Not(t)}
+    if isinstance(t, Logic):
+        b = to_bool(t)
+        return _merge([(1.0, b), (0.0, mk_not(b))])
+    if isinstance(t, Cond):
+        b = to_bool(t.test)
+        pairs = [(v, mk_and(b, g)) for v, g in cases(t.then).items()]
+        pairs += [(v, mk_and(mk_not(b), g)) for v, g in cases(t.other).items()]
+        return _prune(_merge(pairs))
+    if isinstance(t, Neg):
+        return _merge([(_arith("-", 0.0, v), g) for v, g in cases(t.arg).items()])
+    if isinstance(t, (BinOp, Cmp)):
+        left, right = cases(t.left), cases(t.right)
+        if len(left) * len(right) > MAX_CASES:
+            raise TooComplex(f"the expression takes more than {MAX_CASES} distinct values")
+        if isinstance(t, BinOp):
+            pairs = [(_arith(t.op, a, b), mk_and(ga, gb)) for a, ga in left.items() for b, gb in right.items()]
+        else:
+            pairs = [(float(_CMP[t.op](a, b)), mk_and(ga, gb)) for a, ga in left.items() for b, gb in right.items()]
+        return _prune(_merge(pairs))
+    if isinstance(t, Call):
+        combos: list[tuple[list[float], Expr]] = [([], TRUE)]
+        for a in t.args:
+            ca = cases(a)
+            if len(combos) * len(ca) > MAX_CASES:
+                raise TooComplex(f"the expression takes more than {MAX_CASES} distinct values")
+            combos = [(vs + [v], mk_and(g, ga)) for vs, g in combos for v, ga in ca.items()]
+        return _prune(_merge([(_call(t.func, vs), g) for vs, g in combos]))
+    raise TypeError(f"not a term: {t!r}")
+
+
+def _prune(table: dict[float, Expr]) -> dict[float, Expr]:
+    return {v: g for v, g in table.items() if satisfiable(g)}
+
+
+def to_bool(t: Term) -> Expr:
+    """The condition under which ``t`` is non-zero (NaN counts as true, as in C)."""
+    if isinstance(t, Num):
+        return Const(float(t.value) != 0 or math.isnan(float(t.value)))
+    if isinstance(t, Var):
+        return t
+    if isinstance(t, Logic):
+        args = [to_bool(a) for a in t.args]
+        if t.op == "not":
+            return mk_not(args[0])
+        return {"and": mk_and, "or": mk_or, "xor": mk_xor}[t.op](*args)
+    if isinstance(t, Cond):
+        b = to_bool(t.test)
+        return mk_or(mk_and(b, to_bool(t.then)), mk_and(mk_not(b), to_bool(t.other)))
+    if isinstance(t, Cmp):
+        simple = _compare_node(t)
+        if simple is not None:
+            return simple
+    return mk_or(*[g for v, g in cases(t).items() if v != 0])
+
+
+def _compare_node(t: Cmp) -> Expr | None:
+    """``X op c`` or ``c op X`` for a node X and a constant c, written as X, !X or a constant."""
+    if isinstance(t.left, Var) and isinstance(t.right, Num):
+        var, c, op = t.left, float(t.right.value), t.op
+        at = {v: bool(_CMP[op](v, c)) for v in (0.0, 1.0)}
+    elif isinstance(t.right, Var) and isinstance(t.left, Num):
+        var, c, op = t.right, float(t.left.value), t.op
+        at = {v: bool(_CMP[op](c, v)) for v in (0.0, 1.0)}
+    else:
+        return None
+    if at[0.0] == at[1.0]:
+        return Const(at[0.0])
+    return var if at[1.0] else Not(var)

@@ -4,6 +4,8 @@ A *shard* is a block of independent work (chains, realizations, islands) whose s
 worker's device between rounds; a *round* advances every shard and returns small statistics; the
 workload's client-side driver decides the next round. Shard tasks are pure functions of their
 payload, so Dask may recompute them anywhere and results never depend on the number of workers.
+A :class:`Run` holds one run's executor, shards, progress and provenance; :class:`ShardKind`
+describes state that stays on the workers (:mod:`.stateful`).
 """
 
 from .executor import (
@@ -15,17 +17,29 @@ from .executor import (
     executor_for,
     new_run_id,
 )
+from .failures import DETERMINISTIC, NotRetryable, TaskError
 from .progress import Progress
+from .run import Run, StatefulShards
 from .shards import split
+from .stateful import Missing, ShardKind, StateTask, run_state_task
 
 __all__ = [
+    "DETERMINISTIC",
     "DaskExecutor",
     "Executor",
     "LocalExecutor",
+    "Missing",
+    "NotRetryable",
     "Progress",
+    "Run",
     "ShardContext",
+    "ShardKind",
+    "StateTask",
+    "StatefulShards",
+    "TaskError",
     "execute_shard",
     "executor_for",
     "new_run_id",
+    "run_state_task",
     "split",
 ]

@@ -4,7 +4,8 @@
 * :class:`DaskExecutor` submits one task per shard to a ``distributed.Client``. A shard keeps
   returning to the worker that holds its cached state (``workers=[w]`` *with*
   ``allow_other_workers=True``, so a restarted worker never blocks it); tasks are retried on
-  errors and recomputed by Dask when their worker dies. Only the small results come back.
+  errors and recomputed by Dask when their worker dies, except deterministic errors
+  (:mod:`.failures`), which come back once as values. Only the small results come back.
 
 Both give identical results: shard tasks depend only on their payload (model, parameters, seed,
 shard, round), never on where or how often they ran.
@@ -20,6 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .. import backends
 from . import registry
+from .failures import DETERMINISTIC, TaskError, raise_task_errors
 
 
 @dataclass(frozen=True)
@@ -31,14 +33,9 @@ class ShardContext:
     round: int
     backend: str  # resolved: 'cpu' or 'gpu'
 
-    def cached(self, tag: str = "") -> Any:
-        return registry.get(self.run_id, self.shard, tag)
-
-    def cache(self, value: Any, tag: str = "") -> None:
-        registry.put(self.run_id, self.shard, value, tag)
-
 
 ShardFn = Callable[[ShardContext, Any], Any]
+OnDone = Callable[[int], None]  # called with the shard index as each task of a round finishes
 
 
 def _gpu_index() -> int:
@@ -82,6 +79,15 @@ def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: 
     return result, meta
 
 
+def execute_remote(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any,
+                   backend: str) -> tuple[Any, dict]:
+    """:func:`execute_shard` as a Dask task: a deterministic error comes back as a value (no retry)."""
+    try:
+        return execute_shard(fn, run_id, round_no, shard, payload, backend)
+    except DETERMINISTIC as err:
+        return TaskError.of(err), {"worker": _worker_address(), "pid": os.getpid()}
+
+
 def new_run_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
@@ -100,15 +106,21 @@ class LocalExecutor:
     def uses_gpu(self) -> bool:
         return backends.resolve(self.backend) == "gpu"
 
-    def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any]) -> list[tuple[Any, dict]]:
-        return [execute_shard(fn, run_id, round_no, s, p, self.backend) for s, p in enumerate(payloads)]
+    def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any],
+                  on_done: OnDone | None = None) -> list[tuple[Any, dict]]:
+        out = []
+        for s, p in enumerate(payloads):
+            out.append(execute_shard(fn, run_id, round_no, s, p, self.backend))
+            if on_done is not None:
+                on_done(s)
+        return out
 
     def stream(self, fn: ShardFn, run_id: str, payloads: Sequence[Any], round_no: int = 0) -> Iterator[tuple[int, Any, dict]]:
         """Independent tasks, yielded as ``(index, result, meta)`` as each finishes (here: in order)."""
         for s, p in enumerate(payloads):
             yield (s, *execute_shard(fn, run_id, round_no, s, p, self.backend))
 
-    def release(self, run_id: str) -> None:
+    def release(self, run_id: str, cached: bool = True) -> None:
         registry.release(run_id)
 
     def describe(self) -> str:
@@ -128,42 +140,57 @@ class DaskExecutor:
         self.backend = backend
         self.wrap = wrap  # e.g. fault injection (distsim.engine.faults)
         self.retries = int(dask.config.get("distsim.retries", 3) if retries is None else retries)
-        self._placement: dict[tuple[str, int], str] = {}
+        self._placement: dict[str, dict[int, str]] = {}  # run id -> shard -> worker of its cached state
 
     def _workers(self) -> dict[str, dict]:
-        return self.client.scheduler_info(n_workers=-1)["workers"]
+        """The workers now, asked of the scheduler (the client's ``scheduler_info()`` is a cache that
+        its periodic refresh may leave without workers)."""
+        return self.client.sync(self.client.scheduler.identity, n_workers=-1).get("workers", {})
 
     def n_workers(self) -> int:
         return max(1, len(self._workers()))
 
     def uses_gpu(self) -> bool:
         """True when every worker has a GPU (resource ``GPU``) and the backend is not 'cpu'."""
-        return self._resources() is not None
+        return self._resources(self._workers()) is not None
 
-    def _resources(self) -> dict | None:
-        workers = self._workers()
+    def _resources(self, workers: dict[str, dict]) -> dict | None:
         if self.backend != "cpu" and workers and all(w.get("resources", {}).get("GPU") for w in workers.values()):
             return {"GPU": 1}
         return None
 
-    def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any]) -> list[tuple[Any, dict]]:
-        addrs = sorted(self._workers())
-        resources = self._resources()
-        futures = []
-        for s, payload in enumerate(payloads):
-            pref = self._placement.get((run_id, s)) or (addrs[s % len(addrs)] if addrs else None)
-            futures.append(self.client.submit(
-                execute_shard, self.wrap(fn) if self.wrap else fn, run_id, round_no, s, payload, self.backend,
-                key=f"distsim-{run_id}-s{s}-r{round_no}",
-                workers=[pref] if pref else None,
-                allow_other_workers=True,  # never wait for a worker that may be gone
-                retries=self.retries,
-                resources=resources,
-                pure=False,
-            ))
-        results = self.client.gather(futures)
+    def _submit(self, fn: ShardFn, run_id: str, round_no: int, s: int, payload: Any, resources: dict | None,
+                worker: str | None) -> Any:
+        # a preferred worker, never a required one: a shard must not wait for a worker that may be
+        # gone; with no known worker, placement is left to Dask
+        where = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        return self.client.submit(execute_remote, self.wrap(fn) if self.wrap else fn, run_id, round_no, s, payload,
+                                  self.backend, key=f"distsim-{run_id}-s{s}-r{round_no}", retries=self.retries,
+                                  resources=resources, pure=False, **where)
+
+    def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any],
+                  on_done: OnDone | None = None) -> list[tuple[Any, dict]]:
+        workers = self._workers()
+        addrs = sorted(workers)
+        resources = self._resources(workers)
+        placed = self._placement.setdefault(run_id, {})
+        futures = [self._submit(fn, run_id, round_no, s, p, resources,
+                                placed.get(s) or (addrs[s % len(addrs)] if addrs else None))
+                   for s, p in enumerate(payloads)]
+        try:
+            if on_done is not None:
+                from distributed import as_completed
+
+                index = {f.key: s for s, f in enumerate(futures)}
+                for fut in as_completed(futures, loop=self.client.loop):
+                    on_done(index[fut.key])
+            results = self.client.gather(futures)
+        except BaseException:  # an error, or Ctrl-C: drop the rest of the round
+            self.client.cancel(futures)
+            raise
+        raise_task_errors(results)
         for s, (_, meta) in enumerate(results):
-            self._placement[(run_id, s)] = meta["worker"]
+            placed[s] = meta["worker"]
         return results
 
     def stream(self, fn: ShardFn, run_id: str, payloads: Sequence[Any], round_no: int = 0) -> Iterator[tuple[int, Any, dict]]:
@@ -171,23 +198,23 @@ class DaskExecutor:
         ``(index, result, meta)`` in completion order. Closing the iterator early cancels the rest."""
         from distributed import as_completed
 
-        resources = self._resources()
-        task = self.wrap(fn) if self.wrap else fn
-        futures = {self.client.submit(execute_shard, task, run_id, round_no, s, payload, self.backend,
-                                      key=f"distsim-{run_id}-s{s}-r{round_no}", retries=self.retries,
-                                      resources=resources, pure=False): s for s, payload in enumerate(payloads)}
+        resources = self._resources(self._workers())
+        futures = {self._submit(fn, run_id, round_no, s, p, resources, None): s for s, p in enumerate(payloads)}
         pending = set(futures)
         try:
             for fut, (result, meta) in as_completed(list(futures), loop=self.client.loop, with_results=True):
                 pending.discard(fut)
+                raise_task_errors([(result, meta)])
                 yield futures[fut], result, meta
         finally:
             if pending:
                 self.client.cancel(list(pending))
 
-    def release(self, run_id: str) -> None:
-        for key in [k for k in self._placement if k[0] == run_id]:
-            del self._placement[key]
+    def release(self, run_id: str, cached: bool = True) -> None:
+        """Forget the run's placement and (``cached``) drop its state cached on the workers."""
+        self._placement.pop(run_id, None)
+        if not cached:
+            return
         try:
             self.client.run(registry.release_async, run_id, wait=False)  # never block on a busy worker
         except Exception:  # a worker may be gone; its cache went with it

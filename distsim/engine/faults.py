@@ -1,4 +1,5 @@
-"""Fault injection for tests and drills: a shard task that kills its own worker process once."""
+"""Fault injection for tests and drills: a shard task that kills its own worker process once, and one
+that records its attempts."""
 
 from __future__ import annotations
 
@@ -27,4 +28,18 @@ class KillWorkerOnce:
             with open(self.marker, "w") as f:
                 f.write(f"killed pid {os.getpid()}\n")
             os._exit(1)
+        return self.fn(ctx, payload)
+
+
+@dataclass(frozen=True)
+class RecordAttempts:
+    """Wraps a shard function; every attempt of a task leaves a file ``r{round}-s{shard}-{n}`` in
+    ``folder``, so a drill can count how often Dask ran (or retried) each task."""
+
+    fn: ShardFn
+    folder: str
+
+    def __call__(self, ctx: ShardContext, payload: Any) -> Any:
+        n = sum(name.startswith(f"r{ctx.round}-s{ctx.shard}-") for name in os.listdir(self.folder))
+        open(os.path.join(self.folder, f"r{ctx.round}-s{ctx.shard}-{n}-{os.getpid()}"), "w").close()
         return self.fn(ctx, payload)

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import math
-import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .. import engine, results
+from .. import engine
 from ..rng import check_seed
 from .ga import MODELS, MODES, SELECTIONS, Consts, GAParams, grid_shape
 from .problem import RULE_NAMES, Problem, load, unpack_links
-from .shard import IslandTask, Setup, Step, island_task
+from .shard import ISLANDS, Setup, Step
 
-REBUILD = 1 << 24  # round numbers of rebuild rounds: REBUILD + the round being redone
 DEFAULT_ISLANDS = {"master-slave": 1, "island": 4, "cellular": 1, "hybrid": 4}
 
 
@@ -59,31 +58,79 @@ def infer(
     ``shards`` (default: one per worker); for a given seed the result does not depend on the number
     of shards or workers, nor on the backend.
     """
-    t0 = time.perf_counter()
     if not isinstance(problem, Problem):
         problem = load(problem)
+    prm = _params(problem, model=model, islands=islands, population=population, selection=selection,
+                  migration_rate=migration_rate, migration_interval=migration_interval, generations=generations,
+                  target_fitness=target_fitness, mode=mode, seed=seed, link_mutation=link_mutation,
+                  rule_mutation=rule_mutation)
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    if plot is not None and not str(plot).lower().endswith(".png"):
+        raise ValueError(f"plot must be a .png path, got {plot!r}")
+
+    with engine.Run("grn", client, backend, progress=progress, label="grn infer") as run:
+        parts = run.split(prm.islands, shards=shards)
+        run.progress.start(f"{model} GA, {prm.islands} x {prm.population} individuals, {len(parts)} shard(s) on "
+                           f"{run.describe()}", total=prm.generations, unit="gen")
+        rec = _evolve(run, problem, prm, parts, round_generations, time_limit)
+    ds = _dataset(problem, prm, rec, run, target_fitness, len(parts))
+    if plot is not None:
+        from .plots import plot_result
+
+        plot_result(ds, plot)
+    return ds
+
+
+def _params(problem: Problem, *, model: str, islands: int | None, population: int, selection: str,
+            migration_rate: int | float | None, migration_interval: int, generations: int,
+            target_fitness: float | None, mode: str, seed: int, link_mutation: float,
+            rule_mutation: float) -> GAParams:
+    """The checked GA parameters (a clear error for each bad value)."""
+    _check_choices(model, mode, selection)
+    K, N = _islands_and_population(model, islands, population)
+    interval = _count(migration_interval, "migration_interval", 1)
+    rate = _migration_rate(migration_rate, N)
+    G = _count(generations, "generations", 0)
+    for name, v in (("link_mutation", link_mutation), ("rule_mutation", rule_mutation)):
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"{name} must be a probability in [0, 1], got {v}")
+    seed = check_seed(seed)
+    if (Consts.of(problem).max_score + 1) * 2 * N >= 2**62:
+        raise ValueError("problem too large for exact 64-bit fitness keys (reduce lambda's denominator or population)")
+    stop_score = 0 if target_fitness is None else max(0, problem.score_of_fitness(float(target_fitness)))
+    return GAParams(model, selection, mode, N, K, rate, interval, float(link_mutation), float(rule_mutation), seed,
+                    G, stop_score)
+
+
+def _check_choices(model: str, mode: str, selection: str) -> None:
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    cellular = model in ("cellular", "hybrid")
-    if cellular and selection == "roulette":
+    if model in ("cellular", "hybrid") and selection == "roulette":
         raise ValueError(f"selection applies to the panmictic models; '{model}' mates each cell with its best "
                          "neighbour")
+
+
+def _islands_and_population(model: str, islands: int | None, population: int) -> tuple[int, int]:
     K = DEFAULT_ISLANDS[model] if islands is None else _count(islands, "islands", 1)
     if model in ("master-slave", "cellular") and K != 1:
         raise ValueError(f"model '{model}' has one population; use "
                          f"'{'island' if model == 'master-slave' else 'hybrid'}' for {K} islands")
     N = _count(population, "population", 2)
-    if cellular:
+    if model in ("cellular", "hybrid"):
         rows, cols = grid_shape(N)
         if min(rows, cols) < 3:
             raise ValueError(f"a cellular island needs a grid of at least 3x3; population {N} gives {rows}x{cols}")
     elif N % 2:
         raise ValueError(f"population must be even (parents are paired), got {N}")
-    interval = _count(migration_interval, "migration_interval", 1)
+    return K, N
+
+
+def _migration_rate(migration_rate: int | float | None, N: int) -> int:
     if migration_rate is None:
         rate = max(1, N // 16)
     elif isinstance(migration_rate, float) and 0 <= migration_rate < 1:
@@ -92,103 +139,68 @@ def infer(
         rate = _count(migration_rate, "migration_rate", 0)
     if rate > N // 2:
         raise ValueError(f"migration_rate must be at most half the island ({N // 2}), got {rate}")
-    G = _count(generations, "generations", 0)
-    for name, v in (("link_mutation", link_mutation), ("rule_mutation", rule_mutation)):
-        if not 0.0 <= v <= 1.0:
-            raise ValueError(f"{name} must be a probability in [0, 1], got {v}")
-    seed = check_seed(seed)
-    if time_limit is not None and not time_limit > 0:
-        raise ValueError(f"time_limit must be positive, got {time_limit}")
-    if plot is not None and not str(plot).lower().endswith(".png"):
-        raise ValueError(f"plot must be a .png path, got {plot!r}")
-    c = Consts.of(problem)
-    if (c.max_score + 1) * 2 * N >= 2**62:
-        raise ValueError("problem too large for exact 64-bit fitness keys (reduce lambda's denominator or population)")
-    stop_score = 0 if target_fitness is None else max(0, problem.score_of_fitness(float(target_fitness)))
-    prm = GAParams(model, selection, mode, N, K, rate, interval, float(link_mutation), float(rule_mutation), seed, G,
-                   stop_score)
+    return rate
 
-    ex = engine.executor_for(client, backend)
-    parts = engine.split(K, shards if shards is not None else ex.n_workers())
-    S = len(parts)
-    external = S > 1 and prm.migrates
-    setups = [Setup(problem, prm, tuple(r), external) for r in parts]
-    epochs_total = math.ceil(G / interval)
-    per_round = 1 if S > 1 else max(1, round_generations // interval)  # shards stop at the same epoch
-    run_id = engine.new_run_id("grn")
-    prog = engine.Progress(progress, "grn infer")
-    prog.update(f"{model} GA, {K} x {N} individuals, {S} shard(s) on {ex.describe()}", force=True)
 
-    history: list[list[Step]] = [[] for _ in range(S)]
-    best_rec: list[list[np.ndarray]] = [[] for _ in range(S)]
-    sum_rec: list[list[np.ndarray]] = [[] for _ in range(S)]
-    best_ind: dict[int, tuple] = {}
-    metas: list[dict] = []
-    t_target = None
-    stop_reason = "generations"
+@dataclass
+class _Record:
+    """What the rounds brought back: per-generation statistics of every shard's islands, the best
+    individual each shard reported, and why the search stopped."""
 
-    def run(round_no: int, steps: list[Step | None]) -> list[dict]:
-        tasks = [IslandTask(run_id, s, round_no, steps[s], setups[s] if round_no == 0 else None) for s in range(S)]
-        out = ex.run_round(island_task, run_id, round_no, tasks)
-        missing = [s for s, (r, _) in enumerate(out) if r.get("missing")]
-        if missing:  # a worker lost its islands: rebuild them by replaying the earlier rounds' migrants
-            redo = [IslandTask(run_id, s, round_no, steps[s], setups[s], tuple(history[s])) if s in missing
-                    else None for s in range(S)]  # None: nothing to do (keeps the shards' placement)
-            again = ex.run_round(island_task, run_id, REBUILD + round_no, redo)
-            for s in missing:
-                out[s] = again[s]
-        metas.extend(m for _, m in out)
-        res = [r for r, _ in out]
+    best: list[list[np.ndarray]]
+    sums: list[list[np.ndarray]]
+    best_ind: dict[int, tuple] = field(default_factory=dict)
+    stop_reason: str = "generations"
+    t_target: float | None = None
+
+    def add(self, res: list[dict]) -> list[dict]:
         for s, r in enumerate(res):
-            best_rec[s].append(r["best"])
-            sum_rec[s].append(r["sum"])
+            self.best[s].append(r["best"])
+            self.sums[s].append(r["sum"])
             if r["best_individual"] is not None:
-                best_ind[s] = (r["best_key"], r["best_individual"])
-            if steps[s] is not None:
-                history[s].append(steps[s])
+                self.best_ind[s] = (r["best_key"], r["best_individual"])
         return res
 
-    try:
-        res = run(0, [None] * S)
-        epoch, round_no = 0, 1
-        reached = min(r["best_key"] for r in res)[0] <= stop_score
-        if reached:
-            t_target, stop_reason = time.perf_counter() - t0, "target"
-        while epoch < epochs_total and not reached:
-            if time_limit is not None and time.perf_counter() - t0 >= time_limit:
-                stop_reason = "time_limit"
-                break
-            m = min(per_round, epochs_total - epoch)
-            steps = [Step(epoch, m, res[(s - 1) % S]["outgoing"] if external else None) for s in range(S)]
-            res = run(round_no, steps)
-            epoch += res[0]["epochs"]
-            round_no += 1
-            best_now = min(r["best_key"] for r in res)[0]
-            best_fit = float(problem.fitness_of_score(best_now))
-            prog.update(f"generation {res[0]['generation']}/{G}: best fitness {best_fit:.8g}")
-            if best_now <= stop_score:
-                reached = True
-                t_target, stop_reason = time.perf_counter() - t0, "target"
-    finally:
-        ex.release(run_id)
-        prog.close()
-    wall = time.perf_counter() - t0
-    ds = _dataset(problem, prm, parts, best_rec, sum_rec, best_ind, metas, ex, wall, t_target, stop_reason,
-                  target_fitness, S)
-    if plot is not None:
-        from .plots import plot_result
-
-        plot_result(ds, plot)
-    return ds
+    def reached(self, res: list[dict], stop_score: int, elapsed: float) -> bool:
+        if min(r["best_key"] for r in res)[0] > stop_score:
+            return False
+        self.t_target, self.stop_reason = elapsed, "target"
+        return True
 
 
-def _dataset(problem, prm, parts, best_rec, sum_rec, best_ind, metas, ex, wall, t_target, stop_reason,
-             target_fitness, S) -> xr.Dataset:
+def _evolve(run: engine.Run, problem: Problem, prm: GAParams, parts: list[range], round_generations: int,
+            time_limit: float | None) -> _Record:
+    """Rounds of migration epochs until the generation limit, the target fitness or the time limit."""
+    S = len(parts)
+    external = S > 1 and prm.migrates
+    islands = run.stateful(ISLANDS, [Setup(problem, prm, tuple(r), external) for r in parts])
+    epochs_total = math.ceil(prm.generations / prm.migration_interval)
+    per_round = 1 if S > 1 else max(1, round_generations // prm.migration_interval)  # shards stop at the same epoch
+    rec = _Record([[] for _ in parts], [[] for _ in parts])
+    res = rec.add(islands.advance())
+    reached = rec.reached(res, prm.stop_score, run.elapsed())
+    epoch = 0
+    while epoch < epochs_total and not reached:
+        if time_limit is not None and run.elapsed() >= time_limit:
+            rec.stop_reason = "time_limit"
+            break
+        m = min(per_round, epochs_total - epoch)
+        res = rec.add(islands.advance([Step(epoch, m, res[(s - 1) % S]["outgoing"] if external else None)
+                                       for s in range(S)]))
+        epoch += res[0]["epochs"]
+        best_fit = float(problem.fitness_of_score(min(r["best_key"] for r in res)[0]))
+        run.progress.update(res[0]["generation"], message=f"best fitness {best_fit:.8g}")
+        reached = rec.reached(res, prm.stop_score, run.elapsed())
+    return rec
+
+
+def _dataset(problem: Problem, prm: GAParams, rec: _Record, run: engine.Run, target_fitness: float | None,
+             S: int) -> xr.Dataset:
     n, N = problem.n, prm.population
-    best = np.concatenate([np.concatenate(b, axis=1) for b in best_rec], axis=0)  # [K, gens+1]
-    total = np.concatenate([np.concatenate(s, axis=1) for s in sum_rec], axis=0)
+    best = np.concatenate([np.concatenate(b, axis=1) for b in rec.best], axis=0)  # [K, gens+1]
+    total = np.concatenate([np.concatenate(s, axis=1) for s in rec.sums], axis=0)
     gens = best.shape[1] - 1
-    (score, island), (act, rep, rules, gen_found) = min(best_ind.values(), key=lambda v: v[0])
+    (score, island), (act, rep, rules, gen_found) = min(rec.best_ind.values(), key=lambda v: v[0])
     links = unpack_links(act, rep, n)
     rules = np.asarray(rules, np.int8)
     traj = problem.simulate(links, rules)
@@ -221,18 +233,16 @@ def _dataset(problem, prm, parts, best_rec, sum_rec, best_ind, metas, ex, wall, 
     coords = {"island": np.arange(prm.islands), "generation": np.arange(gens + 1), "gene": genes, "source": genes,
               "step": np.arange(problem.iterations + 1)}
     ds = xr.Dataset(data, coords=coords)
-    search = max(wall, 1e-12)
-    ds.attrs = results.provenance(
-        workload="grn.infer", seed=prm.seed, model_name=problem.name, model_sha256=problem.digest(),
-        backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
-        executor=ex.describe(), wall_time_s=wall, model=prm.model, selection=prm.selection, mode=prm.mode,
-        islands=prm.islands, population=N, migration_rate=prm.migration_rate,
+    search = max(run.elapsed(), 1e-12)
+    ds.attrs = run.provenance(
+        workload="grn.infer", seed=prm.seed, model_name=problem.name, model_sha256=problem.digest(), model=prm.model,
+        selection=prm.selection, mode=prm.mode, islands=prm.islands, population=N, migration_rate=prm.migration_rate,
         migration_interval=prm.migration_interval, link_mutation=prm.link_mutation, rule_mutation=prm.rule_mutation,
         generations=gens, generation_limit=prm.generations, shards=S, iterations=problem.iterations,
         lambda_=problem.lam, fitness=float(problem.fitness_of_score(score)), score=int(score),
         node_mismatches=nm, link_mismatches=lm, link_changes=int(changed.sum()), best_island=int(island),
-        best_generation=int(gen_found), target_fitness=target_fitness, stop_reason=stop_reason,
-        reached_target=int(stop_reason == "target"), time_to_target_s=t_target, evaluations=evaluations,
+        best_generation=int(gen_found), target_fitness=target_fitness, stop_reason=rec.stop_reason,
+        reached_target=int(rec.stop_reason == "target"), time_to_target_s=rec.t_target, evaluations=evaluations,
         evaluations_per_second=evaluations / search, generations_per_second=gens / search,
     )
     return ds

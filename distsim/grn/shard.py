@@ -1,12 +1,12 @@
-"""The GRN shard task: a block of islands on one worker's device, advanced one round at a time.
+"""The GRN shard kind: a block of islands on one worker's device, advanced one round at a time.
 
 Round 0 creates the islands (from the seed alone); round r >= 1 runs ``epochs`` migration epochs
-(each: ring migration, then ``migration_interval`` generations). The population stays in the
-worker-local cache between rounds; only statistics, the block's emigrants (when the ring crosses
-blocks) and an improved best individual come back. A task that finds no cached state (its worker
-died, or Dask moved it) answers ``{"missing": True}``; the driver then resends it with the setup
-and the earlier rounds' immigrants, and the task rebuilds the block by replaying them, which gives
-the same state because every step is a pure function of (seed, islands, immigrants).
+(each: ring migration, then ``migration_interval`` generations). The population stays on the
+worker between rounds (:mod:`distsim.engine.stateful`); only statistics, the block's emigrants
+(when the ring crosses blocks) and an improved best individual come back. A task that finds no
+state (its worker died, or Dask moved it) is resent by the engine with the earlier rounds' steps,
+and the block is rebuilt by replaying them, which gives the same state because every step is a
+pure function of (seed, islands, immigrants).
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import ShardContext, registry
+from ..engine import ShardContext, ShardKind
 from .ga import Consts, CPUOps, GAParams, IslandBlock
 from .problem import Problem
-
-TAG = "grn"
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,22 +36,10 @@ class Step:
     incoming: tuple | None = None  # (act, rep, rules, score) host arrays for the first island
 
 
-@dataclass(frozen=True, eq=False)
-class IslandTask:
-    run_id: str
-    shard: int
-    round: int
-    step: Step | None  # None in round 0
-    setup: Setup | None = None  # round 0, or a rebuild
-    replay: tuple[Step, ...] = ()  # the steps of rounds 1..round-1 (rebuild only)
-
-
 @dataclass(eq=False)
 class ShardState:
     block: IslandBlock
     setup: Setup
-    next_round: int = 1
-    last_result: Any = None
     sent_key: tuple = field(default_factory=lambda: (np.iinfo(np.int64).max, -1))
 
 
@@ -116,28 +102,25 @@ def _result(st: ShardState, best: list, total: list, epochs: int, stopped: bool)
     return out
 
 
-def island_task(ctx: ShardContext, t: IslandTask | None) -> dict | None:
-    """Shard task (runs on a worker): CPU (NumPy + Numba) or GPU (CuPy) by the worker's backend.
-    ``None`` is a no-op (a shard that needs no rebuild in a rebuild round)."""
-    if t is None:
-        return None
-    st: ShardState | None = registry.get(t.run_id, t.shard, TAG)
-    if st is not None and st.next_round == t.round + 1 and st.last_result is not None:
-        return st.last_result  # this round already ran here (a recomputed task)
-    if st is None or st.next_round != t.round or t.round == 0:
-        if t.setup is None:
-            return {"missing": True}
-        st = _build(ctx.backend, t.setup)
-        for s in t.replay:
-            _advance(st, s)
-        st.next_round = t.round if t.round else 0
-    registry.put(t.run_id, t.shard, None, TAG)  # invalid while it changes
-    if t.round == 0:
-        s_min, s_sum = st.block.stats()
-        res = _result(st, [s_min[:, None]], [s_sum[:, None]], 0, False)
-    else:
-        res = _result(st, *_advance(st, t.step))
-    st.next_round = t.round + 1
-    st.last_result = res
-    registry.put(t.run_id, t.shard, st, TAG)
-    return res
+class Islands(ShardKind):
+    """Islands on a worker: CPU (NumPy + Numba) or GPU (CuPy) by the worker's backend. A round's
+    step is None in round 0 (report the new islands) and a :class:`Step` after it."""
+
+    def tag(self, setup: Setup) -> str:
+        return "grn"
+
+    def build(self, ctx: ShardContext, setup: Setup) -> ShardState:
+        return _build(ctx.backend, setup)
+
+    def advance(self, ctx: ShardContext, st: ShardState, step: Step | None) -> dict:
+        if step is None:
+            s_min, s_sum = st.block.stats()
+            return _result(st, [s_min[:, None]], [s_sum[:, None]], 0, False)
+        return _result(st, *_advance(st, step))
+
+    def replay(self, ctx: ShardContext, st: ShardState, step: Step | None) -> None:
+        if step is not None:
+            _advance(st, step)
+
+
+ISLANDS = Islands()

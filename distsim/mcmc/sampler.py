@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import os
-import time
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
 
-from .. import engine, results
+from .. import engine
 from ..models import arith
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
@@ -112,7 +112,6 @@ def infer_rates(
     quantity, sample stats ``attempts`` (chain, draw, interval) and ``acceptance_rate`` (chain,
     interval), the observations, and R-hat / ESS per variable in ``rhat``, ``ess_bulk``, ``ess_tail``.
     """
-    t_start = time.perf_counter()
     if not isinstance(net, ReactionNetwork):
         from ..models.formats.reaction_formats import load_reactions as load
 
@@ -127,49 +126,50 @@ def infer_rates(
     obs = as_observations(net, observations)
     der = parse_derived(derived, rm.names)
     pr = build_problem(net, obs, rm, max_events=max_events, max_attempts=max_attempts)
-    n, P = obs.n_intervals, len(rm.names)
-    total = int(iterations) + 1  # one more X-step: the path of the last kept draw
-
-    ex = engine.executor_for(client, backend)
-    shards = engine.split(int(chains), ex.n_workers())
-    theta = np.tile(rm.initial, (chains, 1))
-    draws = np.zeros((chains, total, P))
-    best = np.zeros((chains, total, n), dtype=np.int64)
-    wave = np.full((chains, n), 64, dtype=np.int64)
-    run_id = engine.new_run_id("mcmc")
-    prog = engine.Progress(progress, "mcmc rates")
-    prog.update(f"{chains} chains x {iterations} iterations, {n} intervals, on {ex.describe()}", force=True)
-    it0, block, rnd, simulated, metas = 0, FIRST_BLOCK, 0, 0, []
-    t_rounds = 0.0
-    try:
-        while it0 < total:
-            k = min(block, total - it0)
-            payloads = [MCMCBlock(pr, seed, np.arange(r.start, r.stop, dtype=np.int64), theta[r.start:r.stop], it0, k,
-                                  wave[r.start:r.stop]) for r in shards]
-            t0 = time.perf_counter()
-            out = ex.run_round(run_block, run_id, rnd, payloads)
-            dt = time.perf_counter() - t0
-            t_rounds += dt
-            for r, (res, meta) in zip(shards, out):
-                _raise_errors(net, obs, rm, res["err"], r.start, res["draws"], it0, theta[r.start:r.stop])
-                draws[r.start:r.stop, it0:it0 + k] = res["draws"]
-                best[r.start:r.stop, it0:it0 + k] = res["best"]
-                simulated += res["simulated"]
-                metas.append(meta)
-            theta = draws[:, it0 + k - 1].copy()
-            mean_att = best[:, it0:it0 + k].mean(axis=1) + 1.0
-            wave = np.clip(np.ceil(2.0 * mean_att), WAVE_MIN, WAVE_MAX).astype(np.int64)
-            it0 += k
-            rnd += 1
-            block = int(np.clip(k * ROUND_SECONDS / max(dt, 1e-3), 1, 100_000))
-            prog.update(f"iteration {it0 - 1}/{iterations} ({it0 / t_rounds:.3g} it/s per chain, "
-                        f"{simulated / t_rounds:.3g} attempts/s)")
-    finally:
-        ex.release(run_id)
-        prog.close()
+    with engine.Run("mcmc", client, backend, progress=progress, label="mcmc rates") as run:
+        run.progress.start(f"{chains} chains x {iterations} iterations, {obs.n_intervals} intervals, on "
+                           f"{run.describe()}", total=int(iterations) + 1, unit="it")
+        sample = _sample(run, net, obs, rm, pr, seed, int(chains), int(iterations) + 1)
     keep = np.arange(burn_in, iterations, thin)
-    return _dataset(net, obs, rm, der, draws, best, keep, seed, chains, iterations, burn_in, thin, simulated,
-                    t_rounds, metas, ex, time.perf_counter() - t_start)
+    return _dataset(net, obs, rm, der, sample, keep, run, seed=seed, chains=chains, iterations=iterations,
+                    burn_in=burn_in, thin=thin)
+
+
+@dataclass
+class _Sample:
+    """Every chain's theta after each iteration and the accepted attempt of each interval."""
+
+    draws: np.ndarray  # [C, total, P]
+    best: np.ndarray  # [C, total, n]
+    simulated: int = 0  # attempts simulated, all chains
+
+
+def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateModel, pr: Problem, seed: int,
+            chains: int, total: int) -> _Sample:
+    """Rounds of Gibbs iterations (``total`` = iterations + 1: one more X-step, the path of the last
+    kept draw), sized to about ROUND_SECONDS each; the draws do not depend on the round sizes."""
+    shards = run.split(chains)
+    n, P = obs.n_intervals, len(rm.names)
+    out = _Sample(np.zeros((chains, total, P)), np.zeros((chains, total, n), dtype=np.int64))
+    theta = np.tile(rm.initial, (chains, 1))
+    wave = np.full((chains, n), 64, dtype=np.int64)
+    it0, block = 0, FIRST_BLOCK
+    while it0 < total:
+        k = min(block, total - it0)
+        res = run.round(run_block, [MCMCBlock(pr, seed, np.arange(r.start, r.stop, dtype=np.int64),
+                                              theta[r.start:r.stop], it0, k, wave[r.start:r.stop]) for r in shards])
+        for r, x in zip(shards, res):
+            _raise_errors(net, obs, rm, x["err"], r.start, x["draws"], it0, theta[r.start:r.stop])
+            out.draws[r.start:r.stop, it0:it0 + k] = x["draws"]
+            out.best[r.start:r.stop, it0:it0 + k] = x["best"]
+            out.simulated += x["simulated"]
+        theta = out.draws[:, it0 + k - 1].copy()
+        mean_att = out.best[:, it0:it0 + k].mean(axis=1) + 1.0
+        wave = np.clip(np.ceil(2.0 * mean_att), WAVE_MIN, WAVE_MAX).astype(np.int64)
+        it0 += k
+        block = int(np.clip(k * ROUND_SECONDS / max(run.last_round_seconds, 1e-3), 1, 100_000))
+        run.progress.update(it0, message=f"{out.simulated / max(run.round_seconds, 1e-12):.3g} attempts/s")
+    return out
 
 
 def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before) -> None:
@@ -203,11 +203,12 @@ def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before) -> None:
         raise RuntimeError(f"chain {chain}: error code {code} at iteration {it}")
 
 
-def _dataset(net, obs, rm, der, draws, best, keep, seed, chains, iterations, burn_in, thin, simulated, t_rounds,
-             metas, ex, wall) -> xr.Dataset:
+def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[str, arith.Node], sample: _Sample,
+             keep: np.ndarray, run: engine.Run, *, seed: int, chains: int, iterations: int, burn_in: int,
+             thin: int) -> xr.Dataset:
     names = list(rm.names)
-    post = draws[:, keep]  # theta after iteration it
-    attempts = best[:, keep + 1] + 1  # the path drawn from that theta (iteration it + 1)
+    post = sample.draws[:, keep]  # theta after iteration it
+    attempts = sample.best[:, keep + 1] + 1  # the path drawn from that theta (iteration it + 1)
     data: dict[str, Any] = {}
     for p, nm in enumerate(names):
         data[nm] = (("chain", "draw"), post[:, :, p], {"long_name": f"rate constant {nm} ({rm.reactions_of(p, net)})",
@@ -236,15 +237,14 @@ def _dataset(net, obs, rm, der, draws, best, keep, seed, chains, iterations, bur
               "iteration": ("draw", keep), "variable": var_names, "time": obs.times, "species": list(net.species)}
     ds = xr.Dataset(data, coords=coords)
     total = iterations * chains
-    ds.attrs = results.provenance(
-        workload="mcmc.infer_rates", seed=seed, model_name=net.name, model_sha256=net.digest(),
-        backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
-        executor=ex.describe(), wall_time_s=wall, chains=chains, iterations=iterations, burn_in=burn_in, thin=thin,
+    t_rounds = max(run.round_seconds, 1e-12)
+    ds.attrs = run.provenance(
+        workload="mcmc.infer_rates", seed=seed, model_name=net.name, model_sha256=net.digest(), chains=chains, iterations=iterations, burn_in=burn_in, thin=thin,
         parameters=",".join(names), derived=",".join(f"{k}={arith.to_text(v, names)}" for k, v in der.items()),
         posterior_variables=",".join(var_names), sample_stats="attempts,acceptance_rate",
         initial_theta=",".join(f"{nm}={v!r}" for nm, v in zip(names, rm.initial)),
-        attempts_simulated=int(simulated), iterations_per_second=(iterations + 1) * chains / max(t_rounds, 1e-12),
-        attempts_per_second=simulated / max(t_rounds, 1e-12), sampling_seconds=t_rounds,
+        attempts_simulated=int(sample.simulated), iterations_per_second=(iterations + 1) * chains / t_rounds,
+        attempts_per_second=sample.simulated / t_rounds, sampling_seconds=run.round_seconds,
         observations=obs.source, total_iterations=total,
     )
     return ds

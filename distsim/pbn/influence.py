@@ -57,18 +57,8 @@ def influence(
     joint = ss.probability.values  # pi(assignment), all 2^k assignments (they partition the state space)
     precision = float(ss.attrs["precision"])
 
-    # values of every predictor on every assignment with x_j forced to 0 and to 1
-    states = np.zeros((len(assignments), net.n), dtype=bool)
-    for r, a in enumerate(assignments):
-        states[r, P] = a
     preds = net.predictors[i]
-    sensitive = np.zeros((len(preds), k, len(assignments)), dtype=bool)  # toggling x_j toggles f
-    for f, pred in enumerate(preds):
-        for jj, j in enumerate(P):
-            lo, hi = states.copy(), states.copy()
-            lo[:, j] = False
-            hi[:, j] = True
-            sensitive[f, jj] = evaluate(pred.expr, lo) != evaluate(pred.expr, hi)
+    sensitive = _sensitivity(net, i, P, assignments)
     func_infl = sensitive.astype(float) @ joint
     c = np.array([p.probability for p in preds])
     infl = c @ func_infl
@@ -97,3 +87,20 @@ def influence(
     ds.attrs.update(workload="pbn.influence", target_node=net.nodes[i], parents=",".join(net.nodes[p] for p in P),
                     assignment_order=",".join(net.nodes[p] for p in P))
     return ds
+
+
+def _sensitivity(net: PBN, i: int, P: list[int], assignments: list[tuple[int, ...]]) -> np.ndarray:
+    """[function, parent, assignment]: True where toggling the parent toggles the predictor function
+    (every predictor of node ``i`` evaluated with x_j forced to 0 and to 1)."""
+    states = np.zeros((len(assignments), net.n), dtype=bool)
+    for r, a in enumerate(assignments):
+        states[r, P] = a
+    preds = net.predictors[i]
+    sensitive = np.zeros((len(preds), len(P), len(assignments)), dtype=bool)
+    for f, pred in enumerate(preds):
+        for jj, j in enumerate(P):
+            lo, hi = states.copy(), states.copy()
+            lo[:, j] = False
+            hi[:, j] = True
+            sensitive[f, jj] = evaluate(pred.expr, lo) != evaluate(pred.expr, hi)
+    return sensitive

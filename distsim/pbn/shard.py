@@ -1,9 +1,9 @@
-"""The PBN shard task: advance a block of chains from step a to step b and return counts.
+"""The PBN shard kind: advance a block of chains from step a to step b and return counts.
 
-It is a pure function of its :class:`Block` payload. The block's bit-sliced state is cached on
-the worker between rounds (on its GPU when it has one); if the cache is missing -- a new worker,
-a restarted one, or another backend -- the state is rebuilt by replaying from step 0, which gives
-the same bits because every random number is addressed by (seed, chain, step).
+A round's task is a pure function of its :class:`Block` payload. The block's bit-sliced state is
+cached on the worker between rounds (on its GPU when it has one); if the cache is missing -- a new
+worker, a restarted one, or another backend -- the state is rebuilt by replaying from step 0, which
+gives the same bits because every random number is addressed by (seed, chain, step).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..engine import ShardContext
+from ..engine import ShardContext, ShardKind, StateTask, run_state_task
 from . import cpu
 from .compile import CompiledPBN
 from .stats import exact_sums
@@ -55,42 +55,60 @@ def flat_targets(targets: Sequence[Sequence[tuple[int, int]]]) -> tuple[np.ndarr
 
 
 class _State:
-    __slots__ = ("step", "S", "backend")
+    __slots__ = ("step", "S")
 
-    def __init__(self, step: int, S, backend: str):
-        self.step, self.S, self.backend = step, S, backend
+    def __init__(self, step: int, S):
+        self.step, self.S = step, S
+
+
+class Chains(ShardKind):
+    """A block of chains whose bit-sliced state stays on its worker's device between rounds. Every
+    random number is addressed by (seed, chain, step), so a lost state is rebuilt from the block
+    alone by replaying from step 0 (counts discarded): the same bits."""
+
+    replays_itself = True
+
+    def tag(self, b: Block) -> str:
+        return f"{b.compiled.digest}:{b.mode}:{b.seed}:{b.chain0}:{b.n_chains}"
+
+    def build(self, ctx: ShardContext, b: Block) -> _State:
+        return _State(0, _init(ctx.backend, b))
+
+    def advance(self, ctx: ShardContext, state: _State, b: Block) -> dict:
+        """Counts per segment, per chain and per node, plus final states."""
+        if state.step > b.step_from:  # a state past the block's start cannot go back: start again
+            state.step, state.S = 0, _init(ctx.backend, b)
+        T = max(1, len(b.targets))
+        if state.step < b.step_from:  # replay: same bits, counts discarded
+            _advance(ctx.backend, state.S, b, state.step, b.step_from - state.step, False, False)
+        state.step = b.step_from
+        pooled = np.zeros((len(b.segments), T, 4), dtype=np.uint64)
+        chain_ones = np.zeros((T, b.n_chains), dtype=np.uint32) if b.want_chain else None
+        node_ones = np.zeros(b.compiled.n, dtype=np.uint64) if b.want_nodes else None
+        for k, end in enumerate(b.segments):
+            out = _advance(ctx.backend, state.S, b, state.step, end - state.step, b.want_chain, b.want_nodes)
+            pooled[k] = out["pooled"]
+            if b.want_chain:
+                chain_ones += out["chain_ones"]
+            if b.want_nodes:
+                node_ones += out["node_ones"]
+            state.step = end
+        result = {"pooled": pooled, "step": state.step}
+        if b.want_chain:  # sufficient statistics only: sum c and sum c^2 per target, exact
+            result["chain_sums"] = [exact_sums(chain_ones[t]) for t in range(T)]
+        if b.want_nodes:
+            result["node_ones"] = node_ones
+        if b.want_states:
+            result["states"] = _states(ctx.backend, state.S, b)
+        return result
+
+
+CHAINS = Chains()
 
 
 def advance_block(ctx: ShardContext, b: Block) -> dict:
-    """Shard task (runs on a worker): counts per segment, per chain and per node, plus final states."""
-    tag = f"{b.compiled.digest}:{b.mode}:{b.seed}:{b.chain0}:{b.n_chains}"
-    state = ctx.cached(tag)
-    if state is None or state.backend != ctx.backend or state.step > b.step_from:
-        state = _State(0, _init(ctx.backend, b), ctx.backend)
-    T = max(1, len(b.targets))
-    if state.step < b.step_from:  # replay (cache lost): same bits, counts discarded
-        _advance(ctx.backend, state.S, b, state.step, b.step_from - state.step, False, False)
-    state.step = b.step_from
-    pooled = np.zeros((len(b.segments), T, 4), dtype=np.uint64)
-    chain_ones = np.zeros((T, b.n_chains), dtype=np.uint32) if b.want_chain else None
-    node_ones = np.zeros(b.compiled.n, dtype=np.uint64) if b.want_nodes else None
-    for k, end in enumerate(b.segments):
-        out = _advance(ctx.backend, state.S, b, state.step, end - state.step, b.want_chain, b.want_nodes)
-        pooled[k] = out["pooled"]
-        if b.want_chain:
-            chain_ones += out["chain_ones"]
-        if b.want_nodes:
-            node_ones += out["node_ones"]
-        state.step = end
-    ctx.cache(state, tag)
-    result = {"pooled": pooled, "step": state.step}
-    if b.want_chain:  # sufficient statistics only: sum c and sum c^2 per target, exact
-        result["chain_sums"] = [exact_sums(chain_ones[t]) for t in range(T)]
-    if b.want_nodes:
-        result["node_ones"] = node_ones
-    if b.want_states:
-        result["states"] = _states(ctx.backend, state.S, b)
-    return result
+    """One block as a stateful shard task (step ``ctx.round`` of its shard), outside a :class:`Run`."""
+    return run_state_task(ctx, StateTask(CHAINS, b, b, ctx.round))
 
 
 def _init(backend: str, b: Block):

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import time
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
 
-from .. import engine, results
+from .. import engine
 from ..models.pbn import PBN
 from ..rng import check_seed
 from .compile import compile_pbn
 from .inputs import TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, target_label
-from .shard import Block, advance_block
+from .shard import CHAINS, Block
 
 LANE_ALIGN = 64  # shard boundaries fall on whole CPU words (and so whole GPU words)
+FIRST_ROUND_STEPS = 64  # then rounds of about ROUND_SECONDS each (progress reports between rounds)
+ROUND_SECONDS = 1.0
 
 
 def simulate(
@@ -41,7 +43,6 @@ def simulate(
     0->1 / 1->0 transition counts. Trajectory ``c`` uses the Philox stream (seed, c): the result is
     identical on CPU and GPU and for any number of workers.
     """
-    t0 = time.perf_counter()
     net = as_network(net, perturbation=perturbation)
     steps = check_count("steps", steps, 0, 2**62)
     trajectories = check_count("trajectories", trajectories, 1, 2**32)
@@ -51,38 +52,56 @@ def simulate(
     fix_mask, fix_val = initial_state(initial, net)
     compiled = compile_pbn(net)
 
-    ex = engine.executor_for(client, backend)
-    shards = engine.split(trajectories, ex.n_workers(), align=LANE_ALIGN)
-    blocks = [Block(compiled, mode_id, tuple(tgts), seed, r.start, len(r), fix_mask, fix_val, 0, (steps,),
-                    want_nodes=True, want_states=keep_states) for r in shards]
-    run_id = engine.new_run_id("pbn-sim")
-    prog = engine.Progress(progress, "pbn simulate")
-    prog.update(f"{trajectories} trajectories x {steps} steps on {ex.describe()}", force=True)
-    t_round = time.perf_counter()
-    try:
-        out = ex.run_round(advance_block, run_id, 0, blocks)
-        t_round = time.perf_counter() - t_round
-    finally:
-        ex.release(run_id)
-        prog.close()
-    res = [r for r, _ in out]
-    metas = [m for _, m in out]
+    with engine.Run("pbn-sim", client, backend, progress=progress, label="pbn simulate") as run:
+        template = [Block(compiled, mode_id, tuple(tgts), seed, r.start, len(r), fix_mask, fix_val, 0, (0,),
+                          want_nodes=True) for r in run.split(trajectories, align=LANE_ALIGN)]
+        run.progress.start(f"{trajectories} trajectories x {steps} steps on {run.describe()}", total=steps,
+                           unit="step")
+        res = _run_steps(run, run.stateful(CHAINS, template), steps, keep_states)
+    return _dataset(net, tgts, res, run, mode=mode, seed=seed, steps=steps, trajectories=trajectories,
+                    keep_states=keep_states)
 
-    node_ones = np.sum([r["node_ones"] for r in res], axis=0).astype(np.float64)
+
+def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_states: bool) -> dict:
+    """Advance every chain to ``steps`` in rounds of about ROUND_SECONDS (progress is reported
+    between rounds); counts are summed over the rounds, so they do not depend on the round sizes."""
+    node_ones = pooled = None
+    at, size = 0, min(steps, FIRST_ROUND_STEPS)
+    while True:
+        last = at + size == steps
+        out = chains.advance([replace(b, step_from=at, segments=(at + size,), want_states=keep_states and last)
+                              for b in chains.setups])
+        ones = np.sum([r["node_ones"] for r in out], axis=0)
+        counts = np.sum([r["pooled"][0] for r in out], axis=0)  # [T, 4]: ones, n01, n10, in the set at the end
+        if pooled is None:
+            node_ones, pooled = ones, counts
+        else:
+            node_ones += ones
+            pooled[:, :3] += counts[:, :3]
+            pooled[:, 3] = counts[:, 3]
+        at += size
+        run.progress.update(at)
+        if last:
+            return {"node_ones": node_ones, "pooled": pooled, "states": [r.get("states") for r in out]}
+        size = int(min(steps - at, max(1, size * ROUND_SECONDS / max(run.last_round_seconds, 1e-3))))
+
+
+def _dataset(net: PBN, tgts: list, res: dict, run: engine.Run, *, mode: str, seed: int, steps: int,
+             trajectories: int, keep_states: bool) -> xr.Dataset:
+    node_ones = np.asarray(res["node_ones"]).astype(np.float64)
     denom = float(trajectories) * steps
     data: dict[str, Any] = {
         "frequency": ("node", node_ones / denom if steps else np.full(net.n, np.nan),
                       {"long_name": "fraction of (trajectory, step) pairs with the node at 1, steps 1..steps",
                        "units": "1"}),
     }
-    if keep_states:
-        states = np.concatenate([r["states"] for r in res], axis=0).astype(np.uint8)
-        data["final_state"] = (("trajectory", "node"), states, {"long_name": "state after the last step", "units": "1"})
     coords: dict[str, Any] = {"node": list(net.nodes)}
     if keep_states:
+        states = np.concatenate(res["states"], axis=0).astype(np.uint8)
+        data["final_state"] = (("trajectory", "node"), states, {"long_name": "state after the last step", "units": "1"})
         coords["trajectory"] = np.arange(trajectories)
     if tgts:
-        pooled = np.sum([r["pooled"][0] for r in res], axis=0)  # [T, 4]
+        pooled = res["pooled"]
         coords["target"] = [target_label(t, net) for t in tgts]
         data["target_frequency"] = ("target", pooled[:, 0] / denom if steps else np.full(len(tgts), np.nan),
                                     {"long_name": "fraction of steps in the target set", "units": "1"})
@@ -90,13 +109,10 @@ def simulate(
         data["transitions_10"] = ("target", pooled[:, 2].astype(np.int64), {"long_name": "exits from the set"})
         data["final_in_target"] = ("target", pooled[:, 3].astype(np.int64),
                                    {"long_name": "trajectories in the set after the last step"})
-    wall = time.perf_counter() - t0
     ds = xr.Dataset(data, coords=coords)
-    ds.attrs = results.provenance(
-        workload="pbn.simulate", seed=seed, model_name=net.name, model_sha256=net.digest(),
-        backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
-        executor=ex.describe(), wall_time_s=wall, mode=mode, steps=steps, trajectories=trajectories,
-        perturbation=net.perturbation, steps_simulated=trajectories * steps,
-        steps_per_second=trajectories * steps / max(t_round, 1e-12),
+    ds.attrs = run.provenance(
+        workload="pbn.simulate", seed=seed, model_name=net.name, model_sha256=net.digest(), mode=mode, steps=steps,
+        trajectories=trajectories, perturbation=net.perturbation, steps_simulated=trajectories * steps,
+        steps_per_second=trajectories * steps / max(run.round_seconds, 1e-12), rounds=run.rounds,
     )
     return ds

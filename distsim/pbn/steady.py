@@ -31,13 +31,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .. import engine, results
+from .. import engine
 from ..models.pbn import PBN
 from ..rng import check_seed
 from .compile import compile_pbn
 from .inputs import Target, TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, target_label
 from .reduce import ancestors
-from .shard import Block, advance_block
+from .shard import CHAINS, Block
 from .simulate import LANE_ALIGN
 from .stats import ChainSums, TwoState, between_variance, burn_in, half_width, required_size, rhat, sample_size, two_state_variance
 
@@ -64,21 +64,16 @@ class _Segment:
 class _Ensemble:
     """The chains of one run, split in shards; tracks their length and the counted segments."""
 
-    ex: Any
-    template: list[Block]
-    run_id: str
+    shards: engine.StatefulShards  # of Block
     T: int
     length: int = 0
-    rounds: int = 0
     steps: int = 0
     segments: list[_Segment] = field(default_factory=list)
     occupancy: dict[int, np.ndarray] = field(default_factory=dict)  # step -> chains in each target
-    metas: list[dict] = field(default_factory=list)
-    device_seconds: float = 0.0
 
     @property
     def chains(self) -> int:
-        return sum(b.n_chains for b in self.template)
+        return sum(b.n_chains for b in self.shards.setups)
 
     def advance(self, to_step: int, *, count_from: int | None = None, pieces: int = 1,
                 boundaries: Sequence[int] = (), want_chain: bool = False) -> list[ChainSums] | None:
@@ -88,13 +83,10 @@ class _Ensemble:
         grid = {start + (to_step - start) * k // pieces for k in range(1, pieces + 1)}
         grid |= {b for b in boundaries if start < b < to_step}
         segs = (start,) + tuple(sorted(grid))
-        blocks = [replace(b, step_from=start, segments=segs, want_chain=want_chain) for b in self.template]
-        out = self.ex.run_round(advance_block, self.run_id, self.rounds, blocks)
-        self.rounds += 1
+        out = self.shards.advance([replace(b, step_from=start, segments=segs, want_chain=want_chain)
+                                   for b in self.shards.setups])
         self.steps += self.chains * (to_step - self.length)
-        self.metas.extend(m for _, m in out)
-        self.device_seconds += max(m["seconds"] for _, m in out)
-        pooled = np.sum([r["pooled"] for r, _ in out], axis=0).astype(np.int64)  # [S, T, 4]
+        pooled = np.sum([r["pooled"] for r in out], axis=0).astype(np.int64)  # [S, T, 4]
         self.occupancy[start] = pooled[0, :, 3]
         for k in range(1, len(segs)):
             self.segments.append(_Segment(segs[k - 1], segs[k], pooled[k, :, :3]))
@@ -103,7 +95,7 @@ class _Ensemble:
         if not want_chain:
             return None
         psi = to_step - start
-        return [sum((ChainSums(b.n_chains, psi, *r["chain_sums"][t]) for b, (r, _) in zip(self.template, out)),
+        return [sum((ChainSums(b.n_chains, psi, *r["chain_sums"][t]) for b, r in zip(self.shards.setups, out)),
                     ChainSums(0, psi, 0, 0)) for t in range(self.T)]
 
     def boundaries(self) -> list[int]:
@@ -120,6 +112,24 @@ class _Ensemble:
             from1 = ones + int(self.occupancy[m][t]) - int(self.occupancy[self.length][t])
             out.append(TwoState(size, ones, n01, n10, from1))
         return out
+
+
+@dataclass
+class _Search:
+    """Where the algorithm stands: what the Dataset reports."""
+
+    psi: int
+    sums: list[ChainSums] = field(default_factory=list)  # of the last Gelman-Rubin round
+    rhat: list[float] = field(default_factory=list)
+    converged_gr: bool = False
+    m: int = 0  # burn-in: the sample is states m+1..length of every chain
+    note: str = ""  # why the run stopped early ('' when it converged)
+    history: list[tuple[int, list[float], list[float]]] = field(default_factory=list)
+
+    @property
+    def gr_variance(self) -> list[float]:
+        """Asymptotic variance estimates from Gelman-Rubin's B (no Markov assumption)."""
+        return [between_variance(s) for s in self.sums]
 
 
 def steady_state(
@@ -159,17 +169,8 @@ def steady_state(
     ``burn_in``, ``sample_size``, ``alpha``, ``beta`` and run figures; ``plot`` writes a PNG of the
     convergence (R-hat and estimate against chain length).
     """
-    t_start = time.perf_counter()
-    if not 0 < precision < 0.5:
-        raise ValueError(f"precision must be in (0, 0.5), got {precision}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if not 0 < epsilon < 1:
-        raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
-    if rhat_threshold <= 1:
-        raise ValueError(f"rhat_threshold must be > 1, got {rhat_threshold}")
-    if plot is not None and not str(plot).lower().endswith(".png"):
-        raise ValueError(f"plot must be a .png path, got {plot!r}")
+    budget = _Budget(max_length, max_steps, time_limit, time.perf_counter())
+    _check_options(precision, confidence, epsilon, rhat_threshold, plot)
     net = as_network(net, perturbation=perturbation)
     tgts = parse_targets(target, net)
     if not tgts:
@@ -186,87 +187,107 @@ def steady_state(
     remap = {old: new for new, old in enumerate(keep)}
     sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
     compiled = compile_pbn(net, keep)
-    T = len(tgts)
-
-    ex = engine.executor_for(client, backend)
-    shards = engine.split(omega, ex.n_workers(), align=LANE_ALIGN)
-    template = [Block(compiled, mode_id, sim_targets, seed, r.start, len(r), fix_mask[keep], fix_val[keep], 0, (0,))
-                for r in shards]
-    ens = _Ensemble(ex, template, engine.new_run_id("pbn-ss"), T)
-    prog = engine.Progress(progress, "pbn steady-state")
-    history: list[tuple[int, list[float], list[float]]] = []
-    converged_gr = False
-    note = ""
-    budget = _Budget(max_length, max_steps, time_limit, t_start)
     if net.perturbation == 0:
         warnings.warn("perturbation p = 0: the chain need not be ergodic, so a steady state may not exist or may "
                       "depend on the initial states", stacklevel=2)
-    try:
-        # ---- 1. Gelman & Rubin: psi doubles until R-hat < threshold for every target
-        psi = psi0
-        first = budget.check(ens, 2 * psi)
-        if first:
-            raise ValueError(f"the first round ({omega} chains x {2 * psi} steps) already exceeds the limits: {first}")
-        while True:
-            sums = ens.advance(2 * psi, count_from=psi, pieces=segments, want_chain=True)
-            r = [rhat(s) for s in sums]
-            est = [s.s1 / (s.chains * s.psi) for s in sums]
-            history.append((ens.length, r, est))
-            prog.update(f"Gelman-Rubin: length {ens.length}, R-hat {max(r):.4f}, estimate {_fmt(est)}")
-            if max(r) < rhat_threshold:
-                converged_gr = True
-                break
-            note = budget.check(ens, 4 * psi)
-            if note:
-                break
-            psi *= 2
 
-        # ---- 2. two-state Markov chain: extend until the sample is large enough, check burn-in
-        m = psi
-        gr_var = [between_variance(s) for s in sums]  # asymptotic variance estimates (no Markov assumption)
-        if not converged_gr:
-            note = f"Gelman-Rubin did not converge ({note or 'limits reached'})"
-        while not note:
-            if m >= ens.length:  # the sample starts beyond the chains' end: extend past it first
-                ens.advance(m + psi, pieces=segments, boundaries=(m,))
-            win = ens.window(m)
-            need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
-            E = max(-(-(N - w.size) // omega) for N, w in zip(need, win))
-            history.append((ens.length, [math.nan] * T, [w.estimate for w in win]))
-            prog.update(f"two-state: length {ens.length}, sample {win[0].size:.3g} (need {max(need):.3g}), "
-                        f"estimate {_fmt([w.estimate for w in win])}")
-            if E > 0:
-                note = budget.check(ens, ens.length + E)
-                if not note:
-                    ens.advance(ens.length + E, pieces=segments)
-                continue
-            M = max([burn_in(w.alpha, w.beta, epsilon) for w in win if w.identifiable] + [0])
-            if M <= m:
-                break
-            later = [b for b in ens.boundaries() if b >= M]
-            m = later[0] if later and later[0] <= ens.length else M  # round up to a counted boundary
-    finally:
-        ens.ex.release(ens.run_id)
-        prog.close()
+    with engine.Run("pbn-ss", client, backend, progress=progress, label="pbn steady-state") as run:
+        template = [Block(compiled, mode_id, sim_targets, seed, r.start, len(r), fix_mask[keep], fix_val[keep], 0,
+                          (0,)) for r in run.split(omega, align=LANE_ALIGN)]
+        ens = _Ensemble(run.stateful(CHAINS, template), len(tgts))
+        run.progress.start(f"{len(tgts)} target(s), {omega} chains, precision {precision:g}, on {run.describe()}",
+                           unit="step")
+        search = _gelman_rubin(ens, run.progress, budget, psi0, segments, rhat_threshold)
+        _two_state(ens, run.progress, budget, search, segments, precision, confidence, epsilon)
 
-    win = ens.window(m)
-    wall = time.perf_counter() - t_start
-    ds = _dataset(net, tgts, win, gr_var, r, m, ens, precision, confidence, epsilon, history)
-    ds.attrs = results.provenance(
-        workload="pbn.steady_state", seed=seed, model_name=net.name, model_sha256=net.digest(),
-        backend=",".join(sorted({m_["backend"] for m_ in ens.metas})), devices=[m_["device"] for m_ in ens.metas],
-        executor=ex.describe(), wall_time_s=wall, mode=mode, precision=precision, confidence=confidence,
-        epsilon=epsilon, rhat_threshold=rhat_threshold, chains=omega, initial_length=psi0,
-        chain_length=ens.length, steps_simulated=ens.steps, rounds=ens.rounds, perturbation=net.perturbation,
-        reduced=reduce, nodes=net.n, nodes_removed=net.n - len(keep), nodes_simulated=len(keep),
-        device_seconds=ens.device_seconds, steps_per_second=ens.steps / max(ens.device_seconds, 1e-12),
-        converged=int(converged_gr and not note), note=note or "ok",
+    ds = _dataset(net, tgts, ens.window(search.m), search, precision, confidence, epsilon)
+    ds.attrs = run.provenance(
+        workload="pbn.steady_state", seed=seed, model_name=net.name, model_sha256=net.digest(), mode=mode,
+        precision=precision, confidence=confidence, epsilon=epsilon, rhat_threshold=rhat_threshold, chains=omega,
+        initial_length=psi0, chain_length=ens.length, steps_simulated=ens.steps, rounds=run.rounds,
+        perturbation=net.perturbation, reduced=reduce, nodes=net.n, nodes_removed=net.n - len(keep),
+        nodes_simulated=len(keep), device_seconds=run.device_seconds,
+        steps_per_second=ens.steps / max(run.device_seconds, 1e-12),
+        converged=int(search.converged_gr and not search.note), note=search.note or "ok",
     )
     if plot is not None:
         from .plots import plot_convergence
 
         plot_convergence(ds, plot)
     return ds
+
+
+def _check_options(precision: float, confidence: float, epsilon: float, rhat_threshold: float,
+                   plot: str | None) -> None:
+    if not 0 < precision < 0.5:
+        raise ValueError(f"precision must be in (0, 0.5), got {precision}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not 0 < epsilon < 1:
+        raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
+    if rhat_threshold <= 1:
+        raise ValueError(f"rhat_threshold must be > 1, got {rhat_threshold}")
+    if plot is not None and not str(plot).lower().endswith(".png"):
+        raise ValueError(f"plot must be a .png path, got {plot!r}")
+
+
+def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: int, segments: int,
+                  threshold: float) -> _Search:
+    """Phase 1 (Algorithm 2): chains run to 2 psi; psi doubles until R-hat < threshold for every target."""
+    first = budget.check(ens, 2 * psi)
+    if first:
+        raise ValueError(f"the first round ({ens.chains} chains x {2 * psi} steps) already exceeds the limits: {first}")
+    search = _Search(psi)
+    while True:
+        prog.update(total=2 * search.psi)
+        search.sums = ens.advance(2 * search.psi, count_from=search.psi, pieces=segments, want_chain=True)
+        search.rhat = [rhat(s) for s in search.sums]
+        est = [s.s1 / (s.chains * s.psi) for s in search.sums]
+        search.history.append((ens.length, search.rhat, est))
+        _report(prog, ens, f"Gelman-Rubin: length {ens.length}, R-hat {max(search.rhat):.4f}, estimate {_fmt(est)}")
+        if max(search.rhat) < threshold:
+            search.converged_gr = True
+            return search
+        search.note = budget.check(ens, 4 * search.psi)
+        if search.note:
+            return search
+        search.psi *= 2
+
+
+def _two_state(ens: _Ensemble, prog: engine.Progress, budget: _Budget, search: _Search, segments: int,
+               precision: float, confidence: float, epsilon: float) -> None:
+    """Phase 2 (Algorithm 3): extend every chain until the sample of states m+1..length is large
+    enough, then check the burn-in M; if M > m, the sample start moves to M and this repeats."""
+    m = psi = search.psi
+    gr_var = search.gr_variance
+    if not search.converged_gr:
+        search.note = f"Gelman-Rubin did not converge ({search.note or 'limits reached'})"
+    while not search.note:
+        if m >= ens.length:  # the sample starts beyond the chains' end: extend past it first
+            ens.advance(m + psi, pieces=segments, boundaries=(m,))
+        win = ens.window(m)
+        need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
+        E = max(-(-(N - w.size) // ens.chains) for N, w in zip(need, win))
+        search.history.append((ens.length, [math.nan] * ens.T, [w.estimate for w in win]))
+        _report(prog, ens, f"two-state: length {ens.length}, sample {win[0].size:.3g} (need {max(need):.3g}), "
+                           f"estimate {_fmt([w.estimate for w in win])}", total=ens.length + max(E, 0))
+        if E > 0:
+            search.note = budget.check(ens, ens.length + E)
+            if not search.note:
+                ens.advance(ens.length + E, pieces=segments)
+            continue
+        M = max([burn_in(w.alpha, w.beta, epsilon) for w in win if w.identifiable] + [0])
+        if M <= m:
+            break
+        later = [b for b in ens.boundaries() if b >= M]
+        m = later[0] if later and later[0] <= ens.length else M  # round up to a counted boundary
+    search.m = m
+
+
+def _report(prog: engine.Progress, ens: _Ensemble, line: str, total: int | None = None) -> None:
+    """One line per round (never skipped) and the bar: chain length against the best-known target."""
+    prog.log(line)
+    prog.update(ens.length, total=total)
 
 
 @dataclass
@@ -302,9 +323,9 @@ def _fmt(values: Sequence[float]) -> str:
     return ", ".join(f"{v:.6f}" for v in values[:4]) + (" ..." if len(values) > 4 else "")
 
 
-def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], gr_var: list[float], rh: list[float], m: int,
-             ens: _Ensemble, precision: float, confidence: float, epsilon: float, history) -> xr.Dataset:
-    T = len(tgts)
+def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], search: _Search, precision: float,
+             confidence: float, epsilon: float) -> xr.Dataset:
+    T, m, rh, history, gr_var = len(tgts), search.m, search.rhat, search.history, search.gr_variance
     prob = np.array([w.estimate for w in win])
     ts_var = [two_state_variance(w.alpha, w.beta) if w.identifiable else math.nan for w in win]
     var = [max(a, b) if not math.isnan(a) else b for a, b in zip(ts_var, gr_var)]

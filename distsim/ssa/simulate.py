@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 import os
-import time
 import warnings
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
 
-from .. import engine, results
+from .. import engine
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
 from . import cpu
@@ -25,6 +25,7 @@ AUTO_DIRECT_MAX_REACTIONS = 32
 KEEP_EVENTS_MAX = 10**6  # realizations up to which per-realization event counts are returned
 MAX_HIST_BINS = 512
 PILOT = 256
+WAVES, WAVE_MIN = 8, 8192  # CPU shards per worker (at most), realizations per shard (at least)
 ERRORS = {cpu.ERR_PROPENSITY: "a propensity became negative, infinite or NaN",
           cpu.ERR_NEGATIVE: "a species count became negative"}
 
@@ -80,61 +81,62 @@ def simulate(
     ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search), 'tree'
     (O(log M) sum tree), 'warp' (GPU: one warp per realization with 32-way block sums, seed 004;
     CPU workers run the tree) or 'ar' (seed 001's parallel acceptance-rejection election with exact
-    exponential ratings); all are exact and give the same distribution. ``params``/``initial`` override rate parameters and initial
-    counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
+    exponential ratings); all are exact and give the same distribution. ``params``/``initial``
+    override rate parameters and initial counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
     workers; ``max_events`` (0 = no limit) caps the events per realization.
     """
-    t0 = time.perf_counter()
     if not isinstance(net, ReactionNetwork):
         net = load(net)
     if params:
         net = net.with_parameters(**params)
     if initial:
         net = net.with_initial(**initial)
+    _check_options(t_end, points, realizations, quantiles, plot)
+    seed = check_seed(seed)
+    with engine.Run("ssa", client, backend, progress=progress, label="ssa simulate") as run:
+        method = choose_method(net, "gpu" if run.uses_gpu() else "cpu") if method == "auto" else method
+        if method not in METHODS:
+            raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
+        keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
+        # per-realization event counts travel only for modest runs (else their total is reduced on the device)
+        keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
+        c = compile_network(net)
+        grid = np.linspace(0.0, float(t_end), points)
+        hist = (None, None, 0) if quantiles is None else _histogram_bins(c, grid, seed, method, realizations,
+                                                                          max_events, max_bins)
+        blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist, max_events,
+                           keep_events) for r in _shards(run, realizations)]
+        run.progress.start(f"{realizations} realizations of {net.name or 'network'} to t={t_end:g} ({method}) on "
+                           f"{run.describe()}", total=realizations, unit="real")
+        res = run.round(simulate_block, blocks, counts=[b.realizations for b in blocks])
+    ds = _dataset(_Ensemble(net, blocks, res, quantiles, run.round_seconds), run)
+    if plot is not None:
+        from .plots import plot_ensemble
+
+        plot_ensemble(ds, plot)
+    return ds
+
+
+def _check_options(t_end: float, points: int, realizations: int, quantiles: Sequence[float] | None,
+                   plot: str | None) -> None:
     if not (t_end > 0 and math.isfinite(t_end)):
         raise ValueError(f"t_end must be positive and finite, got {t_end}")
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
     if isinstance(realizations, bool) or not isinstance(realizations, int) or not 1 <= realizations <= 2**32:
         raise ValueError(f"realizations must be an integer in [1, 2**32], got {realizations!r}")
-    seed = check_seed(seed)
-    ex = engine.executor_for(client, backend)
-    method = choose_method(net, "gpu" if ex.uses_gpu() else "cpu") if method == "auto" else method
-    if method not in METHODS:
-        raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
     if quantiles is not None and any(not 0 <= q <= 1 for q in quantiles):
         raise ValueError(f"quantiles must be in [0, 1], got {quantiles}")
     if plot is not None and not str(plot).lower().endswith(".png"):
         raise ValueError(f"plot must be a .png path, got {plot!r}")
-    keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
-    # per-realization event counts travel only for modest runs (else their total is reduced on the device)
-    keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
-    c = compile_network(net)
-    grid = np.linspace(0.0, float(t_end), points)
 
-    lo = width = None
-    bins = 0
-    if quantiles is not None:
-        lo, width, bins = _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins)
 
-    shards = engine.split(realizations, ex.n_workers(), align=ALIGN)
-    blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, lo, width, bins,
-                       max_events, keep_events) for r in shards]
-    run_id = engine.new_run_id("ssa")
-    prog = engine.Progress(progress, "ssa simulate")
-    prog.update(f"{realizations} realizations of {net.name or 'network'} to t={t_end:g} ({method}) on "
-                f"{ex.describe()}", force=True)
-    t_round = time.perf_counter()
-    try:
-        out = ex.run_round(simulate_block, run_id, 0, blocks)
-    finally:
-        ex.release(run_id)
-        prog.close()
-    t_round = time.perf_counter() - t_round
-    res = [r for r, _ in out]
-    metas = [m for _, m in out]
-    return _dataset(net, c, grid, res, metas, realizations, method, seed, keep_trajectories, keep_final, quantiles,
-                    lo, width, bins, ex, time.perf_counter() - t0, t_round, max_events, plot)
+def _shards(run: engine.Run, realizations: int) -> list[range]:
+    """One shard per worker; on CPU workers, up to WAVES per worker of at least WAVE_MIN realizations,
+    so progress advances during a long run (the reductions are exact sums: any split gives the same
+    result)."""
+    waves = 1 if run.uses_gpu() else max(1, min(WAVES, realizations // (WAVE_MIN * run.n_workers())))
+    return run.split(realizations, align=ALIGN, shards=run.n_workers() * waves)
 
 
 def _exact_ratio(num: np.ndarray, den: int) -> np.ndarray:
@@ -162,26 +164,87 @@ def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -
     return lo.astype(np.int64), width.astype(np.int64), bins
 
 
-def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, quantiles, lo, width, bins, ex, wall,
-             t_round, max_events, plot) -> xr.Dataset:
-    S, K = net.n_species, len(grid)
-    per_real = all("events" in r for r in res)
-    if per_real:
-        errors = np.concatenate([r["errors"] for r in res])
+@dataclass(frozen=True)
+class _Ensemble:
+    """What the Dataset is built from: the network, the shards' payloads and their reductions."""
+
+    net: ReactionNetwork
+    blocks: list[SSABlock]
+    res: list[dict]
+    quantiles: Sequence[float] | None
+    seconds: float  # wall time of the round
+
+    @property
+    def first(self) -> SSABlock:
+        return self.blocks[0]
+
+    @property
+    def realizations(self) -> int:
+        return sum(b.realizations for b in self.blocks)
+
+    @property
+    def per_realization(self) -> bool:
+        return all("events" in r for r in self.res)
+
+
+def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
+    net, b, res, R = ens.net, ens.first, ens.res, ens.realizations
+    truncated = _check_errors(ens)
+    data, coords = _moments(ens)
+    if ens.per_realization:
+        events = np.concatenate([r["events"] for r in res]).astype(np.int64)
+        data["events"] = ("realization", events, {"long_name": "firings per realization"})
+        events_total = int(events.sum())
+    else:
+        events_total = sum(r["events_sum"] for r in res)
+    if ens.per_realization or b.keep_final or b.keep_trajectories:
+        coords["realization"] = np.arange(R)
+    if b.keep_final:
+        data["final_state"] = (("realization", "species"), np.concatenate([r["final"] for r in res]),
+                               {"long_name": "state at t_end", "units": "molecules"})
+    if b.keep_trajectories:
+        data["trajectory"] = (("realization", "time", "species"), np.concatenate([r["trajectories"] for r in res]),
+                              {"long_name": "state on the time grid", "units": "molecules"})
+    if b.bins:
+        _histograms(ens, data, coords)
+    ds = xr.Dataset(data, coords=coords)
+    firings = int(ds["firings"].values.sum())
+    ds.attrs = run.provenance(
+        workload="ssa.simulate", seed=b.seed, model_name=net.name, model_sha256=net.digest(), method=b.method,
+        realizations=R, t_end=float(b.grid[-1]), points=len(b.grid), firings_total=firings,
+        firings_per_second=float(firings) / max(ens.seconds, 1e-12), mean_firings_per_realization=events_total / R,
+        truncated_realizations=truncated, max_events=b.max_events,
+        parameters=", ".join(f"{k}={v:g}" for k, v in net.params.items()), shards=len(ens.blocks),
+    )
+    return ds
+
+
+def _check_errors(ens: _Ensemble) -> int:
+    """Raise if a realization stopped on an error; warn about (and return) those cut at max_events."""
+    if ens.per_realization:
+        errors = np.concatenate([r["errors"] for r in ens.res])
         counts = {int(code): int(n) for code, n in enumerate(np.bincount(errors.astype(np.int64))) if n}
     else:
         counts = {}
-        for r in res:
+        for r in ens.res:
             for code, n in r["error_counts"].items():
                 counts[code] = counts.get(code, 0) + n
     for code, text in ERRORS.items():
         bad = counts.get(code, 0)
         if bad:
-            raise RuntimeError(f"{bad} of {R} realizations stopped: {text} (check the rate laws and parameters)")
+            raise RuntimeError(f"{bad} of {ens.realizations} realizations stopped: {text} (check the rate laws and "
+                               "parameters)")
     truncated = counts.get(cpu.ERR_MAX_EVENTS, 0)
     if truncated:
-        warnings.warn(f"{truncated} realizations reached max_events={max_events}; their later grid states repeat "
-                      "the last state", stacklevel=3)
+        warnings.warn(f"{truncated} realizations reached max_events={ens.first.max_events}; their later grid states "
+                      "repeat the last state", stacklevel=4)
+    return truncated
+
+
+def _moments(ens: _Ensemble) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Mean and variance from exact integer sums, and the firings of each reaction."""
+    net, res, R = ens.net, ens.res, ens.realizations
+    K, S = len(ens.first.grid), net.n_species
     sx = sum(r["sum_x"] for r in res)  # object arrays of Python ints: exact
     sx2 = sum(r["sum_x2"] for r in res)
     mean = _exact_ratio(sx, R)
@@ -194,45 +257,22 @@ def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, q
                                                 "units": "molecules^2"}),
         "firings": ("reaction", firings, {"long_name": "firings of each reaction, all realizations"}),
     }
-    if per_real:
-        events = np.concatenate([r["events"] for r in res]).astype(np.int64)
-        data["events"] = ("realization", events, {"long_name": "firings per realization"})
-        events_total = int(events.sum())
-    else:
-        events_total = sum(r["events_sum"] for r in res)
-    coords: dict[str, Any] = {"time": grid, "species": list(net.species), "reaction": names}
-    if per_real or keep_final or keep_traj:
-        coords["realization"] = np.arange(R)
-    if keep_final:
-        data["final_state"] = (("realization", "species"), np.concatenate([r["final"] for r in res]),
-                               {"long_name": "state at t_end", "units": "molecules"})
-    if keep_traj:
-        data["trajectory"] = (("realization", "time", "species"), np.concatenate([r["trajectories"] for r in res]),
-                              {"long_name": "state on the time grid", "units": "molecules"})
-    if bins:
-        hist = np.sum([r["histogram"] for r in res], axis=0).astype(np.int64)  # [K, S, B]
-        data["histogram"] = (("time", "species", "bin"), hist, {"long_name": "realizations per count bin"})
-        data["bin_start"] = (("species", "bin"), lo[:, None] + width[:, None] * np.arange(bins)[None, :],
-                             {"long_name": "lowest count in the bin (first/last bins also hold values outside)"})
-        data["bin_width"] = ("species", width)
-        q = np.asarray(quantiles, dtype=np.float64)
-        cdf = np.cumsum(hist, axis=2) / R
-        idx = np.argmax(cdf[None, :, :, :] >= q[:, None, None, None] - 1e-12, axis=3)  # [Q, K, S]
-        qv = lo[None, None, :] + width[None, None, :] * idx
-        data["quantile_value"] = (("quantile", "time", "species"), qv.astype(np.int64),
-                                  {"long_name": "quantile of the count (exact when bin_width is 1)"})
-        coords["quantile"] = q
-    ds = xr.Dataset(data, coords=coords)
-    ds.attrs = results.provenance(
-        workload="ssa.simulate", seed=seed, model_name=net.name, model_sha256=net.digest(),
-        backend=",".join(sorted({m["backend"] for m in metas})), devices=[m["device"] for m in metas],
-        executor=ex.describe(), wall_time_s=wall, method=method, realizations=R, t_end=float(grid[-1]),
-        points=K, firings_total=int(firings.sum()), firings_per_second=float(firings.sum()) / max(t_round, 1e-12),
-        mean_firings_per_realization=events_total / R, truncated_realizations=truncated,
-        max_events=max_events, parameters=", ".join(f"{k}={v:g}" for k, v in net.params.items()),
-    )
-    if plot is not None:
-        from .plots import plot_ensemble
+    return data, {"time": ens.first.grid, "species": list(net.species), "reaction": names}
 
-        plot_ensemble(ds, plot)
-    return ds
+
+def _histograms(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:
+    """Histograms per time point and species, and the quantiles read from them."""
+    b, R = ens.first, ens.realizations
+    lo, width, bins = b.hist_lo, b.hist_width, b.bins
+    hist = np.sum([r["histogram"] for r in ens.res], axis=0).astype(np.int64)  # [K, S, B]
+    data["histogram"] = (("time", "species", "bin"), hist, {"long_name": "realizations per count bin"})
+    data["bin_start"] = (("species", "bin"), lo[:, None] + width[:, None] * np.arange(bins)[None, :],
+                         {"long_name": "lowest count in the bin (first/last bins also hold values outside)"})
+    data["bin_width"] = ("species", width)
+    q = np.asarray(ens.quantiles, dtype=np.float64)
+    cdf = np.cumsum(hist, axis=2) / R
+    idx = np.argmax(cdf[None, :, :, :] >= q[:, None, None, None] - 1e-12, axis=3)  # [Q, K, S]
+    qv = lo[None, None, :] + width[None, None, :] * idx
+    data["quantile_value"] = (("quantile", "time", "species"), qv.astype(np.int64),
+                              {"long_name": "quantile of the count (exact when bin_width is 1)"})
+    coords["quantile"] = q

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -124,7 +123,6 @@ def sweep(
     ``points=`` (SSA time points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and ``seed``) as
     coordinates on it, and each point's results as variables.
     """
-    t0 = time.perf_counter()
     adapter = adapter_for(analysis)
     if not hasattr(model, "digest"):
         model = adapter.load(model, **dict(model_options or {}))
@@ -136,68 +134,77 @@ def sweep(
     if problems:
         raise ValueError("fixed arguments: " + "; ".join(problems))
     _check_values(adapter, model, pts)
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     seeds = derive_seeds(seed, np.arange(pts.n))
     config = {"analysis": adapter.name, "model_sha256": _model_digest(model), "seed": seed,
               "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n,
               "points_sha256": pts.digest()}
-
-    ex = engine.executor_for(client, backend)
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    C = chunk_size or default_chunk_size(adapter, pts.n, ex.n_workers())
-    st = SweepStore(store, config, pts.n, C) if store is not None else None
-    if st is not None:
-        C = st.chunk_size  # a resumed store keeps its chunking
-    done = st.done_chunks() if st is not None else np.zeros(-(-pts.n // C), dtype=bool)
-    todo = [k for k in range(len(done)) if not done[k]]
-    tasks = []
-    for k in todo:
-        a, b = k * C, min((k + 1) * C, pts.n)
-        tasks.append(Chunk(adapter, model, dict(fixed), a, tuple(pts.point(i) for i in range(a, b)),
-                           tuple(int(s) for s in seeds[a:b])))
     coords = {name: pts.column(name) for name in pts.names}
     coords["seed"] = seeds.astype(np.int64)
-    prog = engine.Progress(progress, "sweep")
-    n_done_before = int(sum(min((k + 1) * C, pts.n) - k * C for k in range(len(done)) if done[k]))
-    prog.update(f"{adapter.name}: {pts.n} points in {len(done)} chunks of {C}; {n_done_before} already done; "
-                f"{ex.describe()}", force=True)
-    collected: dict[int, xr.Dataset] = {}
-    metas: list[dict] = []
-    run_id = engine.new_run_id("sweep")
-    computed = 0
-    try:
-        for index, part, meta in ex.stream(run_chunk, run_id, tasks):
-            task = tasks[index]
-            part = part.assign_coords(point=np.arange(task.start, task.start + len(task.points)))
-            metas.append(meta)
-            if st is not None:
-                if not st.exists:
-                    st.create(part, coords, _attrs(adapter, model, config, C, ex))
-                st.write(task.start, part)
-            else:
-                collected[task.start] = part
-            computed += len(task.points)
-            prog.update(f"{n_done_before + computed}/{pts.n} points, {len(metas)}/{len(tasks)} tasks, "
-                        f"{time.perf_counter() - t0:.1f} s")
-    finally:
-        ex.release(run_id)
-        prog.close()
+
+    with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
+        C = chunk_size or default_chunk_size(adapter, pts.n, run.n_workers())
+        st = SweepStore(store, config, pts.n, C) if store is not None else None
+        plan = _plan(adapter, model, fixed, pts, seeds, st.chunk_size if st is not None else C, st)
+        run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
+                           f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
+        run.progress.update(plan.resumed)
+        parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size))
     if st is not None:
         ds = st.load()
     else:
-        ds = xr.concat([collected[k] for k in sorted(collected)], dim="point", coords="minimal", compat="override",
+        ds = xr.concat([parts[k] for k in sorted(parts)], dim="point", coords="minimal", compat="override",
                        join="exact")
         ds = ds.assign_coords({k: ("point", v) for k, v in coords.items()})
-        ds.attrs = _attrs(adapter, model, config, C, ex)
-    ds.attrs.update(results.provenance(
+        ds.attrs = _attrs(adapter, model, config, plan.chunk_size)
+    ds.attrs.update(run.provenance(
         workload="sweep", seed=seed, model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
-        backend=",".join(sorted({m["backend"] for m in metas})) or None, devices=[m["device"] for m in metas],
-        executor=ex.describe(), wall_time_s=time.perf_counter() - t0, analysis=adapter.name, points=pts.n,
-        chunk_size=C, tasks=len(tasks), points_computed=computed, points_resumed=n_done_before,
-        task_seconds=float(sum(m["seconds"] for m in metas)), fixed=json.dumps(config["fixed"], sort_keys=True),
+        analysis=adapter.name, points=pts.n, chunk_size=plan.chunk_size, tasks=len(plan.tasks),
+        points_computed=sum(len(t.points) for t in plan.tasks), points_resumed=plan.resumed,
+        task_seconds=float(sum(m["seconds"] for m in run.metas)), fixed=json.dumps(config["fixed"], sort_keys=True),
         store=os.fspath(store) if store is not None else None,
     ))
     return ds
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The chunks still to compute (a resumed store has some done)."""
+
+    tasks: list[Chunk]
+    chunk_size: int
+    chunks: int  # in the whole sweep
+    resumed: int  # points already in the store
+
+
+def _plan(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray, C: int,
+          st: SweepStore | None) -> _Plan:
+    done = st.done_chunks() if st is not None else np.zeros(-(-pts.n // C), dtype=bool)
+    tasks = []
+    for k in np.flatnonzero(~done):
+        a, b = int(k) * C, min((int(k) + 1) * C, pts.n)
+        tasks.append(Chunk(adapter, model, dict(fixed), a, tuple(pts.point(i) for i in range(a, b)),
+                           tuple(int(s) for s in seeds[a:b])))
+    resumed = int(sum(min((k + 1) * C, pts.n) - k * C for k in range(len(done)) if done[k]))
+    return _Plan(tasks, C, len(done), resumed)
+
+
+def _collect(run: engine.Run, plan: _Plan, st: SweepStore | None, coords: dict[str, np.ndarray],
+             attrs: dict[str, Any]) -> dict[int, xr.Dataset]:
+    """Run the chunks; each result goes to the store as it arrives (or is kept, by first point)."""
+    parts: dict[int, xr.Dataset] = {}
+    for index, part in run.stream(run_chunk, plan.tasks):
+        task = plan.tasks[index]
+        part = part.assign_coords(point=np.arange(task.start, task.start + len(task.points)))
+        if st is None:
+            parts[task.start] = part
+        else:
+            if not st.exists:
+                st.create(part, coords, attrs)
+            st.write(task.start, part)
+        run.progress.add(len(task.points))
+    return parts
 
 
 def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
@@ -221,7 +228,7 @@ def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
                 raise ValueError(f"point {i} {point}: {msg}") from None
 
 
-def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int, ex: Any) -> dict[str, Any]:
+def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int) -> dict[str, Any]:
     return results.provenance(workload="sweep", analysis=adapter.name, seed=config["seed"],
                               model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
                               points=config["n_points"], chunk_size=chunk_size,

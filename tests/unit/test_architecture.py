@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2] / "distsim"
 # lowest first; a module may import its own top-level package and those of lower layers only
 LAYERS = [
     {"errors", "rng", "backends", "plotting"},
-    {"models"},
-    {"engine", "results", "cluster"},
+    {"models", "results"},
+    {"engine", "cluster"},
     {"pbn", "ssa", "grn", "mcmc"},
     {"sweep"},
     {"cli"},

@@ -9,13 +9,15 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import DistsimError
+
 
 class NotRetryable(Exception):
     """Base of errors that are a property of the input, not of the worker that saw them."""
 
 
-# the error classes a shard task never retries (distsim's own error base belongs here too)
-DETERMINISTIC: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyError, NotRetryable)
+# the error classes a shard task never retries
+DETERMINISTIC: tuple[type[BaseException], ...] = (DistsimError, ValueError, TypeError, KeyError, NotRetryable)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from distsim import engine
 from distsim.engine import DaskExecutor, LocalExecutor, registry
 from distsim.engine.faults import RecordAttempts
 from distsim.engine.failures import TaskError
-from distsim.models.errors import ModelError
+from distsim.errors import ModelError
 
 ROOT = Path(__file__).resolve().parents[2]
 MM = ROOT / "examples" / "ssa" / "michaelis_menten.rxn"

@@ -10,7 +10,7 @@ in one batched run with one target per joint assignment of the parents.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -29,17 +29,20 @@ def influence(
     parents: Sequence[str | int] | None = None,
     *,
     perturbation: float | None = None,
+    fixed: Mapping[str, int] | None = None,
+    precision: float = 1e-3,
     **steady_kwargs: Any,
 ) -> xr.Dataset:
     """Long-run influence of each parent of ``target_node`` on it.
 
     ``parents`` defaults to all parents of the node's predictor functions (they must include them).
     Other keyword arguments go to :func:`~distsim.pbn.steady.steady_state` (precision, confidence,
-    seed, chains, client ...). Returns ``influence[parent]`` with a conservative half-width
+    seed, chains, client ...); ``precision`` (default 1e-3: the work grows as 1/precision^2) bounds
+    each joint probability. Returns ``influence[parent]`` with a conservative half-width
     (``influence_halfwidth``: each joint probability within +-precision), the per-function
     influences and the joint distribution of the parents.
     """
-    net = as_network(net, perturbation=perturbation)
+    net = as_network(net, perturbation=perturbation, fixed=fixed)
     i = net.index(target_node)
     needed = net.parents(i)
     P = list(needed) if parents is None else sorted({net.index(p) for p in parents})
@@ -53,7 +56,7 @@ def influence(
     k = len(P)
     assignments = list(itertools.product((0, 1), repeat=k))
     targets = [dict((net.nodes[p], v) for p, v in zip(P, a)) for a in assignments]
-    ss = steady_state(net, targets, **steady_kwargs)
+    ss = steady_state(net, targets, precision=precision, **steady_kwargs)
     joint = ss.probability.values  # pi(assignment), all 2^k assignments (they partition the state space)
     precision = float(ss.attrs["precision"])
 

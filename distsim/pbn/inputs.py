@@ -15,12 +15,16 @@ Target = tuple[tuple[int, int], ...]
 TargetSpec = str | Mapping[str, int] | Sequence[tuple[str, int]]
 
 
-def as_network(net: PBN | str | os.PathLike, *, perturbation: float | None = None, inputs: str = "keep") -> PBN:
-    """A PBN object or a model file path (format from extension or content); optional p override."""
+def as_network(net: PBN | str | os.PathLike, *, perturbation: float | None = None, inputs: str = "keep",
+               fixed: Mapping[str, int] | None = None) -> PBN:
+    """A PBN object or a model file path (format from extension or content), with an optional
+    perturbation override and knockouts/mutations ``fixed={"TP53": 0}`` (:meth:`PBN.with_fixed`)."""
     if not isinstance(net, PBN):
         net = load_network(net, inputs=inputs)
     if perturbation is not None:
         net = net.with_perturbation(float(perturbation))
+    if fixed:
+        net = net.with_fixed(fixed)
     return net
 
 

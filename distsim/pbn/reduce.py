@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable
 
+import numpy as np
+
+from ..models.boolean import Var, truth_table, variables
 from ..models.pbn import PBN
 
 
@@ -29,3 +32,30 @@ def ancestors(net: PBN, nodes: Iterable[int]) -> list[int]:
                 seen.add(p)
                 queue.append(p)
     return sorted(seen)
+
+
+IDENTITY_MAX_PARENTS = 16  # larger functions are not tested for x = x (never frozen in practice)
+
+
+def frozen_nodes(net: PBN) -> list[int]:
+    """Nodes that can never change: never perturbed, and every function is the node itself (x = x).
+    Their initial values split the state space into closed classes (the chain is not ergodic)."""
+    out = []
+    for i in range(net.n):
+        if net.perturbation > 0 and i not in net.fixed:
+            continue
+        if all(_is_identity(p.expr, i) for p in net.predictors[i]):
+            out.append(i)
+    return out
+
+
+def _is_identity(expr, i: int) -> bool:
+    """Whether ``expr`` equals the variable ``i`` on every state (by its truth table)."""
+    if isinstance(expr, Var):
+        return expr.index == i
+    parents = variables(expr)
+    if i not in parents or len(parents) > IDENTITY_MAX_PARENTS:
+        return False
+    table = truth_table(expr, parents).astype(bool)  # entry k: parents[0] is the most significant bit
+    bit = len(parents) - 1 - parents.index(i)
+    return bool(np.array_equal(table, ((np.arange(len(table)) >> bit) & 1).astype(bool)))

@@ -12,7 +12,8 @@ from .. import engine
 from ..models.pbn import PBN
 from ..rng import check_seed
 from .compile import compile_pbn
-from .inputs import TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, target_label
+from .inputs import (TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, resolve_mode,
+                     target_label)
 from .shard import CHAINS, Block
 
 LANE_ALIGN = 64  # shard boundaries fall on whole CPU words (and so whole GPU words)
@@ -25,9 +26,10 @@ def simulate(
     *,
     steps: int,
     trajectories: int,
-    mode: str = "sync",
+    mode: str | None = None,
     seed: int = 0,
     perturbation: float | None = None,
+    fixed: Mapping[str, int] | None = None,
     initial: str | Mapping[str, int] | None = "random",
     targets: TargetSpec | Sequence[TargetSpec] | None = None,
     keep_states: bool = True,
@@ -41,10 +43,12 @@ def simulate(
     when ``keep_states``), the long-run frequency of each node being 1 over steps 1..steps and all
     trajectories (``frequency[node]``), and for each target set the fraction of steps in it and its
     0->1 / 1->0 transition counts. Trajectory ``c`` uses the Philox stream (seed, c): the result is
-    identical on CPU and GPU and for any number of workers.
+    identical on CPU and GPU and for any number of workers. ``mode``: 'sync' or 'async' (default:
+    the update the model file states, else 'sync'); ``fixed``: knockouts/mutations ``{"X": 0}``.
     """
-    net = as_network(net, perturbation=perturbation)
-    steps = check_count("steps", steps, 0, 2**62)
+    net = as_network(net, perturbation=perturbation, fixed=fixed)
+    mode = resolve_mode(mode, net)
+    steps = check_count("steps", steps, 1, 2**62)
     trajectories = check_count("trajectories", trajectories, 1, 2**32)
     seed = check_seed(seed)
     mode_id = check_mode(mode)

@@ -22,6 +22,7 @@ GPUs ran it. Several targets share one simulation.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import warnings
@@ -33,13 +34,16 @@ import xarray as xr
 
 from .. import engine
 from ..models.pbn import PBN
-from ..rng import check_seed
+from ..rng import check_seed, derive_seeds
 from .compile import compile_pbn
-from .inputs import Target, TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, target_label
-from .reduce import ancestors
+from .inputs import (Target, TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, resolve_mode,
+                     target_label)
+from .reduce import ancestors, frozen_nodes
 from .shard import CHAINS, Block
 from .simulate import LANE_ALIGN
 from .stats import ChainSums, TwoState, between_variance, burn_in, half_width, required_size, rhat, sample_size, two_state_variance
+
+MAX_LENGTH = 2**20  # default cap on steps per chain: a run that needs more ends as "did not converge"
 
 
 def default_chains(precision: float) -> int:
@@ -126,6 +130,14 @@ class _Search:
     note: str = ""  # why the run stopped early ('' when it converged)
     history: list[tuple[int, list[float], list[float]]] = field(default_factory=list)
 
+    def record(self, length: int, rhat: list[float], estimate: list[float]) -> None:
+        """History entry of a round; a later look at the same chain length updates its entry."""
+        if self.history and self.history[-1][0] == length:
+            rhat = [r if not math.isnan(r) else old for r, old in zip(rhat, self.history[-1][1])]
+            self.history[-1] = (length, rhat, estimate)
+        else:
+            self.history.append((length, rhat, estimate))
+
     @property
     def gr_variance(self) -> list[float]:
         """Asymptotic variance estimates from Gelman-Rubin's B (no Markov assumption)."""
@@ -136,8 +148,8 @@ def steady_state(
     net: PBN | str,
     target: TargetSpec | Sequence[TargetSpec],
     *,
-    mode: str = "sync",
-    precision: float = 1e-4,
+    mode: str | None = None,
+    precision: float = 1e-3,
     confidence: float = 0.95,
     epsilon: float = 1e-10,
     chains: int | None = None,
@@ -146,9 +158,11 @@ def steady_state(
     reduce: bool = True,
     seed: int = 0,
     perturbation: float | None = None,
+    fixed: Mapping[str, int] | None = None,
     initial: str | Mapping[str, int] | None = "random",
+    by_class: bool = False,
     segments: int = 8,
-    max_length: int = 2**31,
+    max_length: int = MAX_LENGTH,
     max_steps: float | None = None,
     time_limit: float | None = None,
     client: Any = None,
@@ -163,19 +177,26 @@ def steady_state(
     probability s (two-state Markov chain approach); ``epsilon``: its burn-in tolerance.
     ``chains``: omega (default :func:`default_chains`); ``initial_length``: psi_0.
     ``reduce``: drop nodes that are not ancestors of the target nodes (SCC reduction).
-    ``max_length`` (steps per chain), ``max_steps`` (steps in all) and ``time_limit`` (seconds) stop
-    a run early; the Dataset then says so in ``attrs["note"]`` and has ``converged = 0``.
-    Returns a Dataset over ``target`` with ``probability``, ``ci_low``, ``ci_high``, ``rhat``,
-    ``burn_in``, ``sample_size``, ``alpha``, ``beta`` and run figures; ``plot`` writes a PNG of the
-    convergence (R-hat and estimate against chain length).
+    ``mode``: 'sync' or 'async' (default: the update the model file states, else 'sync');
+    ``fixed``: knockouts/mutations ``{"X": 0}`` (:meth:`~distsim.models.pbn.PBN.with_fixed`).
+    ``max_length`` (steps per chain, default 2**20), ``max_steps`` (steps in all) and ``time_limit``
+    (seconds) stop a run early; the Dataset then says so in ``attrs["note"]``, has ``converged = 0``
+    and no interval (NaN ``ci_low``/``ci_high``/``half_width``).
+    Frozen nodes (never perturbed, ``x = x``) left random by ``initial`` split the chains into
+    closed classes and are refused, naming them; ``by_class=True`` answers for each class instead
+    (a ``frozen_class`` dimension, class k with seed ``derive_seeds(seed, k)``).
+    Returns a Dataset over ``target`` with ``probability``, ``ci_low``, ``ci_high`` (the achieved
+    interval, estimate +- ``half_width``), ``rhat``, ``burn_in``, ``sample_size``, ``alpha``, ``beta``
+    and run figures; ``plot`` writes a PNG of the convergence.
     """
     budget = _Budget(max_length, max_steps, time_limit, time.perf_counter())
     _check_options(precision, confidence, epsilon, rhat_threshold, plot)
-    net = as_network(net, perturbation=perturbation)
+    net = as_network(net, perturbation=perturbation, fixed=fixed)
     tgts = parse_targets(target, net)
     if not tgts:
         raise ValueError("steady_state needs at least one target")
     seed = check_seed(seed)
+    mode = resolve_mode(mode, net)
     mode_id = check_mode(mode)
     omega = check_count("chains", chains if chains is not None else default_chains(precision), 2, 2**32)
     psi0 = check_count("initial_length", initial_length, 2, max_length)
@@ -184,6 +205,13 @@ def steady_state(
 
     # SCC reduction: simulate only the ancestors of the target nodes
     keep = ancestors(net, {i for t in tgts for i, _ in t}) if reduce else list(range(net.n))
+    frozen = [i for i in frozen_nodes(net) if i in keep and not fix_mask[i]]
+    if frozen:
+        kw = dict(mode=mode, precision=precision, confidence=confidence, epsilon=epsilon, chains=chains,
+                  initial_length=initial_length, rhat_threshold=rhat_threshold, reduce=reduce, segments=segments,
+                  max_length=max_length, max_steps=max_steps, time_limit=time_limit, client=client, backend=backend,
+                  progress=progress, plot=plot)
+        return _by_frozen_class(net, target, frozen, initial, seed, by_class, kw)
     remap = {old: new for new, old in enumerate(keep)}
     sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
     compiled = compile_pbn(net, keep)
@@ -200,7 +228,8 @@ def steady_state(
         search = _gelman_rubin(ens, run.progress, budget, psi0, segments, rhat_threshold)
         _two_state(ens, run.progress, budget, search, segments, precision, confidence, epsilon)
 
-    ds = _dataset(net, tgts, ens.window(search.m), search, precision, confidence, epsilon)
+    converged = search.converged_gr and not search.note
+    ds = _dataset(net, tgts, ens.window(search.m), search, precision, confidence, epsilon, converged)
     ds.attrs = run.provenance(
         workload="pbn.steady_state", seed=seed, model_name=net.name, model_sha256=net.digest(), mode=mode,
         precision=precision, confidence=confidence, epsilon=epsilon, rhat_threshold=rhat_threshold, chains=omega,
@@ -208,7 +237,7 @@ def steady_state(
         perturbation=net.perturbation, reduced=reduce, nodes=net.n, nodes_removed=net.n - len(keep),
         nodes_simulated=len(keep), device_seconds=run.device_seconds,
         steps_per_second=ens.steps / max(run.device_seconds, 1e-12),
-        converged=int(search.converged_gr and not search.note), note=search.note or "ok",
+        converged=int(converged), note=search.note or "ok",
     )
     if plot is not None:
         from .plots import plot_convergence
@@ -243,7 +272,7 @@ def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: i
         search.sums = ens.advance(2 * search.psi, count_from=search.psi, pieces=segments, want_chain=True)
         search.rhat = [rhat(s) for s in search.sums]
         est = [s.s1 / (s.chains * s.psi) for s in search.sums]
-        search.history.append((ens.length, search.rhat, est))
+        search.record(ens.length, search.rhat, est)
         _report(prog, ens, f"Gelman-Rubin: length {ens.length}, R-hat {max(search.rhat):.4f}, estimate {_fmt(est)}")
         if max(search.rhat) < threshold:
             search.converged_gr = True
@@ -268,7 +297,7 @@ def _two_state(ens: _Ensemble, prog: engine.Progress, budget: _Budget, search: _
         win = ens.window(m)
         need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
         E = max(-(-(N - w.size) // ens.chains) for N, w in zip(need, win))
-        search.history.append((ens.length, [math.nan] * ens.T, [w.estimate for w in win]))
+        search.record(ens.length, [math.nan] * ens.T, [w.estimate for w in win])
         _report(prog, ens, f"two-state: length {ens.length}, sample {win[0].size:.3g} (need {max(need):.3g}), "
                            f"estimate {_fmt([w.estimate for w in win])}", total=ens.length + max(E, 0))
         if E > 0:
@@ -324,12 +353,13 @@ def _fmt(values: Sequence[float]) -> str:
 
 
 def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], search: _Search, precision: float,
-             confidence: float, epsilon: float) -> xr.Dataset:
+             confidence: float, epsilon: float, converged: bool) -> xr.Dataset:
     T, m, rh, history, gr_var = len(tgts), search.m, search.rhat, search.history, search.gr_variance
     prob = np.array([w.estimate for w in win])
     ts_var = [two_state_variance(w.alpha, w.beta) if w.identifiable else math.nan for w in win]
     var = [max(a, b) if not math.isnan(a) else b for a, b in zip(ts_var, gr_var)]
-    hw = np.array([half_width(w, confidence, v) for w, v in zip(win, var)])
+    # the achieved interval; none when the run did not converge (its sample means nothing)
+    hw = np.array([half_width(w, confidence, v) if converged else math.nan for w, v in zip(win, var)])
     needed = [required_size(v, precision, confidence) if not math.isnan(v) else -1 for v in var]
     M = [burn_in(w.alpha, w.beta, epsilon) if w.identifiable else -1 for w in win]
     labels = [target_label(t, net) for t in tgts]
@@ -338,12 +368,14 @@ def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], search: _Search,
     hist_e = np.array([h[2] for h in history], dtype=np.float64).reshape(len(history), T)
     data = {
         "probability": ("target", prob, {"long_name": "steady-state probability of the target set", "units": "1"}),
-        "ci_low": ("target", np.clip(prob - precision, 0, 1),
-                   {"long_name": f"lower end of the {confidence:.0%} interval (estimate - precision)", "units": "1"}),
-        "ci_high": ("target", np.clip(prob + precision, 0, 1),
-                    {"long_name": f"upper end of the {confidence:.0%} interval (estimate + precision)", "units": "1"}),
-        "half_width": ("target", hw, {"long_name": "achieved half-width of the interval (two-state chain)",
-                                      "units": "1"}),
+        "ci_low": ("target", np.clip(prob - hw, 0, 1),
+                   {"long_name": f"lower end of the achieved {confidence:.0%} interval (estimate - half_width; "
+                                 "NaN when the run did not converge)", "units": "1"}),
+        "ci_high": ("target", np.clip(prob + hw, 0, 1),
+                    {"long_name": f"upper end of the achieved {confidence:.0%} interval (estimate + half_width; "
+                                  "NaN when the run did not converge)", "units": "1"}),
+        "half_width": ("target", hw, {"long_name": "achieved half-width of the interval (larger of the two-state and "
+                                                   "the Gelman-Rubin variance; at most the precision)", "units": "1"}),
         "rhat": ("target", np.array(rh), {"long_name": "Gelman-Rubin potential scale reduction at convergence"}),
         "burn_in": ("target", np.full(T, m, dtype=np.int64), {"long_name": "steps discarded from each chain"}),
         "burn_in_required": ("target", np.array(M, dtype=np.int64),
@@ -365,3 +397,36 @@ def _dataset(net: PBN, tgts: list[Target], win: list[TwoState], search: _Search,
         "history_estimate": (("round", "target"), hist_e, {"long_name": "estimate after the round"}),
     }
     return xr.Dataset(data, coords={"target": labels, "round": np.arange(len(history))})
+
+
+MAX_FROZEN_CLASSES = 64
+
+
+def _by_frozen_class(net: PBN, target: Any, frozen: list[int], initial: Any, seed: int, by_class: bool,
+                     kw: dict) -> xr.Dataset:
+    """Frozen nodes left random split the chains into closed classes: refuse, or (``by_class``)
+    answer for each class, with its frozen values in ``initial`` and seed ``derive_seeds(seed, k)``."""
+    names = [net.nodes[i] for i in frozen]
+    if not by_class:
+        raise ValueError(f"node(s) {', '.join(names)} never change (never perturbed, f = x): their random initial "
+                         "values split the chains into classes that never mix, so no single steady state exists. "
+                         f"Fix them with initial={{{', '.join(repr(n) + ': 0' for n in names[:3])}}} (--initial "
+                         f"{','.join(n + '=0' for n in names[:3])}), or ask for one answer per class with by_class=True (--by-class)")
+    if 2 ** len(frozen) > MAX_FROZEN_CLASSES:
+        raise ValueError(f"{len(frozen)} frozen nodes make {2 ** len(frozen)} classes (at most {MAX_FROZEN_CLASSES}); "
+                         f"fix some of them with initial= ({', '.join(names)})")
+    base = dict(initial) if isinstance(initial, Mapping) else {}
+    if isinstance(initial, str) and initial != "random":
+        raise AssertionError("zeros/ones fix every node")  # unreachable: frozen nodes here are unfixed
+    seeds = derive_seeds(seed, np.arange(2 ** len(frozen)))
+    parts, labels = [], []
+    for k, values in enumerate(itertools.product((0, 1), repeat=len(frozen))):
+        assignment = dict(zip(names, values))
+        labels.append(",".join(f"{n}={v}" for n, v in assignment.items()))
+        parts.append(steady_state(net, target, seed=int(seeds[k]), initial={**base, **assignment}, **kw))
+    ds = xr.concat(parts, dim="frozen_class", coords="minimal", compat="override", combine_attrs="override",
+                   join="outer")
+    ds = ds.assign_coords(frozen_class=labels)
+    ds.attrs.update(seed=seed, frozen_nodes=",".join(names), classes=len(labels),
+                    converged=int(all(p.attrs["converged"] for p in parts)))
+    return ds

@@ -600,7 +600,7 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
         if prev < top or not row:
             row[Var(i)] = row.get(Var(i), 0.0) + (1.0 - prev / top if top > 0 else 1.0)
         preds.append([Predictor(e, w) for e, w in row.items()])
-    net = PBN.create(names, preds, name=Path(bnd).stem, source=bfile)
+    net = PBN.create(names, preds, name=Path(bnd).stem, source=bfile, update="async")  # MaBoSS is asynchronous
     return net, _config(conf, names, top, cpath)
 
 

@@ -22,6 +22,11 @@ def register(subparsers: Any) -> None:
     ms.required = True
     r = subparser(ms, "rates", help="posterior of the rate constants given exact observations", epilog=EXAMPLE)
     r.add_argument("model", help="reaction network (.rxn text or SBML); mass-action reactions only")
+    r.add_argument("--format", choices=["sbml", "antimony", "text"], default=None,
+                   help="the model's format (default: from the extension, else the content)")
+    r.add_argument("--reversible", choices=["split", "forward", "error"], default="split",
+                   help="SBML reversible reactions: split a law kf*A - kr*B into two reactions, take the law as the "
+                   "forward propensity, or refuse")
     r.add_argument("--data", required=True, metavar="CSV", help="observations: 'time,<species>...' (blank = "
                    "unobserved)")
     r.add_argument("--iterations", type=positive_int, default=2_000, metavar="N",
@@ -51,11 +56,11 @@ def run(args: argparse.Namespace) -> int:
     """Run ``distsim mcmc rates``."""
     from ..mcmc.priors import parse_prior_spec
     from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates, summary
-    from ..models.formats.reaction_formats import load_reactions as load
+    from ..models.sources import load_network as load
 
     check_outputs(args, data=[args.output], figures=[args.plot, args.trace, args.bands])
     prior = dict(parse_prior_spec(p) for p in args.prior)
-    net = load(args.model)
+    net = load(args.model, format=args.format, reversible=args.reversible)
     print(net.summary())
     t0 = time.perf_counter()
     with client(args) as dask_client:

@@ -95,6 +95,8 @@ def register(subparsers: Any) -> None:
     conv = subparser(ps, "convert", help="write a model as an ASSA-PBN .pbn file")
     _add_model(conv)
     conv.add_argument("--output", "-o", required=True, metavar="PATH", help="the .pbn file to write")
+    conv.add_argument("--fix", action="append", default=[], metavar="NODE=0|1",
+                      help="knock a node out (0) or in (1) before writing (repeatable)")
 
 
 NOT_CONVERGED = 3  # exit status of a steady state or influence that did not converge

@@ -16,7 +16,12 @@ def register(subparsers: Any) -> None:
     sub = ssa.add_subparsers(dest="ssa_command", metavar="SSA_COMMAND")
     sub.required = True
     p = subparser(sub, "simulate", help="simulate an ensemble of realizations and reduce it on the workers")
-    p.add_argument("model", help="SBML (.xml) or distsim reaction text (.rxn)")
+    p.add_argument("model", help="reaction network: SBML (.xml), antimony (.ant) or distsim reaction text (.rxn)")
+    p.add_argument("--format", choices=["sbml", "antimony", "text"], default=None,
+                   help="the model's format (default: from the extension, else the content)")
+    p.add_argument("--reversible", choices=["split", "forward", "error"], default="split",
+                   help="SBML reversible reactions: split a law kf*A - kr*B into two reactions, take the law as the "
+                   "forward propensity, or refuse")
     p.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end of the simulated time")
     p.add_argument("--points", type=positive_int, default=101, help="time points on the output grid, 0 to T")
     p.add_argument("--realizations", "-n", type=positive_int, default=1000, metavar="N", help="number of realizations")
@@ -38,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args, data=[args.output], figures=[args.plot])
     params = parse_assignments(args.param, "--param")
-    net = load(args.model)
+    net = load(args.model, format=args.format, reversible=args.reversible)
     if params:
         net = net.with_parameters(**params)
     if args.points < 2:

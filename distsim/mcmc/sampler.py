@@ -113,7 +113,7 @@ def infer_rates(
     interval), the observations, and R-hat / ESS per variable in ``rhat``, ``ess_bulk``, ``ess_tail``.
     """
     if not isinstance(net, ReactionNetwork):
-        from ..models.formats.reaction_formats import load_reactions as load
+        from ..models.sources import load_network as load
 
         net = load(net)
     for name, v in (("iterations", iterations), ("chains", chains), ("thin", thin)):

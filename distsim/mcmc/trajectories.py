@@ -27,7 +27,7 @@ def latent_trajectories(ds: xr.Dataset, net: ReactionNetwork | str | os.PathLike
     draws) on a grid of ``points_per_interval`` times per interval; returns the paths
     (sample, time, species) and the pointwise ``prob`` band (``lower``, ``median``, ``upper``)."""
     if not isinstance(net, ReactionNetwork):
-        from ..models.formats.reaction_formats import load_reactions as load
+        from ..models.sources import load_network as load
 
         net = load(net)
     obs = as_observations(net, observations)

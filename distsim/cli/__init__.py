@@ -33,7 +33,7 @@ needs workers, and stops it at the end.
 """
 
 # exit statuses (a figure that fails after the data were written: 1)
-USAGE, INTERRUPTED = 2, 130
+USAGE, INTERRUPTED, BROKEN_PIPE = 2, 130, 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("distsim: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except BrokenPipeError:  # the reader of our output went away (`distsim ... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
     except _user_errors() as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"distsim: error: {msg}".replace("\n", " "), file=sys.stderr)

@@ -9,6 +9,7 @@ unless declared otherwise, so ``J1: E + S -> ES; k1*E*S`` is mass action with th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -40,7 +41,10 @@ def read_antimony(path: str | os.PathLike, *, reversible: str = "split") -> Reac
 def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split",
                    name: str = "") -> ReactionNetwork:
     """Read antimony model text held in memory (the main module of the text)."""
-    return read_sbml_string(antimony_to_sbml(text, file=file), file=file, reversible=reversible, name=name)
+    net = read_sbml_string(antimony_to_sbml(text, file=file), file=file, reversible=reversible, name=name)
+    if name and net.name == "__main":  # antimony's name for an unnamed model: the file's stem says more
+        net = dataclasses.replace(net, name=name)
+    return net
 
 
 def antimony_to_sbml(text: str, *, file: str = "<antimony>") -> str:

@@ -33,7 +33,7 @@ import yaml
 
 from ..errors import ConfigError, DistsimError, line_of_offset, read_text
 from .adapters import Adapter, adapter_for, check_fixed
-from .points import Points, as_points, one_at_a_time
+from .points import UNSET_PREFIXES, Points, as_points, one_at_a_time
 
 KEYS = ("analysis", "model", "model_options", "seed", "fixed", "grid", "table", "one_at_a_time", "chunk_size",
         "store", "output")
@@ -428,8 +428,14 @@ def _read_csv(path: Path, doc: _Doc) -> list[dict[str, Any]]:
             continue
         if len(cells) != len(header):
             raise ConfigError(f"expected {len(header)} columns", file=f, line=n)
-        rows.append({k: v if k == "parameter" else _csv_number(k, v, f, n) for k, v in zip(header, cells)})
+        rows.append({k: v if k == "parameter" else None if _unset(k, v) else _csv_number(k, v, f, n)
+                     for k, v in zip(header, cells)})
     return rows
+
+
+def _unset(k: str, v: str) -> bool:
+    """An empty or '-' cell in a column that a point may leave unset (``fix.NODE``: not fixed)."""
+    return k.startswith(UNSET_PREFIXES) and v in ("", "-")
 
 
 def _csv_number(k: str, v: str, f: str, n: int) -> int | float:

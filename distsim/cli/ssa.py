@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ssa.methods import METHODS
 from .common import client, finish
 
 
@@ -21,7 +22,7 @@ def register(subparsers: Any) -> None:
     sim2.add_argument("--t-end", type=float, required=True)
     sim2.add_argument("--points", type=int, default=101, help="time points on the output grid (default 101)")
     sim2.add_argument("--realizations", "-n", type=int, default=1000)
-    sim2.add_argument("--method", choices=["auto", "direct", "tree", "warp", "ar"], default="auto")
+    sim2.add_argument("--method", choices=["auto", *METHODS], default="auto")
     sim2.add_argument("--seed", type=int, default=0)
     sim2.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     sim2.add_argument("--trajectories", action="store_true", help="keep every realization's grid states")

@@ -6,6 +6,7 @@
 """
 
 from ..models.reactions import Reaction, ReactionNetwork
-from .simulate import choose_method, load, simulate
+from .methods import choose_method
+from .simulate import load, simulate
 
 __all__ = ["Reaction", "ReactionNetwork", "choose_method", "load", "simulate"]

@@ -7,6 +7,7 @@ import os
 import time
 import warnings
 from fractions import Fraction
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -17,16 +18,15 @@ from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
 from . import cpu
 from ..models.compile_reactions import compile_network
-from .block import METHODS, SSABlock
+from .block import SSABlock
+from .errors import ERR_MAX_EVENTS, merge, raise_if_failed, summary
+from .methods import METHODS, choose_method
 from .shard import simulate_block
 
 ALIGN = 64
-AUTO_DIRECT_MAX_REACTIONS = 32
 KEEP_EVENTS_MAX = 10**6  # realizations up to which per-realization event counts are returned
 MAX_HIST_BINS = 512
 PILOT = 256
-ERRORS = {cpu.ERR_PROPENSITY: "a propensity became negative, infinite or NaN",
-          cpu.ERR_NEGATIVE: "a species count became negative"}
 
 
 def load(path: str | os.PathLike, *, format: str | None = None) -> ReactionNetwork:
@@ -34,15 +34,6 @@ def load(path: str | os.PathLike, *, format: str | None = None) -> ReactionNetwo
     from ..models.formats.reaction_formats import load_reactions
 
     return load_reactions(path, format=format)
-
-
-def choose_method(net_or_m: ReactionNetwork | int, backend: str = "cpu") -> str:
-    """'auto': the direct method for up to 32 reactions; beyond, one warp per realization on GPUs
-    (seed 004) and the O(log M) sum tree on CPUs."""
-    m = net_or_m if isinstance(net_or_m, int) else net_or_m.n_reactions
-    if m <= AUTO_DIRECT_MAX_REACTIONS:
-        return "direct"
-    return "warp" if backend == "gpu" else "tree"
 
 
 def simulate(
@@ -112,7 +103,7 @@ def simulate(
     lo = width = None
     bins = 0
     if quantiles is not None:
-        lo, width, bins = _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins)
+        lo, width, bins = _histogram_bins(net, c, grid, seed, method, realizations, max_events, max_bins)
 
     shards = engine.split(realizations, ex.n_workers(), align=ALIGN)
     blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, lo, width, bins,
@@ -145,10 +136,13 @@ def _exact_ratio(num: np.ndarray, den: int) -> np.ndarray:
     return out
 
 
-def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -> tuple[np.ndarray, np.ndarray, int]:
+def _histogram_bins(net, c, grid, seed, method, realizations, max_events, max_bins
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
     """Histogram ranges from a pilot: the first min(R, 256) realizations, simulated here on the CPU."""
-    pilot = cpu.simulate_block(c, real0=0, realizations=min(realizations, PILOT), seed=seed, grid=grid,
-                               method=METHODS[method], keep_trajectories=True, max_events=max_events)
+    n = min(realizations, PILOT)
+    pilot = cpu.simulate_block(c, method=METHODS[method].cpu, real0=0, realizations=n, seed=seed, grid=grid,
+                               keep_trajectories=True, max_events=max_events)
+    _check_errors(net, c, [summary(pilot["errors"], 0)], n, seed, method, grid, max_events, pilot=n < realizations)
     traj = pilot["trajectories"]
     lo_obs, hi_obs = traj.min(axis=(0, 1)), traj.max(axis=(0, 1))
     span = hi_obs - lo_obs
@@ -159,23 +153,22 @@ def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -
     return lo.astype(np.int64), width.astype(np.int64), bins
 
 
+def _check_errors(net, c, summaries, realizations, seed, method, grid, max_events, pilot=False) -> dict[int, int]:
+    """Raise the error of the lowest-numbered failed realization (time and state from a CPU replay);
+    else return the count of each error code."""
+    counts, first = merge(summaries)
+    raise_if_failed(net, counts, first, realizations, seed,
+                    partial(cpu.replay, c, METHODS[method].cpu, seed=seed, grid=grid, max_events=max_events), pilot)
+    return counts
+
+
 def _dataset(net, c, grid, res, metas, R, method, seed, keep_traj, keep_final, quantiles, lo, width, bins, ex, wall,
              t_round, max_events, plot) -> xr.Dataset:
     S, K = net.n_species, len(grid)
     per_real = all("events" in r for r in res)
-    if per_real:
-        errors = np.concatenate([r["errors"] for r in res])
-        counts = {int(code): int(n) for code, n in enumerate(np.bincount(errors.astype(np.int64))) if n}
-    else:
-        counts = {}
-        for r in res:
-            for code, n in r["error_counts"].items():
-                counts[code] = counts.get(code, 0) + n
-    for code, text in ERRORS.items():
-        bad = counts.get(code, 0)
-        if bad:
-            raise RuntimeError(f"{bad} of {R} realizations stopped: {text} (check the rate laws and parameters)")
-    truncated = counts.get(cpu.ERR_MAX_EVENTS, 0)
+    summaries = [summary(np.concatenate([r["errors"] for r in res]), 0)] if per_real else res
+    counts = _check_errors(net, c, summaries, R, seed, method, grid, max_events)
+    truncated = counts.get(ERR_MAX_EVENTS, 0)
     if truncated:
         warnings.warn(f"{truncated} realizations reached max_events={max_events}; their later grid states repeat "
                       "the last state", stacklevel=3)

@@ -1,8 +1,8 @@
 // Exact SSA, one realization per thread, for any model size: the loop of distsim/ssa/cpu.py
 // (run_realization) with the same floating-point operation order, so CPU and GPU give the same
-// realizations (compile with --fmad=false). The selection method is chosen at compile time:
-// -DDS_METHOD_HEADER='"ssa_method_NAME.cuh"' (distsim/ssa/methods: the method's cuda_header) and
-// -DDS_NEEDS_DEPGRAPH=0 for a method that recomputes every propensity after a firing.
+// realizations (compile with --fmad=false). The selection method is chosen at compile time
+// (distsim/ssa/gpu.py generic_source defines them): DS_METHOD_HEADER, "ssa_method_NAME.cuh" (the
+// method's cuda_header), and DS_NEEDS_DEPGRAPH 0 for a method that recomputes every propensity.
 // Per-realization work arrays live in global memory with the realization index fastest
 // ([item * R + r], ds_col), so a warp's accesses coalesce when its threads touch the same item.
 #include "ssa_common.cuh"

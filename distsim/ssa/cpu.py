@@ -48,8 +48,12 @@ class CPUMethod:
     needs_depgraph: bool = True  # False: every propensity is recomputed after each firing
 
     def __post_init__(self) -> None:
-        if _CPU_METHODS.setdefault(self.name, self) is not self:
-            raise ValueError(f"a CPU method named {self.name!r} already exists")
+        known = _CPU_METHODS.setdefault(self.name, self)
+        if known is not self and known._parts() != self._parts():
+            raise ValueError(f"another CPU method is named {self.name!r}")
+
+    def _parts(self) -> tuple:
+        return self.reset, self.update, self.event, self.select, self.aux_size, self.needs_depgraph
 
 
 _CPU_METHODS: dict[str, CPUMethod] = {}

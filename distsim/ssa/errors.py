@@ -47,7 +47,7 @@ def summary(errors, real0: int, xp=np) -> dict:
     fatal = (codes == ERR_PROPENSITY) | (codes == ERR_NEGATIVE) | (codes == ERR_OVERFLOW)
     first = None
     if bool(fatal.any()):
-        r = int(xp.argmax(fatal))
+        r = int(xp.flatnonzero(fatal)[0])
         first = (real0 + r, int(errors[r]))
     return {"error_counts": {i: int(n) for i, n in enumerate(counts) if n}, "first_error": first}
 

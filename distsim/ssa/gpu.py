@@ -255,10 +255,10 @@ def _tables(c: CompiledNetwork) -> dict[str, Any]:
         "law_start", "law_op", "law_arg", "dep_start", "dep_list")}
 
 
-def _generic_module(method: Any) -> Any:
-    options = (f'-DDS_METHOD_HEADER="{method.cuda_header}"', f"-DDS_NEEDS_DEPGRAPH={int(method.needs_depgraph)}")
-    return _module(("generic",) + options, lambda: dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_generic.cu"),
-                   options)
+def generic_source(method: Any) -> str:
+    """kernels/ssa_generic.cu with ``method``'s selection code compiled in (compile-time defines)."""
+    return (dsmath.neglog_table_cuda() + f'#define DS_METHOD_HEADER "{method.cuda_header}"\n'
+            f"#define DS_NEEDS_DEPGRAPH {int(method.needs_depgraph)}\n" + cuda.kernel_source("ssa_generic.cu"))
 
 
 def _thread_chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
@@ -288,7 +288,8 @@ def _thread_chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any
             a = cp.empty(M * n, dtype=cp.float64)
             aux = cp.empty(max(n_aux, 1) * n, dtype=cp.float64)
             stack = cp.empty(max(1, c.max_stack) * n, dtype=cp.float64)
-            _generic_module(method).get_function("ssa_generic")(
+            _module(("generic", method.cuda_header, method.needs_depgraph), lambda: generic_source(method)).get_function(
+                "ssa_generic")(
                 (blocks,), (BLOCK,),
                 (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
                  np.int32(n_aux), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"], tb["rct_species"],

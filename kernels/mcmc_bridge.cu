@@ -11,8 +11,7 @@
 //   mcmc_finish: one block per chain replays the accepted paths (sufficient statistics r_j, b_j),
 //     draws theta ~ Gamma (Marsaglia-Tsang on Philox) and resets the tasks for the next iteration.
 // MCMC_S / MCMC_M (species, reactions) are set by the host with -D.
-#include "philox.cuh"
-#include "dsmath.cuh"
+#include "kinetics.cuh"
 
 #ifndef MCMC_S
 #define MCMC_S 4
@@ -35,15 +34,9 @@ struct Net {
     const signed char* can_inc; const signed char* can_dec;
 };
 
+// mass-action h_j(x) = prod_i C(x_i, r_i) (cpu._h)
 __device__ __forceinline__ double h_of(const Net& N, const long long* x, int j) {
-    double hv = 1.0;
-    for (int q = N.rct_start[j]; q < N.rct_start[j + 1]; ++q) {
-        const double xs = (double)x[N.rct_species[q]];
-        double hh = xs;
-        for (int m = 1; m < N.rct_stoich[q]; ++m) hh = hh * (xs - m) / (m + 1);
-        hv = hv * hh;
-    }
-    return hv;
+    return ds_mass_action(1.0, j, x, N.rct_start, N.rct_species, N.rct_stoich);
 }
 
 // One forward attempt (cpu.run_attempt). Returns 1 hit, 0 miss, -1 max_events. With want, adds the

@@ -11,10 +11,8 @@
 // stays below blockDim.x * 2^24 <= 2^31 (blocks of at most 128 threads).
 // Species counts are int32 in registers (int -> double conversions are cheaper); a count that
 // would pass 2^31 - 1 sets ERR_OVERFLOW. Per event: one Philox call, the waiting time from the
-// shared-memory -log table (ds_neglog_u01), selection from the propensities' prefix sums, firing
+// shared-memory -log table (ds_waiting_time), selection from the propensities' prefix sums, firing
 // without branches for small models; see benchmarks/ssa_kernel_variants.py for what each part costs.
-#include "philox.cuh"
-#include "dsmath.cuh"
 #include "ssa_common.cuh"
 
 //@@ defs
@@ -46,7 +44,7 @@ extern "C" __global__ void ssa_direct(
     const int R, const unsigned long long real0, const uint32_t seed, const int K,
     const double* __restrict__ grid, const long long max_events, int* __restrict__ rec,
     unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
-    signed char* __restrict__ errors, unsigned long long* __restrict__ sums, unsigned long long* __restrict__ sumsq)
+    int* __restrict__ errors, unsigned long long* __restrict__ sums, unsigned long long* __restrict__ sumsq)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
@@ -62,29 +60,29 @@ extern "C" __global__ void ssa_direct(
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
     const unsigned long long e_stop = max_events > 0 ? (unsigned long long)max_events : ~0ull;
-    int err = 0;
+    int err = ERR_NONE;  // the error word (distsim/ssa/errors.py)
     int bad = 0;  // OR of the counts changed by firings: negative once one wrapped or went below zero
     //@@ state
     int x0 = 0;
     unsigned int f0 = 0, f1 = 0;
     double p0 = 10.0;
     double p1;
-    { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
+    p1 = 0.1 * ds_choose((double)x0, 1);
     //@@ end
     double t = 0.0;
     int k = 0;
     double gk = grid[0], gn = K > 1 ? grid[1] : INF;  // grid times k and k + 1, prefetched into registers
     unsigned long long e = 0ull;
-    while (err == 0) {
+    while (err == ERR_NONE) {
         // prefix sums of the propensities: c_i = p_0 + ... + p_i, a0 = c_{M-1} (the CPU's order)
         //@@ sum
         const double c0 = 0.0 + p0; const double a0 = c0 + p1;
         //@@ end
         double u2 = 0.0, t_new = INF;
         if (a0 > 0.0) {
-            const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
-            u2 = ds_u01_f64(w.z, w.w);
-            t_new = t + ds_neglog_u01(ds_u01_f64(w.x, w.y), logtab) / a0;
+            double u1;
+            ds_event_uniforms(e, seed, rid, u1, u2);
+            t_new = t + ds_waiting_time(u1, a0, logtab);
         }
         if (gk < t_new) {  // record the grid points passed before the event
             do {
@@ -103,7 +101,7 @@ extern "C" __global__ void ssa_direct(
                 DS_RECORD(k, 0, x0);
                 //@@ end
             }
-            err = 2;
+            err = ERR_MAX_EVENTS;
             break;
         }
         // the fired reaction j is the first with c_j > target: b_i = (c_i <= target) = (j > i)
@@ -115,24 +113,20 @@ extern "C" __global__ void ssa_direct(
         //@@ end
         //@@ fire
         switch (j) {
-            case 0: x0 = ds_add(x0, 1); bad |= x0; f0 += 1;
-                { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
-                break;
-            default: x0 = ds_add(x0, -1); bad |= x0; f1 += 1;
-                { double v = 0.1; { const double xs = (double)x0; double h = xs; v = v * h; } p1 = v; }
-                break;
+            case 0: x0 = ds_add(x0, 1); bad |= x0; f0 += 1; p1 = 0.1 * ds_choose((double)x0, 1); break;
+            default: x0 = ds_add(x0, -1); bad |= x0; f1 += 1; p1 = 0.1 * ds_choose((double)x0, 1); break;
         }
         //@@ end
         t = t_new;
         ++e;
-        if (bad < 0) {  // a count went below zero (3) or past 2^31 - 1 (4)
+        if (bad < 0) {  // a count went below zero or past 2^31 - 1: the word of the reaction that fired
             //@@ classify
-            err = x0 < 0 ? (j == 0 ? 4 : 3) : err;
+            if (x0 < 0) err = DS_ERROR_WORD((j == 0 ? 1 : 0) > 0 ? ERR_OVERFLOW : ERR_NEGATIVE, j);
             //@@ end
         }
     }
     events[r] = e;
-    errors[r] = (signed char)err;
+    errors[r] = err;
 #ifdef DS_FUSED
     //@@ final
     rec[0 * RR + r] = (int)x0;

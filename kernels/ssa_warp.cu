@@ -15,8 +15,6 @@
 //
 // Per-realization work arrays (global memory): x [S] int32, a [M] double, levels [sum of level
 // sizes] double. Grid states go to rec[(k * R + r) * S + s] (coalesced across species).
-#include "philox.cuh"
-#include "dsmath.cuh"
 #include "ssa_common.cuh"
 
 #define DS_FULL 0xffffffffu
@@ -32,32 +30,11 @@ __device__ __forceinline__ double ds_warp_sum(double v) {
     return v;
 }
 
-__device__ __forceinline__ double ds_propensity(
-    const int d, const int* __restrict__ x, const signed char* __restrict__ kind, const double* __restrict__ theta,
-    const int* __restrict__ rct_start, const int* __restrict__ rct_species, const int* __restrict__ rct_stoich,
-    const int* __restrict__ law_start, const int* __restrict__ law_op, const double* __restrict__ law_arg)
-{
-    if (kind[d] == 0) {
-        double v = theta[d];
-        for (int q = rct_start[d]; q < rct_start[d + 1]; ++q) {
-            const double xs = (double)x[rct_species[q]];
-            double h = xs;
-            for (int m = 1; m < rct_stoich[q]; ++m) h = h * (xs - m) / (m + 1);
-            v = v * h;
-        }
-        return v;
-    }
-    double st[DS_MAX_STACK];
-    int sp = 0;
-    for (int pc = law_start[d]; pc < law_start[d + 1]; ++pc) {
-        const int op = law_op[pc];
-        if (op == OP_PUSH_CONST) { st[sp] = law_arg[pc]; ++sp; }
-        else if (op == OP_PUSH_SPECIES) { st[sp] = (double)x[(int)law_arg[pc]]; ++sp; }
-        else if (op == OP_NEG) { st[sp - 1] = -st[sp - 1]; }
-        else if (op >= OP_FUNC_BASE && op - OP_FUNC_BASE <= 6) { st[sp - 1] = ds_unary(op - OP_FUNC_BASE, st[sp - 1]); }
-        else { st[sp - 2] = ds_binary(op, st[sp - 2], st[sp - 1]); --sp; }
-    }
-    return st[0];
+// the lowest of the lanes' values (every lane gets it)
+__device__ __forceinline__ int ds_warp_min(int v) {
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) { const int o = __shfl_xor_sync(DS_FULL, v, m); v = o < v ? o : v; }
+    return v;
 }
 
 // recompute the sums above entry `i` of level 0 (the propensities), up to the top level
@@ -97,18 +74,20 @@ extern "C" __global__ void ssa_warp(
     double* lv = lv_ + (unsigned long long)r * LV;  // level 0 = the propensities
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
-    signed char err = ERR_NONE;
+    const ds_reactions N{kind, theta, rct_start, rct_species, rct_stoich, law_start, law_op, law_arg};
+    double st[DS_MAX_STACK];  // kinetic-law stack
+    int err = ERR_NONE;
 
     for (int s = lane; s < S; s += 32) x[s] = (int)x0[s];
     __syncwarp();
-    bool bad = false;
+    int bad = M;  // the lowest reaction with a bad propensity (M: none), the CPU's first in order
     for (int d = lane; d < M; d += 32) {
-        const double v = ds_propensity(d, x, kind, theta, rct_start, rct_species, rct_stoich, law_start, law_op, law_arg);
-        if (!(v >= 0.0) || isinf(v)) bad = true;
+        const double v = ds_propensity(N, d, x, st);
+        if (ds_bad_propensity(v) && d < bad) bad = d;
         lv[d] = v;
     }
     __syncwarp();
-    if (__any_sync(DS_FULL, bad)) err = ERR_PROPENSITY;
+    if (__any_sync(DS_FULL, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad));
     for (int l = 0; l < L; ++l) {  // build the block sums bottom-up
         for (int b = 0; b < size[l + 1]; ++b) {
             const int c = (b << 5) + lane;
@@ -126,10 +105,9 @@ extern "C" __global__ void ssa_warp(
         const double a0 = ds_warp_sum(lane < size[L] ? lv[off[L] + lane] : 0.0);
         double u2 = 0.0, t_new = INF;
         if (a0 > 0.0) {
-            const ds_u32x4 w = ds_philox4x32_10(ds_u32x4{(uint32_t)e, (uint32_t)(e >> 32), 0u, 0u}, seed, rid);
-            const double u1 = ds_u01_f64(w.x, w.y);
-            u2 = ds_u01_f64(w.z, w.w);
-            t_new = t + ds_neglog_u01(u1, logtab) / a0;
+            double u1;
+            ds_event_uniforms(e, seed, rid, u1, u2);
+            t_new = t + ds_waiting_time(u1, a0, logtab);
         }
         while (k < K && gk < t_new) {  // record the grid points passed before the event
             int* out = rec + ((unsigned long long)k * R + r) * S;
@@ -177,18 +155,18 @@ extern "C" __global__ void ssa_warp(
             if (v < 0) { if (d > 0) ovf = true; else neg = true; }
         }
         __syncwarp();
-        if (__any_sync(DS_FULL, ovf)) { err = ERR_OVERFLOW; break; }
-        if (__any_sync(DS_FULL, neg)) { err = ERR_NEGATIVE; break; }
+        if (__any_sync(DS_FULL, ovf)) { err = DS_ERROR_WORD(ERR_OVERFLOW, j); break; }
+        if (__any_sync(DS_FULL, neg)) { err = DS_ERROR_WORD(ERR_NEGATIVE, j); break; }
         if (lane == 0) atomicAdd(&firings[j], 1ull);
         // dependents, one lane each; then the sums above every touched block
         for (int q = dep_start[j] + lane; q < dep_start[j + 1]; q += 32) {
             const int d = dep_list[q];
-            const double v = ds_propensity(d, x, kind, theta, rct_start, rct_species, rct_stoich, law_start, law_op, law_arg);
-            if (!(v >= 0.0) || isinf(v)) bad = true;
+            const double v = ds_propensity(N, d, x, st);
+            if (ds_bad_propensity(v) && d < bad) bad = d;
             lv[d] = v;
         }
         __syncwarp();
-        if (__any_sync(DS_FULL, bad)) { err = ERR_PROPENSITY; break; }
+        if (__any_sync(DS_FULL, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad)); break; }
         int prev = -1;
         for (int q = dep_start[j]; q < dep_start[j + 1]; ++q) {  // dep_list is sorted: blocks in order
             const int b = dep_list[q] >> 5;

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end of the simulated time")
     p.add_argument("--points", type=positive_int, default=101, help="time points on the output grid, 0 to T")
     p.add_argument("--realizations", "-n", type=positive_int, default=1000, metavar="N", help="number of realizations")
-    p.add_argument("--method", choices=LazyChoices("distsim.ssa.block", "METHODS", ("auto",)), default="auto",
+    p.add_argument("--method", choices=LazyChoices("distsim.ssa.methods", "METHODS", ("auto",)), default="auto",
                    metavar="METHOD", help="selection method, one of %(choices)s; auto picks direct for small models, "
                    "else warp on GPUs and tree on CPUs")
     p.add_argument("--seed", type=int, default=0, help="random seed; a seed gives the same result on any hardware")

@@ -24,6 +24,7 @@ import numpy as np
 from numba import prange
 
 from ..backends.dsmath import ds_exp, ds_log
+from ..models.kinetics import mass_action
 from ..rng.philox import philox4x32_10, u01_f64
 
 TAG_GAMMA = 0xFFFFFFFF
@@ -34,15 +35,8 @@ ERR_NONE, ERR_MAX_ATTEMPTS, ERR_MAX_EVENTS, ERR_SHAPE, ERR_RATE = 0, 1, 2, 3, 4
 
 @numba.njit(inline="always", cache=True)
 def _h(d, x, rct_start, rct_species, rct_stoich):
-    """Mass-action h_d(x) = prod_i C(x_i, r_i), the same operation order as the CUDA kernel."""
-    hv = 1.0
-    for q in range(rct_start[d], rct_start[d + 1]):
-        xs = float(x[rct_species[q]])
-        hh = xs
-        for m in range(1, rct_stoich[q]):
-            hh = hh * (xs - m) / (m + 1)
-        hv = hv * hh
-    return hv
+    """Mass-action h_d(x) = prod_i C(x_i, r_i) (kernels/kinetics.cuh: ds_mass_action(1.0, ...))."""
+    return mass_action(1.0, d, x, rct_start, rct_species, rct_stoich)
 
 
 @numba.njit(cache=True)

@@ -12,7 +12,8 @@ from ..models.builder import Builder
 from ..models.formats.sbml import read_sbml_string
 from ..models.gillespy2 import from_gillespy2
 from ..models.reactions import Reaction, ReactionNetwork
-from .simulate import choose_method, load, simulate
+from .methods import choose_method
+from .simulate import load, simulate
 
 __all__ = ["Builder", "Reaction", "ReactionNetwork", "choose_method", "from_gillespy2", "load", "read_sbml_string",
            "simulate"]

@@ -1,243 +1,214 @@
 """CPU kernels for exact SSA ensembles (Numba, parallel over chunks of realizations).
 
-Two selection methods, both exact (Gillespie 1977, direct method) with a reaction dependency graph
-so that only affected propensities are recomputed after a firing:
-* ``direct``: a0 by summation in reaction order and a linear scan (small models);
-* ``tree``: a binary sum tree over the propensities, O(log M) selection and update (large models);
-* ``ar``: seed 001's parallel acceptance-rejection election with the exact exponential rating
-  (see :mod:`distsim.ssa.ar`): every reaction draws -log(u_j)/a_j, the lowest wins and is tau.
-Each realization records its state on a time grid; the grid states are reduced on the fly into
-exact integer sums (sum x, sum x^2, histograms), so results never depend on how realizations are
-split into chunks, shards or workers.
+One realization loop serves every selection method (Gillespie 1977's direct method with a reaction
+dependency graph, so only affected propensities are recomputed after a firing). A method supplies
+three Numba functions through a :class:`CPUMethod` (see :mod:`distsim.ssa.methods`):
+
+* ``reset(aux)``: clear its per-realization work array before the first propensities;
+* ``update(a, aux, d, v)``: propensity d is now v (``a[d]`` already holds it);
+* ``event(a, aux, e, seed, rid) -> (tau, u)``: event e's waiting time (inf when no reaction can
+  fire) and what its selection needs (u2 a0 for a search; the winner of a race);
+* ``select(a, aux, u) -> j``: the reaction that fires (only for an event before the end: measured,
+  selecting after the grid and event checks is 2% faster on the tree than inside ``event``).
+
+The loop is compiled once per method: a :class:`CPUMethod` is a Numba type of its own, so its
+functions are resolved at compile time (no runtime branch) and the specialisations are cached on
+disk like any other. Each realization records its state on a time grid; the grid states are
+reduced on the fly into exact integer sums (sum x, sum x^2, histograms), so results never depend
+on how realizations are split into chunks, shards or workers.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numba
 import numpy as np
 from numba import prange
+from numba.core import types
+from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
-from ..models import arith
-from ..backends.dsmath import ds_exp, ds_log, ds_pow, neglog_u01
-from ..rng.philox import philox4x32_10, u01_f64
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
-
-METHOD_DIRECT, METHOD_TREE, METHOD_AR = 0, 1, 2
-M32 = np.uint64(0xFFFFFFFF)
-INV_LN10 = 0.43429448190325176
-
-ERR_NONE, ERR_PROPENSITY, ERR_MAX_EVENTS, ERR_NEGATIVE = 0, 1, 2, 3
+from ..models.kinetics import bad_propensity, law, mass_action, reaction_arrays
+from .errors import ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_NONE, ERR_PROPENSITY, error_word
 
 
-@numba.njit(inline="always", cache=True)
-def _unary(f, v):
-    """Kinetic-law function f (order of arith.FUNC_CODES) of one argument."""
-    if f == 0:
-        return ds_exp(v)
-    if f == 1:
-        return ds_log(v) if v > 0.0 else (-math.inf if v == 0.0 else math.nan)
-    if f == 2:
-        return ds_log(v) * INV_LN10 if v > 0.0 else (-math.inf if v == 0.0 else math.nan)
-    if f == 3:
-        return math.sqrt(v) if v >= 0.0 else math.nan
-    if f == 4:
-        return abs(v)
-    if f == 5:
-        return math.floor(v)
-    return math.ceil(v)
+@dataclass(frozen=True, eq=False)
+class CPUMethod:
+    """A selection method's CPU part: Numba functions (``inline="always"``) and its work-array size."""
+
+    name: str
+    reset: Callable
+    update: Callable
+    event: Callable
+    select: Callable
+    aux_size: Callable[[int], int]  # per-realization work entries (float64) for M reactions
+    needs_depgraph: bool = True  # False: every propensity is recomputed after each firing
+
+    def __post_init__(self) -> None:
+        known = _CPU_METHODS.setdefault(self.name, self)
+        if known is not self and known._parts() != self._parts():
+            raise ValueError(f"another CPU method is named {self.name!r}")
+
+    def _parts(self) -> tuple:
+        return self.reset, self.update, self.event, self.select, self.aux_size, self.needs_depgraph
 
 
-@numba.njit(inline="always", cache=True)
-def _binary(op, a, b):
-    """Binary arithmetic op or two-argument function (pow/min/max) of a kinetic law."""
-    if op == arith.OP_ADD:
-        return a + b
-    if op == arith.OP_SUB:
-        return a - b
-    if op == arith.OP_MUL:
-        return a * b
-    if op == arith.OP_DIV:
-        return a / b
-    if op == arith.OP_POW or op == arith.OP_FUNC_BASE + 7:
-        return ds_pow(a, b)
-    if op == arith.OP_FUNC_BASE + 8:
-        return a if a < b else b
-    return a if a > b else b
+_CPU_METHODS: dict[str, CPUMethod] = {}
 
 
-@numba.njit(cache=True)
-def run_realization(rid, seed, method, x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species,
-                    chg_delta, law_start, law_op, law_arg, dep_start, dep_list, grid, max_events,
-                    x, a, tree, stack, rec, firings):
-    """One realization: fills ``rec[k, s]`` with the state at grid time k; returns (events, error).
+class CPUMethodType(types.Dummy):
+    """The Numba type of one :class:`CPUMethod` (a value without data; its functions are constants)."""
 
-    Everything is inline on purpose: Numba reference-counts arrays passed to helper functions, which
-    costs more than the arithmetic here; only scalar helpers (Philox, log, exp) are called.
-    """
-    S = x0.shape[0]
-    M = theta.shape[0]
+    def __init__(self, name: str):
+        self.method_name = name
+        super().__init__(f"CPUMethod[{name}]")
+
+
+@typeof_impl.register(CPUMethod)
+def _typeof_method(val, c):
+    return CPUMethodType(val.name)
+
+
+register_model(CPUMethodType)(models.OpaqueModel)
+
+
+@unbox(CPUMethodType)
+def _unbox_method(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())
+
+
+def _impl(method: CPUMethodType) -> CPUMethod:
+    return _CPU_METHODS[method.method_name]
+
+
+def method_reset(method, aux):
+    raise NotImplementedError  # Numba only
+
+
+def method_update(method, a, aux, d, v):
+    raise NotImplementedError  # Numba only
+
+
+def method_event(method, a, aux, e, seed, rid):
+    raise NotImplementedError  # Numba only
+
+
+def method_select(method, a, aux, u):
+    raise NotImplementedError  # Numba only
+
+
+def method_needs_depgraph(method):
+    raise NotImplementedError  # Numba only
+
+
+@overload(method_reset, inline="always")
+def _ov_reset(method, aux):
+    fn = _impl(method).reset
+    return lambda method, aux: fn(aux)
+
+
+@overload(method_update, inline="always")
+def _ov_update(method, a, aux, d, v):
+    fn = _impl(method).update
+    return lambda method, a, aux, d, v: fn(a, aux, d, v)
+
+
+@overload(method_event, inline="always")
+def _ov_event(method, a, aux, e, seed, rid):
+    fn = _impl(method).event
+    return lambda method, a, aux, e, seed, rid: fn(a, aux, e, seed, rid)
+
+
+@overload(method_select, inline="always")
+def _ov_select(method, a, aux, u):
+    fn = _impl(method).select
+    return lambda method, a, aux, u: fn(a, aux, u)
+
+
+@overload(method_needs_depgraph, inline="always")
+def _ov_needs_depgraph(method):
+    flag = _impl(method).needs_depgraph
+    return lambda method: flag
+
+
+@numba.njit(cache=True, error_model="numpy")
+def run_realization(method, rid, seed, net, grid, max_events, x, a, aux, stack, rec, firings):
+    """One realization: fills ``rec[k, s]`` with the state at grid time k; returns (events, error word,
+    t, v). On an error, ``x`` holds the state and t the time at which it occurred; v is the bad
+    propensity of a propensity error (else NaN). The compiled network comes as one tuple, unpacked
+    here once: reading a tuple's arrays inside the loop costs a reference count each (2.4x slower)."""
+    S = x.shape[0]
+    M = a.shape[0]
     K = grid.shape[0]
-    P = tree.shape[0] // 2
-    for s in range(S):
+    x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
+        law_arg, dep_start, dep_list = net
+    for s in range(x.shape[0]):
         x[s] = x0[s]
-    if method == METHOD_TREE:
-        for i in range(2 * P):
-            tree[i] = 0.0
+    method_reset(method, aux)
     t = 0.0
     k = 0
     e = np.uint64(0)
     j = -1  # the reaction that fired (-1: initialisation, every propensity is computed)
     while True:
         # ---- (re)compute the propensities that changed: all of them at first, then j's dependents
-        if j < 0:
-            lo, hi = 0, M
-        else:
-            lo, hi = dep_start[j], dep_start[j + 1]
+        every = j < 0 or not method_needs_depgraph(method)
+        lo, hi = (0, M) if every else (dep_start[j], dep_start[j + 1])
         for q in range(lo, hi):
-            d = q if j < 0 else dep_list[q]
+            d = q if every else dep_list[q]
+            # its propensity (chosen here: a helper taking the tables is 1.8x slower, measured)
             if kind[d] == KIND_MASS_ACTION:
-                v = theta[d]
-                for r in range(rct_start[d], rct_start[d + 1]):
-                    xs = float(x[rct_species[r]])
-                    h = xs
-                    for m in range(1, rct_stoich[r]):
-                        h = h * (xs - m) / (m + 1)
-                    v = v * h
-            else:  # general kinetic law: postfix program
-                sp = 0
-                for pc in range(law_start[d], law_start[d + 1]):
-                    op = law_op[pc]
-                    if op == arith.OP_PUSH_CONST:
-                        stack[sp] = law_arg[pc]
-                        sp += 1
-                    elif op == arith.OP_PUSH_SPECIES:
-                        stack[sp] = float(x[int(law_arg[pc])])
-                        sp += 1
-                    elif op == arith.OP_NEG:
-                        stack[sp - 1] = -stack[sp - 1]
-                    elif op >= arith.OP_FUNC_BASE and op - arith.OP_FUNC_BASE <= 6:
-                        stack[sp - 1] = _unary(op - arith.OP_FUNC_BASE, stack[sp - 1])
-                    else:
-                        stack[sp - 2] = _binary(op, stack[sp - 2], stack[sp - 1])
-                        sp -= 1
-                v = stack[0]
-            if not (v >= 0.0) or math.isinf(v):
-                return e, ERR_PROPENSITY
+                v = mass_action(theta[d], d, x, rct_start, rct_species, rct_stoich)
+            else:
+                v = law(d, x, law_start, law_op, law_arg, stack)
+            if bad_propensity(v):
+                return e, error_word(ERR_PROPENSITY, d), t, v
             a[d] = v
-            if method == METHOD_TREE:
-                i = (P + d) >> 1
-                tree[P + d] = v
-                while i >= 1:
-                    tree[i] = tree[2 * i] + tree[2 * i + 1]
-                    i >>= 1
-        # ---- waiting time
-        if method == METHOD_TREE:
-            a0 = tree[1]
-        else:
-            a0 = 0.0
-            for jj in range(M):
-                a0 = a0 + a[jj]
-        u2 = 0.0
-        j_ar = -1
-        if method == METHOD_AR:  # exponential race: reaction j's clock is -log(u_j)/a_j
-            best = math.inf
-            for jj in range(M):
-                if a[jj] > 0.0:
-                    w0, w1, w2, w3 = philox4x32_10(e & M32, e >> np.uint64(32), np.uint64(jj >> 1), 1, seed, rid)
-                    u = u01_f64(w0, w1) if (jj & 1) == 0 else u01_f64(w2, w3)
-                    rating = neglog_u01(u) / a[jj]
-                    if rating < best:
-                        best = rating
-                        j_ar = jj
-            t_new = t + best
-        elif a0 > 0.0:
-            w0, w1, w2, w3 = philox4x32_10(e & M32, e >> np.uint64(32), 0, 0, seed, rid)
-            u1 = u01_f64(w0, w1)
-            u2 = u01_f64(w2, w3)
-            t_new = t + neglog_u01(u1) / a0
-        else:
-            t_new = math.inf
+            method_update(method, a, aux, d, v)
+        tau, u = method_event(method, a, aux, e, seed, rid)
+        t_new = t + tau
         # ---- record the grid points passed before the event
         while k < K and grid[k] < t_new:
             for s in range(S):
                 rec[k, s] = x[s]
             k += 1
         if k >= K:
-            return e, ERR_NONE
+            return e, ERR_NONE, t, math.nan
         if max_events > 0 and e >= np.uint64(max_events):
             for kk in range(k, K):
                 for s in range(S):
                     rec[kk, s] = x[s]
-            return e, ERR_MAX_EVENTS
-        # ---- which reaction: the first whose cumulative propensity exceeds u2 * a0
-        target = u2 * a0
-        if method == METHOD_AR:
-            j = j_ar
-        elif method == METHOD_TREE:
-            i = 1
-            while i < P:
-                left = tree[2 * i]
-                if target < left:
-                    i = 2 * i
-                else:
-                    target = target - left
-                    i = 2 * i + 1
-            j = i - P
-            if j >= M or a[j] <= 0.0:  # rounding at a boundary: the nearest reaction that can fire
-                jj = min(j, M - 1)
-                while jj > 0 and a[jj] <= 0.0:
-                    jj -= 1
-                while jj < M - 1 and a[jj] <= 0.0:
-                    jj += 1
-                j = jj
-        else:
-            c = 0.0
-            j = -1
-            last = 0
-            for jj in range(M):
-                if a[jj] > 0.0:
-                    last = jj
-                c = c + a[jj]
-                if c > target:
-                    j = jj
-                    break
-            if j < 0:
-                j = last
-        # ---- fire
+            return e, ERR_MAX_EVENTS, t, math.nan
+        # ---- fire the selected reaction
+        j = method_select(method, a, aux, u)
+        t = t_new
         for q in range(chg_start[j], chg_start[j + 1]):
             x[chg_species[q]] += chg_delta[q]
             if x[chg_species[q]] < 0:
-                return e, ERR_NEGATIVE
+                return e, error_word(ERR_NEGATIVE, j), t, math.nan
         firings[j] += 1
-        t = t_new
         e += np.uint64(1)
 
 
-@numba.njit(parallel=True, cache=True)
-def _simulate(real0, R, seed, method, x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species,
-              chg_delta, law_start, law_op, law_arg, max_stack, dep_start, dep_list, grid, max_events,
-              sum_x, sum_x2, firings, events, errors, keep_traj, traj, keep_final, final, hist_lo, hist_width, hist):
-    S = x0.shape[0]
-    M = theta.shape[0]
+@numba.njit(parallel=True, cache=True, error_model="numpy")
+def _simulate(method, net, real0, R, seed, aux_n, max_stack, grid, max_events, sum_x, sum_x2, firings, events,
+              errors, keep_traj, traj, keep_final, final, hist_lo, hist_width, hist):
+    S = net.x0.shape[0]
+    M = net.theta.shape[0]
     K = grid.shape[0]
-    P = 1
-    while P < M:
-        P *= 2
     n_chunks = sum_x.shape[0]  # accumulator blocks (any split gives the same integer sums)
     B = hist.shape[3]
     for ch in prange(n_chunks):
         x = np.empty(S, dtype=np.int64)
         a = np.empty(M, dtype=np.float64)
-        tree = np.empty(2 * P if method == METHOD_TREE else 2, dtype=np.float64)
+        aux = np.empty(aux_n, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
         for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
-            ev, err = run_realization(np.uint64(real0 + r), seed, method, x0, kind, theta, rct_start, rct_species,
-                                      rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, law_arg,
-                                      dep_start, dep_list, grid, max_events, x, a, tree, stack, rec,
-                                      firings[ch])
+            ev, err, _, _ = run_realization(method, np.uint64(real0 + r), seed, net, grid, max_events, x, a, aux, stack,
+                                         rec, firings[ch])
             events[r] = ev
             errors[r] = err
             for k in range(K):
@@ -259,27 +230,27 @@ def _simulate(real0, R, seed, method, x0, kind, theta, rct_start, rct_species, r
                     final[r, s] = x[s]
 
 
-def simulate_block(c: CompiledNetwork, *, real0: int, realizations: int, seed: int, grid: np.ndarray,
-                   method: int = METHOD_DIRECT, keep_trajectories: bool = False, keep_final: bool = False,
+def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realizations: int, seed: int,
+                   grid: np.ndarray, keep_trajectories: bool = False, keep_final: bool = False,
                    hist_lo: np.ndarray | None = None, hist_width: np.ndarray | None = None, bins: int = 0,
                    max_events: int = 0) -> dict:
-    """Simulate realizations ``real0 .. real0+realizations-1``; returns exact integer reductions."""
+    """Simulate realizations ``real0 .. real0+realizations-1``; returns exact integer reductions and,
+    per realization, the events and error words (:mod:`distsim.ssa.errors`)."""
     S, M, K, R = c.n_species, c.n_reactions, len(grid), realizations
     n_chunks = max(1, min(R, 4 * numba.get_num_threads()))
     sum_x = np.zeros((n_chunks, K, S), dtype=np.int64)
     sum_x2 = np.zeros((n_chunks, K, S), dtype=np.int64)
     firings = np.zeros((n_chunks, M), dtype=np.int64)
     events = np.zeros(R, dtype=np.uint64)
-    errors = np.zeros(R, dtype=np.int8)
+    errors = np.zeros(R, dtype=np.int32)
     traj = np.zeros((R, K, S) if keep_trajectories else (1, 1, 1), dtype=np.int64)
     final = np.zeros((R, S) if keep_final else (1, 1), dtype=np.int64)
     hist = np.zeros((n_chunks, K, S, bins) if bins else (1, 1, 1, 0), dtype=np.int64)
     lo = np.zeros(S, np.int64) if hist_lo is None else np.asarray(hist_lo, np.int64)
     wd = np.ones(S, np.int64) if hist_width is None else np.asarray(hist_width, np.int64)
-    _simulate(np.uint64(real0), R, np.uint64(seed), method, c.x0, c.kind, c.theta, c.rct_start, c.rct_species,
-              c.rct_stoich, c.chg_start, c.chg_species, c.chg_delta, c.law_start, c.law_op, c.law_arg, c.max_stack,
-              c.dep_start, c.dep_list, np.asarray(grid, np.float64), int(max_events), sum_x, sum_x2, firings, events,
-              errors, keep_trajectories, traj, keep_final, final, lo, wd, hist)
+    _simulate(method, reaction_arrays(c), np.uint64(real0), R, np.uint64(seed), method.aux_size(M), c.max_stack,
+              np.asarray(grid, np.float64), int(max_events), sum_x, sum_x2, firings, events, errors,
+              keep_trajectories, traj, keep_final, final, lo, wd, hist)
     out = {
         "sum_x": _exact_sum(sum_x), "sum_x2": _exact_sum(sum_x2), "firings": firings.sum(axis=0),
         "events": events, "errors": errors,
@@ -291,6 +262,20 @@ def simulate_block(c: CompiledNetwork, *, real0: int, realizations: int, seed: i
     if bins:
         out["histogram"] = hist.sum(axis=0)
     return out
+
+
+def replay(c: CompiledNetwork, method: CPUMethod, realization: int, *, seed: int, grid: np.ndarray,
+           max_events: int = 0) -> tuple[int, float, np.ndarray, float]:
+    """Realization ``realization`` again, alone: (error word, time, state, bad propensity or NaN) where
+    it stopped."""
+    M = c.n_reactions
+    x = np.empty(c.n_species, dtype=np.int64)
+    grid = np.asarray(grid, np.float64)
+    _, word, t, v = run_realization(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c), grid,
+                                    int(max_events), x, np.empty(M), np.empty(method.aux_size(M)),
+                                    np.empty(max(c.max_stack, 1)), np.empty((len(grid), c.n_species), np.int64),
+                                    np.zeros(M, np.int64))
+    return int(word), float(t), x, float(v)
 
 
 def _exact_sum(a: np.ndarray) -> np.ndarray:

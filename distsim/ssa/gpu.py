@@ -1,11 +1,15 @@
 """GPU kernels for SSA ensembles (CuPy, NVRTC with --fmad=false) and on-device reductions.
 
 * small models (``direct`` with at most ``CODEGEN_MAX_REACTIONS`` reactions): a kernel generated
-  from the network (``kernels/ssa_direct.cu``), counts and propensities in registers;
-* any model (``direct`` or ``tree``): ``kernels/ssa_generic.cu``, the CPU algorithm with its work
-  arrays in global memory (bit-identical to the CPU);
+  from the network (``kernels/ssa_direct.cu``), counts and propensities in registers
+  (:func:`simulate_direct`);
+* any model, any method with a ``cuda_header``: ``kernels/ssa_generic.cu``, the CPU loop with its
+  work arrays in global memory and the method's selection code compiled in (bit-identical to the
+  CPU; :func:`simulate_generic`);
 * large models (``warp``): ``kernels/ssa_warp.cu``, one warp per realization with 32-way block sums
-  (seed 004); the same random numbers, sums in another order, so equal to the CPU in distribution.
+  (seed 004); the same random numbers, sums in another order, so equal to the CPU in distribution
+  (:func:`simulate_warp`).
+Which method uses which is declared in :mod:`distsim.ssa.methods`.
 All record grid states into a device array that is reduced on the device (sum x, sum x^2,
 histograms, firing counts); only these small results are copied to the host.
 """
@@ -14,16 +18,14 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..backends import cuda
+from ..backends import cuda, dsmath
 from ..models import arith
-from ..backends import dsmath
-
-from . import cpu
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
+from . import errors
 from .block import event_summary
 
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
@@ -33,7 +35,6 @@ WARP_MAX_STACK = 16  # kinetic-law stack depth of kernels/ssa_warp.cu (DS_MAX_ST
 BRANCHLESS_MAX_REACTIONS = 8  # measured: 1.12x on Michaelis-Menten (benchmarks/ssa_kernel_variants.py)
 REC_BYTES_PER_LAUNCH = 2 << 30  # grid states kept on the device per launch (int32)
 OPTIONS = ("--fmad=false",)
-ERR_OVERFLOW = 4
 
 
 def _lit(v: float) -> str:
@@ -44,15 +45,17 @@ def _lit(v: float) -> str:
     return repr(float(v))
 
 
+_OP_NAMES = {arith.OP_ADD: "OP_ADD", arith.OP_SUB: "OP_SUB", arith.OP_MUL: "OP_MUL", arith.OP_DIV: "OP_DIV",
+             arith.OP_POW: "OP_POW"}
+
+
 def _propensity_code(c: CompiledNetwork, d: int) -> str:
-    """C statements computing p{d}, in the same operation order as the CPU kernel."""
+    """A C statement computing p{d} with the functions of kernels/kinetics.cuh, in the operation order
+    of their interpreters (ds_mass_action, ds_law) and of the CPU (distsim/models/kinetics.py)."""
     if c.kind[d] == KIND_MASS_ACTION:
-        parts = [f"double v = {_lit(c.theta[d])};"]
-        for q in range(c.rct_start[d], c.rct_start[d + 1]):
-            s, r = int(c.rct_species[q]), int(c.rct_stoich[q])
-            body = "".join(f" h = h * (xs - {m}.0) / {m + 1}.0;" for m in range(1, r))
-            parts.append(f"{{ const double xs = (double)x{s}; double h = xs;{body} v = v * h; }}")
-        return "{ " + " ".join(parts) + f" p{d} = v; }}"
+        factors = [_lit(c.theta[d])] + [f"ds_choose((double)x{int(c.rct_species[q])}, {int(c.rct_stoich[q])})"
+                                        for q in range(c.rct_start[d], c.rct_start[d + 1])]
+        return f"p{d} = {' * '.join(factors)};"  # left to right: ((theta * C1) * C2) ...
     stack: list[str] = []
     for pc in range(c.law_start[d], c.law_start[d + 1]):
         op, arg = int(c.law_op[pc]), float(c.law_arg[pc])
@@ -66,8 +69,8 @@ def _propensity_code(c: CompiledNetwork, d: int) -> str:
             stack.append(f"ds_unary({op - arith.OP_FUNC_BASE}, {stack.pop()})")
         else:
             b, a = stack.pop(), stack.pop()
-            sym = {arith.OP_ADD: "+", arith.OP_SUB: "-", arith.OP_MUL: "*", arith.OP_DIV: "/"}.get(op)
-            stack.append(f"({a} {sym} {b})" if sym else f"ds_binary({op}, {a}, {b})")
+            name = _OP_NAMES.get(op, f"OP_FUNC_BASE + {op - arith.OP_FUNC_BASE}")
+            stack.append(f"ds_binary({name}, {a}, {b})")
     return f"p{d} = {stack[0]};"
 
 
@@ -100,7 +103,8 @@ def _by_reaction(values: list[int]) -> str:
 
 
 def _propensities(c: CompiledNetwork, ds: Any) -> list[str]:
-    check = lambda d: f" if (!(p{d} >= 0.0) || isinf(p{d})) err = 1;" if _needs_check(c, d) else ""  # noqa: E731
+    check = lambda d: (f" if (ds_bad_propensity(p{d}) && !err) err = DS_ERROR_WORD(ERR_PROPENSITY, {d});"  # noqa: E731
+                       if _needs_check(c, d) else "")
     return [_propensity_code(c, d) + check(d) for d in ds]
 
 
@@ -158,8 +162,8 @@ def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | 
         select.append("if (a0 <= target) { int L = 0; " + " ".join(f"if (p{j} > 0.0) L = {j};" for j in range(1, M))
                       + " " + " ".join(f"b{i} = {i} < L;" for i in range(M - 1)) + " }")
     select.append(f"const int j = {' + '.join(f'b{i}' for i in range(M - 1)) or '0'};")
-    classify = [f"if (x{s} < 0) err = {_by_reaction([int(d) for d in delta[:, s]])} > 0 ? 4 : 3;"
-                for s in range(S) if delta[:, s].any()]
+    classify = [f"if (x{s} < 0) err = DS_ERROR_WORD({_by_reaction([int(d) for d in delta[:, s]])} > 0 ? ERR_OVERFLOW "
+                f": ERR_NEGATIVE, j);" for s in range(S) if delta[:, s].any()]
     if branchless:  # reaction j fired (events with j' >= j) - (events with j' > j) times: e - g0, g0 - g1, ..., g_{M-2}
         at_least = ["e"] + [f"g{i}" for i in range(M - 1)]
         counts = [f"{hi} - {lo}" for hi, lo in zip(at_least, at_least[1:])] + [at_least[-1]]
@@ -183,42 +187,64 @@ def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | 
     return dsmath.neglog_table_cuda() + ("#define DS_FUSED\n" + src if fused else src)
 
 
-_MODULES: dict[tuple[str, str], Any] = {}
+_MODULES: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
 
 
-def _module(kind: str, c: CompiledNetwork) -> Any:
+def _module(key: tuple, source: Callable[[], str], options: tuple[str, ...] = ()) -> Any:
+    """The compiled module of ``source()`` for ``key`` on the current device (built once per process)."""
     import cupy as cp
 
-    key = (kind, c.digest if kind in ("direct", "fused") else "", cp.cuda.Device().id)
+    key = key + (cp.cuda.Device().id,)
     with _LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            src = (dsmath.neglog_table_cuda() + cuda.kernel_source(f"ssa_{kind}.cu") if kind in ("generic", "warp")
-                   else generate_direct(c, fused=kind == "fused"))
-            mod = cuda.load_module(src, OPTIONS)
+            mod = cuda.load_module(source(), OPTIONS + options)
             _MODULES[key] = mod
     return mod
 
 
-def simulate_block_gpu(b: Any) -> dict:
-    """The GPU counterpart of :func:`distsim.ssa.cpu.simulate_block` for an :class:`SSABlock`."""
+def _check_counts(c: CompiledNetwork) -> None:
+    if np.any(np.asarray(c.x0) > np.iinfo(np.int32).max):
+        raise RuntimeError("an initial count exceeds 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+
+
+def simulate_direct(b: Any, method: Any) -> dict:
+    """Method 'direct': the generated register kernel for small models (in-kernel reductions when the
+    outputs allow), else the generic kernel."""
     import cupy as cp
 
     c: CompiledNetwork = b.compiled
     S, M, K = c.n_species, c.n_reactions, len(b.grid)
-    if np.any(np.asarray(c.x0) > np.iinfo(np.int32).max):
-        raise RuntimeError("an initial count exceeds 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
-    firings = cp.zeros(M, dtype=cp.uint64)
-    if b.method == "warp":
-        if c.max_stack > WARP_MAX_STACK:
-            raise ValueError(f"method 'warp' evaluates kinetic laws with a stack of at most {WARP_MAX_STACK}; "
-                             f"this model needs {c.max_stack}: use method='tree'")
-        return _reduce_chunks(b, _warp_chunks(b, firings), firings)
-    use_codegen = b.method == "direct" and M <= CODEGEN_MAX_REACTIONS
-    if use_codegen and not b.keep_trajectories and not b.bins and 20 * K * S <= FUSED_SHARED_BYTES:
+    if M > CODEGEN_MAX_REACTIONS:
+        return simulate_generic(b, method)
+    _check_counts(c)
+    if not b.keep_trajectories and not b.bins and 20 * K * S <= FUSED_SHARED_BYTES:
         return _simulate_fused(b)
-    return _reduce_chunks(b, _thread_chunks(b, use_codegen, firings), firings)
+    firings = cp.zeros(M, dtype=cp.uint64)
+    return _reduce_chunks(b, _thread_chunks(b, None, firings), firings)
+
+
+def simulate_generic(b: Any, method: Any) -> dict:
+    """Any method with a ``cuda_header``: kernels/ssa_generic.cu with that selection code compiled in."""
+    import cupy as cp
+
+    _check_counts(b.compiled)
+    firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
+    return _reduce_chunks(b, _thread_chunks(b, method, firings), firings)
+
+
+def simulate_warp(b: Any, method: Any) -> dict:
+    """Method 'warp': one warp per realization (kernels/ssa_warp.cu)."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    _check_counts(c)
+    if c.max_stack > WARP_MAX_STACK:
+        raise ValueError(f"method 'warp' evaluates kinetic laws with a stack of at most {WARP_MAX_STACK}; "
+                         f"this model needs {c.max_stack}: use method='tree'")
+    firings = cp.zeros(c.n_reactions, dtype=cp.uint64)
+    return _reduce_chunks(b, _warp_chunks(b, firings), firings)
 
 
 def _tables(c: CompiledNetwork) -> dict[str, Any]:
@@ -229,41 +255,47 @@ def _tables(c: CompiledNetwork) -> dict[str, Any]:
         "law_start", "law_op", "law_arg", "dep_start", "dep_list")}
 
 
-def _thread_chunks(b: Any, use_codegen: bool, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
-    """One realization per thread (generated or generic kernel): yields (grid states (K, S, n), events, errors)."""
+def generic_source(method: Any) -> str:
+    """kernels/ssa_generic.cu with ``method``'s selection code compiled in (compile-time defines)."""
+    return (dsmath.neglog_table_cuda() + f'#define DS_METHOD_HEADER "{method.cuda_header}"\n'
+            f"#define DS_NEEDS_DEPGRAPH {int(method.needs_depgraph)}\n" + cuda.kernel_source("ssa_generic.cu"))
+
+
+def _thread_chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """One realization per thread, the generated kernel (``method`` None) or the generic kernel with
+    ``method``'s selection code: yields (grid states (K, S, n), events, error words)."""
     import cupy as cp
 
     c: CompiledNetwork = b.compiled
     S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
-    per_real = K * S * 4 + (0 if use_codegen else (S * 8 + M * 8 + 16 * (M + 1) + 8 * c.max_stack))
+    n_aux = 0 if method is None else method.cpu.aux_size(M)
+    per_real = K * S * 4 + (0 if method is None else (S * 8 + M * 8 + 8 * n_aux + 8 * c.max_stack))
     chunk = max(BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
-    tb = None if use_codegen else _tables(c)
-    P = 1
-    while P < M:
-        P *= 2
+    tb = None if method is None else _tables(c)
     for start in range(0, R, chunk):
         n = min(chunk, R - start)
         rec = cp.empty((K, S, n), dtype=cp.int32)
         ev = cp.zeros(n, dtype=cp.uint64)
-        er = cp.zeros(n, dtype=cp.int8)
+        er = cp.zeros(n, dtype=cp.int32)
         blocks = (n + BLOCK - 1) // BLOCK
-        if use_codegen:
-            _module("direct", c).get_function("ssa_direct")(
+        if method is None:
+            _module(("direct", c.digest), lambda: generate_direct(c)).get_function("ssa_direct")(
                 (blocks,), (BLOCK,), (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(K), grid,
                                       np.int64(b.max_events), rec, firings, ev, er, firings, firings))
         else:
             xs = cp.empty(S * n, dtype=cp.int64)
             a = cp.empty(M * n, dtype=cp.float64)
-            tree = cp.empty((2 * P if b.method == "tree" else 1) * n, dtype=cp.float64)
+            aux = cp.empty(max(n_aux, 1) * n, dtype=cp.float64)
             stack = cp.empty(max(1, c.max_stack) * n, dtype=cp.float64)
-            _module("generic", c).get_function("ssa_generic")(
+            _module(("generic", method.cuda_header, method.needs_depgraph), lambda: generic_source(method)).get_function(
+                "ssa_generic")(
                 (blocks,), (BLOCK,),
-                (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(cpu_method(b.method)),
-                 np.int32(S), np.int32(M), np.int32(K), np.int32(P), tb["x0"], tb["kind"], tb["theta"],
-                 tb["rct_start"], tb["rct_species"], tb["rct_stoich"], tb["chg_start"], tb["chg_species"],
-                 tb["chg_delta"], tb["law_start"], tb["law_op"], tb["law_arg"], tb["dep_start"], tb["dep_list"], grid,
-                 np.int64(b.max_events), xs, a, tree, stack, rec, firings, ev, er))
+                (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
+                 np.int32(n_aux), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"], tb["rct_species"],
+                 tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"], tb["law_op"],
+                 tb["law_arg"], tb["dep_start"], tb["dep_list"], grid, np.int64(b.max_events), xs, a, aux, stack, rec,
+                 firings, ev, er))
         yield rec, ev, er
 
 
@@ -288,13 +320,14 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     chunk = max(WARPS_PER_BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
-    fn = _module("warp", c).get_function("ssa_warp")
+    fn = _module(("warp",), lambda: dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_warp.cu")).get_function(
+        "ssa_warp")
     d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
     for start in range(0, R, chunk):
         n = min(chunk, R - start)
         rec = cp.empty((K, n, S), dtype=cp.int32)
         ev = cp.zeros(n, dtype=cp.uint64)
-        er = cp.zeros(n, dtype=cp.int8)
+        er = cp.zeros(n, dtype=cp.int32)
         xs = cp.empty(S * n, dtype=cp.int32)
         lv = cp.empty(LV * n, dtype=cp.float64)
         fn(((n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK,), (32 * WARPS_PER_BLOCK,),
@@ -352,14 +385,14 @@ def _simulate_fused(b: Any) -> dict:
 
     c: CompiledNetwork = b.compiled
     S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
-    fn = _module("fused", c).get_function("ssa_direct")
+    fn = _module(("fused", c.digest), lambda: generate_direct(c, fused=True)).get_function("ssa_direct")
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     firings = cp.zeros(M, dtype=cp.uint64)
     sums = cp.zeros(K * S, dtype=cp.uint64)
     sumsq = cp.zeros(K * S, dtype=cp.uint64)
     final = cp.empty((S, R), dtype=cp.int32)
     ev = cp.zeros(R, dtype=cp.uint64)
-    er = cp.zeros(R, dtype=cp.int8)
+    er = cp.zeros(R, dtype=cp.int32)
     fn(((R + BLOCK - 1) // BLOCK,), (BLOCK,),
        (np.int32(R), np.uint64(b.real0), np.uint32(b.seed), np.int32(K), grid, np.int64(b.max_events), final, firings,
         ev, er, sums, sumsq), shared_mem=20 * K * S)
@@ -372,15 +405,11 @@ def _simulate_fused(b: Any) -> dict:
 
 
 def _events_out(b: Any, ev: Any, er: Any) -> dict:
-    """Per-realization events/errors copied to the host, or only their summary reduced on the device."""
+    """Per-realization events/error words copied to the host, or only their summary reduced on the device."""
     import cupy as cp
 
-    if bool((er == ERR_OVERFLOW).any()):
+    if bool(((er & errors.ERR_MASK) == errors.ERR_OVERFLOW).any()):
         raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
     if b.keep_events:
         return {"events": cp.asnumpy(ev), "errors": cp.asnumpy(er)}
-    return event_summary(ev, er, cp)
-
-
-def cpu_method(name: str) -> int:
-    return {"tree": cpu.METHOD_TREE, "ar": cpu.METHOD_AR}.get(name, cpu.METHOD_DIRECT)
+    return event_summary(ev, er, b.real0, cp)

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from ..engine import ShardContext
 from . import cpu
-from .block import METHODS, SSABlock, event_summary
+from .block import SSABlock, event_summary
+from .methods import METHODS
+
 
 def simulate_block(ctx: ShardContext, b: SSABlock) -> dict:
-    """Shard task (runs on a worker): CPU kernels, or the GPU ones on a GPU worker."""
+    """Shard task (runs on a worker): the method's CPU kernel, or its GPU path on a GPU worker."""
+    method = METHODS[b.method]
     if ctx.backend == "gpu":
-        from .gpu import simulate_block_gpu
-
-        return simulate_block_gpu(b)
-    out = cpu.simulate_block(b.compiled, real0=b.real0, realizations=b.realizations, seed=b.seed, grid=b.grid,
-                              method=METHODS[b.method], keep_trajectories=b.keep_trajectories,
-                              keep_final=b.keep_final, hist_lo=b.hist_lo, hist_width=b.hist_width, bins=b.bins,
-                              max_events=b.max_events)
+        return method.gpu(b, method)
+    out = cpu.simulate_block(b.compiled, method=method.cpu, real0=b.real0, realizations=b.realizations, seed=b.seed,
+                             grid=b.grid, keep_trajectories=b.keep_trajectories, keep_final=b.keep_final,
+                             hist_lo=b.hist_lo, hist_width=b.hist_width, bins=b.bins, max_events=b.max_events)
     if not b.keep_events:
-        out.update(event_summary(out.pop("events"), out.pop("errors")))
+        out.update(event_summary(out.pop("events"), out.pop("errors"), b.real0))
     return out

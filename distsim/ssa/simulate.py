@@ -7,6 +7,7 @@ import os
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -17,17 +18,16 @@ from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
 from . import cpu
 from ..models.compile_reactions import compile_network
-from .block import METHODS, SSABlock
+from .block import SSABlock
+from .errors import ERR_MAX_EVENTS, merge, raise_if_failed, summary
+from .methods import METHODS, choose_method
 from .shard import simulate_block
 
 ALIGN = 64
-AUTO_DIRECT_MAX_REACTIONS = 32
 KEEP_EVENTS_MAX = 10**6  # realizations up to which per-realization event counts are returned
 MAX_HIST_BINS = 512
 PILOT = 256
 WAVES, WAVE_MIN = 8, 8192  # CPU shards per worker (at most), realizations per shard (at least)
-ERRORS = {cpu.ERR_PROPENSITY: "a propensity became negative, infinite or NaN",
-          cpu.ERR_NEGATIVE: "a species count became negative"}
 
 
 def load(source: Any, *, format: str | None = None, reversible: str = "split") -> ReactionNetwork:
@@ -38,15 +38,6 @@ def load(source: Any, *, format: str | None = None, reversible: str = "split") -
     from ..models.sources import load_network
 
     return load_network(source, format=format, reversible=reversible)
-
-
-def choose_method(net_or_m: ReactionNetwork | int, backend: str = "cpu") -> str:
-    """'auto': the direct method for up to 32 reactions; beyond, one warp per realization on GPUs
-    (seed 004) and the O(log M) sum tree on CPUs."""
-    m = net_or_m if isinstance(net_or_m, int) else net_or_m.n_reactions
-    if m <= AUTO_DIRECT_MAX_REACTIONS:
-        return "direct"
-    return "warp" if backend == "gpu" else "tree"
 
 
 def simulate(
@@ -102,7 +93,7 @@ def simulate(
         keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
         c = compile_network(net)
         grid = np.linspace(0.0, float(t_end), points)
-        hist = (None, None, 0) if quantiles is None else _histogram_bins(c, grid, seed, method, realizations,
+        hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
                                                                           max_events, max_bins)
         blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist, max_events,
                            keep_events) for r in _shards(run, realizations)]
@@ -150,10 +141,13 @@ def _exact_ratio(num: np.ndarray, den: int) -> np.ndarray:
     return out
 
 
-def _histogram_bins(c, grid, seed, method, realizations, max_events, max_bins) -> tuple[np.ndarray, np.ndarray, int]:
+def _histogram_bins(net, c, grid, seed, method, realizations, max_events, max_bins
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
     """Histogram ranges from a pilot: the first min(R, 256) realizations, simulated here on the CPU."""
-    pilot = cpu.simulate_block(c, real0=0, realizations=min(realizations, PILOT), seed=seed, grid=grid,
-                               method=METHODS[method], keep_trajectories=True, max_events=max_events)
+    n = min(realizations, PILOT)
+    pilot = cpu.simulate_block(c, method=METHODS[method].cpu, real0=0, realizations=n, seed=seed, grid=grid,
+                               keep_trajectories=True, max_events=max_events)
+    _raise_if_failed(net, c, [summary(pilot["errors"], 0)], n, seed, method, grid, max_events, pilot=n < realizations)
     traj = pilot["trajectories"]
     lo_obs, hi_obs = traj.min(axis=(0, 1)), traj.max(axis=(0, 1))
     span = hi_obs - lo_obs
@@ -220,25 +214,25 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
 
 
 def _check_errors(ens: _Ensemble) -> int:
-    """Raise if a realization stopped on an error; warn about (and return) those cut at max_events."""
-    if ens.per_realization:
-        errors = np.concatenate([r["errors"] for r in ens.res])
-        counts = {int(code): int(n) for code, n in enumerate(np.bincount(errors.astype(np.int64))) if n}
-    else:
-        counts = {}
-        for r in ens.res:
-            for code, n in r["error_counts"].items():
-                counts[code] = counts.get(code, 0) + n
-    for code, text in ERRORS.items():
-        bad = counts.get(code, 0)
-        if bad:
-            raise RuntimeError(f"{bad} of {ens.realizations} realizations stopped: {text} (check the rate laws and "
-                               "parameters)")
-    truncated = counts.get(cpu.ERR_MAX_EVENTS, 0)
+    """Raise the error of the lowest-numbered failed realization; warn about (and return) those cut
+    at max_events."""
+    b = ens.first
+    summaries = ([summary(np.concatenate([r["errors"] for r in ens.res]), 0)] if ens.per_realization else ens.res)
+    counts = _raise_if_failed(ens.net, b.compiled, summaries, ens.realizations, b.seed, b.method, b.grid, b.max_events)
+    truncated = counts.get(ERR_MAX_EVENTS, 0)
     if truncated:
-        warnings.warn(f"{truncated} realizations reached max_events={ens.first.max_events}; their later grid states "
+        warnings.warn(f"{truncated} realizations reached max_events={b.max_events}; their later grid states "
                       "repeat the last state", stacklevel=4)
     return truncated
+
+
+def _raise_if_failed(net, c, summaries, realizations, seed, method, grid, max_events, pilot=False) -> dict[int, int]:
+    """Raise the error of the lowest-numbered failed realization (time and state from a CPU replay);
+    else return the count of each error code."""
+    counts, first = merge(summaries)
+    raise_if_failed(net, counts, first, realizations, seed,
+                    partial(cpu.replay, c, METHODS[method].cpu, seed=seed, grid=grid, max_events=max_events), pilot)
+    return counts
 
 
 def _moments(ens: _Ensemble) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,4 +1,6 @@
-"""GPU conformance: the CUDA kernels reproduce the CPU kernels bit for bit (run on a lent GPU)."""
+"""GPU conformance: the CUDA kernels reproduce the CPU kernels bit for bit (run on a lent GPU).
+
+The SSA cases are in tests/unit/test_conformance.py (backend x method)."""
 
 import numpy as np
 import pytest
@@ -168,61 +170,3 @@ def test_split_placement_equals_cpu(case, mode):
         assert np.array_equal(GPUKernel.states_of(Sg, n_chains), cpu.unslice(S, n_chains, net.n))
         for key in ("pooled", "chain_ones", "node_ones"):
             assert np.array_equal(a[key], b[key]), key
-
-
-SSA_CASES = {
-    "mm": lambda: __import__("distsim.ssa", fromlist=["load"]).load("examples/ssa/michaelis_menten.rxn"),
-    "schlogl": lambda: __import__("distsim.ssa", fromlist=["load"]).load("examples/ssa/schlogl.rxn"),
-    "dsmts-00011-volume-laws": lambda: __import__("distsim.ssa", fromlist=["load"]).load(
-        "tests/data/dsmts/00011/00011-sbml-l3v1.xml"),
-    "dimerisation-sbml-laws": lambda: __import__("distsim.ssa", fromlist=["load"]).load(
-        "tests/data/dsmts/00030/00030-sbml-l3v1.xml"),
-    "chain-100": lambda: __import__("distsim.ssa.generators", fromlist=["cyclic_chain"]).cyclic_chain(100),
-    "random-80": lambda: __import__("distsim.ssa.generators", fromlist=["random_network"]).random_network(80),
-}
-
-
-@pytest.mark.parametrize("case", SSA_CASES)
-@pytest.mark.parametrize("method", ["direct", "tree", "ar"])
-def test_ssa_cpu_equals_gpu(case, method):
-    """Same seed, same realizations: the generated (small models) and generic GPU kernels reproduce the CPU."""
-    from distsim.ssa import simulate
-
-    net = SSA_CASES[case]()
-    kw = dict(t_end=20.0, points=21, realizations=700, seed=13, method=method, keep_trajectories=True,
-              keep_final=True)
-    a = simulate(net, backend="cpu", **kw)
-    b = simulate(net, backend="gpu", **kw)
-    assert b.attrs["backend"] == "gpu"
-    for v in ("trajectory", "final_state", "events", "firings", "mean", "variance", "histogram", "quantile_value"):
-        assert np.array_equal(a[v].values, b[v].values), v
-
-
-@pytest.mark.parametrize("case", ["mm", "dimerisation-sbml-laws", "schlogl"])
-def test_ssa_fused_reductions_equal_cpu(case):
-    """The generated kernel with in-kernel (shared-memory) reductions gives the CPU's exact sums."""
-    from distsim.ssa import simulate
-
-    net = SSA_CASES[case]()
-    kw = dict(t_end=30.0, points=31, realizations=5000, seed=21, method="direct", quantiles=None, keep_final=True)
-    a = simulate(net, backend="cpu", **kw)
-    b = simulate(net, backend="gpu", **kw)
-    for v in ("mean", "variance", "final_state", "events", "firings"):
-        assert np.array_equal(a[v].values, b[v].values), v
-
-
-@pytest.mark.parametrize("mode", [0, 1])
-def test_ar_selection_gpu_equals_cpu(mode):
-    import cupy as cp
-
-    from distsim.ssa import ar
-
-    D = ar.gaussian_propensities(256)
-    cpu_counts = ar.select_counts(D, instances=300, rounds=50, seed=8, mode=mode)
-    mod = cuda.load_module(cuda.kernel_source("ssa_ar.cu"), ("--fmad=false",))
-    counts = cp.zeros(len(D) + 1, dtype=cp.uint64)
-    threads = 128
-    mod.get_function("ar_select")((300,), (threads,), (cp.asarray(D), np.int32(len(D)), np.float64(D.max()),
-                                                       np.int32(mode), np.uint32(8), np.int32(50), counts),
-                                   shared_mem=threads * 12)
-    assert np.array_equal(cp.asnumpy(counts).astype(np.int64), cpu_counts)

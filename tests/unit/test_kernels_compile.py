@@ -2,6 +2,7 @@
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,44 @@ def test_generated_pbn_kernel_compiles(tmp_path):
         r = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(cuda.kernels_dir()), "-o",
                             str(tmp_path / "g.ptx"), str(src)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
+
+
+def _nvcc(src: str, tmp_path, *defines: str) -> subprocess.CompletedProcess:
+    f = tmp_path / "k.cu"
+    f.write_text(src)
+    return subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(cuda.kernels_dir()), *defines, "-o",
+                           str(tmp_path / "k.ptx"), str(f)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_generic_ssa_kernel_compiles_for_every_method(tmp_path):
+    """kernels/ssa_generic.cu with each method's selection header, as distsim.ssa.gpu builds it."""
+    from dataclasses import replace
+
+    from distsim.ssa.gpu import generic_source
+    from distsim.ssa.methods import METHODS
+
+    for m in METHODS.values():
+        if m.cuda_header is not None:
+            for every in (m, replace(m, cpu=replace(m.cpu, name=f"{m.name}-every", needs_depgraph=False))):
+                r = _nvcc(generic_source(every), tmp_path)
+                assert r.returncode == 0, (m.name, r.stderr)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_generated_ssa_kernel_compiles(tmp_path):
+    """The register kernel generated for mass-action and kinetic-law models (switch and branchless
+    firing, with and without fused reductions)."""
+    from distsim.models.compile_reactions import compile_network
+    from distsim.models.formats.reaction_text import parse_reactions
+    from distsim.ssa import load
+    from distsim.ssa.gpu import generate_direct
+
+    laws = parse_reactions("0 -> X; law: 1/(X-X) + exp(-X) + max(X, 2)^2 - log10(X+1) + -X\nX -> 0; 0.1\n"
+                           "2 X -> Y; 0.01\nY -> 0; law: sqrt(Y)*floor(Y/2)\ninit: X = 3", name="laws")
+    for net in (load(Path(__file__).resolve().parents[2] / "examples" / "ssa" / "michaelis_menten.rxn"), laws):
+        c = compile_network(net)
+        for fused in (False, True):
+            for branchless in (False, True):
+                r = _nvcc(generate_direct(c, fused=fused, branchless=branchless), tmp_path)
+                assert r.returncode == 0, (net.name, fused, branchless, r.stderr)

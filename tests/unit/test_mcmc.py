@@ -169,6 +169,7 @@ def test_simulation_based_calibration():
     1e-3 over L = 100 replications."""
     from distsim.models.compile_reactions import compile_network
     from distsim.ssa.cpu import simulate_block
+    from distsim.ssa.methods import METHODS
 
     net = parse_reactions(BD, file="bd.rxn")
     prior = {"kb": (4.0, 2.0), "kd": (4.0, 8.0)}
@@ -180,8 +181,8 @@ def test_simulation_based_calibration():
     for rep in range(L):
         th = rng.gamma(rm.shape, 1.0 / rm.rate)
         data = net.with_parameters(kb=th[0], kd=th[1])
-        traj = simulate_block(compile_network(data), real0=rep, realizations=1, seed=99, grid=grid,
-                              keep_trajectories=True)["trajectories"][0, :, 0]
+        traj = simulate_block(compile_network(data), method=METHODS["direct"].cpu, real0=rep, realizations=1,
+                              seed=99, grid=grid, keep_trajectories=True)["trajectories"][0, :, 0]
         pr = build_problem(net, mcmc.as_observations(net, _bd_obs(traj)), rm)
         n_it = burn + keep * thin
         res = run_block_cpu(MCMCBlock(pr, rep, np.zeros(1, np.int64), th[None, :], 0, n_it,

@@ -1,0 +1,117 @@
+"""Why a realization stopped, as every SSA kernel reports it (CPU and GPU alike), and the error the user sees.
+
+A kernel leaves one int32 *error word* per realization: the code in the low ``ERR_BITS`` bits and,
+for a fatal error, the reaction concerned above them (``kernels/ssa_common.cuh`` mirrors this):
+
+* ``ERR_PROPENSITY``: reaction j's propensity is negative, NaN or infinite (a division by zero
+  gives +-inf or NaN: it lands here too);
+* ``ERR_NEGATIVE``: firing reaction j made a species count negative;
+* ``ERR_OVERFLOW`` (GPU only): firing reaction j took a count past 2**31 - 1;
+* ``ERR_MAX_EVENTS``: the realization reached ``max_events`` (a warning, not an error).
+
+The driver raises one :class:`SimulationError` for the lowest-numbered failed realization; its time
+and state come from replaying that realization on the CPU (:func:`distsim.ssa.cpu.replay`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numba
+import numpy as np
+
+from ..models.arith import to_text
+from ..models.reactions import ReactionNetwork
+
+ERR_NONE, ERR_PROPENSITY, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_OVERFLOW = 0, 1, 2, 3, 4
+ERR_BITS = 8
+ERR_MASK = (1 << ERR_BITS) - 1
+FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW)
+
+
+class SimulationError(RuntimeError):
+    """A realization stopped on an error (a bad propensity or a negative count); the message names
+    the reaction, the time and the state."""
+
+
+@numba.njit(inline="always", cache=True)
+def error_word(code, reaction):
+    return code | (reaction << ERR_BITS)
+
+
+def summary(errors, real0: int, xp=np) -> dict:
+    """Per-code counts of a block's error words and (realization, word) of its first fatal error."""
+    codes = errors.astype(xp.int64) & ERR_MASK
+    counts = xp.bincount(codes, minlength=8).tolist()
+    fatal = (codes == ERR_PROPENSITY) | (codes == ERR_NEGATIVE) | (codes == ERR_OVERFLOW)
+    first = None
+    if bool(fatal.any()):
+        r = int(xp.flatnonzero(fatal)[0])
+        first = (real0 + r, int(errors[r]))
+    return {"error_counts": {i: int(n) for i, n in enumerate(counts) if n}, "first_error": first}
+
+
+def merge(summaries: list[dict]) -> tuple[dict[int, int], tuple[int, int] | None]:
+    """Counts per code over blocks and the first fatal error of the lowest-numbered realization."""
+    counts: dict[int, int] = {}
+    firsts = []
+    for s in summaries:
+        for code, n in s["error_counts"].items():
+            counts[code] = counts.get(code, 0) + n
+        if s["first_error"] is not None:
+            firsts.append(s["first_error"])
+    return counts, min(firsts) if firsts else None
+
+
+def raise_if_failed(net: ReactionNetwork, counts: dict[int, int], first: tuple[int, int] | None,
+                    realizations: int, seed: int, replay: Callable[[int], tuple], pilot: bool = False) -> None:
+    """Raise the :class:`SimulationError` of the lowest-numbered failed realization ``first`` =
+    (realization, word), if any, among ``realizations`` (the first ones of a run when ``pilot``);
+    ``replay(realization)`` gives (word, t, x, propensity) as :func:`distsim.ssa.cpu.replay` (the
+    kernel's time and state when the replay stops the same way)."""
+    if first is None:
+        return
+    realization, word = first
+    n_failed = sum(counts.get(code, 0) for code in FATAL)
+    t = x = value = None
+    if word & ERR_MASK != ERR_OVERFLOW:  # the CPU counts are int64: an int32 overflow does not replay
+        w2, t2, x2, v2 = replay(realization)
+        if w2 == word:
+            t, x, value = t2, x2, v2
+    lead = f"{n_failed} of {'the first ' if pilot else ''}{realizations} realizations stopped"
+    raise SimulationError(describe(net, word, realization, lead, seed, t, x, value))
+
+
+def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed: int, t: float | None,
+             x: np.ndarray | None, value: float | None) -> str:
+    """The message of ``realization``'s error after ``lead`` (``t``, ``x``, ``value``: time, state and, for
+    a propensity error, the propensity when known)."""
+    code, j = word & ERR_MASK, word >> ERR_BITS
+    r = net.reactions[j]
+    what = f"reaction {j} {r.name!r}" if r.name else f"reaction {j}"
+    rule = f"law: {to_text(r.law, net.species)}" if r.law is not None else f"mass action, rate {r.rate}"
+    when = f"at t = {t:.6g} " if t is not None else ""
+    where = f"{when}in realization {realization} (seed {seed})"
+    if code == ERR_OVERFLOW:
+        return (f"{lead}: firing {what} took a species count past 2**31 - 1, the GPU kernels' limit, {where}; "
+                "use backend='cpu'")
+    if code == ERR_NEGATIVE:
+        neg = [i for i, _ in net.net_changes()[j] if x is not None and x[i] < 0]
+        state = f", giving {_state(net, x, neg)}" if neg else ""
+        return (f"{lead}: firing {what} ({rule}) made a species count negative {where}{state}; "
+                "a propensity must be 0 when its reaction cannot fire")
+    if value is None or math.isnan(value):
+        kind = "negative, infinite or NaN" if value is None else "NaN (0/0, or a function outside its domain)"
+    elif math.isinf(value):
+        kind = f"{value} (a division by zero or an overflow)"
+    else:
+        kind = f"{value:.6g} (negative)"
+    state = f", with {_state(net, x, r.reads())}" if x is not None and r.reads() else ""
+    return f"{lead}: the propensity of {what} ({rule}) is {kind} {where}{state}; check the rate laws and parameters"
+
+
+def _state(net: ReactionNetwork, x: np.ndarray, species) -> str:
+    shown = list(species)[:12]
+    more = ", ..." if len(species) > 12 else ""
+    return ", ".join(f"{net.species[i]} = {int(x[i])}" for i in shown) + more

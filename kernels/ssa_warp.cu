@@ -60,7 +60,7 @@ extern "C" __global__ void ssa_warp(
     const int* __restrict__ dep_start, const int* __restrict__ dep_list,
     const double* __restrict__ grid, const long long max_events,
     int* __restrict__ xs_, double* __restrict__ lv_, int* __restrict__ rec,
-    unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events, signed char* __restrict__ errors)
+    unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events, int* __restrict__ errors)
 {
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(logtab);

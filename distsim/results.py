@@ -48,6 +48,7 @@ def provenance(
     import numpy
 
     attrs: dict[str, Any] = {
+        "Conventions": "CF-1.10",
         "distsim_version": _version(),
         "workload": workload,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -13,7 +13,10 @@ shard, round), never on where or how often they ran.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -56,8 +59,37 @@ def _worker_address() -> str:
         return "local"
 
 
+COMPILE_NOTICE_S = 3.0  # a first task slower than this prints why (kernels compile on first use)
+_warm = False  # a task has finished in this process: its kernels are compiled or loaded
+
+
+@contextlib.contextmanager
+def _compile_notice() -> Iterator[None]:
+    """While the first task of a process runs, say once (after a few seconds) that kernels are
+    being compiled: Numba's and NVRTC's first use, cached on disk for later runs."""
+    global _warm
+    timer = None
+    if not _warm:
+        timer = threading.Timer(COMPILE_NOTICE_S, lambda: print(
+            "[distsim] compiling kernels on first use (cached on disk for later runs) ...", file=sys.stderr,
+            flush=True))
+        timer.daemon = True
+        timer.start()
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
+        _warm = True
+
+
 def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:
     """Run one shard task here (a Dask worker or this process) and time it."""
+    with _compile_notice():
+        return _execute(fn, run_id, round_no, shard, payload, backend)
+
+
+def _execute(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:
     b = backends.resolve(backend)
     ctx = ShardContext(run_id, shard, round_no, b)
     t0 = time.perf_counter()

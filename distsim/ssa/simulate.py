@@ -251,7 +251,9 @@ def _moments(ens: _Ensemble) -> tuple[dict[str, Any], dict[str, Any]]:
                                                 "units": "molecules^2"}),
         "firings": ("reaction", firings, {"long_name": "firings of each reaction, all realizations"}),
     }
-    return data, {"time": ens.first.grid, "species": list(net.species), "reaction": names}
+    time = ("time", ens.first.grid, {"long_name": "simulated time", "units": "1", "axis": "T",
+                                      "comment": "in the model's own time unit"})
+    return data, {"time": time, "species": list(net.species), "reaction": names}
 
 
 def _histograms(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:

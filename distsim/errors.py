@@ -69,6 +69,11 @@ class SBMLWarning(UserWarning):
     """Something in an SBML document that distsim reads leniently (the message says how)."""
 
 
+class ConvergenceWarning(UserWarning):
+    """MCMC draws that do not show convergence (R-hat > 1.01 or bulk ESS < 400): the message names the
+    variables."""
+
+
 def line_of_offset(data: bytes | str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of position ``offset`` in ``data`` (for bytes, the column counts the
     characters of the valid UTF-8 before ``offset``)."""

@@ -22,7 +22,7 @@ def main(small: bool = False) -> None:
                                       prior={"k1": (2, 1000), "k2": (2, 10), "k3": (2, 10)},
                                       iterations=n, burn_in=n // 4, chains=4, seed=1, client=client,
                                       derived={"K_M": "(k2 + k3) / k1"})
-    print(distsim.mcmc.summary(ds))
+    print(distsim.mcmc.summary(ds).to_string(float_format="{:.4g}".format))
 
 
 if __name__ == "__main__":

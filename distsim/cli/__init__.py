@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from .. import __version__
 from .common import HelpFormatter, add_global_options
@@ -55,8 +56,23 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (DistsimError, ValueError, KeyError, TypeError, OSError, RuntimeError)
 
 
+def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    line: str | None = None) -> str:
+    """Warnings as one line each, like the errors (no file and source line)."""
+    return f"distsim: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = warnings.formatwarning
+    warnings.formatwarning = _format_warning
+    try:
+        return _run(args)
+    finally:
+        warnings.formatwarning = previous
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.cpu:
         os.environ["DISTSIM_DISABLE_GPU"] = "1"  # also inherited by spawned local workers
     try:

@@ -55,7 +55,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``distsim mcmc rates``."""
     from ..mcmc.priors import parse_prior_spec
-    from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates, summary
+    from ..mcmc.diagnostics import summary
+    from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates
     from ..models.sources import load_network as load
 
     check_outputs(args, data=[args.output], figures=[args.plot, args.trace, args.bands])
@@ -72,12 +73,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"{a['chains']} chains x {a['iterations']} iterations (burn-in {a['burn_in']}, thin {a['thin']}) on "
           f"{a['backend']}: {a['iterations_per_second']:.4g} iterations/s, {a['attempts_per_second']:.4g} attempts/s "
           f"({a['attempts_simulated']:.4g} attempts in {a['sampling_seconds']:.2f} s)")
-    print(f"{'variable':<12} {'mean':>11} {'sd':>11} {'2.5%':>11} {'97.5%':>11} {'R-hat':>7} {'ESS':>8}")
-    for row in summary(ds):
-        print(f"{row['variable']:<12} {row['mean']:11.4g} {row['sd']:11.4g} {row['lo']:11.4g} {row['hi']:11.4g} "
+    table = summary(ds, prob=0.95)
+    lo, hi = table.columns[2:4]  # the interval's ends, named by their quantiles
+    print(f"{'variable':<12} {'mean':>11} {'sd':>11} {lo:>11} {hi:>11} {'R-hat':>7} {'ESS':>8}")
+    for name, row in table.iterrows():
+        print(f"{name:<12} {row['mean']:11.4g} {row['sd']:11.4g} {row[lo]:11.4g} {row[hi]:11.4g} "
               f"{row['rhat']:7.3f} {row['ess_bulk']:8.0f}")
     acc = ds.acceptance_rate.mean("chain").values
     print("acceptance per interval: " + " ".join(f"{v:.2e}" for v in acc))
+    if a["initial_from_model"]:
+        print(f"first values of {a['initial_from_model'].replace(',', ', ')} (unobserved) are the model's initial amounts")
 
     def posterior(path: str) -> None:
         from ..mcmc.plots import plot_posterior

@@ -1,95 +1,83 @@
-"""Rank-normalised split R-hat and effective sample sizes (Vehtari, Gelman, Simpson, Carpenter and
-Buerkner 2021, "Rank-normalization, folding, and localization"), the definitions ArviZ uses.
+"""Posterior summaries and convergence diagnostics of an MCMC Dataset (ArviZ layout: the data
+variables are the posterior, each with dims (chain, draw)).
 
-``x`` is [chain, draw]. ``rhat`` is the larger of the rank-normalised split R-hat of x and of its
-folded version |x - median|; ``ess_bulk`` is the ESS of the rank-normalised split chains;
-``ess_tail`` the smaller ESS of the 5% and 95% quantile indicators.
+R-hat is the rank-normalised split R-hat (the larger of the bulk and folded versions) and the ESS
+are the bulk and tail (5% and 95% quantile) effective sample sizes of Vehtari, Gelman, Simpson,
+Carpenter and Buerkner (2021), computed by arviz-stats, the implementation ArviZ uses.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from scipy.special import ndtri
-from scipy.stats import rankdata
+import pandas as pd
+import xarray as xr
+
+from ..errors import ConvergenceWarning
+
+RHAT_MAX = 1.01  # Vehtari et al. 2021: use the draws only when R-hat < 1.01 ...
+ESS_MIN = 400  # ... and the bulk ESS is at least 400 (100 per chain for 4 chains)
 
 
-def _split(x: np.ndarray) -> np.ndarray:
-    n = x.shape[1] // 2
-    return np.concatenate([x[:, :n], x[:, x.shape[1] - n:]], axis=0)
+def posterior_variables(ds: xr.Dataset) -> list[str]:
+    """The data variables with dims (chain, draw, ...): the posterior."""
+    return [str(v) for v, da in ds.data_vars.items() if da.dims[:2] == ("chain", "draw")]
 
 
-def _z_scale(x: np.ndarray) -> np.ndarray:
-    r = rankdata(x, method="average").reshape(x.shape)
-    return ndtri((r - 0.375) / (x.size + 0.25))
+def convergence(ds: xr.Dataset) -> pd.DataFrame:
+    """R-hat, bulk ESS and tail ESS per posterior variable (NaN where undefined: one chain for
+    R-hat, fewer than 4 draws for all three)."""
+    from arviz_stats.base import array_stats
+
+    rows = {}
+    for v in posterior_variables(ds):
+        x = np.asarray(ds[v].transpose("chain", "draw").values, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rows[v] = (float(array_stats.rhat(x)), float(array_stats.ess(x, method="bulk")),
+                       float(array_stats.ess(x, method="tail", prob=(0.05, 0.95))))
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["rhat", "ess_bulk", "ess_tail"]).rename_axis(
+        "variable")
 
 
-def _rhat(x: np.ndarray) -> float:
-    m, n = x.shape
-    if n < 2:
-        return float("nan")
-    means = x.mean(axis=1)
-    w = x.var(axis=1, ddof=1).mean()
-    b = n * means.var(ddof=1) if m > 1 else 0.0
-    if w == 0:
-        return float("nan")
-    return float(np.sqrt(((n - 1) / n * w + b / n) / w))
+def interval_columns(prob: float) -> tuple[str, str]:
+    """Names of the central ``prob`` interval's ends: ``("2.5%", "97.5%")`` for 0.95."""
+    lo = (1 - prob) / 2
+    return f"{100 * lo:.6g}%", f"{100 * (1 - lo):.6g}%"
 
 
-def rhat(x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=np.float64)
-    if x.shape[1] < 4 or np.all(x == x.flat[0]):
-        return float("nan")
-    s = _split(x)
-    return max(_rhat(_z_scale(s)), _rhat(_z_scale(np.abs(s - np.median(s)))))
+def summary(ds: xr.Dataset, prob: float = 0.95) -> pd.DataFrame:
+    """One row per posterior variable: ``mean``, ``sd``, the ends of the central ``prob`` interval
+    (columns named by their quantile, e.g. ``2.5%`` and ``97.5%``), ``rhat``, ``ess_bulk`` and
+    ``ess_tail``. Mean, sd (ddof=1) and quantiles are over all chains' finite draws."""
+    if not 0 < prob < 1:
+        raise ValueError(f"prob must be in (0, 1), got {prob!r}")
+    lo_col, hi_col = interval_columns(prob)
+    lo = (1 - prob) / 2
+    rows = {}
+    for v in posterior_variables(ds):
+        x = np.asarray(ds[v].values, dtype=np.float64).ravel()
+        x = x[np.isfinite(x)]
+        q = np.quantile(x, [lo, 1 - lo]) if x.size else (np.nan, np.nan)
+        rows[v] = {"mean": x.mean() if x.size else np.nan, "sd": x.std(ddof=1) if x.size > 1 else np.nan,
+                   lo_col: q[0], hi_col: q[1]}
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["mean", "sd", lo_col, hi_col], dtype=np.float64)
+    return table.rename_axis("variable").join(convergence(ds))
 
 
-def _autocov(x: np.ndarray) -> np.ndarray:
-    n = x.shape[-1]
-    m = 2 ** int(np.ceil(np.log2(2 * n)))
-    f = np.fft.rfft(x - x.mean(axis=-1, keepdims=True), n=m)
-    return np.fft.irfft(f * np.conj(f), n=m)[..., :n] / n
-
-
-def _ess(x: np.ndarray) -> float:
-    """ESS of [chain, draw]: Geyer's initial positive then monotone sequence (Stan; ArviZ's ``_ess``)."""
-    m, n = x.shape
-    if n < 4:
-        return float("nan")
-    if np.max(x) - np.min(x) < np.finfo(float).resolution:
-        return float(x.size)
-    acov = _autocov(x)
-    mean_var = np.mean(acov[:, 0]) * n / (n - 1.0)
-    var_plus = mean_var * (n - 1.0) / n
-    if m > 1:
-        var_plus += np.var(x.mean(axis=1), ddof=1)
-    rho = np.zeros(n)
-    rho[0] = even = 1.0
-    rho[1] = odd = 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
-    t = 1
-    while t < n - 3 and even + odd > 0.0:
-        even = 1.0 - (mean_var - np.mean(acov[:, t + 1])) / var_plus
-        odd = 1.0 - (mean_var - np.mean(acov[:, t + 2])) / var_plus
-        if even + odd >= 0:
-            rho[t + 1], rho[t + 2] = even, odd
-        t += 2
-    max_t = t - 2
-    if even > 0:
-        rho[max_t + 1] = even
-    t = 1
-    while t <= max_t - 2:
-        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
-            rho[t + 1] = rho[t + 2] = (rho[t - 1] + rho[t]) / 2.0
-        t += 2
-    tau = -1.0 + 2.0 * np.sum(rho[: max_t + 1]) + np.sum(rho[max_t + 1: max_t + 2])
-    tau = max(tau, 1.0 / np.log10(m * n))
-    return float(m * n / tau)
-
-
-def ess_bulk(x: np.ndarray) -> float:
-    return _ess(_z_scale(_split(np.asarray(x, dtype=np.float64))))
-
-
-def ess_tail(x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=np.float64)
-    lo, hi = np.quantile(x, [0.05, 0.95])
-    return min(_ess(_split((x <= lo).astype(np.float64))), _ess(_split((x <= hi).astype(np.float64))))
+def warn_if_not_converged(ds: xr.Dataset) -> None:
+    """A :class:`~distsim.errors.ConvergenceWarning` naming every variable whose stored ``rhat`` is
+    > 1.01 or ``ess_bulk`` < 400 (or not computable: fewer than 4 draws)."""
+    diag = pd.DataFrame({k: ds[k].values for k in ("rhat", "ess_bulk")}, index=ds["variable"].values)
+    bad_rhat = diag.index[diag["rhat"] > RHAT_MAX]
+    bad_ess = diag.index[~(diag["ess_bulk"] >= ESS_MIN)]
+    if len(bad_rhat) == 0 and len(bad_ess) == 0:
+        return
+    parts = []
+    if len(bad_rhat):
+        parts.append(f"R-hat > {RHAT_MAX} for " + ", ".join(f"{v} ({diag.at[v, 'rhat']:.3g})" for v in bad_rhat))
+    if len(bad_ess):
+        parts.append(f"bulk ESS < {ESS_MIN} for " + ", ".join(f"{v} ({diag.at[v, 'ess_bulk']:.3g})"
+                                                           for v in bad_ess))
+    warnings.warn(f"the chains have not converged: {'; '.join(parts)}. Run more iterations (or more chains, "
+                  "or a longer burn-in) before using these draws.", ConvergenceWarning, stacklevel=3)

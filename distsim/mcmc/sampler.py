@@ -11,7 +11,6 @@ posterior sample (theta, X) and the path can be re-simulated from its Philox add
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -108,9 +107,14 @@ def infer_rates(
     can give an improper posterior: that stops with an error naming the reaction). Chains start at
     the model file's parameter values; chain c uses the Philox key (seed, c), so the draws do not
     depend on how chains are spread over workers, GPUs or rounds. ``derived``: ``{"K_M":
-    "(k2 + k3) / k1"}``. Returns a Dataset with one (chain, draw) variable per parameter and derived
-    quantity, sample stats ``attempts`` (chain, draw, interval) and ``acceptance_rate`` (chain,
-    interval), the observations, and R-hat / ESS per variable in ``rhat``, ``ess_bulk``, ``ess_tail``.
+    "(k2 + k3) / k1"}``. Returns a Dataset in ArviZ's layout: its data variables are the posterior,
+    one (chain, draw) variable per parameter and derived quantity (``az.summary(ds)`` reads it whole;
+    :func:`~distsim.mcmc.to_inference_data` makes an InferenceData). Everything else is a coordinate:
+    the sample stats ``attempts`` (chain, draw, interval) and ``acceptance_rate`` (chain, interval),
+    the observations ``observed_state`` and ``observed`` (time, species), and R-hat / ESS per
+    variable in ``rhat``, ``ess_bulk``, ``ess_tail``; attr ``initial_from_model`` names the species
+    whose first value is the model's initial amount. Warns (:class:`~distsim.errors.ConvergenceWarning`)
+    when a variable has R-hat > 1.01 or bulk ESS < 400.
     """
     if not isinstance(net, ReactionNetwork):
         from ..models.sources import load_network as load
@@ -131,8 +135,10 @@ def infer_rates(
                            f"{run.describe()}", total=int(iterations) + 1, unit="it")
         sample = _sample(run, net, obs, rm, pr, seed, int(chains), int(iterations) + 1)
     keep = np.arange(burn_in, iterations, thin)
-    return _dataset(net, obs, rm, der, sample, keep, run, seed=seed, chains=chains, iterations=iterations,
-                    burn_in=burn_in, thin=thin)
+    ds = _dataset(net, obs, rm, der, sample, keep, run, seed=seed, chains=chains, iterations=iterations,
+                  burn_in=burn_in, thin=thin)
+    diagnostics.warn_if_not_converged(ds)
+    return ds
 
 
 @dataclass
@@ -212,7 +218,8 @@ def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[s
     data: dict[str, Any] = {}
     for p, nm in enumerate(names):
         data[nm] = (("chain", "draw"), post[:, :, p], {"long_name": f"rate constant {nm} ({rm.reactions_of(p, net)})",
-                                                      "prior": _prior_text(rm, p)})
+                                                      "prior": _prior_text(rm, p), "prior_shape": rm.shape[p],
+                                                      "prior_rate": rm.rate[p]})
     for nm, node in der.items():
         with np.errstate(divide="ignore", invalid="ignore"):
             val = arith.evaluate(node, post, {})
@@ -220,22 +227,23 @@ def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[s
                     {"long_name": f"derived: {arith.to_text(node, names)}"})
     var_names = names + list(der)
     n_draw = len(keep)
-    data["attempts"] = (("chain", "draw", "interval"), attempts,
-                        {"long_name": "attempts until the accepted path (its index + 1)", "sample_stat": 1})
-    data["acceptance_rate"] = (("chain", "interval"), n_draw / np.maximum(attempts.sum(axis=1), 1),
-                               {"long_name": "accepted paths / attempts", "sample_stat": 1})
-    stats = {k: np.array([f(data[v][1]) if n_draw >= 4 else np.nan for v in var_names])
-             for k, f in (("rhat", diagnostics.rhat), ("ess_bulk", diagnostics.ess_bulk),
-                          ("ess_tail", diagnostics.ess_tail))}
-    for k, v in stats.items():
-        data[k] = ("variable", v, {"long_name": {"rhat": "rank-normalised split R-hat", "ess_bulk": "bulk ESS",
-                                                 "ess_tail": "tail ESS"}[k]})
-    data["observed_state"] = (("time", "species"), obs.states, {"long_name": "observed (and conserved) counts",
-                                                                "units": "molecules"})
-    data["observed"] = (("time", "species"), obs.observed.astype(np.int8), {"long_name": "1 if measured"})
-    coords = {"chain": np.arange(chains), "draw": np.arange(n_draw), "interval": np.arange(1, obs.n_intervals + 1),
-              "iteration": ("draw", keep), "variable": var_names, "time": obs.times, "species": list(net.species)}
+    # everything that is not a (chain, draw) draw of the posterior is a coordinate, so that ArviZ
+    # (az.summary(ds), az.convert_to_inference_data(ds)) reads the data variables as the posterior
+    coords: dict[str, Any] = {
+        "chain": np.arange(chains), "draw": np.arange(n_draw), "interval": np.arange(1, obs.n_intervals + 1),
+        "iteration": ("draw", keep), "variable": var_names, "time": obs.times, "species": list(net.species),
+        "attempts": (("chain", "draw", "interval"), attempts,
+                     {"long_name": "attempts until the accepted path (its index + 1)", "sample_stat": 1}),
+        "acceptance_rate": (("chain", "interval"), n_draw / np.maximum(attempts.sum(axis=1), 1),
+                            {"long_name": "accepted paths / attempts", "sample_stat": 1}),
+        "observed_state": (("time", "species"), obs.states, {"long_name": "observed (and conserved) counts",
+                                                             "units": "molecules"}),
+        "observed": (("time", "species"), obs.observed.astype(np.int8), {"long_name": "1 if measured"}),
+    }
     ds = xr.Dataset(data, coords=coords)
+    diag = diagnostics.convergence(ds)
+    for k, long_name in (("rhat", "rank-normalised split R-hat"), ("ess_bulk", "bulk ESS"), ("ess_tail", "tail ESS")):
+        ds.coords[k] = ("variable", diag.loc[var_names, k].to_numpy(), {"long_name": long_name})
     total = iterations * chains
     t_rounds = max(run.round_seconds, 1e-12)
     ds.attrs = run.provenance(
@@ -245,7 +253,7 @@ def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[s
         initial_theta=",".join(f"{nm}={v!r}" for nm, v in zip(names, rm.initial)),
         attempts_simulated=int(sample.simulated), iterations_per_second=(iterations + 1) * chains / t_rounds,
         attempts_per_second=sample.simulated / t_rounds, sampling_seconds=run.round_seconds,
-        observations=obs.source, total_iterations=total,
+        observations=obs.source, initial_from_model=",".join(obs.from_model), total_iterations=total,
     )
     return ds
 
@@ -254,18 +262,3 @@ def _prior_text(rm: RateModel, p: int) -> str:
     if rm.shape[p] == 0 and rm.rate[p] == 0:
         return "improper 1/theta"
     return f"gamma(shape={rm.shape[p]:g}, rate={rm.rate[p]:g})"
-
-
-def summary(ds: xr.Dataset, prob: float = 0.95) -> list[dict[str, float]]:
-    """Mean, sd, central ``prob`` interval, R-hat and bulk ESS per posterior variable."""
-    lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
-    rows = []
-    for k, v in enumerate(ds.attrs["posterior_variables"].split(",")):
-        x = ds[v].values.ravel()
-        x = x[np.isfinite(x)]
-        rows.append({"variable": v, "mean": float(x.mean()) if x.size else math.nan,
-                     "sd": float(x.std(ddof=1)) if x.size > 1 else math.nan,
-                     "lo": float(np.quantile(x, lo)) if x.size else math.nan,
-                     "hi": float(np.quantile(x, hi)) if x.size else math.nan,
-                     "rhat": float(ds["rhat"].values[k]), "ess_bulk": float(ds["ess_bulk"].values[k])})
-    return rows

@@ -249,12 +249,11 @@ class _MCMCAdapter(Adapter):
         """Per point: posterior mean, sd, 95% interval, R-hat and bulk ESS of every variable."""
         from ..mcmc import summary
 
-        rows = summary(ds)
-        names = [r["variable"] for r in rows]
-        cols = {"posterior_mean": "mean", "posterior_sd": "sd", "ci95_low": "lo", "ci95_high": "hi",
+        table = summary(ds, prob=0.95)
+        cols = {"posterior_mean": "mean", "posterior_sd": "sd", "ci95_low": "2.5%", "ci95_high": "97.5%",
                 "rhat": "rhat", "ess_bulk": "ess_bulk"}
-        out = xr.Dataset({k: ("variable", [r[c] for r in rows]) for k, c in cols.items()},
-                         coords={"variable": names})
+        out = xr.Dataset({k: ("variable", table[c].to_numpy()) for k, c in cols.items()},
+                         coords={"variable": table.index.to_numpy()})
         out["wall_time_s"] = ((), ds.attrs.get("wall_time_s", math.nan))
         return out
 

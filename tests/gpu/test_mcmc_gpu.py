@@ -17,7 +17,8 @@ from distsim.engine import LocalExecutor
 from distsim.models.formats.reaction_text import parse_reactions
 from distsim.ssa import load
 
-pytestmark = pytest.mark.gpu
+# short runs: their ConvergenceWarning is expected
+pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::distsim.errors.ConvergenceWarning")]
 
 ROOT = Path(__file__).resolve().parents[2]
 MM = ROOT / "examples" / "mcmc" / "michaelis_menten.rxn"

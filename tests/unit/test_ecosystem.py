@@ -294,6 +294,7 @@ def test_gillespy2_model_object():
 # rate inference on SBML
 
 
+@pytest.mark.filterwarnings("ignore::distsim.errors.ConvergenceWarning")  # 30 iterations: not converged
 def test_infer_rates_on_sbml_gives_the_rxn_draws():
     """The SBML export of the Michaelis-Menten model with k1*E*S-style laws is read as mass action, so
     infer_rates gives the same posterior draws, bit for bit, as the .rxn model with the same seed."""

@@ -4,6 +4,9 @@ complete-data conjugacy, simulation-based calibration, sharding and fault tolera
 from __future__ import annotations
 
 import functools
+import sys
+import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,7 @@ from scipy import stats
 import distsim.mcmc as mcmc
 from distsim.engine import DaskExecutor, LocalExecutor
 from distsim.engine.faults import KillWorkerOnce
-from distsim.errors import ModelError
+from distsim.errors import ConvergenceWarning, ModelError
 from distsim.mcmc import cpu
 from distsim.mcmc.priors import rate_model
 from distsim.mcmc.sampler import build_problem
@@ -29,6 +32,10 @@ MM_PRIOR = {"k1": (2.0, 1000.0), "k2": (2.0, 10.0), "k3": (2.0, 10.0)}
 # exact P(forward path from y_{i-1} ends at y_i) at theta = (0.001, 0.2, 0.1), from the CME (issue 7)
 CME_HIT = [7.31e-4, 3.93e-3, 2.17e-3, 2.26e-3, 7.31e-3, 2.21e-3, 9.17e-3, 1.02e-2, 1.76e-2, 1.14e-2]
 BD = "0 -> X ; kb = 2.0\nX -> 0 ; kd = 0.5\ninit: X = 5\n"
+DEATH = "X -> 0 ; kd = 0.5\ninit: X = 20\n"  # one rate; mixes fast (R-hat < 1.01, ESS > 1000 in 300 iterations)
+
+# short runs on purpose: their ConvergenceWarning is expected (it is tested in test_convergence_warning)
+pytestmark = pytest.mark.filterwarnings("ignore::distsim.errors.ConvergenceWarning")
 
 
 @pytest.fixture(scope="module")
@@ -210,18 +217,114 @@ def _same(a, b):
         assert np.array_equal(a[v].values, b[v].values), v
 
 
-def test_dataset_layout_and_arviz():
+def test_dataset_layout_and_arviz(tmp_path):
+    """The data variables are exactly the posterior (chain, draw); sample stats, observations and
+    diagnostics are coordinates, so az.summary reads the whole Dataset (also after a netCDF round trip)."""
     ds = _bd_run(LocalExecutor("cpu"))
-    assert ds.kb.dims == ("chain", "draw") and ds.sizes["draw"] == 100 and ds.sizes["chain"] == 3
+    assert list(ds.data_vars) == ["kb", "kd", "ratio"]
+    assert all(ds[v].dims == ("chain", "draw") for v in ds.data_vars)
+    assert ds.sizes["draw"] == 100 and ds.sizes["chain"] == 3
     assert np.allclose(ds.ratio.values, ds.kb.values / ds.kd.values)
-    assert (ds.attempts.values >= 1).all() and ((ds.acceptance_rate > 0) & (ds.acceptance_rate <= 1)).all()
+    assert ds.attempts.dims == ("chain", "draw", "interval") and (ds.attempts.values >= 1).all()
+    assert ds.acceptance_rate.dims == ("chain", "interval")
+    assert np.allclose(ds.acceptance_rate.values, 100 / ds.attempts.values.sum(axis=1))
+    assert np.array_equal(ds.observed_state.values[:, 0], [5, 6, 4, 4, 7, 5]) and ds.observed.values.all()
+    assert ds.attrs["initial_from_model"] == ""
+    assert ds.kb.attrs["prior_shape"] == 2.0 and ds.kd.attrs["prior_rate"] == 4.0
     az = pytest.importorskip("arviz")
-    idata = az.convert_to_inference_data(ds[["kb", "kd", "ratio"]])
-    s = az.summary(idata, kind="diagnostics")
-    for k, v in enumerate(("kb", "kd", "ratio")):
-        assert ds.rhat.values[k] == pytest.approx(s.loc[v, "r_hat"], abs=0.011)
-        assert ds.ess_bulk.values[k] == pytest.approx(s.loc[v, "ess_bulk"], rel=0.01, abs=1)
-        assert ds.ess_tail.values[k] == pytest.approx(s.loc[v, "ess_tail"], rel=0.01, abs=1)
+    ds.to_netcdf(tmp_path / "post.nc")
+    with __import__("xarray").open_dataset(tmp_path / "post.nc") as back:
+        assert list(back.data_vars) == ["kb", "kd", "ratio"] and np.array_equal(back.attempts, ds.attempts)
+        for d in (ds, back):
+            s = az.summary(d, round_to="none")
+            assert list(s.index) == ["kb", "kd", "ratio"]
+            for k in ("rhat", "ess_bulk", "ess_tail"):
+                assert np.allclose(d[k].values, s[k.replace("rhat", "r_hat")].to_numpy(), rtol=1e-12, atol=0), k
+
+
+def _posterior(x: dict) -> "xr.Dataset":
+    import xarray as xr
+
+    return xr.Dataset({k: (("chain", "draw"), v) for k, v in x.items()})
+
+
+def test_rhat_and_ess_equal_arviz():
+    """R-hat, bulk and tail ESS (arviz-stats) equal ArviZ's az.rhat / az.ess to 1e-12 on fixed arrays:
+    independent draws, random walks (R-hat ~2), shifted chains, ties (Poisson draws), two chains."""
+    az = pytest.importorskip("arviz")
+    rng = np.random.default_rng(1)
+    x = {"iid": rng.normal(size=(4, 200)), "walk": np.cumsum(rng.normal(size=(3, 150)), axis=1),
+         "shifted": rng.gamma(2.0, size=(4, 100)) + np.arange(4)[:, None],
+         "ties": rng.poisson(2.0, size=(2, 57)).astype(float)}
+    got = {k: mcmc.summary(_posterior({k: v})).loc[k] for k, v in x.items()}
+    for k, v in x.items():
+        ref = (az.rhat(v), az.ess(v, method="bulk"), az.ess(v, method="tail"))
+        assert np.allclose(got[k][["rhat", "ess_bulk", "ess_tail"]].to_numpy(np.float64),
+                           np.array(ref, np.float64), rtol=1e-12, atol=0), k
+    assert got["walk"]["rhat"] > 1.5 and got["iid"]["rhat"] < 1.05
+
+
+def test_summary_is_a_dataframe_of_hand_computed_statistics():
+    rng = np.random.default_rng(7)
+    a, b = rng.gamma(3.0, size=(3, 80)), rng.normal(size=(3, 80))
+    b[1, 5] = np.inf  # a derived quantity can be infinite: summarised over the finite draws
+    s = mcmc.summary(_posterior({"a": a, "b": b}))
+    assert list(s.columns) == ["mean", "sd", "2.5%", "97.5%", "rhat", "ess_bulk", "ess_tail"]
+    assert list(s.index) == ["a", "b"] and s.index.name == "variable"
+    for k, v in (("a", a.ravel()), ("b", b[np.isfinite(b)])):
+        assert s.loc[k, "mean"] == v.mean() and s.loc[k, "sd"] == v.std(ddof=1)
+        assert s.loc[k, ["2.5%", "97.5%"]].tolist() == pytest.approx(np.quantile(v, [0.025, 0.975]), rel=1e-12)
+    s90 = mcmc.summary(_posterior({"a": a}), prob=0.9)
+    assert list(s90.columns[2:4]) == ["5%", "95%"] and s90.loc["a", "95%"] == pytest.approx(np.quantile(a, 0.95), rel=1e-12)
+    with pytest.raises(ValueError, match="prob"):
+        mcmc.summary(_posterior({"a": a}), prob=1.5)
+
+
+def test_to_inference_data():
+    az = pytest.importorskip("arviz")
+    ds = _bd_run(LocalExecutor("cpu"))
+    idata = mcmc.to_inference_data(ds)
+    assert isinstance(idata, az.InferenceData)
+    assert set(idata.groups()) == {"posterior", "sample_stats", "observed_data", "constant_data"}
+    post = idata.posterior
+    assert list(post.data_vars) == ["kb", "kd", "ratio"] and post.kb.dims == ("chain", "draw")
+    assert np.array_equal(post.kd.values, ds.kd.values) and post.attrs["seed"] == ds.attrs["seed"]
+    st = idata.sample_stats
+    assert st.attempts.dims == ("chain", "draw", "interval") and np.array_equal(st.attempts, ds.attempts)
+    assert np.array_equal(st.acceptance_rate, ds.acceptance_rate)
+    ob = idata.observed_data
+    assert ob.observed_state.dims == ("time", "species") and np.array_equal(ob.time, [0, 1, 2, 3, 4, 5])
+    assert ob.attrs["initial_from_model"] == "" and ob.observed.values.all()
+    c = idata.constant_data
+    assert list(c.parameter.values) == ["kb", "kd"]
+    assert list(c.prior_shape.values) == [2.0, 2.0] and list(c.prior_rate.values) == [1.0, 4.0]
+    s = az.summary(idata, round_to="none")
+    assert np.allclose(s["r_hat"].to_numpy(), mcmc.summary(ds)["rhat"].to_numpy(), rtol=1e-12, atol=0)
+
+
+def test_to_inference_data_without_arviz(monkeypatch):
+    ds = _bd_run(LocalExecutor("cpu"), iterations=10, burn_in=0)
+    monkeypatch.setitem(sys.modules, "arviz", None)
+    with pytest.raises(ImportError, match=r"pip install arviz"):
+        mcmc.to_inference_data(ds)
+    monkeypatch.setitem(sys.modules, "arviz", types.SimpleNamespace(__version__="1.3.0"))  # ArviZ 1.x: DataTree
+    with pytest.raises(ImportError, match=r"pip install 'arviz<1'"):
+        mcmc.to_inference_data(ds)
+
+
+def test_convergence_warning():
+    """A 20-iteration run warns, naming the variable and suggesting more iterations; a 300-iteration
+    run of the same one-rate model (R-hat < 1.01, bulk ESS > 400) does not."""
+    net = parse_reactions(DEATH, file="death.rxn")
+    kw = dict(prior={"kd": (2.0, 4.0)}, chains=4, seed=4, client=LocalExecutor("cpu"))
+    data = _bd_obs([20, 12, 7, 4])
+    with pytest.warns(ConvergenceWarning, match=r"not converged: R-hat > 1.01 for kd .*bulk ESS < 400 for kd"
+                                                r".*more iterations"):
+        mcmc.infer_rates(net, data, iterations=20, burn_in=3, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ds = mcmc.infer_rates(net, data, iterations=300, burn_in=50, **kw)
+    assert float(ds.rhat[0]) < 1.01 and float(ds.ess_bulk[0]) >= 400
 
 
 def test_same_draws_for_one_and_two_workers(dask_client):
@@ -262,7 +365,10 @@ def test_cli(tmp_path, capsys):
                  "12", "--burn-in", "2", "--chains", "2", "--prior", "k1=gamma:2,1000", "--prior", "k2=gamma:2,10",
                  "--prior", "k3=gamma:2,10", "--derived", "K_M=(k2+k3)/k1", "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "K_M" in text and "R-hat" in text and out.exists()
+    assert "K_M" in text and "R-hat" in text and "97.5%" in text and out.exists()
+    row = next(line.split() for line in text.splitlines() if line.startswith("K_M "))
+    s = mcmc.summary(__import__("xarray").open_dataset(out)).loc["K_M"]
+    assert [float(v) for v in row[1:5]] == pytest.approx(s[["mean", "sd", "2.5%", "97.5%"]].tolist(), rel=1e-3)
     assert main(["--in-process", "--quiet", "mcmc", "rates", str(MM), "--data", str(MM_DATA), "--prior",
                  "k1=gamma:1"]) == 2
     assert "SHAPE and RATE" in capsys.readouterr().err

@@ -27,6 +27,7 @@ def _partial(tmp_path, with_t0: bool) -> Path:
     return path
 
 
+@pytest.mark.filterwarnings("ignore::distsim.errors.ConvergenceWarning")  # 12 iterations: not converged
 def test_unobserved_first_values_come_from_the_model(tmp_path):
     net = load(EX / "michaelis_menten.rxn")
     partial = as_observations(net, _partial(tmp_path, False))
@@ -39,6 +40,13 @@ def test_unobserved_first_values_come_from_the_model(tmp_path):
                     backend="cpu", client=None)
     for v in ("k1", "k2", "k3"):
         assert np.array_equal(a[v].values, b[v].values)
+    # the output says which first values came from the model (issue 20)
+    assert a.attrs["initial_from_model"] == "ES,P" and b.attrs["initial_from_model"] == ""
+    assert np.array_equal(a.observed.values[0], [1, 1, 0, 0]) and np.array_equal(b.observed.values[0], [1, 1, 1, 1])
+    pytest.importorskip("arviz")
+    from distsim.mcmc import to_inference_data
+
+    assert to_inference_data(a).observed_data.attrs["initial_from_model"] == "ES,P"
 
 
 def test_not_identified_even_with_the_model_is_a_clear_error(tmp_path):
@@ -47,3 +55,13 @@ def test_not_identified_even_with_the_model_is_a_clear_error(tmp_path):
     data.write_text("time,A\n0,10\n1,7\n2,5\n")  # B and C after t0 are not determined
     with pytest.raises(DataError, match="not identified.*initial amounts of B, C"):
         as_observations(net, data)
+
+
+@pytest.mark.filterwarnings("ignore::distsim.errors.ConvergenceWarning")  # 6 iterations: not converged
+def test_cli_says_which_first_values_came_from_the_model(tmp_path, capsys):
+    from distsim.cli import main
+
+    assert main(["--in-process", "--quiet", "--cpu", "mcmc", "rates", str(EX / "michaelis_menten.rxn"), "--data",
+                 str(_partial(tmp_path, False)), "--iterations", "6", "--burn-in", "2", "--chains", "2", "--prior",
+                 "k1=gamma:2,1000", "--prior", "k2=gamma:2,10", "--prior", "k3=gamma:2,10"]) == 0
+    assert "first values of ES, P (unobserved) are the model's initial amounts" in capsys.readouterr().out

@@ -48,13 +48,24 @@ class Observations:
 
 def conservation_laws(net: ReactionNetwork) -> np.ndarray:
     """Integer basis [L, S] of the left null space of the stoichiometry: c with V c = 0 (exact, rational)."""
-    V = [[Fraction(int(v)) for v in row] for row in net.stoichiometry()]
     S = net.n_species
-    # reduced row echelon form of V (M x S) over the rationals; free columns give the null space
-    rows = [r[:] for r in V]
+    rows = [[Fraction(int(v)) for v in row] for row in net.stoichiometry()]
+    pivots = _row_reduce(rows, S)  # the free columns give the null space
+    basis = []
+    for free in (c for c in range(S) if c not in pivots):
+        vec = [Fraction(0)] * S
+        vec[free] = Fraction(1)
+        for i, pc in enumerate(pivots):
+            vec[pc] = -rows[i][free]
+        basis.append(_primitive(vec))
+    return np.asarray(basis, dtype=np.int64).reshape(len(basis), S)
+
+
+def _row_reduce(rows: list[list[Fraction]], n_cols: int) -> list[int]:
+    """Bring ``rows`` to reduced row echelon form (in place, exact); returns the pivot columns."""
     pivots: list[int] = []
     r = 0
-    for col in range(S):
+    for col in range(n_cols):
         piv = next((i for i in range(r, len(rows)) if rows[i][col] != 0), None)
         if piv is None:
             continue
@@ -69,20 +80,18 @@ def conservation_laws(net: ReactionNetwork) -> np.ndarray:
         r += 1
         if r == len(rows):
             break
-    basis = []
-    for free in (c for c in range(S) if c not in pivots):
-        vec = [Fraction(0)] * S
-        vec[free] = Fraction(1)
-        for i, pc in enumerate(pivots):
-            vec[pc] = -rows[i][free]
-        den = math.lcm(*(v.denominator for v in vec))
-        ints = [int(v * den) for v in vec]
-        g = math.gcd(*ints) or 1
-        ints = [v // g for v in ints]
-        if next(v for v in ints if v != 0) < 0:
-            ints = [-v for v in ints]
-        basis.append(ints)
-    return np.asarray(basis, dtype=np.int64).reshape(len(basis), S)
+    return pivots
+
+
+def _primitive(vec: list[Fraction]) -> list[int]:
+    """The integer multiple of ``vec`` with coprime entries whose first non-zero entry is positive."""
+    den = math.lcm(*(v.denominator for v in vec))
+    ints = [int(v * den) for v in vec]
+    g = math.gcd(*ints) or 1
+    ints = [v // g for v in ints]
+    if next(v for v in ints if v != 0) < 0:
+        ints = [-v for v in ints]
+    return ints
 
 
 def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, dict[str, np.ndarray], list[int], int]:
@@ -187,6 +196,24 @@ def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray],
     unknown = [c for c in cols if c not in net.species]
     if unknown:
         raise err(f"column {unknown[0][:40]!r} is not a species of the model ({', '.join(net.species)})")
+    _check_times(times, err)
+    x = _observed(net, len(times), cols, err)
+    obs = ~np.isnan(x)
+    C = conservation_laws(net)
+    from_model = () if obs.all() else _fill_or_initial(net, times, x, obs, C, err)
+    xi = x.astype(np.int64)
+    if len(C):
+        tot = xi @ C.T
+        for k in range(1, len(times)):
+            if not np.array_equal(tot[k], tot[0]):
+                lw = int(np.flatnonzero(tot[k] != tot[0])[0])
+                raise err(f"the observations violate the conservation law {_law_text(net, C[lw])} "
+                          f"({tot[0, lw]} at t={times[0]:g}, {tot[k, lw]} here)", k)
+    return Observations(times, xi, obs, tuple(net.species), src, from_model)
+
+
+def _check_times(times: np.ndarray, err: _Where) -> None:
+    """At least two times, finite and strictly increasing."""
     K = len(times)
     if K < 2:
         raise err(f"need at least two observation times, got {K}")
@@ -195,44 +222,43 @@ def _solve(net: ReactionNetwork, times: np.ndarray, cols: dict[str, np.ndarray],
             raise err("time is not finite", k)
         if k and not times[k] > times[k - 1]:
             raise err(f"times must increase strictly ({times[k - 1]:g} then {times[k]:g})", k)
+
+
+def _observed(net: ReactionNetwork, K: int, cols: dict[str, np.ndarray], err: _Where) -> np.ndarray:
+    """The observed counts as a [K, S] float array, NaN where unobserved; each count is checked."""
     x = np.full((K, net.n_species), np.nan)
     for name, v in cols.items():
         if len(v) != K:
             raise err(f"column {name!r} has {len(v)} values for {K} times")
         x[:, net.index(name)] = v
-    obs = ~np.isnan(x)
-    for k, s in zip(*np.nonzero(obs)):
+    for k, s in zip(*np.nonzero(~np.isnan(x))):
         try:
             _count(x[k, s], net.species[s], x[k, s], None, None)
         except ObservationError as e:
             raise err(e.message, int(k)) from None
-    C = conservation_laws(net)
-    from_model: tuple[str, ...] = ()
-    if not obs.all():
+    return x
+
+
+def _fill_or_initial(net: ReactionNetwork, times: np.ndarray, x: np.ndarray, obs: np.ndarray, C: np.ndarray,
+                     err: _Where) -> tuple[str, ...]:
+    """Fill the unobserved entries of ``x`` in place; where the observations alone leave the state
+    unidentified, with the model's initial amounts of the species unobserved at the first time
+    (returned: the species whose first value comes from the model)."""
+    try:
+        _fill_unobserved(net, times, x, obs, C, err)
+    except ObservationError:
+        first = [s for s in range(net.n_species) if not obs[0, s]]
+        known = obs.copy()
+        known[0, first] = True
+        x[0, first] = [net.initial[s] for s in first]
         try:
-            _fill_unobserved(net, times, x, obs, C, err)
-        except ObservationError:
-            # unobserved species at the first time take the model's initial amounts, when that identifies the state
-            first = [s for s in range(net.n_species) if not obs[0, s]]
-            known = obs.copy()
-            known[0, first] = True
-            x[0, first] = [net.initial[s] for s in first]
-            try:
-                _fill_unobserved(net, times, x, known, C, err)
-            except ObservationError as e:
-                raise ObservationError(f"{e.message} (also with the model's initial amounts of "
-                                       f"{', '.join(net.species[s] for s in first)} at the first time)",
-                                       file=e.file, line=e.line) from None
-            from_model = tuple(net.species[s] for s in first)
-    xi = x.astype(np.int64)
-    if len(C):
-        tot = xi @ C.T
-        for k in range(1, K):
-            if not np.array_equal(tot[k], tot[0]):
-                lw = int(np.flatnonzero(tot[k] != tot[0])[0])
-                raise err(f"the observations violate the conservation law {_law_text(net, C[lw])} "
-                          f"({tot[0, lw]} at t={times[0]:g}, {tot[k, lw]} here)", k)
-    return Observations(times, xi, obs, tuple(net.species), src, from_model)
+            _fill_unobserved(net, times, x, known, C, err)
+        except ObservationError as e:
+            raise ObservationError(f"{e.message} (also with the model's initial amounts of "
+                                   f"{', '.join(net.species[s] for s in first)} at the first time)",
+                                   file=e.file, line=e.line) from None
+        return tuple(net.species[s] for s in first)
+    return ()
 
 
 def _fill_unobserved(net: ReactionNetwork, times: np.ndarray, x: np.ndarray, obs: np.ndarray, C: np.ndarray,

@@ -69,6 +69,25 @@ def parse_prior_spec(text: str) -> tuple[str, GammaPrior]:
 def rate_model(net: ReactionNetwork, prior: Mapping[str, object] | None, improper: bool = False) -> RateModel:
     """Check that every reaction is mass action and every rate parameter has a prior."""
     net.require_plain("rate inference")
+    names, param_of, fixed = _rate_parameters(net)
+    prior = dict(prior or {})
+    unknown = [k for k in prior if k not in names]
+    if unknown:
+        raise ValueError(f"prior given for {unknown[0]!r}, which is not a rate parameter of a reaction "
+                         f"(parameters: {', '.join(names)})")
+    priors = [_gamma_prior(n, prior.get(n), improper) for n in names]
+    init = np.array([net.params[n] for n in names], dtype=np.float64)
+    for n, v in zip(names, init):
+        if not v > 0:
+            raise ValueError(f"initial value of {n!r} in the model is {v}; the sampler starts from the model's "
+                             "values and needs them > 0")
+    return RateModel(tuple(names), param_of, fixed, np.array([p.shape for p in priors]),
+                     np.array([p.rate for p in priors]), init)
+
+
+def _rate_parameters(net: ReactionNetwork) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The named rate parameters (first use first), each reaction's parameter index (-1: a numeric
+    rate) and the numeric rates; every reaction must be mass action."""
     src = net.source or None
     names: list[str] = []
     param_of = np.full(net.n_reactions, -1, dtype=np.int32)
@@ -85,39 +104,30 @@ def rate_model(net: ReactionNetwork, prior: Mapping[str, object] | None, imprope
             fixed[j] = float(r.rate)
     if not names:
         raise ModelError("no reaction has a named rate parameter to infer", file=src)
-    prior = dict(prior or {})
-    unknown = [k for k in prior if k not in names]
-    if unknown:
-        raise ValueError(f"prior given for {unknown[0]!r}, which is not a rate parameter of a reaction "
-                         f"(parameters: {', '.join(names)})")
-    priors = []
-    for n in names:
-        pr = prior.get(n)
-        if pr is None:
-            if not improper:
-                raise ValueError(f"no prior for rate parameter {n!r}: give gamma(shape, rate) for every parameter "
-                                 "(or request the improper 1/theta prior explicitly)")
-            pr = IMPROPER
-        if isinstance(pr, str):
-            pr = parse_prior_spec(f"{n}={pr}")[1]
-        if isinstance(pr, tuple):
-            pr = GammaPrior(float(pr[0]), float(pr[1]))
-        if not isinstance(pr, GammaPrior):
-            raise TypeError(f"prior for {n!r} must be (shape, rate), a GammaPrior or 'improper', got {pr!r}")
-        if pr.improper:
-            if not improper and prior.get(n) is None:
-                raise ValueError(f"the improper prior for {n!r} must be requested")
-        elif not (pr.shape > 0 and pr.rate > 0 and math.isfinite(pr.shape) and math.isfinite(pr.rate)):
-            raise ValueError(f"prior for {n!r}: gamma shape and rate must be finite and > 0 (or both 0 for the "
-                             f"improper 1/theta prior), got shape={pr.shape}, rate={pr.rate}")
-        priors.append(pr)
-    init = np.array([net.params[n] for n in names], dtype=np.float64)
-    for n, v in zip(names, init):
-        if not v > 0:
-            raise ValueError(f"initial value of {n!r} in the model is {v}; the sampler starts from the model's "
-                             "values and needs them > 0")
-    return RateModel(tuple(names), param_of, fixed, np.array([p.shape for p in priors]),
-                     np.array([p.rate for p in priors]), init)
+    return names, param_of, fixed
+
+
+def _gamma_prior(n: str, given: object, improper: bool) -> GammaPrior:
+    """The checked prior of parameter ``n`` from the one ``given`` (None: the improper prior, if allowed)."""
+    pr = given
+    if pr is None:
+        if not improper:
+            raise ValueError(f"no prior for rate parameter {n!r}: give gamma(shape, rate) for every parameter "
+                             "(or request the improper 1/theta prior explicitly)")
+        pr = IMPROPER
+    if isinstance(pr, str):
+        pr = parse_prior_spec(f"{n}={pr}")[1]
+    if isinstance(pr, tuple):
+        pr = GammaPrior(float(pr[0]), float(pr[1]))
+    if not isinstance(pr, GammaPrior):
+        raise TypeError(f"prior for {n!r} must be (shape, rate), a GammaPrior or 'improper', got {pr!r}")
+    if pr.improper:
+        if not improper and given is None:
+            raise ValueError(f"the improper prior for {n!r} must be requested")
+    elif not (pr.shape > 0 and pr.rate > 0 and math.isfinite(pr.shape) and math.isfinite(pr.rate)):
+        raise ValueError(f"prior for {n!r}: gamma shape and rate must be finite and > 0 (or both 0 for the "
+                         f"improper 1/theta prior), got shape={pr.shape}, rate={pr.rate}")
+    return pr
 
 
 def _reaction_text(net: ReactionNetwork, j: int) -> str:

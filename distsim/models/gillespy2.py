@@ -45,13 +45,36 @@ def from_gillespy2(model: Any) -> ReactionNetwork:
     def err(msg: str) -> ModelError:
         return ModelError(msg, file=src)
 
+    _check_supported(model, err)
+    species = list(model.listOfSpecies)
+    index = {s: i for i, s in enumerate(species)}
+    initial, fixed = _species(model, err)
+    volume = float(model.volume)
+    if not (np.isfinite(volume) and volume > 0):
+        raise err(f"the model volume must be finite and > 0, got {model.volume!r}")
+    params = _parameters(model, index, err)
+    reactions = _reactions(model, index, params, volume, src, err)
+    used = {r.rate for r in reactions if isinstance(r.rate, str) and r.mass_action}
+    for r in reactions:
+        if r.law is not None:
+            used.update(params_of(r.law))
+    values = {k: v for k, v in params.items() if k in used}
+    if _VOL in used:
+        values[_VOL] = volume
+    return ReactionNetwork.create(species, initial, reactions, values, fixed=fixed, name=model.name, source=src)
+
+
+def _check_supported(model: Any, err) -> None:
+    """Refuse the model parts distsim cannot simulate: events, rules and function definitions."""
     for what, attr in (("events", "listOfEvents"), ("assignment rules", "listOfAssignmentRules"),
                        ("rate rules", "listOfRateRules"), ("function definitions", "listOfFunctionDefinitions")):
         items = getattr(model, attr, None) or {}
         if items:
             raise err(f"{what} are not supported by from_gillespy2 ({', '.join(map(repr, items))})")
-    species = list(model.listOfSpecies)
-    index = {s: i for i, s in enumerate(species)}
+
+
+def _species(model: Any, err) -> tuple[list[int], list[int]]:
+    """Initial populations (whole numbers >= 0) and the indices of the fixed species."""
     initial, fixed = [], []
     for i, (name, s) in enumerate(model.listOfSpecies.items()):
         v = float(s.initial_value)
@@ -60,10 +83,12 @@ def from_gillespy2(model: Any) -> ReactionNetwork:
         initial.append(int(round(v)))
         if getattr(s, "boundary_condition", False) or getattr(s, "constant", False):
             fixed.append(i)
-    volume = float(model.volume)
-    if not (np.isfinite(volume) and volume > 0):
-        raise err(f"the model volume must be finite and > 0, got {model.volume!r}")
-    params = _parameters(model, index, err)
+    return initial, fixed
+
+
+def _reactions(model: Any, index: dict[str, int], params: dict[str, float], volume: float, src: str,
+               err) -> list[Reaction]:
+    """Each reaction with its parsed propensity: mass action where it has that shape, else a general law."""
 
     def resolve(name: str) -> Node:
         if name in index:
@@ -89,14 +114,7 @@ def from_gillespy2(model: Any) -> ReactionNetwork:
             reactions.append(Reaction(reac, prod, rate=rate, name=rname))
         else:
             reactions.append(Reaction(reac, prod, law=law, name=rname))
-    used = {r.rate for r in reactions if isinstance(r.rate, str) and r.mass_action}
-    for r in reactions:
-        if r.law is not None:
-            used.update(params_of(r.law))
-    values = {k: v for k, v in params.items() if k in used}
-    if _VOL in used:
-        values[_VOL] = volume
-    return ReactionNetwork.create(species, initial, reactions, values, fixed=fixed, name=model.name, source=src)
+    return reactions
 
 
 def _side(side: dict, index: dict[str, int], rname: str, err) -> tuple[tuple[int, int], ...]:

@@ -24,7 +24,7 @@ reversible reactions.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from .arith import BinOp, Neg, Node, Num, Param, Species
@@ -51,9 +51,7 @@ def mass_action_shape(law: Node, constants: Mapping[str, float], rate_params: se
                       ) -> MassActionShape | None:
     """The mass-action shape of ``law``, or None. ``constants``: parameters folded into the factor
     (compartment sizes); ``rate_params``: parameters that may be the rate constant."""
-    factor = 1.0
-    params: list[str] = []
-    linear: dict[int, list[int]] = {}  # species -> offsets k of its factors (x - k)
+    product = _Product()
     stack: list[tuple[Node, int]] = [(law, 1)]
     while stack:
         n, e = stack.pop()
@@ -61,40 +59,71 @@ def mass_action_shape(law: Node, constants: Mapping[str, float], rate_params: se
             stack.append((n.left, e))
             stack.append((n.right, e if n.op == "*" else -e))
         elif isinstance(n, BinOp) and n.op == "^":
-            if not (isinstance(n.right, Num) and float(n.right.value).is_integer()
-                    and 0 <= n.right.value <= _MAX_POWER):
+            power = _whole_power(n.right)
+            if power is None:
                 return None
-            for _ in range(int(n.right.value)):
-                stack.append((n.left, e))
-        elif isinstance(n, Num):
-            factor *= n.value if e > 0 else 1.0 / n.value if n.value != 0 else math.inf
+            stack.extend([(n.left, e)] * power)
         elif isinstance(n, Neg):
-            factor = -factor
+            product.factor = -product.factor
             stack.append((n.arg, e))
+        elif not product.multiply(n, e, constants, rate_params):
+            return None
+    return product.shape()
+
+
+@dataclass
+class _Product:
+    """The factors of a law met so far: a constant factor, rate parameters and linear species factors."""
+
+    factor: float = 1.0
+    params: list[str] = field(default_factory=list)
+    linear: dict[int, list[int]] = field(default_factory=dict)  # species -> offsets k of its factors (x - k)
+
+    def multiply(self, n: Node, e: int, constants: Mapping[str, float], rate_params: set[str] | frozenset[str]
+                 ) -> bool:
+        """Multiply by ``n`` (e = 1) or divide by it (e = -1); False when that leaves mass action."""
+        if isinstance(n, Num):
+            self.factor *= _power(n.value, e)
         elif isinstance(n, Param) and n.name in constants:
-            v = float(constants[n.name])
-            factor *= v if e > 0 else (1.0 / v if v != 0 else math.inf)
+            self.factor *= _power(float(constants[n.name]), e)
         elif isinstance(n, Param) and n.name in rate_params:
             if e < 0:
-                return None
-            params.append(n.name)
+                return False
+            self.params.append(n.name)
         else:
             lin = _linear_factor(n, constants)
             if lin is None or e < 0:
-                return None
+                return False
             i, scale, k = lin
-            factor *= scale
-            linear.setdefault(i, []).append(k)
-    if len(params) > 1 or not (math.isfinite(factor) and factor > 0):
-        return None
-    orders: dict[int, int] = {}
-    for i, offsets in linear.items():
-        r = len(offsets)
-        if sorted(offsets) != list(range(r)):
+            self.factor *= scale
+            self.linear.setdefault(i, []).append(k)
+        return True
+
+    def shape(self) -> MassActionShape | None:
+        """The mass-action shape of the whole product, or None."""
+        if len(self.params) > 1 or not (math.isfinite(self.factor) and self.factor > 0):
             return None
-        orders[i] = r
-        factor *= math.factorial(r)  # x (x-1) ... (x-r+1) = r! C(x, r)
-    return MassActionShape(factor, params[0] if params else None, orders)
+        factor = self.factor
+        orders: dict[int, int] = {}
+        for i, offsets in self.linear.items():
+            r = len(offsets)
+            if sorted(offsets) != list(range(r)):
+                return None
+            orders[i] = r
+            factor *= math.factorial(r)  # x (x-1) ... (x-r+1) = r! C(x, r)
+        return MassActionShape(factor, self.params[0] if self.params else None, orders)
+
+
+def _power(v: float, e: int) -> float:
+    """``v`` (e > 0) or ``1 / v`` (e < 0; infinite for v = 0)."""
+    return v if e > 0 else 1.0 / v if v != 0 else math.inf
+
+
+def _whole_power(exponent: Node) -> int | None:
+    """The exponent of ``base ^ exponent`` when it is a whole number in [0, _MAX_POWER], else None."""
+    if isinstance(exponent, Num) and float(exponent.value).is_integer() and 0 <= exponent.value <= _MAX_POWER:
+        return int(exponent.value)
+    return None
 
 
 def _linear_factor(n: Node, constants: Mapping[str, float]) -> tuple[int, float, int] | None:

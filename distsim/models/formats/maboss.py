@@ -536,72 +536,89 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
     names = [d.name for d in decls]
     conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names)) \
         if cpath is not None else _Cfg()
-    index = {nm: i for i, nm in enumerate(names)}
     where = f" (no .cfg: looked for {Path(bnd).name}.cfg and {Path(bnd).with_suffix('.cfg').name}; pass cfg=)" \
         if cpath is None else f" in {cpath}"
-
-    def resolve(t: Any, decl: _NodeDecl, stack: tuple[str, ...]) -> Term:
-        if isinstance(t, _Ref):
-            if t.kind == "node":
-                if t.name not in index:
-                    raise ModelError(f"node {t.name!r} used but not defined", file=bfile, line=t.line, column=t.col)
-                return Var(index[t.name])
-            if t.kind == "var":
-                if t.name not in conf.variables:
-                    raise ModelError(f"variable {t.name} is not defined{where}", file=bfile, line=t.line,
-                                     column=t.col)
-                return Num(conf.variables[t.name])
-            if t.name not in decl.attrs:
-                raise ModelError(f"@{t.name}: node {decl.name!r} has no attribute {t.name!r}", file=bfile,
-                                 line=t.line, column=t.col)
-            if t.name in stack:
-                raise ModelError(f"@{t.name} refers to itself (node {decl.name!r})", file=bfile, line=t.line,
-                                 column=t.col)
-            return resolve(decl.attrs[t.name], decl, stack + (t.name,))
-        return _map(t, lambda c: resolve(c, decl, stack))
-
-    rates: list[tuple[dict[float, Expr], dict[float, Expr]] | None] = []
-    for i, decl in enumerate(decls):
-        a = decl.attrs
-        if not {"logic", "rate_up", "rate_down"} & set(a):
-            rates.append(None)  # an input: both rates 0
-            continue
-        default_up = Cond(_Ref("alias", "logic", decl.line, 1), Num(1.0), Num(0.0)) if "logic" in a else Num(0.0)
-        default_down = Cond(_Ref("alias", "logic", decl.line, 1), Num(0.0), Num(1.0)) if "logic" in a else Num(0.0)
-        pair = []
-        for attr, default, state in (("rate_up", default_up, False), ("rate_down", default_down, True)):
-            try:
-                table = cases(resolve(a.get(attr, default), decl, (attr,)))
-            except TooComplex as e:
-                raise ModelError(f"node {decl.name!r}: {attr}: {e}", file=bfile, line=decl.line) from None
-            # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down)
-            table = {v: g2 for v, g in table.items() if satisfiable(g2 := substitute(g, i, state))}
-            for v in table:
-                if math.isnan(v) or v < 0 or math.isinf(v):
-                    raise ModelError(f"node {decl.name!r}: {attr} is {v} in some states; a rate must be a finite "
-                                     "number >= 0", file=bfile, line=decl.line)
-            pair.append(table)
-        rates.append((pair[0], pair[1]))
-
+    resolve = _Resolver({nm: i for i, nm in enumerate(names)}, conf.variables, bfile, where)
+    rates = [_flip_rates(i, decl, resolve) for i, decl in enumerate(decls)]
     top = max((v for r in rates if r is not None for table in r for v in table), default=0.0)
-    preds = []
-    for i, r in enumerate(rates):
-        row: dict[Expr, float] = {}
-        prev = 0.0
-        if r is not None and top > 0:
-            up, down = r
-            for v in sorted({v for table in r for v in table if v > 0}):
-                up_ge = mk_or(*[g for u, g in up.items() if u >= v])
-                stay_on = mk_not(mk_or(*[g for d, g in down.items() if d >= v]))
-                g = up_ge if equivalent(up_ge, stay_on) else \
-                    mk_or(mk_and(mk_not(Var(i)), up_ge), mk_and(Var(i), stay_on))  # x_i ? stay on : switch on
-                row[g] = row.get(g, 0.0) + (v - prev) / top
-                prev = v
-        if prev < top or not row:
-            row[Var(i)] = row.get(Var(i), 0.0) + (1.0 - prev / top if top > 0 else 1.0)
-        preds.append([Predictor(e, w) for e, w in row.items()])
+    preds = [_predictors(i, r, top) for i, r in enumerate(rates)]
     net = PBN.create(names, preds, name=Path(bnd).stem, source=bfile, update="async")  # MaBoSS is asynchronous
     return net, _config(conf, names, top, cpath)
+
+
+@dataclass(frozen=True)
+class _Resolver:
+    """Replaces the node names, ``$variables`` and ``@attributes`` of a node's attribute expressions."""
+
+    index: dict[str, int]  # node name -> variable index
+    variables: dict[str, float]  # the .cfg's $variables
+    file: str  # the .bnd
+    where: str  # where the $variables come from, for the error message
+
+    def __call__(self, t: Any, decl: _NodeDecl, stack: tuple[str, ...]) -> Term:
+        """``t`` resolved in node ``decl``; ``stack``: the attributes being resolved (a cycle is an error)."""
+        if not isinstance(t, _Ref):
+            return _map(t, lambda c: self(c, decl, stack))
+        if t.kind == "node":
+            if t.name not in self.index:
+                raise ModelError(f"node {t.name!r} used but not defined", file=self.file, line=t.line, column=t.col)
+            return Var(self.index[t.name])
+        if t.kind == "var":
+            if t.name not in self.variables:
+                raise ModelError(f"variable {t.name} is not defined{self.where}", file=self.file, line=t.line,
+                                 column=t.col)
+            return Num(self.variables[t.name])
+        if t.name not in decl.attrs:
+            raise ModelError(f"@{t.name}: node {decl.name!r} has no attribute {t.name!r}", file=self.file,
+                             line=t.line, column=t.col)
+        if t.name in stack:
+            raise ModelError(f"@{t.name} refers to itself (node {decl.name!r})", file=self.file, line=t.line,
+                             column=t.col)
+        return self(decl.attrs[t.name], decl, stack + (t.name,))
+
+
+_Rates = tuple[dict[float, Expr], dict[float, Expr]]  # (rate_up, rate_down): rate value -> states with that rate
+
+
+def _flip_rates(i: int, decl: _NodeDecl, resolve: _Resolver) -> _Rates | None:
+    """Node ``i``'s flip rates as (rate_up, rate_down) tables; None for an input (both rates 0)."""
+    a = decl.attrs
+    if not {"logic", "rate_up", "rate_down"} & set(a):
+        return None
+    default_up = Cond(_Ref("alias", "logic", decl.line, 1), Num(1.0), Num(0.0)) if "logic" in a else Num(0.0)
+    default_down = Cond(_Ref("alias", "logic", decl.line, 1), Num(0.0), Num(1.0)) if "logic" in a else Num(0.0)
+    pair = []
+    for attr, default, state in (("rate_up", default_up, False), ("rate_down", default_down, True)):
+        try:
+            table = cases(resolve(a.get(attr, default), decl, (attr,)))
+        except TooComplex as e:
+            raise ModelError(f"node {decl.name!r}: {attr}: {e}", file=resolve.file, line=decl.line) from None
+        # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down)
+        table = {v: g2 for v, g in table.items() if satisfiable(g2 := substitute(g, i, state))}
+        for v in table:
+            if math.isnan(v) or v < 0 or math.isinf(v):
+                raise ModelError(f"node {decl.name!r}: {attr} is {v} in some states; a rate must be a finite "
+                                 "number >= 0", file=resolve.file, line=decl.line)
+        pair.append(table)
+    return pair[0], pair[1]
+
+
+def _predictors(i: int, rates: _Rates | None, top: float) -> list[Predictor]:
+    """Node ``i``'s predictors in the chain uniformized at the largest flip rate ``top`` (module docstring)."""
+    row: dict[Expr, float] = {}
+    prev = 0.0
+    if rates is not None and top > 0:
+        up, down = rates
+        for v in sorted({v for table in rates for v in table if v > 0}):
+            up_ge = mk_or(*[g for u, g in up.items() if u >= v])
+            stay_on = mk_not(mk_or(*[g for d, g in down.items() if d >= v]))
+            g = up_ge if equivalent(up_ge, stay_on) else \
+                mk_or(mk_and(mk_not(Var(i)), up_ge), mk_and(Var(i), stay_on))  # x_i ? stay on : switch on
+            row[g] = row.get(g, 0.0) + (v - prev) / top
+            prev = v
+    if prev < top or not row:
+        row[Var(i)] = row.get(Var(i), 0.0) + (1.0 - prev / top if top > 0 else 1.0)
+    return [Predictor(e, w) for e, w in row.items()]
 
 
 def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> MabossConfig:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..arith import BinOp, Neg, Num
 from ..boolean import Const, Expr, Var
@@ -212,6 +212,7 @@ class _Reader:
         return int(lv)
 
     def _term(self, ast: Any, thresholds: dict[str, int], where: Any) -> Term:
+        """The term of the MathML ``ast`` of a function term (errors point at the element ``where``)."""
         L = self.L
         kind = ast.getType()
         kids = [ast.getChild(k) for k in range(ast.getNumChildren())]
@@ -220,18 +221,10 @@ class _Reader:
             return self._term(a, thresholds, where)
 
         if kind == L.AST_NAME:
-            nm = ast.getName()
-            if nm in self.index:
-                return Var(self.index[nm])
-            if nm in thresholds:
-                return Num(float(thresholds[nm]))
-            raise self.err(f"math names {nm!r}, which is neither a species nor an input with a thresholdLevel", where)
-        if kind == L.AST_INTEGER:
-            return Num(float(ast.getInteger()))
-        if kind in (L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL):
-            return Num(float(ast.getReal()))
-        if kind in (L.AST_CONSTANT_TRUE, L.AST_CONSTANT_FALSE):
-            return Num(1.0 if kind == L.AST_CONSTANT_TRUE else 0.0)
+            return self._name(ast.getName(), thresholds, where)
+        if kind in (L.AST_INTEGER, L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL, L.AST_CONSTANT_TRUE,
+                    L.AST_CONSTANT_FALSE):
+            return self._number(ast, kind)
         logic = {L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor", L.AST_LOGICAL_NOT: "not"}
         if kind in logic:
             if not kids:
@@ -246,22 +239,49 @@ class _Reader:
             return parts[0] if len(parts) == 1 else Logic("and", tuple(parts))
         arith = {L.AST_PLUS: "+", L.AST_MINUS: "-", L.AST_TIMES: "*", L.AST_DIVIDE: "/"}
         if kind in arith:
-            if kind == L.AST_MINUS and len(kids) == 1:
-                return Neg(sub(kids[0]))
-            if not kids:
-                return Num(0.0 if kind == L.AST_PLUS else 1.0)
-            acc = sub(kids[0])
-            for a in kids[1:]:
-                acc = BinOp(arith[kind], acc, sub(a))
-            return acc
+            return _arithmetic(arith[kind], kids, sub)
         if kind == L.AST_FUNCTION_PIECEWISE:
-            pieces = [(sub(kids[k]), sub(kids[k + 1])) for k in range(0, len(kids) - 1, 2)]
-            acc: Term = sub(kids[-1]) if len(kids) % 2 else Num(0.0)
-            for value, cond in reversed(pieces):
-                acc = Cond(cond, value, acc)
-            return acc
+            return _piecewise(kids, sub)
         raise self.err(f"unsupported math element <{ast.getName() or L.formulaToL3String(ast)}> in a function term",
                        where)
+
+    def _name(self, nm: str, thresholds: dict[str, int], where: Any) -> Term:
+        """A species (its variable) or an input's thresholdLevel (a number)."""
+        if nm in self.index:
+            return Var(self.index[nm])
+        if nm in thresholds:
+            return Num(float(thresholds[nm]))
+        raise self.err(f"math names {nm!r}, which is neither a species nor an input with a thresholdLevel", where)
+
+    def _number(self, ast: Any, kind: int) -> Num:
+        """An integer, a real or a Boolean constant (true is 1, false 0)."""
+        L = self.L
+        if kind == L.AST_INTEGER:
+            return Num(float(ast.getInteger()))
+        if kind in (L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL):
+            return Num(float(ast.getReal()))
+        return Num(1.0 if kind == L.AST_CONSTANT_TRUE else 0.0)
+
+
+def _arithmetic(op: str, kids: list[Any], sub: Callable[[Any], Term]) -> Term:
+    """``+ - * /`` over any number of operands, left to right (one operand of ``-``: a negation)."""
+    if op == "-" and len(kids) == 1:
+        return Neg(sub(kids[0]))
+    if not kids:
+        return Num(0.0 if op == "+" else 1.0)
+    acc = sub(kids[0])
+    for a in kids[1:]:
+        acc = BinOp(op, acc, sub(a))
+    return acc
+
+
+def _piecewise(kids: list[Any], sub: Callable[[Any], Term]) -> Term:
+    """``piecewise``: value, condition pairs, then the optional otherwise value (default 0)."""
+    pieces = [(sub(kids[k]), sub(kids[k + 1])) for k in range(0, len(kids) - 1, 2)]
+    acc: Term = sub(kids[-1]) if len(kids) % 2 else Num(0.0)
+    for value, cond in reversed(pieces):
+        acc = Cond(cond, value, acc)
+    return acc
 
 
 def sniff(path: str | os.PathLike, head: bytes) -> bool:

@@ -121,10 +121,7 @@ def _gamma_prior(n: str, given: object, improper: bool) -> GammaPrior:
         pr = GammaPrior(float(pr[0]), float(pr[1]))
     if not isinstance(pr, GammaPrior):
         raise TypeError(f"prior for {n!r} must be (shape, rate), a GammaPrior or 'improper', got {pr!r}")
-    if pr.improper:
-        if not improper and given is None:
-            raise ValueError(f"the improper prior for {n!r} must be requested")
-    elif not (pr.shape > 0 and pr.rate > 0 and math.isfinite(pr.shape) and math.isfinite(pr.rate)):
+    if not pr.improper and not (pr.shape > 0 and pr.rate > 0 and math.isfinite(pr.shape) and math.isfinite(pr.rate)):
         raise ValueError(f"prior for {n!r}: gamma shape and rate must be finite and > 0 (or both 0 for the "
                          f"improper 1/theta prior), got shape={pr.shape}, rate={pr.rate}")
     return pr

@@ -104,7 +104,7 @@ from ...errors import ModelError, SBMLWarning
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, evaluate, params_of, species_of, to_text
 from ..events import Assignment, AssignmentRule, Compare, Condition, Event, Logic, Truth, condition_nodes
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
-from ..reactions import Reaction, ReactionNetwork
+from ..reactions import MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "REVERSIBLE_POLICIES", "SBMLWarning", "MAX_XML_DEPTH",
            "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES"]
@@ -546,6 +546,9 @@ class _Converter:
                                sr)
             i = self.index[sid]
             out[i] = out.get(i, 0) + int(n)
+            if out[i] > MAX_STOICHIOMETRY:
+                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
+                               f"{out[i]}", sr)
         return tuple(out.items())
 
     # ---- events and rules ------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def read_sbml_qual(path: str | os.PathLike, *, inputs: str = "keep") -> PBN:
     _check(libsbml, doc, file)
     model = doc.getModel()
     if model is None:
-        raise ModelError("the SBML document has no <model>", file=file)
+        raise ModelError("the SBML document has no <model>", file=file, line=doc.getLine() or 1)
     qual = model.getPlugin("qual")
     if qual is None or qual.getNumQualitativeSpecies() == 0:
         raise ModelError("not an SBML-qual model (no qual:qualitativeSpecies); SBML reaction models are read by "

@@ -91,7 +91,7 @@ def _params(problem: Problem, *, model: str, islands: int | None, population: in
     K, N = _islands_and_population(model, islands, population)
     interval = _count(migration_interval, "migration_interval", 1)
     rate = _migration_rate(migration_rate, N)
-    G = _count(generations, "generations", 1)
+    G = _count(generations, "generations", 0)
     for name, v in (("link_mutation", link_mutation), ("rule_mutation", rule_mutation)):
         if not 0.0 <= v <= 1.0:
             raise ValueError(f"{name} must be a probability in [0, 1], got {v}")

@@ -95,42 +95,9 @@ def connect(
     if address is not None or scheduler_file is not None:
         return Client(address, scheduler_file=scheduler_file) if scheduler_file else Client(address)
 
-    want_gpu = gpus not in (False, 0, "0", "no", "false", "cpu")
-    n_gpu = count_gpus() if want_gpu else 0
-    if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0:
-        if n_gpu < gpus:
-            raise RuntimeError(f"{gpus} GPUs requested but {n_gpu} visible")
-        n_gpu = gpus
-    if n_gpu and n_workers:
-        n_gpu = min(n_gpu, n_workers)
-
+    n_gpu = _gpus_to_use(gpus, n_workers)
     if n_gpu and _gpu_stack_usable():
-        try:
-            from dask_cuda import LocalCUDACluster
-        except Exception:
-            LocalCUDACluster = None
-        if LocalCUDACluster is not None:
-            cluster = LocalCUDACluster(
-                n_workers=n_gpu,
-                threads_per_worker=threads_per_worker,
-                resources={"GPU": 1},
-                device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
-                dashboard_address=dashboard_address,
-                **cluster_kwargs,
-            )
-            return Client(cluster)
-        cluster = LocalCluster(
-            n_workers=n_gpu,
-            threads_per_worker=threads_per_worker,
-            processes=processes,
-            resources={"GPU": 1},
-            dashboard_address=dashboard_address,
-            **cluster_kwargs,
-        )
-        client = Client(cluster)
-        client.register_plugin(_PinGPU(n_gpu))
-        return client
-
+        return _gpu_client(n_gpu, threads_per_worker, processes, dashboard_address, cluster_kwargs)
     cores = os.cpu_count() or 1
     cluster = LocalCluster(
         n_workers=n_workers or max(1, cores // max(1, threads_per_worker)),
@@ -141,6 +108,48 @@ def connect(
         **cluster_kwargs,
     )
     return Client(cluster)
+
+
+def _gpus_to_use(gpus: bool | int | str, n_workers: int | None) -> int:
+    """How many GPU workers ``connect(gpus=, n_workers=)`` asks for (0: CPU workers)."""
+    want_gpu = gpus not in (False, 0, "0", "no", "false", "cpu")
+    n_gpu = count_gpus() if want_gpu else 0
+    if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0:
+        if n_gpu < gpus:
+            raise RuntimeError(f"{gpus} GPUs requested but {n_gpu} visible")
+        n_gpu = gpus
+    return min(n_gpu, n_workers) if n_gpu and n_workers else n_gpu
+
+
+def _gpu_client(n_gpu: int, threads_per_worker: int, processes: bool, dashboard_address: str | None,
+                cluster_kwargs: dict) -> Client:
+    """One worker per GPU: a LocalCUDACluster, or (without dask-cuda) a LocalCluster whose workers
+    are pinned to one GPU each by a plugin."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except Exception:
+        LocalCUDACluster = None
+    if LocalCUDACluster is not None:
+        cluster = LocalCUDACluster(
+            n_workers=n_gpu,
+            threads_per_worker=threads_per_worker,
+            resources={"GPU": 1},
+            device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
+            dashboard_address=dashboard_address,
+            **cluster_kwargs,
+        )
+        return Client(cluster)
+    cluster = LocalCluster(
+        n_workers=n_gpu,
+        threads_per_worker=threads_per_worker,
+        processes=processes,
+        resources={"GPU": 1},
+        dashboard_address=dashboard_address,
+        **cluster_kwargs,
+    )
+    client = Client(cluster)
+    client.register_plugin(_PinGPU(n_gpu))
+    return client
 
 
 def dashboard_link(client: Any) -> str | None:

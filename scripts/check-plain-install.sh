@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A plain install works: build the wheel, install it with NO extras in a fresh venv, and from outside
-# the repository run every command's --help, `distsim info`, and a tiny job of each workload.
+# the repository run every command's --help, `distsim info`, a tiny job of each workload, and then
+# every README command and Python snippet as written (tests/unit/test_readme.py, run by a pytest
+# installed beside the wheel: the package itself gets no extras).
 #   bash scripts/check-plain-install.sh        (CI runs it after the test suite; needs the package index)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,4 +45,7 @@ ens = distsim.ssa.simulate(distsim.ssa.load(f"{ex}/ssa/michaelis_menten.rxn"), t
 assert float(ens["mean"].sel(species="P").isel(time=-1)) > 0
 print("python API ok")
 PY
+# every README command and snippet, against this plain install (pytest is the harness, not an extra)
+"$bin/python" -m pip install -q pytest
+"$bin/pytest" -q -p no:cacheprovider "$root/tests/unit/test_readme.py"
 echo "plain install: ok"

@@ -65,11 +65,42 @@ def one(cfg: dict) -> dict:
     if cluster is not None:
         client.close()
         cluster.close()
+    phases = ""
+    if cfg["backend"] == "gpu" and cfg["gpus"] == 1:
+        try:
+            phases = _phases(net, data, ds, cfg)
+        except Exception as e:  # a row without its breakdown rather than no row
+            phases = f"failed: {e!r}"[:80]
     post = ds.isel(draw=slice(its // 5, None))
     km = np.quantile(post.K_M.values, [0.025, 0.975])
     np.savez(cfg["draws"], **{v: ds[v].values for v in ("k1", "k2", "k3", "attempts")})
     return dict(wall=wall, devices=ds.attrs["devices"], attempts=ds.attrs["attempts_simulated"], km=km.tolist(),
-                rhat=float(summary(post).loc["K_M", "rhat"]), distsim=str(Path(distsim.__file__).parents[1]))
+                rhat=float(summary(post).loc["K_M", "rhat"]), distsim=str(Path(distsim.__file__).parents[1]),
+                phases=phases)
+
+
+def _phases(net, data, ds, cfg: dict, n_iter: int = 1000) -> str:
+    """Mean device time per iteration, split into the attempts and the finish (Gamma draws), from the
+    kernel's clock stamps over a block of ``n_iter`` iterations from the last draws (new code only)."""
+    import inspect
+
+    import numpy as np
+
+    from distsim.mcmc import as_observations, gpu
+
+    if "stamps" not in inspect.signature(gpu.run_block_gpu).parameters:
+        return ""
+    from distsim.mcmc.block import MCMCBlock
+    from distsim.mcmc.priors import rate_model
+    from distsim.mcmc.sampler import build_problem
+
+    pr = build_problem(net, as_observations(net, data), rate_model(net, PRIOR))
+    theta = np.stack([ds[v].values[:, -1] for v in ("k1", "k2", "k3")], axis=1)
+    effort = ds.attempts.values.mean(axis=1)
+    st = gpu.run_block_gpu(MCMCBlock(pr, 7, np.arange(cfg["chains"]), theta, 10**6, n_iter, effort), stamps=True)["stamps"]
+    ends = st[:, :, 1].astype(np.float64)
+    it_us, att_us = np.diff(ends, axis=1).mean() / 1e3, (st[:, 1:, 0] - ends[:, :-1]).mean() / 1e3
+    return f"{it_us:.0f} = {att_us:.0f} + {it_us - att_us:.0f}"
 
 
 def spawn(label: str, root: Path, cfg: dict) -> dict:
@@ -129,7 +160,7 @@ def main() -> None:
     lines = [f"DA-MCMC, Michaelis-Menten (seed 003 Table 2), {datetime.date.today()}, seed 1; "
              f"new = {ROOT}" + (f", old = {args.baseline}" if args.baseline else ""), "",
              "| code, backend | device | chains | iterations/chain | wall s | it/s per chain | attempts/s | "
-             "K_M 95% | R-hat K_M | same draws |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "K_M 95% | R-hat K_M | same draws | µs/iteration = attempts + finish |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     tmp = tempfile.mkdtemp(prefix="mcmc_bench_")
     first: dict[int, str] = {}
     for k, (label, root, cfg) in enumerate(plan(args)):
@@ -141,7 +172,8 @@ def main() -> None:
         same = "(reference)" if ref == cfg["draws"] else same_draws(ref, cfg["draws"])
         its = cfg["iterations"]
         lines.append(f"| {label} | {r['devices']} | {cfg['chains']} | {its} | {r['wall']:.2f} | {its / r['wall']:.4g} | "
-                     f"{r['attempts'] / r['wall']:.3g} | [{r['km'][0]:.0f}, {r['km'][1]:.0f}] | {r['rhat']:.3f} | {same} |")
+                     f"{r['attempts'] / r['wall']:.3g} | [{r['km'][0]:.0f}, {r['km'][1]:.0f}] | {r['rhat']:.3f} | {same} | "
+                     f"{r['phases']} |")
         print(lines[-1], flush=True)
     emit(lines, args.out)
 

@@ -30,7 +30,7 @@
 
 #define MCMC_NONE 0xFFFFFFFFu
 #define MCMC_TAG 0xFFFFFFFFu
-#define MCMC_POLL 7   // an attempt looks at its task's best every MCMC_POLL + 1 events
+#define MCMC_POLL 15  // an attempt looks at its task's best every MCMC_POLL + 1 events
 #define ERR_NONE 0
 #define ERR_MAX_ATTEMPTS 1
 #define ERR_MAX_EVENTS 2
@@ -129,6 +129,12 @@ __device__ double gamma_draw(double shape, uint32_t seed, uint32_t chain, uint32
         g = g * ds_exp(ds_log(ds_u01_f64(w.x, w.y)) / shape);
     }
     return g;
+}
+
+__device__ __forceinline__ unsigned long long mcmc_clock() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
 }
 
 // All blocks of one group meet (bar = {arrivals, generation} of the group; nb blocks).
@@ -299,7 +305,7 @@ extern "C" __global__ void mcmc_loop(
     const double* __restrict__ prior_rate, const double* __restrict__ weight, double* theta, double* theta_rx,
     unsigned int* next, unsigned int* best, unsigned int* bad, unsigned int* rec_n, unsigned int* rec_idx,
     long long* rec_r, double* rec_b, long long* rs, double* bs, unsigned int* bar, long long* err,
-    unsigned long long* simulated, double* draws, long long* best_out)
+    unsigned long long* simulated, double* draws, long long* best_out, unsigned long long* stamps)
 {
     const McmcArgs A{C, n, P, n_iter, G, it0, seed, max_events, max_attempts, chain_ids, starts, targets, dts, param_of,
                      fixed_theta, prior_shape, prior_rate, weight, theta, theta_rx, next, best, bad, rec_n, rec_idx,
@@ -323,13 +329,18 @@ extern "C" __global__ void mcmc_loop(
     }
     home = __shfl_sync(0xffffffffu, home, 0);
     unsigned long long nsim = 0ull;
+    // stamps (optional, [G, n_iter + 1, 2]): the group's start, then per iteration the ends of steps 1 and 2 (ns)
+    unsigned long long* st = stamps != nullptr && blockIdx.x == g && threadIdx.x == 0 ? stamps + 2ll * g * (n_iter + 1) : nullptr;
+    if (st) st[0] = st[1] = mcmc_clock();
     for (int step = 0; step < A.n_iter; ++step) {
         const uint32_t it = A.it0 + (uint32_t)step;
         mcmc_attempts(A, g, Tg, home, it, nsim);
         group_barrier(A.bar + 2 * g, nb);
+        if (st) st[2 * step + 2] = mcmc_clock();
         if (blockIdx.x == g)
             for (int k = warp; k < nc; k += wpb) mcmc_finish(A, g + k * A.G, step, it);
         group_barrier(A.bar + 2 * g, nb);
+        if (st) st[2 * step + 3] = mcmc_clock();
     }
     if ((threadIdx.x & 31) == 0 && nsim) atomicAdd(A.simulated, nsim);
 }

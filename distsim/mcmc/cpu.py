@@ -319,8 +319,9 @@ def path_statistics(seed, chains, it, best, live, theta_rx, starts, targets, dts
 @numba.njit(cache=True)
 def run_chains(seed, chains, theta0, it0, n_iter, starts, targets, dts, param_of, fixed_theta, prior_shape,
                prior_rate, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list,
-               can_inc, can_dec, max_events, max_attempts, draws, best_out, err_out, simulated):
-    """Iterations ``it0 .. it0+n_iter-1`` of every chain in ``chains`` (lock-step, attempts on every core).
+               can_inc, can_dec, max_events, max_attempts, workers, draws, best_out, err_out, simulated):
+    """Iterations ``it0 .. it0+n_iter-1`` of every chain in ``chains`` (lock-step, attempts on ``workers``
+    threads: numba.get_num_threads()).
 
     theta0 [C, P] is the state; draws [C, n_iter, P] gets theta after each iteration, best_out
     [C, n_iter, n] the accepted attempt index per interval, err_out [C, 4] (code, iteration, where,
@@ -330,7 +331,7 @@ def run_chains(seed, chains, theta0, it0, n_iter, starts, targets, dts, param_of
     P = prior_shape.shape[0]
     n = starts.shape[0]
     M = param_of.shape[0]
-    W = numba.get_num_threads()
+    W = workers
     theta = theta0.copy()
     theta_rx = np.empty((C, M))
     best = np.empty(C * n, dtype=np.int64)

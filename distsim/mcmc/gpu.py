@@ -79,7 +79,9 @@ def grid(fn, sms: int) -> int:
     return sms * max(1, min(BLOCKS_PER_SM, fit))
 
 
-def run_block_gpu(b: MCMCBlock) -> dict:
+def run_block_gpu(b: MCMCBlock, stamps: bool = False) -> dict:
+    """The shard task on a GPU; ``stamps``: also the device clock (ns, [G, n_iter + 1, 2]) at the start of
+    each group of blocks and at the end of each iteration's attempts and of the iteration (benchmarks)."""
     import cupy as cp
 
     pr = b.problem
@@ -106,6 +108,10 @@ def run_block_gpu(b: MCMCBlock) -> dict:
             cp.asarray(theta0), cp.asarray(theta_rx), u32(T), u32(T, none), u32(T, none), u32(T), u32(T * SLOTS, none),
             cp.zeros(T * SLOTS * M, dtype=cp.int64), cp.zeros(T * SLOTS * M), cp.zeros(T * M, dtype=cp.int64), cp.zeros(T * M),
             u32(2 * G), err, simulated, draws, best_out)
-    fn((blocks,), (THREADS,), args)
-    return {"draws": cp.asnumpy(draws).reshape(C, b.n_iter, P), "best": cp.asnumpy(best_out).reshape(C, b.n_iter, n),
-            "err": cp.asnumpy(err).reshape(C, 4), "simulated": int(cp.asnumpy(simulated)[0])}
+    clock = cp.zeros(G * (b.n_iter + 1) * 2, dtype=cp.uint64) if stamps else np.uint64(0)  # 0: a null pointer
+    fn((blocks,), (THREADS,), args + (clock,))
+    out = {"draws": cp.asnumpy(draws).reshape(C, b.n_iter, P), "best": cp.asnumpy(best_out).reshape(C, b.n_iter, n),
+           "err": cp.asnumpy(err).reshape(C, 4), "simulated": int(cp.asnumpy(simulated)[0])}
+    if stamps:
+        out["stamps"] = cp.asnumpy(clock).reshape(G, b.n_iter + 1, 2)
+    return out

@@ -74,8 +74,8 @@ def grid(fn, sms: int) -> int:
 
     try:
         fit = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, THREADS, 0)
-    except (AttributeError, cp.cuda.driver.CUDADriverError):
-        fit = 1
+    except (AttributeError, RuntimeError):  # no occupancy calculator: 64K registers per SM
+        fit = 65536 // (max(fn.num_regs, 32) * THREADS)
     return sms * max(1, min(BLOCKS_PER_SM, fit))
 
 

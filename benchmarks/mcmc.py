@@ -128,7 +128,7 @@ def plan(args: argparse.Namespace) -> list[tuple[str, Path, dict]]:
     rows = []
     for chains in args.chains:
         if not args.no_cpu:
-            rows += [(f"{code} CPU (all cores)", root, dict(backend="cpu", gpus=1, chains=chains,
+            rows += [(f"{code} CPU ({os.environ.get('NUMBA_NUM_THREADS', 'all')} threads)", root, dict(backend="cpu", gpus=1, chains=chains,
                                                             iterations=args.cpu_iterations)) for code, root in codes]
         for g in args.gpus:
             for code, root in codes:

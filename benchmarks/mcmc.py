@@ -46,7 +46,7 @@ def one(cfg: dict) -> dict:
         import distsim.mcmc.gpu as mg
 
         mg.BLOCKS_PER_SM = cfg["blocks_per_sm"]
-    model, data = ROOT / "examples" / "mcmc" / "michaelis_menten.rxn", ROOT / "examples" / "mcmc" / "mm_observations.csv"
+    model, data = ROOT / "examples/mcmc/michaelis_menten.rxn", ROOT / "examples/mcmc/mm_observations.csv"
     net, its, chains = load(model), cfg["iterations"], cfg["chains"]
     cluster = None
     if cfg["gpus"] > 1:
@@ -97,7 +97,8 @@ def _phases(net, data, ds, cfg: dict, n_iter: int = 1000) -> str:
     pr = build_problem(net, as_observations(net, data), rate_model(net, PRIOR))
     theta = np.stack([ds[v].values[:, -1] for v in ("k1", "k2", "k3")], axis=1)
     effort = ds.attempts.values.mean(axis=1)
-    st = gpu.run_block_gpu(MCMCBlock(pr, 7, np.arange(cfg["chains"]), theta, 10**6, n_iter, effort), stamps=True)["stamps"]
+    blk = MCMCBlock(pr, 7, np.arange(cfg["chains"]), theta, 10**6, n_iter, effort)
+    st = gpu.run_block_gpu(blk, stamps=True)["stamps"]
     ends = st[:, :, 1].astype(np.float64)
     it_us, att_us = np.diff(ends, axis=1).mean() / 1e3, (st[:, 1:, 0] - ends[:, :-1]).mean() / 1e3
     return f"{it_us:.0f} = {att_us:.0f} + {it_us - att_us:.0f}"
@@ -128,8 +129,9 @@ def plan(args: argparse.Namespace) -> list[tuple[str, Path, dict]]:
     rows = []
     for chains in args.chains:
         if not args.no_cpu:
-            rows += [(f"{code} CPU ({os.environ.get('NUMBA_NUM_THREADS', 'all')} threads)", root, dict(backend="cpu", gpus=1, chains=chains,
-                                                            iterations=args.cpu_iterations)) for code, root in codes]
+            threads = os.environ.get("NUMBA_NUM_THREADS", "all")
+            cpu = dict(backend="cpu", gpus=1, chains=chains, iterations=args.cpu_iterations)
+            rows += [(f"{code} CPU ({threads} threads)", root, dict(cpu)) for code, root in codes]
         for g in args.gpus:
             for code, root in codes:
                 bps = args.blocks_per_sm if code == "new" and g == 1 else [None]
@@ -160,7 +162,7 @@ def main() -> None:
     lines = [f"DA-MCMC, Michaelis-Menten (seed 003 Table 2), {datetime.date.today()}, seed 1; "
              f"new = {ROOT}" + (f", old = {args.baseline}" if args.baseline else ""), "",
              "| code, backend | device | chains | iterations/chain | wall s | it/s per chain | attempts/s | "
-             "K_M 95% | R-hat K_M | same draws | µs/iteration = attempts + finish |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "K_M 95% | R-hat K_M | same draws | µs/iteration = attempts + finish |", "|---" * 11 + "|"]
     tmp = tempfile.mkdtemp(prefix="mcmc_bench_")
     first: dict[int, str] = {}
     for k, (label, root, cfg) in enumerate(plan(args)):
@@ -170,10 +172,10 @@ def main() -> None:
             continue
         ref = first.setdefault(cfg["chains"], cfg["draws"])
         same = "(reference)" if ref == cfg["draws"] else same_draws(ref, cfg["draws"])
-        its = cfg["iterations"]
-        lines.append(f"| {label} | {r['devices']} | {cfg['chains']} | {its} | {r['wall']:.2f} | {its / r['wall']:.4g} | "
-                     f"{r['attempts'] / r['wall']:.3g} | [{r['km'][0]:.0f}, {r['km'][1]:.0f}] | {r['rhat']:.3f} | {same} | "
-                     f"{r['phases']} |")
+        its, wall = cfg["iterations"], r["wall"]
+        lines.append(f"| {label} | {r['devices']} | {cfg['chains']} | {its} | {wall:.2f} | {its / wall:.4g} | "
+                     f"{r['attempts'] / wall:.3g} | [{r['km'][0]:.0f}, {r['km'][1]:.0f}] | {r['rhat']:.3f} | "
+                     f"{same} | {r['phases']} |")
         print(lines[-1], flush=True)
     emit(lines, args.out)
 

@@ -117,7 +117,8 @@ __device__ double gamma_draw(double shape, uint32_t seed, uint32_t chain, uint32
             const double tt = 1.0 + c * z;
             if (tt > 0.0) {
                 const double v3 = tt * tt * tt;
-                const ds_u32x4 y = ds_philox4x32_10(ds_u32x4{(uint32_t)(2ull * k + 1ull), p, it, MCMC_TAG}, seed, chain);
+                const ds_u32x4 y = ds_philox4x32_10(ds_u32x4{(uint32_t)(2ull * k + 1ull), p, it, MCMC_TAG}, seed,
+                                                    chain);
                 const double uu = ds_u01_f64(y.x, y.y);
                 if (ds_log(uu) < 0.5 * z * z + d - d * v3 + d * ds_log(v3)) { g = d * v3; break; }
             }
@@ -224,9 +225,9 @@ __device__ void mcmc_attempts(const McmcArgs& A, const int g, const int Tg, cons
         if (go) {
             long long r[MCMC_M];
             double b[MCMC_M];
-            const int res = mcmc_attempt(A.seed, A.chain_ids[c], it, (uint32_t)i, idx, A.starts + (long long)i * MCMC_S,
-                                         A.targets + (long long)i * MCMC_S, A.dts[i], A.theta_rx + (long long)c * MCMC_M,
-                                         A.max_events, A.best + t, r, b);
+            const int res = mcmc_attempt(A.seed, A.chain_ids[c], it, (uint32_t)i, idx,
+                                         A.starts + (long long)i * MCMC_S, A.targets + (long long)i * MCMC_S, A.dts[i],
+                                         A.theta_rx + (long long)c * MCMC_M, A.max_events, A.best + t, r, b);
             if (res == MCMC_HIT) mcmc_record(A, t, idx, r, b);
             if (res == MCMC_TOO_LONG) { atomicMin(&A.bad[t], idx); atomicMin(&A.best[t], idx); }
         }
@@ -270,7 +271,9 @@ __device__ void mcmc_finish(const McmcArgs& A, const int c, const int step, cons
             for (int i = 0; i < n && er[0] == ERR_NONE; ++i) {
                 const unsigned int bi = A.best[c * n + i], bd = A.bad[c * n + i];
                 if (pass == 0 && bd <= bi) { er[0] = ERR_MAX_EVENTS; er[1] = it; er[2] = i; er[3] = bd; }
-                if (pass == 1 && bi >= A.max_attempts) { er[0] = ERR_MAX_ATTEMPTS; er[1] = it; er[2] = i; er[3] = A.max_attempts; }
+                if (pass == 1 && bi >= A.max_attempts) {
+                    er[0] = ERR_MAX_ATTEMPTS; er[1] = it; er[2] = i; er[3] = A.max_attempts;
+                }
             }
         }
         double* th = A.theta + (long long)c * A.P;
@@ -279,7 +282,11 @@ __device__ void mcmc_finish(const McmcArgs& A, const int c, const int step, cons
             double B = 0.0;
             for (int j = 0; j < MCMC_M; ++j)
                 if (A.param_of[j] == p)
-                    for (int i = 0; i < n; ++i) { R += A.rs[((long long)c * n + i) * MCMC_M + j]; B = B + A.bs[((long long)c * n + i) * MCMC_M + j]; }
+                    for (int i = 0; i < n; ++i) {
+                        const long long q = ((long long)c * n + i) * MCMC_M + j;
+                        R += A.rs[q];
+                        B = B + A.bs[q];
+                    }
             const double shape = A.prior_shape[p] + (double)R;
             const double rate = A.prior_rate[p] + B;
             if (!(shape > 0.0)) { er[0] = ERR_SHAPE; er[1] = it; er[2] = p; break; }
@@ -330,7 +337,8 @@ extern "C" __global__ void mcmc_loop(
     home = __shfl_sync(0xffffffffu, home, 0);
     unsigned long long nsim = 0ull;
     // stamps (optional, [G, n_iter + 1, 2]): the group's start, then per iteration the ends of steps 1 and 2 (ns)
-    unsigned long long* st = stamps != nullptr && blockIdx.x == g && threadIdx.x == 0 ? stamps + 2ll * g * (n_iter + 1) : nullptr;
+    unsigned long long* st = nullptr;
+    if (stamps != nullptr && blockIdx.x == g && threadIdx.x == 0) st = stamps + 2ll * g * (n_iter + 1);
     if (st) st[0] = st[1] = mcmc_clock();
     for (int step = 0; step < A.n_iter; ++step) {
         const uint32_t it = A.it0 + (uint32_t)step;

@@ -106,8 +106,8 @@ def run_block_gpu(b: MCMCBlock, stamps: bool = False) -> dict:
             cp.asarray(np.asarray(b.chains, np.uint32)), g["starts"], g["targets"], g["dts"], g["param_of"],
             g["fixed_theta"], g["prior_shape"], g["prior_rate"], cp.asarray(np.asarray(b.effort, np.float64).ravel()),
             cp.asarray(theta0), cp.asarray(theta_rx), u32(T), u32(T, none), u32(T, none), u32(T), u32(T * SLOTS, none),
-            cp.zeros(T * SLOTS * M, dtype=cp.int64), cp.zeros(T * SLOTS * M), cp.zeros(T * M, dtype=cp.int64), cp.zeros(T * M),
-            u32(2 * G), err, simulated, draws, best_out)
+            cp.zeros(T * SLOTS * M, dtype=cp.int64), cp.zeros(T * SLOTS * M), cp.zeros(T * M, dtype=cp.int64),
+            cp.zeros(T * M), u32(2 * G), err, simulated, draws, best_out)
     clock = cp.zeros(G * (b.n_iter + 1) * 2, dtype=cp.uint64) if stamps else np.uint64(0)  # 0: a null pointer
     fn((blocks,), (THREADS,), args + (clock,))
     out = {"draws": cp.asnumpy(draws).reshape(C, b.n_iter, P), "best": cp.asnumpy(best_out).reshape(C, b.n_iter, n),

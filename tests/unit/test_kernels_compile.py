@@ -99,7 +99,8 @@ def test_generated_mcmc_kernel_compiles(tmp_path):
     root = Path(__file__).resolve().parents[2] / "examples" / "mcmc"
     mm = load(root / "michaelis_menten.rxn")
     grow = parse_reactions("0 -> A ; kb = 3\nA -> B ; kc = 0.5\n2 B -> C ; kd = 0.1\ninit: A = 4, B = 2", file="g.rxn")
-    cases = [(mm, mcmc.as_observations(mm, root / "mm_observations.csv"), {"k1": (2, 1000), "k2": (2, 10), "k3": (2, 10)}),
+    mm_prior = {"k1": (2, 1000), "k2": (2, 10), "k3": (2, 10)}
+    cases = [(mm, mcmc.as_observations(mm, root / "mm_observations.csv"), mm_prior),
              (grow, pd.DataFrame({"time": [0.0, 1.0], "A": [4, 5], "B": [2, 3], "C": [0, 1]}),
               {"kb": (1, 1), "kc": (1, 1), "kd": (1, 1)})]
     for net, data, prior in cases:

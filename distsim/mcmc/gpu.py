@@ -3,9 +3,9 @@
 A block of iterations is one launch of a persistent kernel: groups of thread blocks each run their
 chains' Gibbs loop on the device (attempts claimed 32 at a time, lowest-index acceptance, Gamma
 draws); the draws, accepted attempt indices and error words are copied back once per block. The
-attempt is generated from the network (:func:`generate`) with counts and propensities in registers, in the
-CPU's operation order. Warps start on the tasks (chain, interval) in proportion to the attempts
-each needed in the previous block (``effort``), which never changes a draw.
+attempt is generated from the network (:func:`generate`) with counts and propensities in
+registers, in the CPU's operation order. Warps start on the tasks (chain, interval) in proportion
+to the attempts each needed in the previous block (``effort``), which never changes a draw.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ meta (``seconds`` is measured around the task body on the worker, device synchro
 configuration does the same work (same seed, chain and realization counts), so results are equal
 and throughputs comparable; speed-up = throughput / throughput on 1 worker.
 Workloads: pbn (steady state of the 87-node Sizek network, fixed chain count), ssa (Michaelis-Menten
-ensemble), sweep (MM parameter points x 1,000 realizations each), mcmc (8 MM chains). grn: add an entry to
+ensemble), sweep (MM parameter points x 1,000 realizations each), mcmc (8 MM chains; --mcmc-chains). grn: add an entry to
 WORKLOADS (a function (client, quick, args) -> dict with work, unit, wall, metas).
 """
 
@@ -109,12 +109,13 @@ def run_mcmc(ex: Recording, quick: bool, args: argparse.Namespace) -> dict:
     net = ssa.load(ROOT / "examples" / "mcmc" / "michaelis_menten.rxn")
     obs = ROOT / "examples" / "mcmc" / "mm_observations.csv"
     prior = {"k1": (2, 1000), "k2": (2, 10), "k3": (2, 10)}
-    its = 1000 if quick else 5000
-    mcmc.infer_rates(net, obs, prior=prior, iterations=50, burn_in=10, chains=8, seed=1, client=ex)  # warm-up
+    its = args.mcmc_iterations or (1000 if quick else 5000)
+    chains = args.mcmc_chains
+    mcmc.infer_rates(net, obs, prior=prior, iterations=50, burn_in=10, chains=chains, seed=1, client=ex)  # warm-up
     ex.metas.clear()
     t = time.perf_counter()
-    ds = mcmc.infer_rates(net, obs, prior=prior, iterations=its, burn_in=its // 5, chains=8, seed=1, client=ex)
-    return dict(work=8 * its, unit="iterations (8 chains)", wall=time.perf_counter() - t,
+    ds = mcmc.infer_rates(net, obs, prior=prior, iterations=its, burn_in=its // 5, chains=chains, seed=1, client=ex)
+    return dict(work=chains * its, unit=f"iterations ({chains} chains)", wall=time.perf_counter() - t,
                 check=f"k1 mean {float(ds['k1'].mean()):.3g}")
 
 
@@ -132,6 +133,8 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=None, help="sweep points (default 10000; 200 with --quick)")
     ap.add_argument("--sweep-method", default="tree", choices=["direct", "tree", "auto"])
     ap.add_argument("--ssa-realizations", type=int, default=None, help="MM realizations (default 2^24; quick 2^20)")
+    ap.add_argument("--mcmc-chains", type=int, default=8, help="MM chains of the mcmc workload (default 8)")
+    ap.add_argument("--mcmc-iterations", type=int, default=None, help="per chain (default 5000; 1000 with --quick)")
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds per configuration)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()

@@ -41,4 +41,5 @@ class MCMCBlock:
     theta0: np.ndarray  # float64 [C, P]
     it0: int
     n_iter: int
-    wave0: np.ndarray  # int64 [C, n]: first wave size per interval (speed only; never changes a draw)
+    effort: np.ndarray  # float64 [C, n]: mean attempts per interval lately (GPU warps start in proportion;
+    #                     never changes a draw)

@@ -9,10 +9,11 @@ Random-number addresses (identical on every backend, Philox4x32-10 with key ``(s
   (polar normal) and ``(2k+1, p, it, TAG)`` (acceptance uniform), ``(BOOST, p, it, TAG)`` for
   shape < 1 (Marsaglia and Tsang 2000).
 
-An interval accepts its **lowest-index** successful attempt. Attempts run in waves of any size; the
-lowest success of the first wave that has one is the lowest success overall, so wave sizes (and
-the GPU's dynamic scheduling) never change a draw: only the Philox addresses do. The rule does not
-look at the path, so the accepted path is an exact draw from the bridge (seed 003, 3.3.1).
+An interval accepts its **lowest-index** successful attempt. Workers claim attempt indices in order
+(a shared counter per interval) and stop once past the lowest success found so far, so every index
+below the accepted one is run and the number of workers (or the GPU's scheduling) never changes a
+draw: only the Philox addresses do. The rule does not look at the path, so the accepted path is an
+exact draw from the bridge (seed 003, 3.3.1). On a core the attempts are sequential: none is wasted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import math
 
 import numba
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..backends.dsmath import ds_exp, ds_log
 from ..models.kinetics import mass_action
@@ -29,7 +32,7 @@ from ..rng.philox import philox4x32_10, u01_f64
 
 TAG_GAMMA = 0xFFFFFFFF
 BOOST = 0xFFFFFFFF
-NONE = 0xFFFFFFFF  # no success yet
+NONE = 1 << 62  # no event (yet)
 ERR_NONE, ERR_MAX_ATTEMPTS, ERR_MAX_EVENTS, ERR_SHAPE, ERR_RATE = 0, 1, 2, 3, 4
 
 
@@ -181,123 +184,182 @@ def gibbs_theta(seed, chain, it, r_sum, b_sum, param_of, prior_shape, prior_rate
     return ERR_NONE, -1
 
 
+@intrinsic
+def _atomic_rmw(typingctx, op, arr, i, v):
+    """``op`` ("add" or "min") on int64 ``arr[i]`` with ``v`` as one atomic step; returns the old value."""
+    if not (isinstance(op, types.StringLiteral) and isinstance(arr, types.Array) and arr.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = cgutils.get_item_pointer(context, builder, arr, context.make_array(arr)(context, builder, args[1]),
+                                       [context.cast(builder, args[2], i, types.intp)], wraparound=False)
+        return builder.atomic_rmw(op.literal_value, ptr, context.cast(builder, args[3], v, types.int64), "monotonic")
+
+    return types.int64(op, arr, i, v), codegen
+
+
+@intrinsic
+def _atomic_load(typingctx, arr, i):
+    """int64 ``arr[i]`` read as one atomic load (never hoisted out of a loop or torn)."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ptr = cgutils.get_item_pointer(context, builder, arr, context.make_array(arr)(context, builder, args[0]),
+                                       [context.cast(builder, args[1], i, types.intp)], wraparound=False)
+        return builder.load_atomic(ptr, "monotonic", 8)
+
+    return types.int64(arr, i), codegen
+
+
 @numba.njit(parallel=True, cache=True)
+def attempt_claims(seed, chains, it, theta_rx, starts, targets, dts, rct_start, rct_species, rct_stoich, chg_start,
+                   chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events, max_attempts, live,
+                   first, simulated):
+    """The attempts of one iteration. Every worker goes through the tasks (chain, interval) in turn and
+    claims their attempt indices one at a time (a shared counter per task, so claims form a prefix),
+    until a claimed index passes the task's lowest event found so far (``seen``, an atomic min).
+
+    ``first`` [W, T, 2] gets each worker's first success and first error index per task (NONE if none).
+    Every index below a task's lowest event is run by some worker, so the minimum over workers is the
+    lowest-index event whatever the number of workers or their timing. ``live`` [C]: chains to run.
+    """
+    W = first.shape[0]
+    n = starts.shape[0]
+    S = starts.shape[1]
+    M = theta_rx.shape[1]
+    T = chains.shape[0] * n
+    nxt = np.zeros(T, dtype=np.int64)
+    seen = np.full(T, NONE, dtype=np.int64)
+    for w in prange(W):
+        x = np.empty(S, dtype=np.int64)
+        h = np.empty(M)
+        av = np.empty(M)
+        no_r = np.empty(0, dtype=np.int64)
+        no_b = np.empty(0)
+        no_grid = np.empty(0)
+        no_rec = np.empty((0, S), dtype=np.int64)
+        done = 0
+        for t in range(T):
+            c = t // n
+            i = t % n
+            first[w, t, 0] = NONE
+            first[w, t, 1] = NONE
+            while live[c]:
+                a = _atomic_rmw("add", nxt, t, 1)
+                if a >= max_attempts or a > _atomic_load(seen, t):
+                    break
+                ok, er = run_attempt(seed, chains[c], it, i, a, starts[i], targets[i], dts[i], theta_rx[c], rct_start,
+                                     rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list,
+                                     can_inc, can_dec, max_events, x, h, av, False, no_r, no_b, no_grid, no_rec)
+                done += 1
+                if ok or er != ERR_NONE:
+                    first[w, t, 0 if ok else 1] = a
+                    _atomic_rmw("min", seen, t, a)
+                    break
+        simulated[w] = done
+
+
+@numba.njit(cache=True)
+def lowest_events(first, n, max_attempts, it, best, err_out):
+    """Per task, the lowest success index over workers into ``best`` [T]. A chain whose lowest event in
+    some interval is an error (max_events) gets the first such interval's error in ``err_out``; else
+    one with an interval that ran out of attempts gets ERR_MAX_ATTEMPTS."""
+    W, T = first.shape[0], first.shape[1]
+    for t in range(T):
+        hit = NONE
+        bad = NONE
+        for w in range(W):
+            hit = min(hit, first[w, t, 0])
+            bad = min(bad, first[w, t, 1])
+        best[t] = hit if hit < bad else (NONE if bad == NONE else 0)  # NONE: ran out of attempts
+        c = t // n
+        if bad < hit and err_out[c, 0] == ERR_NONE:
+            err_out[c, 0] = ERR_MAX_EVENTS
+            err_out[c, 1] = it
+            err_out[c, 2] = t % n
+            err_out[c, 3] = bad
+    for t in range(T):
+        c = t // n
+        if best[t] != NONE:
+            continue
+        best[t] = 0
+        if err_out[c, 0] == ERR_NONE:
+            err_out[c, 0] = ERR_MAX_ATTEMPTS
+            err_out[c, 1] = it
+            err_out[c, 2] = t % n
+            err_out[c, 3] = max_attempts
+
+
+@numba.njit(parallel=True, cache=True)
+def path_statistics(seed, chains, it, best, live, theta_rx, starts, targets, dts, rct_start, rct_species, rct_stoich,
+                    chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events, r_sum, b_sum):
+    """Firings ``r_sum`` and integrals of h ``b_sum`` [C, n, M] of the accepted paths, replayed from their
+    Philox addresses (chains not ``live`` get zeros)."""
+    n = starts.shape[0]
+    S = starts.shape[1]
+    M = theta_rx.shape[1]
+    empty_grid = np.empty(0)
+    empty_rec = np.empty((0, S), dtype=np.int64)
+    for t in prange(chains.shape[0] * n):
+        c = t // n
+        i = t % n
+        for j in range(M):
+            r_sum[c, i, j] = 0
+            b_sum[c, i, j] = 0.0
+        if live[c]:
+            x = np.empty(S, dtype=np.int64)
+            h = np.empty(M)
+            av = np.empty(M)
+            run_attempt(seed, chains[c], it, i, best[t], starts[i], targets[i], dts[i], theta_rx[c], rct_start,
+                        rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc,
+                        can_dec, max_events, x, h, av, True, r_sum[c, i], b_sum[c, i], empty_grid, empty_rec)
+
+
+@numba.njit(cache=True)
 def run_chains(seed, chains, theta0, it0, n_iter, starts, targets, dts, param_of, fixed_theta, prior_shape,
                prior_rate, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list,
-               can_inc, can_dec, max_events, max_attempts, wave0, draws, best_out, err_out, simulated):
-    """Iterations ``it0 .. it0+n_iter-1`` of every chain in ``chains`` (lock-step, attempts in parallel).
+               can_inc, can_dec, max_events, max_attempts, workers, draws, best_out, err_out, simulated):
+    """Iterations ``it0 .. it0+n_iter-1`` of every chain in ``chains`` (lock-step, attempts on ``workers``
+    threads: numba.get_num_threads()).
 
     theta0 [C, P] is the state; draws [C, n_iter, P] gets theta after each iteration, best_out
     [C, n_iter, n] the accepted attempt index per interval, err_out [C, 4] (code, iteration, where,
-    detail) the first error of a chain (which then stops). ``wave0`` [C, n]: first wave sizes.
+    detail) the first error of a chain (which then stops); simulated[0] += attempts run.
     """
     C = chains.shape[0]
     P = prior_shape.shape[0]
     n = starts.shape[0]
-    S = starts.shape[1]
     M = param_of.shape[0]
-    T = C * n
+    W = workers
     theta = theta0.copy()
     theta_rx = np.empty((C, M))
-    best = np.empty(T, dtype=np.int64)
-    nxt = np.empty(T, dtype=np.int64)
-    wave = np.empty(T, dtype=np.int64)
+    best = np.empty(C * n, dtype=np.int64)
+    first = np.empty((W, C * n, 2), dtype=np.int64)
+    done = np.zeros(W, dtype=np.int64)
+    live = np.empty(C, dtype=np.bool_)
     r_sum = np.zeros((C, n, M), dtype=np.int64)
     b_sum = np.zeros((C, n, M))
-    empty_grid = np.empty(0)
-    empty_rec = np.empty((0, S), dtype=np.int64)
     for step in range(n_iter):
         it = it0 + step
         for c in range(C):
+            live[c] = err_out[c, 0] == ERR_NONE
             for j in range(M):
                 theta_rx[c, j] = theta[c, param_of[j]] if param_of[j] >= 0 else fixed_theta[j]
-        pending = 0
-        for t in range(T):
-            c = t // n
-            nxt[t] = 0
-            wave[t] = wave0[c, t % n]
-            if err_out[c, 0] != ERR_NONE:
-                best[t] = 0
-            else:
-                best[t] = NONE
-                pending += 1
-        while pending > 0:
-            total = 0
-            for t in range(T):
-                if best[t] == NONE:
-                    total += wave[t]
-            task = np.empty(total, dtype=np.int64)
-            aidx = np.empty(total, dtype=np.int64)
-            q = 0
-            for t in range(T):
-                if best[t] == NONE:
-                    for a in range(wave[t]):
-                        task[q] = t
-                        aidx[q] = nxt[t] + a
-                        q += 1
-            hit = np.zeros(total, dtype=np.int8)
-            for q in prange(total):
-                t = task[q]
-                c = t // n
-                i = t % n
-                x = np.empty(S, dtype=np.int64)
-                h = np.empty(M)
-                av = np.empty(M)
-                ok, er = run_attempt(seed, chains[c], it, i, aidx[q], starts[i], targets[i], dts[i], theta_rx[c],
-                                     rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta,
-                                     dep_start, dep_list, can_inc, can_dec, max_events, x, h, av, False,
-                                     r_sum[0, 0], b_sum[0, 0], empty_grid, empty_rec)
-                hit[q] = 2 if er != ERR_NONE else (1 if ok else 0)
-            simulated[0] += total
-            q = 0
-            for t in range(T):
-                if best[t] != NONE:
-                    continue
-                c = t // n
-                for a in range(wave[t]):
-                    if hit[q + a] == 2 and err_out[c, 0] == ERR_NONE:
-                        err_out[c, 0] = ERR_MAX_EVENTS
-                        err_out[c, 1] = it
-                        err_out[c, 2] = t % n
-                        err_out[c, 3] = nxt[t] + a
-                    if hit[q + a] == 1:
-                        best[t] = nxt[t] + a
-                        break
-                q += wave[t]
-                if best[t] == NONE:
-                    nxt[t] += wave[t]
-                    if nxt[t] >= max_attempts and err_out[c, 0] == ERR_NONE:
-                        err_out[c, 0] = ERR_MAX_ATTEMPTS
-                        err_out[c, 1] = it
-                        err_out[c, 2] = t % n
-                        err_out[c, 3] = nxt[t]
-                    wave[t] = min(2 * wave[t], max(max_attempts - nxt[t], 1))
-                if best[t] == NONE and err_out[c, 0] != ERR_NONE:
-                    best[t] = 0
-                if best[t] != NONE:
-                    pending -= 1
-            for t in range(T):  # a chain with an error stops all its intervals
-                if best[t] == NONE and err_out[t // n, 0] != ERR_NONE:
-                    best[t] = 0
-                    pending -= 1
-        # sufficient statistics of the accepted paths (replayed from their Philox addresses)
-        for t in prange(T):
-            c = t // n
-            i = t % n
-            for j in range(M):
-                r_sum[c, i, j] = 0
-                b_sum[c, i, j] = 0.0
-            if err_out[c, 0] == ERR_NONE:
-                x = np.empty(S, dtype=np.int64)
-                h = np.empty(M)
-                av = np.empty(M)
-                run_attempt(seed, chains[c], it, i, best[t], starts[i], targets[i], dts[i], theta_rx[c], rct_start,
-                            rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc,
-                            can_dec, max_events, x, h, av, True, r_sum[c, i], b_sum[c, i], empty_grid, empty_rec)
+        attempt_claims(seed, chains, it, theta_rx, starts, targets, dts, rct_start, rct_species, rct_stoich,
+                        chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events,
+                        max_attempts, live, first, done)
+        simulated[0] += done.sum()
+        lowest_events(first, n, max_attempts, it, best, err_out)
+        for c in range(C):
+            live[c] = err_out[c, 0] == ERR_NONE
+        path_statistics(seed, chains, it, best, live, theta_rx, starts, targets, dts, rct_start, rct_species,
+                        rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec,
+                        max_events, r_sum, b_sum)
         for c in range(C):
             for i in range(n):
                 best_out[c, step, i] = best[c * n + i]
-            if err_out[c, 0] == ERR_NONE:
+            if live[c]:
                 er, p = gibbs_theta(seed, chains[c], it, r_sum[c], b_sum[c], param_of, prior_shape, prior_rate,
                                     theta[c])
                 if er != ERR_NONE:

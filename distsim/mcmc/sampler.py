@@ -33,7 +33,6 @@ MAX_EVENTS = 10_000_000
 MAX_ATTEMPTS = 2**31
 FIRST_BLOCK = 20
 ROUND_SECONDS = 2.0
-WAVE_MIN, WAVE_MAX = 32, 1 << 16
 
 
 def build_problem(net: ReactionNetwork, obs: Observations, rm: RateModel, *, max_events: int = MAX_EVENTS,
@@ -158,20 +157,19 @@ def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateMo
     n, P = obs.n_intervals, len(rm.names)
     out = _Sample(np.zeros((chains, total, P)), np.zeros((chains, total, n), dtype=np.int64))
     theta = np.tile(rm.initial, (chains, 1))
-    wave = np.full((chains, n), 64, dtype=np.int64)
+    effort = np.ones((chains, n))
     it0, block = 0, FIRST_BLOCK
     while it0 < total:
         k = min(block, total - it0)
         res = run.round(run_block, [MCMCBlock(pr, seed, np.arange(r.start, r.stop, dtype=np.int64),
-                                              theta[r.start:r.stop], it0, k, wave[r.start:r.stop]) for r in shards])
+                                              theta[r.start:r.stop], it0, k, effort[r.start:r.stop]) for r in shards])
         for r, x in zip(shards, res):
             _raise_errors(net, obs, rm, x["err"], r.start, x["draws"], it0, theta[r.start:r.stop])
             out.draws[r.start:r.stop, it0:it0 + k] = x["draws"]
             out.best[r.start:r.stop, it0:it0 + k] = x["best"]
             out.simulated += x["simulated"]
         theta = out.draws[:, it0 + k - 1].copy()
-        mean_att = out.best[:, it0:it0 + k].mean(axis=1) + 1.0
-        wave = np.clip(np.ceil(2.0 * mean_att), WAVE_MIN, WAVE_MAX).astype(np.int64)
+        effort = out.best[:, it0:it0 + k].mean(axis=1) + 1.0
         it0 += k
         block = int(np.clip(k * ROUND_SECONDS / max(run.last_round_seconds, 1e-3), 1, 100_000))
         run.progress.update(it0, message=f"{out.simulated / max(run.round_seconds, 1e-12):.3g} attempts/s")

@@ -8,6 +8,7 @@ worker, another GPU) returns the same draws. Nothing is cached between rounds bu
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..engine import ShardContext
@@ -35,5 +36,5 @@ def run_block_cpu(b: MCMCBlock) -> dict:
                    b.n_iter, pr.starts, pr.targets, pr.dts, pr.param_of, pr.fixed_theta, pr.prior_shape,
                    pr.prior_rate, pr.rct_start, pr.rct_species, pr.rct_stoich, pr.chg_start, pr.chg_species,
                    pr.chg_delta, pr.dep_start, pr.dep_list, pr.can_inc, pr.can_dec, pr.max_events, pr.max_attempts,
-                   np.asarray(b.wave0, np.int64), draws, best, err, simulated)
+                   numba.get_num_threads(), draws, best, err, simulated)
     return {"draws": draws, "best": best, "err": err, "simulated": int(simulated[0])}

@@ -66,3 +66,54 @@ def test_gpu_hit_rates_match_cme():
     p = np.array(CME_HIT)
     z = (p_hat - p) / (p * np.sqrt((1 - p) / N))
     assert np.all(np.abs(z) < 4.0), (p_hat, z)
+
+
+CONVERSION = "0 -> A ; kb = 3.0\nA -> B ; kc = 0.5\nB -> 0 ; kd = 0.4\ninit: A = 4, B = 2\n"
+
+
+def test_conversion_chain_gpu_draws_equal_cpu():
+    """A generated kernel with two species and a reaction without reactants (h = 1)."""
+    import pandas as pd
+
+    net = parse_reactions(CONVERSION, file="conv.rxn")
+    data = pd.DataFrame({"time": np.arange(5.0), "A": [4, 5, 4, 6, 5], "B": [2, 3, 4, 3, 4]})
+    a, b = _pair(net, data, prior={"kb": (2.0, 1.0), "kc": (2.0, 4.0), "kd": (2.0, 4.0)}, iterations=300, burn_in=0,
+                 chains=3, seed=5)
+    for v in ("kb", "kc", "kd", "attempts"):
+        assert np.array_equal(a[v].values, b[v].values), v
+
+
+def test_gpu_draws_do_not_depend_on_grid_or_slots(monkeypatch):
+    """Fewer blocks than chains (several chains per group of blocks, finished in turn), and one recorded
+    success per task (most accepted paths are then simulated again): still the CPU's draws."""
+    import pandas as pd
+
+    import distsim.mcmc.gpu as mg
+
+    net = parse_reactions("0 -> X ; kb = 2.0\nX -> 0 ; kd = 0.5\ninit: X = 5\n", file="bd.rxn")
+    data = pd.DataFrame({"time": np.arange(6.0), "X": [5, 6, 4, 4, 7, 5]})
+    kw = dict(prior={"kb": (0.5, 1.0), "kd": (2.0, 4.0)}, iterations=200, burn_in=0, chains=5, seed=3)
+    ref = mcmc.infer_rates(net, data, client=LocalExecutor("cpu"), **kw)
+    for blocks, slots in ((1, 8), (3, 8), (2, 1)):
+        monkeypatch.setattr(mg, "grid", lambda fn, sms, k=blocks: k)
+        monkeypatch.setattr(mg, "SLOTS", slots)
+        got = mcmc.infer_rates(net, data, client=LocalExecutor("gpu"), **kw)
+        for v in ("kb", "kd", "attempts"):
+            assert np.array_equal(ref[v].values, got[v].values), (blocks, slots, v)
+
+
+def test_gpu_errors_equal_cpu():
+    """The same error, interval and iteration on both backends: attempts running out, and an improper
+    posterior (Gamma(0, .) under the 1/theta prior)."""
+    net = load(MM)
+    cases = [(net, MM_DATA, dict(prior=MM_PRIOR, max_attempts=40, iterations=20, chains=2)),
+             (parse_reactions("0 -> X ; kb = 1e-9\nX -> 0 ; kd = 0.5\ninit: X = 8\n", file="bd.rxn"),
+              __import__("pandas").DataFrame({"time": np.arange(4.0), "X": [8, 6, 5, 3]}),
+              dict(improper_prior=True, iterations=5, chains=1))]
+    for model, data, kw in cases:
+        msgs = []
+        for backend in ("cpu", "gpu"):
+            with pytest.raises(RuntimeError) as e:
+                mcmc.infer_rates(model, data, burn_in=0, client=LocalExecutor(backend), **kw)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]

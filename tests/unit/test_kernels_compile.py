@@ -81,3 +81,29 @@ def test_generated_ssa_kernel_compiles(tmp_path):
             for branchless in (False, True):
                 r = _nvcc(generate_direct(c, fused=fused, branchless=branchless), tmp_path)
                 assert r.returncode == 0, (net.name, fused, branchless, r.stderr)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_generated_mcmc_kernel_compiles(tmp_path):
+    """The persistent Gibbs kernel generated for Michaelis-Menten and for a network with a reaction
+    without reactants and one species that only grows (early stop)."""
+    import pandas as pd
+
+    import distsim.mcmc as mcmc
+    from distsim.mcmc.gpu import generate
+    from distsim.mcmc.priors import rate_model
+    from distsim.mcmc.sampler import build_problem
+    from distsim.models.formats.reaction_text import parse_reactions
+    from distsim.ssa import load
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "mcmc"
+    mm = load(root / "michaelis_menten.rxn")
+    grow = parse_reactions("0 -> A ; kb = 3\nA -> B ; kc = 0.5\n2 B -> C ; kd = 0.1\ninit: A = 4, B = 2", file="g.rxn")
+    mm_prior = {"k1": (2, 1000), "k2": (2, 10), "k3": (2, 10)}
+    cases = [(mm, mcmc.as_observations(mm, root / "mm_observations.csv"), mm_prior),
+             (grow, pd.DataFrame({"time": [0.0, 1.0], "A": [4, 5], "B": [2, 3], "C": [0, 1]}),
+              {"kb": (1, 1), "kc": (1, 1), "kd": (1, 1)})]
+    for net, data, prior in cases:
+        pr = build_problem(net, mcmc.as_observations(net, data), rate_model(net, prior))
+        r = _nvcc(generate(pr), tmp_path, "--fmad=false")
+        assert r.returncode == 0, r.stderr

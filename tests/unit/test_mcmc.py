@@ -118,6 +118,34 @@ def test_hit_rates_match_cme(mm):
     assert np.all(np.abs(z) < 4.0), (hits, z)
 
 
+def test_draws_do_not_depend_on_threads_and_one_core_wastes_no_attempt(mm):
+    """The attempt loop claims indices in order and stops past the lowest success: 1 or 2 threads give
+    the same draws, and on one thread the attempts simulated are exactly sum(accepted index + 1)."""
+    import numba
+
+    obs = mcmc.as_observations(mm, MM_DATA)
+    rm = rate_model(mm, MM_PRIOR)
+    blk = MCMCBlock(build_problem(mm, obs, rm), 3, np.arange(2), np.tile(rm.initial, (2, 1)), 0, 4, np.ones((2, 10)))
+    before = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            runs.append(run_block_cpu(blk))
+    finally:
+        numba.set_num_threads(before)
+    one, two = runs
+    assert np.array_equal(one["draws"], two["draws"]) and np.array_equal(one["best"], two["best"])
+    assert not one["err"].any() and one["simulated"] == int((one["best"] + 1).sum())
+
+
+def test_attempts_running_out_stop_naming_the_interval(mm):
+    with pytest.raises(RuntimeError, match=r"interval 1 \(t=0 to 10\): no forward path hit the observation in 40 "
+                                           r"attempts \(chain 0, iteration 0"):
+        mcmc.infer_rates(mm, MM_DATA, prior=MM_PRIOR, max_attempts=40, iterations=5, burn_in=0, chains=2,
+                         client=LocalExecutor("cpu"))
+
+
 def test_gamma_draws_are_exact():
     """Marsaglia-Tsang on Philox vs scipy's Gamma: KS test at level 1e-3, shapes below and above 1."""
     for shape in (0.3, 2.5, 180.0):
@@ -193,7 +221,7 @@ def test_simulation_based_calibration():
         pr = build_problem(net, mcmc.as_observations(net, _bd_obs(traj)), rm)
         n_it = burn + keep * thin
         res = run_block_cpu(MCMCBlock(pr, rep, np.zeros(1, np.int64), th[None, :], 0, n_it,
-                                      np.full((1, 4), 32, np.int64)))
+                                      np.ones((1, 4))))
         assert not res["err"].any()
         post = res["draws"][0, burn + thin - 1::thin][:keep]
         ranks[rep] = (post < th[None, :]).sum(axis=0)

@@ -47,51 +47,80 @@ def hot_nodes(c: CompiledPBN, budget: int | None) -> set[int]:
 
 def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] | None = None) -> str:
     """CUDA source for this network, mode (0 sync, 1 async), target sets and register placement."""
-    n = c.n
-    hot = set(range(n)) if hot is None else set(hot)
-    template = cuda.kernel_source(TEMPLATE)
-    prog = c.program
+    return cuda.fill_template(cuda.kernel_source(TEMPLATE), kernel_regions(c, mode, targets, hot))
 
-    def node(i: int, buf: str = "in") -> str:
-        return f"s{i}" if i in hot else f"DS_COLD({buf}, {4 * i * BLOCK})"
 
-    def reg(r: int) -> str:
-        if r < n:
-            return node(r)
-        if r == n:
+def kernel_regions(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] | None = None) -> dict[str, str]:
+    """The generated code of each ``//@@`` region of the template."""
+    g = _Codegen(c, hot)
+    if mode == 0 and not c.dependent:
+        decl, lane, merge = _select_sync_independent(g)
+    elif mode == 0:
+        decl, lane, merge = _select_sync_dependent(g)
+    else:
+        decl, lane, merge = _select_async(g)
+    n, hot_sorted = c.n, sorted(g.hot)
+    return {
+        "defs": g.defs(mode, targets), "load": "\n".join(f"uint32_t s{i} = Sb[{i} * DS_BLOCK];" for i in hot_sorted),
+        "targets": g.targets(targets), "select_decl": "\n".join(decl), "select_lane": "\n".join(lane),
+        "logic": "\n".join(g.logic(merge)), "merge": "",
+        "flip": "\n".join(f"case {i}: n{i} ^= lb; break;" if i in g.hot else
+                          f"case {i}: out[{i} * DS_BLOCK] ^= lb; break;" for i in range(n)),
+        "store_step": " ".join(f"s{i} = n{i};" for i in hot_sorted),
+        "node_counts": "\n".join(
+            f"{{ uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc({g.node(i, 'out')} & valid)); "
+            f"if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[{i}], (unsigned long long)c); }}" for i in range(n)),
+        "store": " ".join(f"Sb[{i} * DS_BLOCK] = s{i};" for i in hot_sorted),
+        "finish": "\n".join(f"Sb[{i} * DS_BLOCK] = Tb[{i} * DS_BLOCK];" for i in range(n) if i not in g.hot),
+    }
+
+
+class _Codegen:
+    """Names and shared pieces of the generated code for one compiled network and placement."""
+
+    def __init__(self, c: CompiledPBN, hot: set[int] | None):
+        self.c = c
+        self.n = n = c.n
+        self.hot = set(range(n)) if hot is None else set(hot)
+        self.out = [self.reg(int(r)) for r in c.program.outputs]  # each function's value
+        self.fs = c.func_start
+        self.nf = [int(self.fs[i + 1] - self.fs[i]) for i in range(n)]
+        # async draw: over the full network's nodes; a removed node's turn is the code n ("none")
+        self.reduced = not np.array_equal(c.draw_node, np.arange(n))
+        self.nbits = max(1, int(np.ceil(np.log2(max(n + self.reduced, 2)))))
+
+    def node(self, i: int, buf: str = "in") -> str:
+        return f"s{i}" if i in self.hot else f"DS_COLD({buf}, {4 * i * BLOCK})"
+
+    def reg(self, r: int) -> str:
+        if r < self.n:
+            return self.node(r)
+        if r == self.n:
             return "0u"
-        if r == n + 1:
+        if r == self.n + 1:
             return "0xFFFFFFFFu"
         return f"r{r}"
 
-    out = [reg(int(r)) for r in prog.outputs]
-    fs = c.func_start
-    nf = [int(fs[i + 1] - fs[i]) for i in range(n)]
-    maxf = max(nf)
-    # async draw: over the full network's nodes; a removed node's turn is the code n ("none")
-    reduced = not np.array_equal(c.draw_node, np.arange(n))
-    nbits = max(1, int(np.ceil(np.log2(max(n + reduced, 2)))))
-    T = max(1, len(targets))
-    R: dict[str, str] = {}
+    def defs(self, mode: int, targets: Targets) -> str:
+        c = self.c
+        defs = [f"#define DS_N {self.n}", f"#define DS_ASYNC {mode}", f"#define DS_NBITS {self.nbits}",
+                f"#define DS_MAXF {max(self.nf)}", f"#define DS_T {max(1, len(targets))}"]
+        if mode == 1 and self.reduced:
+            draw = ", ".join(str(int(d)) if d >= 0 else str(self.n) for d in c.draw_node)
+            defs.append(f"__constant__ uint32_t ds_draw[{len(c.draw_node)}] = {{{draw}}};")
+        return "\n".join(defs)
 
-    defs = [f"#define DS_N {n}", f"#define DS_ASYNC {mode}", f"#define DS_NBITS {nbits}", f"#define DS_MAXF {maxf}",
-            f"#define DS_T {T}"]
-    if mode == 1 and reduced:
-        draw = ", ".join(str(int(d)) if d >= 0 else str(n) for d in c.draw_node)
-        defs.append(f"__constant__ uint32_t ds_draw[{len(c.draw_node)}] = {{{draw}}};")
-    R["defs"] = "\n".join(defs)
-    R["load"] = "\n".join(f"uint32_t s{i} = Sb[{i} * DS_BLOCK];" for i in sorted(hot))
+    def targets(self, targets: Targets) -> str:
+        tlines = []
+        for t, lits in enumerate(targets or [[]]):
+            terms = [(self.node(int(a), "buf") if v else "~" + self.node(int(a), "buf")) for a, v in lits] + ["valid"]
+            tlines.append(f"m[{t}] = {' & '.join(terms)};")
+        return "#define DS_TARGETS(m, buf) { " + " ".join(tlines) + " }"
 
-    tlines = []
-    for t, lits in enumerate(targets or [[]]):
-        terms = [(node(int(a), "buf") if v else "~" + node(int(a), "buf")) for a, v in lits] + ["valid"]
-        tlines.append(f"m[{t}] = {' & '.join(terms)};")
-    R["targets"] = "#define DS_TARGETS(m, buf) { " + " ".join(tlines) + " }"
-
-    def finish_node(i: int, value: str, body: list[str], async_sel: str | None = None) -> list[str]:
+    def finish_node(self, i: int, value: str, body: list[str], async_sel: str | None = None) -> list[str]:
         """Lines that merge the new value of node i (event lanes keep the old value) and store it."""
-        old = node(i)
-        if i in hot:
+        old = self.node(i)
+        if i in self.hot:
             head = [f"uint32_t n{i} = {value};"] + [b.replace("@", f"n{i}") for b in body]
             if async_sel is None:
                 return head + [f"n{i} = (n{i} & ~ev) | (s{i} & ev);"]
@@ -104,89 +133,94 @@ def generate_source(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] |
         lines.append(f"out[{i} * DS_BLOCK] = v; }}")
         return lines
 
-    decl, lane = [], []
-    merge: dict[int, list[str]] = {}  # node -> lines that merge and store its new value
-    if mode == 0 and not c.dependent:
-        blocks_needed = set()
-        for k, nd in enumerate(c.multi_nodes):
-            nd = int(nd)
-            for f in range(1, nf[nd]):
-                decl.append(f"uint32_t ge_{nd}_{f} = 0u;")
-            w = int(c.multi_word[k])
-            blk = w >> 2
-            if blk and blk not in blocks_needed:
-                blocks_needed.add(blk)
-                lane.append(f"const ds_u32x4 b{blk} = ds_philox4x32_10(ds_u32x4{{{blk}u, slo, shi, 0u}}, seed, chain);")
-            comp = "xyzw"[w & 3]
-            conds = " ".join(f"if (u >= {int(c.func_thresh[fs[nd] + f - 1])}u) ge_{nd}_{f} |= bit;"
-                             for f in range(1, nf[nd]))
-            lane.append(f"{{ const uint32_t u = b{blk}.{comp}; {conds} }}")
+    def logic(self, merge: dict[int, list[str]]) -> list[str]:
+        """The program, with each node's merge right after the last instruction its functions need,
+        so temporaries die early and cold nodes leave registers at once."""
+        prog, fs, n = self.c.program, self.fs, self.n
+        ops = {OP_AND: "{a} & {b}", OP_OR: "{a} | {b}", OP_XOR: "{a} ^ {b}", OP_ANDN: "{a} & ~{b}", OP_NOT: "~{a}"}
+        first_temp = n + 2
+        ready = [max([int(prog.outputs[f]) - first_temp for f in range(fs[i], fs[i + 1])] + [-1]) for i in range(n)]
+        after: dict[int, list[int]] = {}
         for i in range(n):
-            body = [f"@ ^= (@ ^ {out[fs[i] + f]}) & ge_{i}_{f};" for f in range(1, nf[i])]
-            merge[i] = finish_node(i, out[fs[i]], body)
-    elif mode == 0:  # synchronous, dependent PBN: word 1 chooses the context
-        K = len(c.ctx_thresh)
-        for k in range(1, K):
-            decl.append(f"uint32_t cge_{k} = 0u;")
-        if K > 1:
-            conds = " ".join(f"if (u >= {int(c.ctx_thresh[k - 1])}u) cge_{k} |= bit;" for k in range(1, K))
-            lane.append(f"{{ const uint32_t u = b0.y; {conds} }}")
-        for i in range(n):
-            f_prev = int(c.ctx_func[0, i])
-            body = []
-            if nf[i] > 1:
-                for k in range(1, K):
-                    f = int(c.ctx_func[k, i])
-                    if f != f_prev:
-                        body.append(f"@ ^= (@ ^ {out[fs[i] + f]}) & cge_{k};")
-                    f_prev = f
-            merge[i] = finish_node(i, out[fs[i] + int(c.ctx_func[0, i])], body)
-    else:  # asynchronous: word 1 chooses the node, word 2 its function (or the context)
-        for b in range(nbits):
-            decl.append(f"uint32_t cb_{b} = 0u;")
-        for f in range(1, maxf):
-            decl.append(f"uint32_t fge_{f} = 0u;")
-        draw = f"ds_draw[__umulhi(b0.y, {len(c.draw_node)}u)]" if reduced else f"__umulhi(b0.y, {n}u)"
-        body = [f"const uint32_t node = {draw};"]
-        body += [f"cb_{b} |= ((node >> {b}) & 1u) << lane;" for b in range(nbits)]
-        if maxf > 1:
-            pick = ("ctx_func[ds_choose(b0.z, ctx_thresh, n_ctx) * DS_N + node]" if c.dependent
-                    else "ds_choose(b0.z, func_thresh + f0, nf)")
-            body.append(("if (node < DS_N) { " if reduced else "{ ")
-                        + "const int f0 = func_start[node]; const int nf = func_start[node + 1] - f0;")
-            body.append(f"if (nf > 1) {{ const int f = {pick}; "
-                        + " ".join(f"if (f >= {f}) fge_{f} |= bit;" for f in range(1, maxf)) + " } }")
-        lane.append("{ " + " ".join(body) + " }")
-        for i in range(n):
-            sel = " & ".join(f"cb_{b}" if (i >> b) & 1 else f"~cb_{b}" for b in range(nbits))
-            fbody = [f"@ ^= (@ ^ {out[fs[i] + f]}) & fge_{f};" for f in range(1, nf[i])]
-            merge[i] = finish_node(i, out[fs[i]], fbody, async_sel=sel)
-    R["select_decl"] = "\n".join(decl)
-    R["select_lane"] = "\n".join(lane)
+            after.setdefault(ready[i], []).append(i)
+        lines = [ln for i in after.get(-1, []) for ln in merge[i]]
+        for k, (op, d, a, b) in enumerate(prog.code):
+            lines.append(f"const uint32_t r{int(d)} = " + ops[int(op)].format(a=self.reg(int(a)), b=self.reg(int(b)))
+                         + ";")
+            lines += [ln for i in after.get(k, []) for ln in merge[i]]
+        return lines
 
-    # the program, with each node's merge right after the last instruction its functions need, so
-    # temporaries die early and cold nodes leave registers at once
-    ops = {OP_AND: "{a} & {b}", OP_OR: "{a} | {b}", OP_XOR: "{a} ^ {b}", OP_ANDN: "{a} & ~{b}", OP_NOT: "~{a}"}
-    first_temp = n + 2
-    ready = [max([int(prog.outputs[f]) - first_temp for f in range(fs[i], fs[i + 1])] + [-1]) for i in range(n)]
-    after: dict[int, list[int]] = {}
+
+Selection = tuple[list[str], list[str], dict[int, list[str]]]  # declarations, per-lane code, node -> merge lines
+
+
+def _select_sync_independent(g: _Codegen) -> Selection:
+    """Synchronous, independent PBN: word ``multi_word[k]`` chooses the function of multi-node k."""
+    c, fs, nf = g.c, g.fs, g.nf
+    decl, lane = [], []
+    blocks_needed = set()
+    for k, nd in enumerate(c.multi_nodes):
+        nd = int(nd)
+        for f in range(1, nf[nd]):
+            decl.append(f"uint32_t ge_{nd}_{f} = 0u;")
+        w = int(c.multi_word[k])
+        blk = w >> 2
+        if blk and blk not in blocks_needed:
+            blocks_needed.add(blk)
+            lane.append(f"const ds_u32x4 b{blk} = ds_philox4x32_10(ds_u32x4{{{blk}u, slo, shi, 0u}}, seed, chain);")
+        comp = "xyzw"[w & 3]
+        conds = " ".join(f"if (u >= {int(c.func_thresh[fs[nd] + f - 1])}u) ge_{nd}_{f} |= bit;"
+                         for f in range(1, nf[nd]))
+        lane.append(f"{{ const uint32_t u = b{blk}.{comp}; {conds} }}")
+    merge = {i: g.finish_node(i, g.out[fs[i]], [f"@ ^= (@ ^ {g.out[fs[i] + f]}) & ge_{i}_{f};"
+                                                for f in range(1, nf[i])]) for i in range(g.n)}
+    return decl, lane, merge
+
+
+def _select_sync_dependent(g: _Codegen) -> Selection:
+    """Synchronous, dependent PBN: word 1 chooses the context."""
+    c, fs, nf = g.c, g.fs, g.nf
+    K = len(c.ctx_thresh)
+    decl = [f"uint32_t cge_{k} = 0u;" for k in range(1, K)]
+    lane = []
+    if K > 1:
+        conds = " ".join(f"if (u >= {int(c.ctx_thresh[k - 1])}u) cge_{k} |= bit;" for k in range(1, K))
+        lane.append(f"{{ const uint32_t u = b0.y; {conds} }}")
+    merge = {}
+    for i in range(g.n):
+        f_prev = int(c.ctx_func[0, i])
+        body = []
+        if nf[i] > 1:
+            for k in range(1, K):
+                f = int(c.ctx_func[k, i])
+                if f != f_prev:
+                    body.append(f"@ ^= (@ ^ {g.out[fs[i] + f]}) & cge_{k};")
+                f_prev = f
+        merge[i] = g.finish_node(i, g.out[fs[i] + int(c.ctx_func[0, i])], body)
+    return decl, lane, merge
+
+
+def _select_async(g: _Codegen) -> Selection:
+    """Asynchronous: word 1 chooses the node, word 2 its function (or the context)."""
+    c, fs, nf, n = g.c, g.fs, g.nf, g.n
+    maxf = max(nf)
+    decl = [f"uint32_t cb_{b} = 0u;" for b in range(g.nbits)] + [f"uint32_t fge_{f} = 0u;" for f in range(1, maxf)]
+    draw = f"ds_draw[__umulhi(b0.y, {len(c.draw_node)}u)]" if g.reduced else f"__umulhi(b0.y, {n}u)"
+    body = [f"const uint32_t node = {draw};"]
+    body += [f"cb_{b} |= ((node >> {b}) & 1u) << lane;" for b in range(g.nbits)]
+    if maxf > 1:
+        pick = ("ctx_func[ds_choose(b0.z, ctx_thresh, n_ctx) * DS_N + node]" if c.dependent
+                else "ds_choose(b0.z, func_thresh + f0, nf)")
+        body.append(("if (node < DS_N) { " if g.reduced else "{ ")
+                    + "const int f0 = func_start[node]; const int nf = func_start[node + 1] - f0;")
+        body.append(f"if (nf > 1) {{ const int f = {pick}; "
+                    + " ".join(f"if (f >= {f}) fge_{f} |= bit;" for f in range(1, maxf)) + " } }")
+    merge = {}
     for i in range(n):
-        after.setdefault(ready[i], []).append(i)
-    lines = [ln for i in after.get(-1, []) for ln in merge[i]]
-    for k, (op, d, a, b) in enumerate(prog.code):
-        lines.append(f"const uint32_t r{int(d)} = " + ops[int(op)].format(a=reg(int(a)), b=reg(int(b))) + ";")
-        lines += [ln for i in after.get(k, []) for ln in merge[i]]
-    R["logic"] = "\n".join(lines)
-    R["merge"] = ""
-    R["flip"] = "\n".join(f"case {i}: n{i} ^= lb; break;" if i in hot else
-                          f"case {i}: out[{i} * DS_BLOCK] ^= lb; break;" for i in range(n))
-    R["store_step"] = " ".join(f"s{i} = n{i};" for i in sorted(hot))
-    R["node_counts"] = "\n".join(
-        f"{{ uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc({node(i, 'out')} & valid)); "
-        f"if ((threadIdx.x & 31) == 0) atomicAdd(&ds_node_acc[{i}], (unsigned long long)c); }}" for i in range(n))
-    R["store"] = " ".join(f"Sb[{i} * DS_BLOCK] = s{i};" for i in sorted(hot))
-    R["finish"] = "\n".join(f"Sb[{i} * DS_BLOCK] = Tb[{i} * DS_BLOCK];" for i in range(n) if i not in hot)
-    return cuda.fill_template(template, R)
+        sel = " & ".join(f"cb_{b}" if (i >> b) & 1 else f"~cb_{b}" for b in range(g.nbits))
+        fbody = [f"@ ^= (@ ^ {g.out[fs[i] + f]}) & fge_{f};" for f in range(1, nf[i])]
+        merge[i] = g.finish_node(i, g.out[fs[i]], fbody, async_sel=sel)
+    return decl, ["{ " + " ".join(body) + " }"], merge
 
 
 @dataclass

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..backends import cuda
 from .compile import OP_AND, OP_ANDN, OP_NOT, OP_OR, OP_XOR, CompiledPBN
+from .launch import BLOCK, TILE_CHAINS, Runs, plan_passes, split_steps, tiles_for
 
 TEMPLATE = "pbn_sliced.cu"
-BLOCK = 128
 MAX_STEPS_PER_LAUNCH = 1 << 20
 # Data placement, measured on an H200 (benchmarks/RESULTS.md, 2026-11-21): keeping the ~72% most-read
 # nodes in registers and the rest in global memory ran 1.21x faster for the 87- and 133-node networks
@@ -63,7 +63,7 @@ def kernel_regions(c: CompiledPBN, mode: int, targets: Targets, hot: set[int] | 
     return {
         "defs": g.defs(mode, targets), "load": "\n".join(f"uint32_t s{i} = Sb[{i} * DS_BLOCK];" for i in hot_sorted),
         "targets": g.targets(targets), "select_decl": "\n".join(decl), "select_lane": "\n".join(lane),
-        "logic": "\n".join(g.logic(merge)), "merge": "",
+        "logic": "\n".join(g.logic(merge)), "merge": "", "fixset": "\n".join(g.fixset(mode)),
         "flip": "\n".join(f"case {i}: n{i} ^= lb; break;" if i in g.hot else
                           f"case {i}: out[{i} * DS_BLOCK] ^= lb; break;" for i in range(n)),
         "store_step": " ".join(f"s{i} = n{i};" for i in hot_sorted),
@@ -131,6 +131,19 @@ class _Codegen:
         else:
             lines.append(f"v = {old} ^ ((v ^ {old}) & {async_sel} & ~ev);")
         lines.append(f"out[{i} * DS_BLOCK] = v; }}")
+        return lines
+
+    def async_sel(self, i: int) -> str:
+        """Lanes whose asynchronous update drew node i."""
+        return " & ".join(f"cb_{b}" if (i >> b) & 1 else f"~cb_{b}" for b in range(self.nbits))
+
+    def fixset(self, mode: int) -> list[str]:
+        """Switch cases giving a knocked-out node its value ``fv`` on the lanes that update it."""
+        lines = []
+        for i in range(self.n):
+            mask = "~ev" if mode == 0 else f"({self.async_sel(i)}) & ~ev"
+            var = f"n{i}" if i in self.hot else f"out[{i} * DS_BLOCK]"
+            lines.append(f"case {i}: {{ const uint32_t m = {mask}; {var} = ({var} & ~m) | (fv & m); }} break;")
         return lines
 
     def logic(self, merge: dict[int, list[str]]) -> list[str]:
@@ -217,7 +230,7 @@ def _select_async(g: _Codegen) -> Selection:
                     + " ".join(f"if (f >= {f}) fge_{f} |= bit;" for f in range(1, maxf)) + " } }")
     merge = {}
     for i in range(n):
-        sel = " & ".join(f"cb_{b}" if (i >> b) & 1 else f"~cb_{b}" for b in range(g.nbits))
+        sel = g.async_sel(i)
         fbody = [f"@ ^= (@ ^ {g.out[fs[i] + f]}) & fge_{f};" for f in range(1, nf[i])]
         merge[i] = g.finish_node(i, g.out[fs[i]], fbody, async_sel=sel)
     return decl, ["{ " + " ".join(body) + " }"], merge
@@ -233,51 +246,67 @@ class GPUKernel:
     module: Any
     tables: dict
     split: bool  # some nodes live in global memory (needs a scratch buffer)
+    blocks_per_sm: int  # resident blocks of pbn_sliced per SM (occupancy)
+    sms: int
 
     @classmethod
     def build(cls, c: CompiledPBN, mode: int, targets: Targets, registers: int | None = None) -> "GPUKernel":
         import cupy as cp
 
         hot = hot_nodes(c, registers)
-        src = generate_source(c, mode, targets, hot)
-        mod = cuda.load_module(src)
+        mod, per_sm = _compile_for_occupancy(generate_source(c, mode, targets, hot))
         tables = {
             "func_start": cp.asarray(c.func_start, dtype=cp.int32),
             "func_thresh": cp.asarray(c.func_thresh, dtype=cp.uint32),
             "ctx_thresh": cp.asarray(c.ctx_thresh, dtype=cp.uint32),
             "ctx_func": cp.asarray(c.ctx_func.ravel(), dtype=cp.int32),
-            "pert_nodes": cp.asarray(c.pert_nodes, dtype=cp.int32),
-            "pertG": cp.asarray(c.pert_G, dtype=cp.uint32),
             "init_index": cp.asarray(c.init_index, dtype=cp.int32),
         }
-        return cls(c, mode, max(1, len(targets)), mod, tables, len(hot) < c.n)
+        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        return cls(c, mode, max(1, len(targets)), mod, tables, len(hot) < c.n, per_sm, sms)
+
+    @property
+    def capacity(self) -> int:
+        """Thread blocks (tiles) the device runs at once."""
+        return self.blocks_per_sm * self.sms
+
+    def single(self, chain0: int, n_chains: int, seed: int) -> Runs:
+        """The one run of a shard: its chains and the network's perturbation table."""
+        c = self.compiled
+        return Runs.stack([n_chains], [chain0], [seed], [(c.pert_nodes[:c.n_pert], c.pert_G[:c.n_pert])])
 
     def init_state(self, chain0: int, n_chains: int, seed: int, fix_mask: np.ndarray, fix_val: np.ndarray) -> Any:
+        return self.init_runs(self.single(chain0, n_chains, seed), fix_mask, fix_val)
+
+    def init_runs(self, runs: Runs, fix_mask: np.ndarray, fix_val: np.ndarray) -> Any:
+        """The initial state of every run, tiled: ``S[tile, node, thread]``."""
         import cupy as cp
 
         n = self.compiled.n
-        blocks = -(-max(1, -(-n_chains // 32)) // BLOCK)  # whole blocks: every thread owns a column
-        G = blocks * BLOCK
-        S = cp.zeros((blocks, n, BLOCK), dtype=cp.uint32)  # tiled: S[block, node, thread]
+        S = cp.zeros((runs.n_tiles, n, BLOCK), dtype=cp.uint32)
         fn = self.module.get_function("pbn_init")
-        fn((blocks,), (BLOCK,), (S, np.int32(G), np.int32(n_chains), np.int32(n), np.uint64(chain0), np.uint32(seed),
-                                 self.tables["init_index"]))
         fixed = np.flatnonzero(fix_mask)
-        if len(fixed):
-            lanes = np.zeros(G, dtype=np.uint32)
-            full, rest = divmod(n_chains, 32)
-            lanes[:full] = 0xFFFFFFFF
-            if rest:
-                lanes[full] = (1 << rest) - 1
-            lanes = cp.asarray(lanes.reshape(blocks, BLOCK))
-            for i in fixed:
-                S[:, int(i), :] = lanes if fix_val[i] else 0
+        for r in range(runs.n_runs):
+            n_chains, t0 = int(runs.n_chains[r]), int(runs.tile0[r])
+            tiles = tiles_for(n_chains)
+            view = S[t0:t0 + tiles]
+            fn((tiles,), (BLOCK,), (view, np.int32(tiles * BLOCK), np.int32(n_chains), np.int32(n),
+                                    np.uint64(runs.chain0[r]), np.uint32(runs.seed[r]), self.tables["init_index"]))
+            if len(fixed):
+                lanes = np.zeros(tiles * BLOCK, dtype=np.uint32)
+                full, rest = divmod(n_chains, 32)
+                lanes[:full] = 0xFFFFFFFF
+                if rest:
+                    lanes[full] = (1 << rest) - 1
+                lanes = cp.asarray(lanes.reshape(tiles, BLOCK))
+                for i in fixed:
+                    view[:, int(i), :] = lanes if fix_val[i] else 0
         return S
 
     @staticmethod
-    def states_of(S: Any, n_chains: int) -> np.ndarray:
-        """bool [n_chains, n] from the tiled device state."""
-        return unslice32(GPUKernel.node_major(S), n_chains)
+    def states_of(S: Any, n_chains: int, tile0: int = 0) -> np.ndarray:
+        """bool [n_chains, n] from the tiled device state (the run starting at tile ``tile0``)."""
+        return unslice32(GPUKernel.node_major(S[tile0:tile0 + tiles_for(n_chains)]), n_chains)
 
     @staticmethod
     def node_major(S: Any) -> np.ndarray:
@@ -289,41 +318,79 @@ class GPUKernel:
 
     def advance(self, S: Any, *, chain0: int, n_chains: int, step0: int, nsteps: int, seed: int,
                 want_chain: bool = False, want_nodes: bool = False) -> dict[str, np.ndarray]:
+        """Advance the chains of one run by ``nsteps``: pooled counts [T, 4] (ones, n01, n10, occupancy
+        at the end), and per chain / per node counts when asked."""
+        return self.advance_runs(S, self.single(chain0, n_chains, seed), [step0], [nsteps], want_chain, want_nodes)[0]
+
+    def advance_runs(self, S: Any, runs: Runs, step0: Sequence[int], nsteps: Sequence[int], want_chain: bool = False,
+                     want_nodes: bool = False) -> list[dict[str, np.ndarray]]:
+        """Advance run r from ``step0[r]`` by ``nsteps[r]`` (all runs at once): one result per run."""
         import cupy as cp
 
-        c = self.compiled
-        blocks, n, _ = S.shape
-        G = blocks * BLOCK
-        T = self.n_targets
-        pooled = np.zeros((T, 4), dtype=np.uint64)
-        launch_pooled = cp.zeros(4 * T, dtype=cp.uint64)
-        chain_ones = cp.zeros(T * n_chains if want_chain else 1, dtype=cp.uint32)
-        node_ones = cp.zeros(n if want_nodes else 1, dtype=cp.uint64)
+        n, T, R = self.compiled.n, self.n_targets, runs.n_runs
+        tiles = runs.n_tiles
+        pooled = cp.zeros(R * T * 4, dtype=cp.uint64)
+        chain_ones = cp.zeros(T * tiles * TILE_CHAINS if want_chain else 1, dtype=cp.uint32)
+        node_ones = cp.zeros(R * n if want_nodes else 1, dtype=cp.uint64)
         fn = self.module.get_function("pbn_sliced")
         tb = self.tables
         shared = 8 * n if want_nodes else 0
         scratch = cp.empty_like(S) if self.split else S
-        done = 0
-        while True:  # at least one launch, so nsteps == 0 still reports the occupancy at the end
-            k = min(MAX_STEPS_PER_LAUNCH, nsteps - done)
-            launch_pooled.fill(0)
-            fn((blocks,), (BLOCK,),
-               (S, scratch, np.int32(G), np.int32(n_chains), np.uint64(chain0), np.uint64(step0 + done), np.int32(k),
-                np.uint32(seed), tb["func_start"], tb["func_thresh"], tb["ctx_thresh"], np.int32(len(c.ctx_thresh)),
-                tb["ctx_func"], tb["pert_nodes"], tb["pertG"], np.int32(c.n_pert), np.int32(want_chain), chain_ones,
-                np.int32(want_nodes), node_ones, launch_pooled), shared_mem=shared)
-            lp = cp.asnumpy(launch_pooled).reshape(T, 4)
-            pooled[:, :3] += lp[:, :3]
-            pooled[:, 3] = lp[:, 3]  # occupancy after the last launch
-            done += k
-            if done >= nsteps:
-                break
-        out = {"pooled": pooled}
-        if want_chain:
-            out["chain_ones"] = cp.asnumpy(chain_ones).reshape(T, n_chains)
-        if want_nodes:
-            out["node_ones"] = cp.asnumpy(node_ones)
-        return out
+        per_run = (cp.asarray(runs.pert_list), cp.asarray(runs.pert_thresh), cp.asarray(runs.fix_list))
+        for part in split_steps(runs.tasks(step0, nsteps), MAX_STEPS_PER_LAUNCH):
+            for tasks in plan_passes(part, self.capacity):
+                fn((len(tasks),), (BLOCK,),
+                   (S, scratch, cp.asarray(tasks.view(np.uint8)), np.int32(tiles), tb["func_start"], tb["func_thresh"],
+                    tb["ctx_thresh"], np.int32(len(self.compiled.ctx_thresh)), tb["ctx_func"], *per_run,
+                    np.int32(want_chain), chain_ones, np.int32(want_nodes), node_ones, pooled), shared_mem=shared)
+        return _results(runs, T, n, cp.asnumpy(pooled), cp.asnumpy(chain_ones) if want_chain else None,
+                        cp.asnumpy(node_ones) if want_nodes else None)
+
+
+def _results(runs: Runs, T: int, n: int, pooled: np.ndarray, chain_ones: np.ndarray | None,
+             node_ones: np.ndarray | None) -> list[dict[str, np.ndarray]]:
+    """Each run's counts from the device buffers (chain counts are laid out by tile)."""
+    pooled = pooled.reshape(runs.n_runs, T, 4)
+    out = []
+    for r in range(runs.n_runs):
+        res = {"pooled": pooled[r]}
+        if chain_ones is not None:
+            c0, nc = int(runs.tile0[r]) * TILE_CHAINS, int(runs.n_chains[r])
+            res["chain_ones"] = chain_ones.reshape(T, -1)[:, c0:c0 + nc]
+        if node_ones is not None:
+            res["node_ones"] = node_ones.reshape(runs.n_runs, n)[r]
+        out.append(res)
+    return out
+
+
+REG_FILE = 65536  # 32-bit registers per SM (sm_70 .. sm_90)
+MAX_BLOCKS_PER_SM = 2048 // BLOCK
+
+
+def _compile_for_occupancy(src: str) -> tuple[Any, int]:
+    """The module and its resident blocks per SM. The register allocation of these long generated
+    kernels jumps between occupancy levels with small code changes (the same 133-node kernel took 168
+    or 220 registers: 3 or 2 blocks per SM); when a build asking for one more resident block
+    (``__launch_bounds__`` minimum) needs no spilling, that build is used."""
+    mod = cuda.load_module(src)
+    per_sm = _blocks_per_sm(mod.get_function("pbn_sliced"))
+    if per_sm < MAX_BLOCKS_PER_SM:
+        denser = cuda.load_module(f"#define DS_MINB {per_sm + 1}\n" + src)
+        fn = denser.get_function("pbn_sliced")
+        if fn.local_size_bytes == 0 and _blocks_per_sm(fn) > per_sm:
+            return denser, _blocks_per_sm(fn)
+    return mod, per_sm
+
+
+def _blocks_per_sm(fn: Any) -> int:
+    """Resident blocks of ``fn`` per SM (the driver's occupancy calculator; by registers if absent)."""
+    try:
+        from cupy.cuda import driver
+
+        return max(1, int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, BLOCK, 0)))
+    except (ImportError, AttributeError, RuntimeError):  # no occupancy API in this CuPy/driver
+        per_warp = -(-max(1, int(fn.num_regs)) * 32 // 256) * 256
+        return max(1, min(MAX_BLOCKS_PER_SM, REG_FILE // per_warp // (BLOCK // 32)))
 
 
 def unslice32(S_host: np.ndarray, n_chains: int) -> np.ndarray:

@@ -65,6 +65,7 @@ def test_compiled_arrays_and_kernel_code_unchanged(name):
             for tname, t in (("none", []), ("two", [((0, 1),), ((1, 0), (c.n - 1, 1))])):
                 for hname, budget in (("all", None), ("auto", gpu.auto_registers(c)), ("r8", 8)):
                     regions = gpu.kernel_regions(c, mode, t, gpu.hot_nodes(c, budget))
+                    del regions["fixset"]  # added later (batched knockouts); checked against the CPU on a GPU
                     h = hashlib.sha256(json.dumps(regions, sort_keys=True).encode()).hexdigest()[:32]
                     key = f"{label}/{mode}/{tname}/{hname}"
                     assert h == DIGESTS["regions"][key], key

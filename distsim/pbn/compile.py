@@ -268,7 +268,7 @@ def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
     exprs, func_start, func_thresh = _functions(net)
     multi, multi_word = _multi_layout(full, sim)
     ctx_thresh, ctx_func = _contexts(full, keep)
-    pert = [sim.get(i, -1) for i in full.perturbable()] if full.perturbation > 0 else []
+    pert, pert_G = perturbation_layout(full, keep)
     par_start, par_index, tt_start, tt_words = _truth_tables(exprs)
     h = hashlib.sha256((full.digest() + f"|keep={keep}").encode()).hexdigest()
     return CompiledPBN(
@@ -281,8 +281,8 @@ def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
         ctx_thresh=np.array(ctx_thresh, dtype=np.uint32),
         ctx_func=np.ascontiguousarray(ctx_func),
         n_pert=len(pert),
-        pert_nodes=np.array(pert if pert else [-1], dtype=np.int32),
-        pert_G=perturbation_table(full.perturbation, len(pert)),
+        pert_nodes=pert if len(pert) else np.array([-1], dtype=np.int32),
+        pert_G=pert_G,
         multi_word=np.array(multi_word, dtype=np.int32),
         draw_node=np.array([sim.get(i, -1) for i in range(full.n)], dtype=np.int32),
         init_index=np.array(keep, dtype=np.int32),
@@ -293,6 +293,14 @@ def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
         tt=np.array(tt_words if tt_words else [0], dtype=np.uint32),
         digest=h,
     )
+
+
+def perturbation_layout(full: PBN, keep: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The perturbable entries of ``full`` as simulated nodes of ``keep`` (-1: a removed node, a
+    phantom) and their thresholds ``G`` (see the module docstring); none when p = 0."""
+    sim = {old: new for new, old in enumerate(sorted(keep))}
+    pert = [sim.get(i, -1) for i in full.perturbable()] if full.perturbation > 0 else []
+    return np.array(pert, dtype=np.int32), perturbation_table(full.perturbation, len(pert))
 
 
 def _functions(net: PBN) -> tuple[list[Expr], list[int], list[int]]:

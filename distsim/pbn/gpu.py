@@ -323,8 +323,9 @@ class GPUKernel:
         return self.advance_runs(S, self.single(chain0, n_chains, seed), [step0], [nsteps], want_chain, want_nodes)[0]
 
     def advance_runs(self, S: Any, runs: Runs, step0: Sequence[int], nsteps: Sequence[int], want_chain: bool = False,
-                     want_nodes: bool = False) -> list[dict[str, np.ndarray]]:
-        """Advance run r from ``step0[r]`` by ``nsteps[r]`` (all runs at once): one result per run."""
+                     want_nodes: bool = False, active: Sequence[int] | None = None) -> list[dict[str, np.ndarray]]:
+        """Advance run r from ``step0[r]`` by ``nsteps[r]``, all runs (or those in ``active``) at once:
+        one result per run advanced."""
         import cupy as cp
 
         n, T, R = self.compiled.n, self.n_targets, runs.n_runs
@@ -337,14 +338,15 @@ class GPUKernel:
         shared = 8 * n if want_nodes else 0
         scratch = cp.empty_like(S) if self.split else S
         per_run = (cp.asarray(runs.pert_list), cp.asarray(runs.pert_thresh), cp.asarray(runs.fix_list))
-        for part in split_steps(runs.tasks(step0, nsteps), MAX_STEPS_PER_LAUNCH):
+        for part in split_steps(runs.tasks(step0, nsteps, active), MAX_STEPS_PER_LAUNCH):
             for tasks in plan_passes(part, self.capacity):
                 fn((len(tasks),), (BLOCK,),
                    (S, scratch, cp.asarray(tasks.view(np.uint8)), np.int32(tiles), tb["func_start"], tb["func_thresh"],
                     tb["ctx_thresh"], np.int32(len(self.compiled.ctx_thresh)), tb["ctx_func"], *per_run,
                     np.int32(want_chain), chain_ones, np.int32(want_nodes), node_ones, pooled), shared_mem=shared)
-        return _results(runs, T, n, cp.asnumpy(pooled), cp.asnumpy(chain_ones) if want_chain else None,
-                        cp.asnumpy(node_ones) if want_nodes else None)
+        out = _results(runs, T, n, cp.asnumpy(pooled), cp.asnumpy(chain_ones) if want_chain else None,
+                       cp.asnumpy(node_ones) if want_nodes else None)
+        return out if active is None else [out[r] for r in active]
 
 
 def _results(runs: Runs, T: int, n: int, pooled: np.ndarray, chain_ones: np.ndarray | None,

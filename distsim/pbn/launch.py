@@ -114,13 +114,14 @@ def rotation(n_tiles: int, capacity: int, max_groups: int = MAX_GROUPS) -> tuple
     return best if best is not None and best[0] / best[1] <= waves - 0.25 else None
 
 
-def plan_passes(tasks: np.ndarray, capacity: int, min_steps: int = MIN_PASS_STEPS) -> list[np.ndarray]:
+def plan_passes(tasks: np.ndarray, capacity: int, min_steps: int | None = None) -> list[np.ndarray]:
     """Launches (arrays of tasks, in order) that advance every task's tile by its ``nsteps``.
 
     One launch when the tiles fit the device (``capacity`` resident blocks), when their lengths
     differ, or when passes would be short; else the rotation of :func:`rotation`: group j runs in
     passes j .. j+a-1 (mod g), its first piece carrying the remainder of nsteps / a. Only each
     tile's last piece keeps the LAST flag."""
+    min_steps = MIN_PASS_STEPS if min_steps is None else min_steps
     n = len(tasks)
     lengths = tasks["nsteps"]
     rot = rotation(n, capacity) if n and (lengths == lengths[0]).all() else None

@@ -177,8 +177,9 @@ class Problem:
     omega: int
     settings: Settings
     reduce: bool
-    keep: list[int]
-    frozen: list[int]  # unfixed frozen nodes among the simulated ones (then nothing is compiled)
+    keep: list[int]  # the targets' ancestors (all nodes without reduction): what the answer depends on
+    simulated: list[int]  # the nodes simulated: ``keep`` or a superset closed under parents
+    frozen: list[int]  # unfixed frozen nodes among ``keep`` (then nothing is compiled)
     compiled: CompiledPBN | None
     sim_targets: tuple
     fix_mask: np.ndarray
@@ -186,7 +187,7 @@ class Problem:
 
     def blocks(self, ranges: Sequence[range]) -> list[Block]:
         """The shards' payloads: one block of chains per range."""
-        k = self.keep
+        k = self.simulated
         return [Block(self.compiled, check_mode(self.mode), self.sim_targets, self.seed, r.start, len(r),
                       self.fix_mask[k], self.fix_val[k], 0, (0,)) for r in ranges]
 
@@ -221,10 +222,12 @@ def prepare(net: PBN | str, target: TargetSpec | Sequence[TargetSpec], *, mode: 
             initial_length: int = 64, rhat_threshold: float = 1.05, reduce: bool = True, seed: int = 0,
             perturbation: float | None = None, fixed: Mapping[str, int] | None = None,
             initial: str | Mapping[str, int] | None = "random", segments: int = 8, max_length: int = MAX_LENGTH,
-            max_steps: float | None = None, time_limit: float | None = None, keep: Sequence[int] | None = None,
-            warn_stacklevel: int = 3) -> Problem:
-    """Check the arguments of :func:`steady_state` (same meaning) and compile the simulated network
-    (``keep``: simulate these nodes instead of the targets' ancestors; they must include them)."""
+            max_steps: float | None = None, time_limit: float | None = None, simulate: Sequence[int] | None = None,
+            build: bool = True, warn_stacklevel: int = 3) -> Problem:
+    """Check the arguments of :func:`steady_state` (same meaning) and compile the simulated network.
+    ``simulate``: these nodes (a superset of the targets' ancestors closed under parents) instead of
+    the ancestors -- the same trajectories for them (:mod:`.reduce`); ``build=False``: leave
+    ``compiled`` empty (a batch compiles one network for many problems)."""
     _check_options(precision, confidence, epsilon, rhat_threshold)
     net = as_network(net, perturbation=perturbation, fixed=fixed)
     tgts = parse_targets(target, net)
@@ -239,17 +242,17 @@ def prepare(net: PBN | str, target: TargetSpec | Sequence[TargetSpec], *, mode: 
                         check_count("segments", segments, 1, 1024), max_length, max_steps, time_limit)
     fix_mask, fix_val = initial_state(initial, net)
     # SCC reduction: simulate only the ancestors of the target nodes
-    own = ancestors(net, {i for t in tgts for i, _ in t}) if reduce else list(range(net.n))
-    frozen = [i for i in frozen_nodes(net) if i in own and not fix_mask[i]]
-    keep = own if keep is None else sorted(keep)
-    remap = {old: new for new, old in enumerate(keep)}
+    keep = ancestors(net, {i for t in tgts for i, _ in t}) if reduce else list(range(net.n))
+    frozen = [i for i in frozen_nodes(net) if i in keep and not fix_mask[i]]
+    simulated = keep if simulate is None else sorted(simulate)
+    remap = {old: new for new, old in enumerate(simulated)}
     sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
-    compiled = None if frozen else compile_pbn(net, keep)
+    compiled = compile_pbn(net, simulated) if build and not frozen else None
     if net.perturbation == 0 and not frozen:
         warnings.warn("perturbation p = 0: the chain need not be ergodic, so a steady state may not exist or may "
                       "depend on the initial states", stacklevel=warn_stacklevel)
-    return Problem(net, tgts, seed, mode, omega, settings, reduce, keep, frozen, compiled, sim_targets, fix_mask,
-                   fix_val)
+    return Problem(net, tgts, seed, mode, omega, settings, reduce, keep, simulated, frozen, compiled, sim_targets,
+                   fix_mask, fix_val)
 
 
 def drive(steps: Steps, execute: Callable[[Request], list[dict]]) -> Any:

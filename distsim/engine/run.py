@@ -105,16 +105,18 @@ class Run:
         return StatefulShards(self, kind, setups)
 
     def timings(self) -> dict[str, Any]:
-        """Where a run's wall time went, as Dataset attrs: each task's seconds (``task_seconds``, round
-        by round, ``round_tasks`` per round) and worker; per round the client's wall time. Summed over
+        """Where a run's wall time went, as Dataset attrs (lists as comma-separated text): each task's
+        seconds (``task_seconds``, round by round; ``round_tasks`` per round) and worker
+        (``task_workers``), each round's wall time on the client (``round_wall_s``). Summed over
         rounds: ``round_imbalance_s`` (slowest task minus the mean: uneven shards or a slower device),
         ``round_overhead_s`` (round wall time minus the slowest task: scheduling, transfers) and
         ``between_rounds_s`` (the client's own work between rounds)."""
         walls = [w for w, _, _ in self.round_log]
         tasks = [t for _, t, _ in self.round_log]
         return {
-            "task_seconds": [s for t in tasks for s in t], "round_tasks": [len(t) for t in tasks],
-            "round_wall_s": walls, "task_workers": ",".join(w for _, _, ws in self.round_log for w in ws),
+            "task_seconds": ",".join(f"{s:.4f}" for t in tasks for s in t),
+            "round_tasks": ",".join(str(len(t)) for t in tasks), "round_wall_s": ",".join(f"{w:.4f}" for w in walls),
+            "task_workers": ",".join(w for _, _, ws in self.round_log for w in ws),
             "round_imbalance_s": float(sum(max(t) - sum(t) / len(t) for t in tasks)),
             "round_overhead_s": float(sum(w - max(t) for w, t in zip(walls, tasks))),
             "between_rounds_s": float(max(0.0, self.elapsed() - sum(walls))),

@@ -100,6 +100,8 @@ class _GPUBatch:
 
     def advance(self, requests: dict[int, Block]) -> dict[int, dict]:
         """Each run to its block's ``step_from`` (uncounted), then through its segments."""
+        if any(self.step[q] > b.step_from for q, b in requests.items()):
+            raise RuntimeError("a batched run cannot go back to an earlier step")
         pieces = {q: ([b.step_from] if self.step[q] < b.step_from else []) + list(b.segments)
                   for q, b in requests.items()}
         counted = {q: len(pieces[q]) - len(b.segments) for q, b in requests.items()}  # first counted piece
@@ -212,7 +214,7 @@ def _steady_group(base: PBN, probs: list[Problem], nets: list[PBN], knocks: list
 
     found = _lockstep({q: p.search(e, quiet, t0) for q, (p, e) in enumerate(zip(probs, ens))}, advance)
     wall = (time.perf_counter() - t0) / len(probs)  # the batch's time, shared
-    return [p.dataset(e, found[q], _provenance(backend, rounds[q], wall), rounds=rounds[q])
+    return [p.dataset(e, found[q], _provenance(backend, rounds[q], wall), rounds=rounds[q], device_seconds=wall)
             for q, (p, e) in enumerate(zip(probs, ens))]
 
 

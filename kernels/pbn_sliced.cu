@@ -60,7 +60,7 @@ __device__ __forceinline__ int ds_choose(uint32_t u, const uint32_t* __restrict_
     return f;
 }
 
-// One thread block's work (the host's numpy twin: distsim/pbn/gpu.py TASK_DTYPE).
+// One thread block's work (the host's numpy twin: distsim/pbn/launch.py TASK_DTYPE).
 struct ds_task {
     unsigned long long chain0;  // id of the tile's first chain (thread t, lane l: chain0 + 32 t + l)
     unsigned long long step0;   // absolute step of the tile's state when the task starts

@@ -67,8 +67,8 @@ class Runs:
             seed=np.asarray(seeds, dtype=np.uint32),
             pert=np.stack([np.concatenate([[0], np.cumsum(plen)[:-1]]), plen], axis=1).astype(np.int32),
             fix=np.stack([np.concatenate([[0], np.cumsum(flen)[:-1]]), flen], axis=1).astype(np.int32),
-            pert_list=np.concatenate([np.asarray(p[0], np.int32) for p in perts] + [[-1]]),  # never empty
-            pert_thresh=np.concatenate([np.asarray(p[1], np.uint32) for p in perts] + [[0]]),
+            pert_list=np.concatenate([np.asarray(p[0], np.int32) for p in perts] + [np.array([-1], np.int32)]),
+            pert_thresh=np.concatenate([np.asarray(p[1], np.uint32) for p in perts] + [np.array([0], np.uint32)]),
             fix_list=np.array(pairs if pairs else [0, 0], dtype=np.int32))
 
     @property

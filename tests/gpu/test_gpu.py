@@ -248,7 +248,9 @@ def test_sweep_on_gpu_is_batched_and_equals_cpu():
     import distsim.pbn as pbn
 
     net = load("examples/pbn/bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet").with_perturbation(0.001)
-    points = [{"fix." + n: 0} for n in net.nodes[:6]] + [{"p": 0.002}]
+    names = list(net.nodes[:6])
+    points = [{"p": p, **{f"fix.{n}": (0 if n == m else None) for n in names}} for p in (0.001, 0.002)
+              for m in [None] + names]  # the wild type and 6 knockouts, at two perturbation probabilities
     kw = dict(target="v_Casp3=1", precision=1e-2, chains=5000, chunk_size=len(points))
     a = distsim.sweep(pbn.steady_state, net, points, seed=4, backend="gpu", **kw)
     b = distsim.sweep(pbn.steady_state, net, points, seed=4, backend="cpu", **kw)

@@ -26,6 +26,9 @@ def test_runs_stack_tiles_tables_and_tasks():
     assert r.n_tiles == 5 and list(r.tile0) == [0, 3]
     assert list(r.pert_list[:3]) == [0, 1, 2] and r.pert.tolist() == [[0, 2], [2, 1]]
     assert r.fix.tolist() == [[0, 0], [0, 1]] and list(r.fix_list) == [3, 1]
+    # the kernel reads these tables as int32 / uint32 arrays (a wider type would be read as garbage)
+    assert (r.pert_list.dtype, r.pert_thresh.dtype, r.fix_list.dtype) == (np.int32, np.uint32, np.int32)
+    assert r.pert_thresh.tolist()[:3] == [5, 9, 7]
     t = r.tasks([0, 10], [100, 50])
     assert list(t["tile"]) == [0, 1, 2, 3, 4]
     assert list(t["n_chains"]) == [TILE_CHAINS, TILE_CHAINS, 10_000 - 2 * TILE_CHAINS, TILE_CHAINS,

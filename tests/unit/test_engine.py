@@ -84,8 +84,9 @@ def test_timings_show_a_slow_worker_and_change_nothing(net, dask_client, local_r
     n = [int(x) for x in a["round_tasks"].split(",")]
     secs = np.array([float(x) for x in a["task_seconds"].split(",")]).reshape(len(n), 2)
     assert n == [2] * a["rounds"] and len(set(a["task_workers"].split(","))) == 2
-    assert (secs[:, 1] >= delay).all() and (secs[:, 1] > secs[:, 0]).all()
-    assert a["round_imbalance_s"] >= 0.9 * a["rounds"] * delay / 2
+    # (a worker's first task also loads its kernels, so round 0 may be slow on either worker)
+    assert (secs[:, 1] >= delay).all() and (secs[1:, 1] > secs[1:, 0]).all()
+    assert a["round_imbalance_s"] >= 0.9 * (a["rounds"] - 1) * delay / 2
     walls = [float(x) for x in a["round_wall_s"].split(",")]
     assert all(w >= s for w, s in zip(walls, secs.max(axis=1))) and a["round_overhead_s"] >= 0
     assert 0 <= a["between_rounds_s"] < a["wall_time_s"]

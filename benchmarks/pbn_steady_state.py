@@ -7,7 +7,10 @@ Each configuration runs through Dask end to end (``distsim.connect()``: LocalCUD
 worker per GPU, or a LocalCluster of CPU workers), after a warm-up run that compiles the kernels
 on every worker; the timed call is ``steady_state(...)`` from call to returned Dataset. The chain
 count depends only on the precision, so every configuration does the same work and returns the
-same numbers; throughput = simulated steps / wall time.
+same numbers; throughput = simulated steps / wall time. After each run its per-task timings are
+printed (each round's tasks by worker; summed over rounds: slowest minus mean task -- uneven shards
+or a slower GPU --, round wall minus slowest task -- Dask and transfers --, and the client's time
+between rounds).
 """
 
 from __future__ import annotations
@@ -52,6 +55,29 @@ def run_config(label: str, client, nets, precisions, seed: int, rows: list) -> N
             print(f"{label:>6} {name:>9} r={r:g}: p={row['probability']:.6f} +-{row['half_width']:.1e} "
                   f"R-hat {row['rhat']:.3f} {row['chains']} chains x {row['length']} = {row['steps']:.3g} steps, "
                   f"{row['rounds']} rounds, {wall:.2f} s ({row['rate']:.3g} steps/s) [{row['backend']}]", flush=True)
+            print(task_report(a), flush=True)
+            row.update(imbalance=a["round_imbalance_s"], overhead=a["round_overhead_s"], between=a["between_rounds_s"])
+
+
+def task_report(a: dict) -> str:
+    """Per-task timings of a run (Dataset attrs from engine.Run.timings): every round's wall time and
+    its tasks' seconds with their workers, each worker's total, and where the time between went."""
+    secs = [float(x) for x in a["task_seconds"].split(",")]
+    per_round = [int(x) for x in a["round_tasks"].split(",")]
+    walls = [float(x) for x in a["round_wall_s"].split(",")]
+    workers = a["task_workers"].split(",")
+    lines, at = [], 0
+    for r, (wall, n) in enumerate(zip(walls, per_round)):
+        tasks = ", ".join(f"{w.rsplit(':', 1)[-1]} {s:.3f}" for w, s in zip(workers[at:at + n], secs[at:at + n]))
+        lines.append(f"      round {r}: wall {wall:.3f} s; tasks (worker port, s): {tasks}")
+        at += n
+    total: dict[str, float] = {}
+    for w, s in zip(workers, secs):
+        total[w] = total.get(w, 0.0) + s
+    lines.append("      per worker: " + ", ".join(f"{w} {s:.2f} s" for w, s in sorted(total.items())))
+    lines.append(f"      summed over rounds: slowest task - mean task {a['round_imbalance_s']:.3f} s, round wall - "
+                 f"slowest task {a['round_overhead_s']:.3f} s, client between rounds {a['between_rounds_s']:.3f} s")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -97,14 +123,16 @@ def main() -> None:
     lines = [f"GPU: {gpu_name} (x{n_gpu} visible); CPU config: {cpu_name}, one single-threaded worker per core; "
              f"p=1e-3, sync, confidence 0.95, seed {args.seed}", "",
              "| config | network | target | r | probability | half-width | R-hat | chains x length | steps | "
-             "rounds | wall s | steps/s | speed-up vs 1 GPU |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "rounds | wall s | steps/s | speed-up vs 1 GPU | imbalance s | overhead s | between rounds s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     base = {(r["network"], r["precision"]): r["wall"] for r in rows if r["config"] == "1 GPU"}
     for r in rows:
         ref = base.get((r["network"], r["precision"]))
         sp = f"{ref / r['wall']:.2f}" if ref else "-"
         lines.append(f"| {r['config']} | {r['network']} ({r['nodes']}) | {r['target']} | {r['precision']:g} | "
                      f"{r['probability']:.6f} | {r['half_width']:.1e} | {r['rhat']:.3f} | {r['chains']} x {r['length']} | "
-                     f"{r['steps']:.3g} | {r['rounds']} | {r['wall']:.2f} | {r['rate']:.3g} | {sp} |")
+                     f"{r['steps']:.3g} | {r['rounds']} | {r['wall']:.2f} | {r['rate']:.3g} | {sp} | "
+                     f"{r['imbalance']:.3f} | {r['overhead']:.3f} | {r['between']:.3f} |")
     emit(lines, args.out)
 
 

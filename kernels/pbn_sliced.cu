@@ -1,6 +1,10 @@
 // Bit-sliced PBN simulation: each thread advances 32 trajectories (one bit each) of one word group.
-// State layout, tiled per thread block: S[block][node][thread] (DS_BLOCK threads), so a warp reads a
-// node's words coalesced and every node sits at a compile-time offset from the thread's base pointer.
+// State layout, tiled: S[tile][node][thread] (DS_BLOCK threads), so a warp reads a node's words
+// coalesced and every node sits at a compile-time offset from the thread's base pointer.
+// Each thread block advances one tile as its task (ds_task) says: from which step, for how many
+// steps, whose chains (seed, first chain id, perturbation table, knockouts, counters). So one launch
+// can advance a part of the tiles (the host balances long runs over the device in whole waves:
+// distsim/pbn/gpu.py plan_passes) or the chains of many runs at once (a batched sweep).
 // Data placement: "hot" nodes live in registers during a launch; "cold" nodes (large networks) stay
 // in global memory, double-buffered between S and the scratch array T (reads of step st come from
 // `in`, writes go to `out`, swapped every step), which keeps registers from spilling.
@@ -22,6 +26,9 @@
 
 #define DS_VC 8          // vertical-counter planes (per-chain counts flushed every 255 steps)
 #define DS_BLOCK 128     // threads per block (the host launches exactly this many)
+#ifndef DS_MINB
+#define DS_MINB 1        // resident blocks per SM the register allocation must allow (set by the host)
+#endif
 
 // A load the compiler may not merge with other loads of the same word: a cold node is re-read from
 // L1 at each use instead of occupying a register from its first use to its last.
@@ -53,27 +60,47 @@ __device__ __forceinline__ int ds_choose(uint32_t u, const uint32_t* __restrict_
     return f;
 }
 
-extern "C" __global__ void __launch_bounds__(DS_BLOCK)
-pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, const int n_chains,
-           const unsigned long long chain0, const unsigned long long step0, const int nsteps, const uint32_t seed,
+// One thread block's work (the host's numpy twin: distsim/pbn/launch.py TASK_DTYPE).
+struct ds_task {
+    unsigned long long chain0;  // id of the tile's first chain (thread t, lane l: chain0 + 32 t + l)
+    unsigned long long step0;   // absolute step of the tile's state when the task starts
+    uint32_t tile;              // tile of S (and T) it advances
+    uint32_t seed;              // its run's seed (Philox key word 0)
+    int nsteps;
+    int n_chains;               // valid chains in the tile (<= 32 * DS_BLOCK)
+    int slot;                   // its run: counters pooled[slot], node_ones[slot]
+    int pert, n_pert;           // its perturbation table: pert_list/pert_thresh[pert .. pert + n_pert)
+    int fix, n_fix;             // its knockouts: fix_list[2 (fix + k)] = node, [2 (fix + k) + 1] = value
+    int flags;                  // DS_LAST: the tile's last task of the advance (count the occupancy)
+};
+#define DS_LAST 1
+
+extern "C" __global__ void __launch_bounds__(DS_BLOCK, DS_MINB)
+pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const ds_task* __restrict__ tasks, const int n_tiles,
            const int* __restrict__ func_start, const uint32_t* __restrict__ func_thresh,
            const uint32_t* __restrict__ ctx_thresh, const int n_ctx, const int* __restrict__ ctx_func,
-           const int* __restrict__ pert_nodes, const uint32_t* __restrict__ pertG, const int n_pert,
+           const int* __restrict__ pert_list, const uint32_t* __restrict__ pert_thresh,
+           const int* __restrict__ fix_list,
            const int want_chain, uint32_t* __restrict__ chain_ones,
            const int want_nodes, unsigned long long* __restrict__ node_ones,
            unsigned long long* __restrict__ pooled)
 {
     extern __shared__ unsigned long long ds_node_acc[];  // [DS_N] when want_nodes
-    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    const ds_task task = tasks[blockIdx.x];
     if (want_nodes) {
         for (int i = threadIdx.x; i < DS_N; i += blockDim.x) ds_node_acc[i] = 0ull;
         __syncthreads();
     }
-    const bool active = g < G;
-    const int lanes = active ? max(0, min(32, n_chains - g * 32)) : 0;
+    const int nsteps = task.nsteps;
+    const uint32_t seed = task.seed;
+    const unsigned long long cbase = task.chain0 + 32ull * threadIdx.x;  // chain id of lane 0
+    const int lanes = max(0, min(32, task.n_chains - 32 * (int)threadIdx.x));
     const uint32_t valid = lanes >= 32 ? 0xFFFFFFFFu : ((1u << lanes) - 1u);
+    const int* __restrict__ pert_nodes = pert_list + task.pert;
+    const uint32_t* __restrict__ pertG = pert_thresh + task.pert;
+    const int n_pert = task.n_pert;
     const uint32_t G_last = n_pert > 0 ? pertG[n_pert - 1] : 0u;
-    const unsigned long long tile = (unsigned long long)blockIdx.x * DS_N * DS_BLOCK + threadIdx.x;
+    const unsigned long long tile = (unsigned long long)task.tile * DS_N * DS_BLOCK + threadIdx.x;
     uint32_t* __restrict__ Sb = S + tile;  // this thread's column: node i at Sb[i * DS_BLOCK]
     uint32_t* __restrict__ Tb = T + tile;
 
@@ -98,7 +125,7 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
 
     int since_flush = 0;
     for (int st = 0; st < nsteps; ++st) {
-        const unsigned long long step = step0 + (unsigned long long)st;
+        const unsigned long long step = task.step0 + (unsigned long long)st;
         const uint32_t* __restrict__ in = (st & 1) ? Tb : Sb;  // cold nodes: this step's input ...
         uint32_t* __restrict__ out = (st & 1) ? Sb : Tb;        // ... and output buffer
         (void)in; (void)out;
@@ -108,7 +135,7 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
         uint32_t ge_2_1 = 0u;  // lanes where node 2 takes function >= 1
         //@@ end
         for (int lane = 0; lane < lanes; ++lane) {
-            const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
+            const uint32_t chain = (uint32_t)(cbase + lane);
             const uint32_t bit = 1u << lane;
             const ds_u32x4 b0 = ds_philox4x32_10(ds_u32x4{0u, slo, shi, 0u}, seed, chain);
             if (b0.x < G_last) { ev |= bit; continue; }
@@ -130,13 +157,27 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
         n0 = (n0 & ~ev) | (s0 & ev); n1 = (n1 & ~ev) | (s1 & ev); n2 = (n2 & ~ev) | (s2 & ev);
         //@@ end
 
+        // knockouts of this run (a batched sweep): a fixed node takes its value where it is updated
+        for (int k = 0; k < task.n_fix; ++k) {
+            const int node = fix_list[2 * (task.fix + k)];
+            const uint32_t fv = fix_list[2 * (task.fix + k) + 1] ? 0xFFFFFFFFu : 0u;
+            switch (node) {
+                //@@ fixset
+                case 0: n0 = (n0 & ev) | (fv & ~ev); break;
+                case 1: n1 = (n1 & ev) | (fv & ~ev); break;
+                case 2: n2 = (n2 & ev) | (fv & ~ev); break;
+                //@@ end
+                default: break;
+            }
+        }
+
         // perturbation steps: flip the chosen nodes of each perturbed trajectory
         uint32_t e = ev;
         while (e) {
             const int lane = __ffs(e) - 1;
             const uint32_t lb = 1u << lane;
             e &= e - 1u;
-            const uint32_t chain = (uint32_t)(chain0 + (unsigned long long)(g * 32 + lane));
+            const uint32_t chain = (uint32_t)(cbase + lane);
             ds_u32x4 blk = ds_philox4x32_10(ds_u32x4{0u, slo, shi, 0u}, seed, chain);
             int cur = 0;
             uint32_t u = blk.x;
@@ -194,7 +235,8 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
                         uint32_t c = 0u;
 #pragma unroll
                         for (int b = 0; b < DS_VC; ++b) c |= ((vc[t][b] >> lane) & 1u) << b;
-                        chain_ones[(unsigned long long)t * n_chains + g * 32 + lane] += c;
+                        chain_ones[((unsigned long long)t * n_tiles + task.tile) * (32 * DS_BLOCK)
+                                   + 32 * threadIdx.x + lane] += c;
                     }
 #pragma unroll
                     for (int b = 0; b < DS_VC; ++b) vc[t][b] = 0u;
@@ -211,7 +253,7 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
         }
     }
 
-    if (active) {
+    {
         //@@ store
         Sb[0 * DS_BLOCK] = s0; Sb[1 * DS_BLOCK] = s1; Sb[2 * DS_BLOCK] = s2;
         //@@ end
@@ -219,17 +261,19 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const int G, cons
             //@@ finish
             //@@ end
         }
+        unsigned long long* __restrict__ pk = pooled + (unsigned long long)task.slot * 4 * DS_T;
 #pragma unroll
         for (int t = 0; t < DS_T; ++t) {
-            atomicAdd(&pooled[4 * t + 0], (unsigned long long)cnt_ones[t]);
-            atomicAdd(&pooled[4 * t + 1], (unsigned long long)cnt_01[t]);
-            atomicAdd(&pooled[4 * t + 2], (unsigned long long)cnt_10[t]);
-            atomicAdd(&pooled[4 * t + 3], (unsigned long long)__popc(prev[t]));
+            atomicAdd(&pk[4 * t + 0], (unsigned long long)cnt_ones[t]);
+            atomicAdd(&pk[4 * t + 1], (unsigned long long)cnt_01[t]);
+            atomicAdd(&pk[4 * t + 2], (unsigned long long)cnt_10[t]);
+            if (task.flags & DS_LAST) atomicAdd(&pk[4 * t + 3], (unsigned long long)__popc(prev[t]));
         }
     }
     if (want_nodes) {
         __syncthreads();
-        for (int i = threadIdx.x; i < DS_N; i += blockDim.x) atomicAdd(&node_ones[i], ds_node_acc[i]);
+        unsigned long long* __restrict__ nk = node_ones + (unsigned long long)task.slot * DS_N;
+        for (int i = threadIdx.x; i < DS_N; i += blockDim.x) atomicAdd(&nk[i], ds_node_acc[i]);
     }
 }
 

@@ -1,9 +1,10 @@
-"""Fault injection for tests and drills: a shard task that kills its own worker process once, and one
-that records its attempts."""
+"""Fault injection for tests and drills: a shard task that kills its own worker process once, one
+that records its attempts, and one that is always slower (a slow device)."""
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,4 +43,18 @@ class RecordAttempts:
     def __call__(self, ctx: ShardContext, payload: Any) -> Any:
         n = sum(name.startswith(f"r{ctx.round}-s{ctx.shard}-") for name in os.listdir(self.folder))
         open(os.path.join(self.folder, f"r{ctx.round}-s{ctx.shard}-{n}-{os.getpid()}"), "w").close()
+        return self.fn(ctx, payload)
+
+
+@dataclass(frozen=True)
+class SlowShard:
+    """Wraps a shard function; shard ``shard`` takes ``seconds`` longer every round (a slower device)."""
+
+    fn: ShardFn
+    shard: int = 0
+    seconds: float = 0.1
+
+    def __call__(self, ctx: ShardContext, payload: Any) -> Any:
+        if ctx.shard == self.shard:
+            time.sleep(self.seconds)
         return self.fn(ctx, payload)

@@ -39,6 +39,7 @@ class Run:
         self.device_seconds = 0.0  # sum over rounds of the slowest task
         self.round_seconds = 0.0  # sum over rounds of the client's wall time
         self.last_round_seconds = 0.0
+        self.round_log: list[tuple[float, list[float], list[str]]] = []  # wall s, task s and worker per shard
         self.t_start = time.perf_counter()
         self._cached = False  # stateful shards may have left state on the workers
         self._closed = False
@@ -103,6 +104,24 @@ class Run:
         self._cached = True
         return StatefulShards(self, kind, setups)
 
+    def timings(self) -> dict[str, Any]:
+        """Where a run's wall time went, as Dataset attrs (lists as comma-separated text): each task's
+        seconds (``task_seconds``, round by round; ``round_tasks`` per round) and worker
+        (``task_workers``), each round's wall time on the client (``round_wall_s``). Summed over
+        rounds: ``round_imbalance_s`` (slowest task minus the mean: uneven shards or a slower device),
+        ``round_overhead_s`` (round wall time minus the slowest task: scheduling, transfers) and
+        ``between_rounds_s`` (the client's own work between rounds)."""
+        walls = [w for w, _, _ in self.round_log]
+        tasks = [t for _, t, _ in self.round_log]
+        return {
+            "task_seconds": ",".join(f"{s:.4f}" for t in tasks for s in t),
+            "round_tasks": ",".join(str(len(t)) for t in tasks), "round_wall_s": ",".join(f"{w:.4f}" for w in walls),
+            "task_workers": ",".join(w for _, _, ws in self.round_log for w in ws),
+            "round_imbalance_s": float(sum(max(t) - sum(t) / len(t) for t in tasks)),
+            "round_overhead_s": float(sum(w - max(t) for w, t in zip(walls, tasks))),
+            "between_rounds_s": float(max(0.0, self.elapsed() - sum(walls))),
+        }
+
     def provenance(self, **fields: Any) -> dict[str, Any]:
         """The Dataset attrs: the run's backend, devices, executor and wall time, plus ``fields``."""
         return results.provenance(
@@ -120,6 +139,8 @@ class Run:
         self.metas.extend(metas)
         if metas:
             self.device_seconds += max(m["seconds"] for m in metas)
+            self.round_log.append((self.last_round_seconds, [m["seconds"] for m in metas],
+                                   [m["worker"] for m in metas]))
         return [r for r, _ in out]
 
 

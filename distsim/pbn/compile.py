@@ -265,6 +265,46 @@ def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
     net = full if len(keep) == full.n else full.subnetwork(keep)
     sim = {old: new for new, old in enumerate(keep)}
     n = net.n
+    exprs, func_start, func_thresh = _functions(net)
+    multi, multi_word = _multi_layout(full, sim)
+    ctx_thresh, ctx_func = _contexts(full, keep)
+    pert, pert_G = perturbation_layout(full, keep)
+    par_start, par_index, tt_start, tt_words = _truth_tables(exprs)
+    h = hashlib.sha256((full.digest() + f"|keep={keep}").encode()).hexdigest()
+    return CompiledPBN(
+        n=n,
+        perturbation=net.perturbation,
+        dependent=net.dependent,
+        func_start=np.array(func_start, dtype=np.int32),
+        func_thresh=np.array(func_thresh, dtype=np.uint32),
+        multi_nodes=np.array(multi, dtype=np.int32),
+        ctx_thresh=np.array(ctx_thresh, dtype=np.uint32),
+        ctx_func=np.ascontiguousarray(ctx_func),
+        n_pert=len(pert),
+        pert_nodes=pert if len(pert) else np.array([-1], dtype=np.int32),
+        pert_G=pert_G,
+        multi_word=np.array(multi_word, dtype=np.int32),
+        draw_node=np.array([sim.get(i, -1) for i in range(full.n)], dtype=np.int32),
+        init_index=np.array(keep, dtype=np.int32),
+        program=compile_program(exprs, n),
+        par_start=np.array(par_start, dtype=np.int32),
+        par_index=np.array(par_index, dtype=np.int32),
+        tt_start=np.array(tt_start, dtype=np.int32),
+        tt=np.array(tt_words if tt_words else [0], dtype=np.uint32),
+        digest=h,
+    )
+
+
+def perturbation_layout(full: PBN, keep: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The perturbable entries of ``full`` as simulated nodes of ``keep`` (-1: a removed node, a
+    phantom) and their thresholds ``G`` (see the module docstring); none when p = 0."""
+    sim = {old: new for new, old in enumerate(sorted(keep))}
+    pert = [sim.get(i, -1) for i in full.perturbable()] if full.perturbation > 0 else []
+    return np.array(pert, dtype=np.int32), perturbation_table(full.perturbation, len(pert))
+
+
+def _functions(net: PBN) -> tuple[list[Expr], list[int], list[int]]:
+    """Every node's predictor functions in node order, each node's first function, the selection thresholds."""
     exprs: list[Expr] = []
     func_start = [0]
     func_thresh: list[int] = []
@@ -272,20 +312,28 @@ def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
         exprs.extend(p.expr for p in plist)
         func_thresh.extend(cumulative_thresholds([p.probability for p in plist]))
         func_start.append(len(exprs))
-    multi, multi_word = [], []
-    if not full.dependent:
-        full_multi = [i for i in range(full.n) if len(full.predictors[i]) > 1]
-        multi = [sim[i] for i in full_multi if i in sim]
-        multi_word = [1 + k for k, i in enumerate(full_multi) if i in sim]
-    if full.dependent:
-        ctx_thresh = cumulative_thresholds([p for _, p in full.contexts])
-        ctx_func = np.array([[choice[o] for o in keep] for choice, _ in full.contexts], dtype=np.int32).reshape(-1, n)
-    else:
-        ctx_thresh = [U32 - 1]
-        ctx_func = np.zeros((1, n), dtype=np.int32)
-    pert = [sim.get(i, -1) for i in full.perturbable()] if full.perturbation > 0 else []
-    G = perturbation_table(full.perturbation, len(pert))
+    return exprs, func_start, func_thresh
 
+
+def _multi_layout(full: PBN, sim: dict[int, int]) -> tuple[list[int], list[int]]:
+    """Kept multi-function nodes (independent PBNs) and the step word of each in the full network's layout."""
+    if full.dependent:
+        return [], []
+    full_multi = [i for i in range(full.n) if len(full.predictors[i]) > 1]
+    return [sim[i] for i in full_multi if i in sim], [1 + k for k, i in enumerate(full_multi) if i in sim]
+
+
+def _contexts(full: PBN, keep: list[int]) -> tuple[list[int], np.ndarray]:
+    """Context thresholds and each kept node's function in each context (dependent PBNs; else one context)."""
+    if not full.dependent:
+        return [U32 - 1], np.zeros((1, len(keep)), dtype=np.int32)
+    ctx_thresh = cumulative_thresholds([p for _, p in full.contexts])
+    ctx_func = np.array([[choice[o] for o in keep] for choice, _ in full.contexts], dtype=np.int32)
+    return ctx_thresh, ctx_func.reshape(-1, len(keep))
+
+
+def _truth_tables(exprs: list[Expr]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Parents of each function and its packed truth table (functions with <= TT_MAX_PARENTS parents)."""
     par_start, par_index, tt_start, tt_words = [0], [], [0], []
     for e in exprs:
         parents = variables(e)
@@ -298,28 +346,4 @@ def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
                                 bitorder="big").view(">u4").astype(np.uint32)
             tt_words.extend(int(w) for w in words)
         tt_start.append(len(tt_words))
-
-    prog = compile_program(exprs, n)
-    h = hashlib.sha256((full.digest() + f"|keep={keep}").encode()).hexdigest()
-    return CompiledPBN(
-        n=n,
-        perturbation=net.perturbation,
-        dependent=net.dependent,
-        func_start=np.array(func_start, dtype=np.int32),
-        func_thresh=np.array(func_thresh, dtype=np.uint32),
-        multi_nodes=np.array(multi, dtype=np.int32),
-        ctx_thresh=np.array(ctx_thresh, dtype=np.uint32),
-        ctx_func=np.ascontiguousarray(ctx_func),
-        n_pert=len(pert),
-        pert_nodes=np.array(pert if pert else [-1], dtype=np.int32),
-        pert_G=G,
-        multi_word=np.array(multi_word, dtype=np.int32),
-        draw_node=np.array([sim.get(i, -1) for i in range(full.n)], dtype=np.int32),
-        init_index=np.array(keep, dtype=np.int32),
-        program=prog,
-        par_start=np.array(par_start, dtype=np.int32),
-        par_index=np.array(par_index, dtype=np.int32),
-        tt_start=np.array(tt_start, dtype=np.int32),
-        tt=np.array(tt_words if tt_words else [0], dtype=np.uint32),
-        digest=h,
-    )
+    return par_start, par_index, tt_start, tt_words

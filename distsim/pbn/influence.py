@@ -44,6 +44,19 @@ def influence(
     """
     net = as_network(net, perturbation=perturbation, fixed=fixed)
     i = net.index(target_node)
+    P = _parents(net, i, parents)
+    assignments = list(itertools.product((0, 1), repeat=len(P)))
+    targets = [dict((net.nodes[p], v) for p, v in zip(P, a)) for a in assignments]
+    ss = steady_state(net, targets, precision=precision, **steady_kwargs)
+    ds = _influence_dataset(net, i, P, assignments, ss)
+    ds.attrs = dict(ss.attrs)
+    ds.attrs.update(workload="pbn.influence", target_node=net.nodes[i], parents=",".join(net.nodes[p] for p in P),
+                    assignment_order=",".join(net.nodes[p] for p in P))
+    return ds
+
+
+def _parents(net: PBN, i: int, parents: Sequence[str | int] | None) -> list[int]:
+    """The parents to study (default: every parent of the node's functions), checked."""
     needed = net.parents(i)
     P = list(needed) if parents is None else sorted({net.index(p) for p in parents})
     missing = [net.nodes[p] for p in needed if p not in P]
@@ -53,13 +66,14 @@ def influence(
         raise ValueError(f"node {net.nodes[i]!r} has no parents")
     if len(P) > MAX_PARENTS:
         raise ValueError(f"{len(P)} parents: the joint distribution would need 2**{len(P)} targets (max {MAX_PARENTS})")
-    k = len(P)
-    assignments = list(itertools.product((0, 1), repeat=k))
-    targets = [dict((net.nodes[p], v) for p, v in zip(P, a)) for a in assignments]
-    ss = steady_state(net, targets, precision=precision, **steady_kwargs)
+    return P
+
+
+def _influence_dataset(net: PBN, i: int, P: list[int], assignments: list[tuple[int, ...]],
+                       ss: xr.Dataset) -> xr.Dataset:
+    """Influences from the steady-state joint distribution of the parents (one target per assignment)."""
     joint = ss.probability.values  # pi(assignment), all 2^k assignments (they partition the state space)
     precision = float(ss.attrs["precision"])
-
     preds = net.predictors[i]
     sensitive = _sensitivity(net, i, P, assignments)
     func_infl = sensitive.astype(float) @ joint
@@ -67,7 +81,7 @@ def influence(
     infl = c @ func_infl
     # each joint probability is within +-precision (with the stated confidence)
     sens_count = c @ sensitive.sum(axis=2)
-    ds = xr.Dataset(
+    return xr.Dataset(
         {
             "influence": ("parent", infl, {"long_name": f"long-run influence on {net.nodes[i]}", "units": "1"}),
             "influence_halfwidth": ("parent", np.minimum(sens_count * precision, 1.0),
@@ -86,10 +100,6 @@ def influence(
             "assignment": ["".join(map(str, a)) for a in assignments],
         },
     )
-    ds.attrs = dict(ss.attrs)
-    ds.attrs.update(workload="pbn.influence", target_node=net.nodes[i], parents=",".join(net.nodes[p] for p in P),
-                    assignment_order=",".join(net.nodes[p] for p in P))
-    return ds
 
 
 def _sensitivity(net: PBN, i: int, P: list[int], assignments: list[tuple[int, ...]]) -> np.ndarray:

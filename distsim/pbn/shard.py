@@ -78,28 +78,43 @@ class Chains(ShardKind):
         """Counts per segment, per chain and per node, plus final states."""
         if state.step > b.step_from:  # a state past the block's start cannot go back: start again
             state.step, state.S = 0, _init(ctx.backend, b)
-        T = max(1, len(b.targets))
         if state.step < b.step_from:  # replay: same bits, counts discarded
             _advance(ctx.backend, state.S, b, state.step, b.step_from - state.step, False, False)
         state.step = b.step_from
-        pooled = np.zeros((len(b.segments), T, 4), dtype=np.uint64)
-        chain_ones = np.zeros((T, b.n_chains), dtype=np.uint32) if b.want_chain else None
-        node_ones = np.zeros(b.compiled.n, dtype=np.uint64) if b.want_nodes else None
+        counts = SegmentCounts(b)
         for k, end in enumerate(b.segments):
-            out = _advance(ctx.backend, state.S, b, state.step, end - state.step, b.want_chain, b.want_nodes)
-            pooled[k] = out["pooled"]
-            if b.want_chain:
-                chain_ones += out["chain_ones"]
-            if b.want_nodes:
-                node_ones += out["node_ones"]
+            counts.add(k, _advance(ctx.backend, state.S, b, state.step, end - state.step, b.want_chain, b.want_nodes))
             state.step = end
-        result = {"pooled": pooled, "step": state.step}
-        if b.want_chain:  # sufficient statistics only: sum c and sum c^2 per target, exact
-            result["chain_sums"] = [exact_sums(chain_ones[t]) for t in range(T)]
-        if b.want_nodes:
-            result["node_ones"] = node_ones
-        if b.want_states:
-            result["states"] = _states(ctx.backend, state.S, b)
+        return counts.result(state.step, _states(ctx.backend, state.S, b) if b.want_states else None)
+
+
+class SegmentCounts:
+    """A block's result, gathered segment by segment: pooled counts [segment, target, 4] (ones, n01,
+    n10, occupancy at the segment's end), and over all segments the exact sums of each chain's
+    steps in each target (``want_chain``) and each node's ones (``want_nodes``)."""
+
+    def __init__(self, b: Block):
+        T = max(1, len(b.targets))
+        self.b = b
+        self.pooled = np.zeros((len(b.segments), T, 4), dtype=np.uint64)
+        self.chain_ones = np.zeros((T, b.n_chains), dtype=np.uint32) if b.want_chain else None
+        self.node_ones = np.zeros(b.compiled.n, dtype=np.uint64) if b.want_nodes else None
+
+    def add(self, k: int, out: dict) -> None:
+        self.pooled[k] = out["pooled"]
+        if self.chain_ones is not None:
+            self.chain_ones += out["chain_ones"]
+        if self.node_ones is not None:
+            self.node_ones += out["node_ones"]
+
+    def result(self, step: int, states: np.ndarray | None = None) -> dict:
+        result = {"pooled": self.pooled, "step": step}
+        if self.chain_ones is not None:  # sufficient statistics only: sum c and sum c^2 per target, exact
+            result["chain_sums"] = [exact_sums(self.chain_ones[t]) for t in range(len(self.chain_ones))]
+        if self.node_ones is not None:
+            result["node_ones"] = self.node_ones
+        if states is not None:
+            result["states"] = states
         return result
 
 

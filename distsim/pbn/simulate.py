@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -62,8 +62,8 @@ def simulate(
         run.progress.start(f"{trajectories} trajectories x {steps} steps on {run.describe()}", total=steps,
                            unit="step")
         res = _run_steps(run, run.stateful(CHAINS, template), steps, keep_states)
-    return _dataset(net, tgts, res, run, mode=mode, seed=seed, steps=steps, trajectories=trajectories,
-                    keep_states=keep_states)
+    return simulation_dataset(net, tgts, res, run.provenance, rounds=run.rounds, round_seconds=run.round_seconds,
+                              mode=mode, seed=seed, steps=steps, trajectories=trajectories, keep_states=keep_states)
 
 
 def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_states: bool) -> dict:
@@ -90,8 +90,10 @@ def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_
         size = int(min(steps - at, max(1, size * ROUND_SECONDS / max(run.last_round_seconds, 1e-3))))
 
 
-def _dataset(net: PBN, tgts: list, res: dict, run: engine.Run, *, mode: str, seed: int, steps: int,
-             trajectories: int, keep_states: bool) -> xr.Dataset:
+def simulation_dataset(net: PBN, tgts: list, res: dict, provenance: Callable[..., dict], *, rounds: int,
+                       round_seconds: float, mode: str, seed: int, steps: int, trajectories: int,
+                       keep_states: bool) -> xr.Dataset:
+    """The Dataset of :func:`simulate` from the summed counts ``res`` (node_ones, pooled, states)."""
     node_ones = np.asarray(res["node_ones"]).astype(np.float64)
     denom = float(trajectories) * steps
     data: dict[str, Any] = {
@@ -114,9 +116,9 @@ def _dataset(net: PBN, tgts: list, res: dict, run: engine.Run, *, mode: str, see
         data["final_in_target"] = ("target", pooled[:, 3].astype(np.int64),
                                    {"long_name": "trajectories in the set after the last step"})
     ds = xr.Dataset(data, coords=coords)
-    ds.attrs = run.provenance(
+    ds.attrs = provenance(
         workload="pbn.simulate", seed=seed, model_name=net.name, model_sha256=net.digest(), mode=mode, steps=steps,
         trajectories=trajectories, perturbation=net.perturbation, steps_simulated=trajectories * steps,
-        steps_per_second=trajectories * steps / max(run.round_seconds, 1e-12), rounds=run.rounds,
+        steps_per_second=trajectories * steps / max(round_seconds, 1e-12), rounds=rounds,
     )
     return ds

@@ -27,7 +27,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Generator, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -35,7 +35,7 @@ import xarray as xr
 from .. import engine
 from ..models.pbn import PBN
 from ..rng import check_seed, derive_seeds
-from .compile import compile_pbn
+from .compile import CompiledPBN, compile_pbn
 from .inputs import (Target, TargetSpec, as_network, check_count, check_mode, initial_state, parse_targets, resolve_mode,
                      target_label)
 from .reduce import ancestors, frozen_nodes
@@ -64,11 +64,15 @@ class _Segment:
     counts: np.ndarray  # [T, 3]: ones, n01, n10 over states start+1..end
 
 
+Request = list[Block]  # one round: the step of every shard
+Steps = Generator[Request, list[dict], Any]  # yields rounds, receives their results (one dict per shard)
+
+
 @dataclass
 class _Ensemble:
     """The chains of one run, split in shards; tracks their length and the counted segments."""
 
-    shards: engine.StatefulShards  # of Block
+    setups: list[Block]
     T: int
     length: int = 0
     steps: int = 0
@@ -77,18 +81,17 @@ class _Ensemble:
 
     @property
     def chains(self) -> int:
-        return sum(b.n_chains for b in self.shards.setups)
+        return sum(b.n_chains for b in self.setups)
 
     def advance(self, to_step: int, *, count_from: int | None = None, pieces: int = 1,
-                boundaries: Sequence[int] = (), want_chain: bool = False) -> list[ChainSums] | None:
+                boundaries: Sequence[int] = (), want_chain: bool = False) -> Steps:
         """Advance every chain to ``to_step``; count from ``count_from`` (default: current length)
-        in ``pieces`` equal segments plus the given extra boundaries."""
+        in ``pieces`` equal segments plus the given extra boundaries. One round (a generator step)."""
         start = self.length if count_from is None else count_from
         grid = {start + (to_step - start) * k // pieces for k in range(1, pieces + 1)}
         grid |= {b for b in boundaries if start < b < to_step}
         segs = (start,) + tuple(sorted(grid))
-        out = self.shards.advance([replace(b, step_from=start, segments=segs, want_chain=want_chain)
-                                   for b in self.shards.setups])
+        out = yield [replace(b, step_from=start, segments=segs, want_chain=want_chain) for b in self.setups]
         self.steps += self.chains * (to_step - self.length)
         pooled = np.sum([r["pooled"] for r in out], axis=0).astype(np.int64)  # [S, T, 4]
         self.occupancy[start] = pooled[0, :, 3]
@@ -99,7 +102,7 @@ class _Ensemble:
         if not want_chain:
             return None
         psi = to_step - start
-        return [sum((ChainSums(b.n_chains, psi, *r["chain_sums"][t]) for b, r in zip(self.shards.setups, out)),
+        return [sum((ChainSums(b.n_chains, psi, *r["chain_sums"][t]) for b, r in zip(self.setups, out)),
                     ChainSums(0, psi, 0, 0)) for t in range(self.T)]
 
     def boundaries(self) -> list[int]:
@@ -143,33 +146,133 @@ class _Search:
         """Asymptotic variance estimates from Gelman-Rubin's B (no Markov assumption)."""
         return [between_variance(s) for s in self.sums]
 
+    @property
+    def converged(self) -> bool:
+        return self.converged_gr and not self.note
 
-def steady_state(
-    net: PBN | str,
-    target: TargetSpec | Sequence[TargetSpec],
-    *,
-    mode: str | None = None,
-    precision: float = 1e-3,
-    confidence: float = 0.95,
-    epsilon: float = 1e-10,
-    chains: int | None = None,
-    initial_length: int = 64,
-    rhat_threshold: float = 1.05,
-    reduce: bool = True,
-    seed: int = 0,
-    perturbation: float | None = None,
-    fixed: Mapping[str, int] | None = None,
-    initial: str | Mapping[str, int] | None = "random",
-    by_class: bool = False,
-    segments: int = 8,
-    max_length: int = MAX_LENGTH,
-    max_steps: float | None = None,
-    time_limit: float | None = None,
-    client: Any = None,
-    backend: str | None = None,
-    progress: bool | None = None,
-    plot: str | None = None,
-) -> xr.Dataset:
+
+@dataclass(frozen=True)
+class Settings:
+    """The algorithm's settings (checked)."""
+
+    precision: float
+    confidence: float
+    epsilon: float
+    rhat_threshold: float
+    psi0: int
+    segments: int
+    max_length: int
+    max_steps: float | None
+    time_limit: float | None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One steady-state question, checked and compiled: what a run (or a batch of runs) needs."""
+
+    net: PBN
+    tgts: list[Target]
+    seed: int
+    mode: str
+    omega: int
+    settings: Settings
+    reduce: bool
+    keep: list[int]  # the targets' ancestors (all nodes without reduction): what the answer depends on
+    simulated: list[int]  # the nodes simulated: ``keep`` or a superset closed under parents
+    frozen: list[int]  # unfixed frozen nodes among ``keep`` (then nothing is compiled)
+    compiled: CompiledPBN | None
+    sim_targets: tuple
+    fix_mask: np.ndarray
+    fix_val: np.ndarray
+
+    def blocks(self, ranges: Sequence[range]) -> list[Block]:
+        """The shards' payloads: one block of chains per range."""
+        k = self.simulated
+        return [Block(self.compiled, check_mode(self.mode), self.sim_targets, self.seed, r.start, len(r),
+                      self.fix_mask[k], self.fix_val[k], 0, (0,)) for r in ranges]
+
+    def search(self, ens: _Ensemble, prog: engine.Progress, t_start: float) -> Steps:
+        """Algorithms 2 and 3 as rounds (see the module docstring); returns the final :class:`_Search`."""
+        s = self.settings
+        budget = _Budget(s.max_length, s.max_steps, s.time_limit, t_start)
+        search = yield from _gelman_rubin(ens, prog, budget, s.psi0, s.segments, s.rhat_threshold)
+        yield from _two_state(ens, prog, budget, search, s.segments, s.precision, s.confidence, s.epsilon)
+        return search
+
+    def dataset(self, ens: _Ensemble, search: _Search, provenance: Callable[..., dict], **run_fields: Any
+                ) -> xr.Dataset:
+        """The answer, with the run's attrs (``provenance``: the run's, e.g. :meth:`engine.Run.provenance`)."""
+        s, net = self.settings, self.net
+        ds = _dataset(net, self.tgts, ens.window(search.m), search, s.precision, s.confidence, s.epsilon,
+                      search.converged)
+        seconds = run_fields.pop("device_seconds", 0.0)
+        ds.attrs = provenance(
+            workload="pbn.steady_state", seed=self.seed, model_name=net.name, model_sha256=net.digest(),
+            mode=self.mode, precision=s.precision, confidence=s.confidence, epsilon=s.epsilon,
+            rhat_threshold=s.rhat_threshold, chains=self.omega, initial_length=s.psi0, chain_length=ens.length,
+            steps_simulated=ens.steps, rounds=run_fields.pop("rounds"), perturbation=net.perturbation,
+            reduced=self.reduce, nodes=net.n, nodes_removed=net.n - len(self.keep), nodes_simulated=len(self.keep),
+            device_seconds=seconds, steps_per_second=ens.steps / max(seconds, 1e-12),
+            converged=int(search.converged), note=search.note or "ok", **run_fields)
+        return ds
+
+
+def prepare(net: PBN | str, target: TargetSpec | Sequence[TargetSpec], *, mode: str | None = None,
+            precision: float = 1e-3, confidence: float = 0.95, epsilon: float = 1e-10, chains: int | None = None,
+            initial_length: int = 64, rhat_threshold: float = 1.05, reduce: bool = True, seed: int = 0,
+            perturbation: float | None = None, fixed: Mapping[str, int] | None = None,
+            initial: str | Mapping[str, int] | None = "random", segments: int = 8, max_length: int = MAX_LENGTH,
+            max_steps: float | None = None, time_limit: float | None = None, simulate: Sequence[int] | None = None,
+            build: bool = True, warn_stacklevel: int = 3) -> Problem:
+    """Check the arguments of :func:`steady_state` (same meaning) and compile the simulated network.
+    ``simulate``: these nodes (a superset of the targets' ancestors closed under parents) instead of
+    the ancestors -- the same trajectories for them (:mod:`.reduce`); ``build=False``: leave
+    ``compiled`` empty (a batch compiles one network for many problems)."""
+    _check_options(precision, confidence, epsilon, rhat_threshold)
+    net = as_network(net, perturbation=perturbation, fixed=fixed)
+    tgts = parse_targets(target, net)
+    if not tgts:
+        raise ValueError("steady_state needs at least one target")
+    seed = check_seed(seed)
+    mode = resolve_mode(mode, net)
+    check_mode(mode)
+    omega = check_count("chains", chains if chains is not None else default_chains(precision), 2, 2**32)
+    settings = Settings(precision, confidence, epsilon, rhat_threshold,
+                        check_count("initial_length", initial_length, 2, max_length),
+                        check_count("segments", segments, 1, 1024), max_length, max_steps, time_limit)
+    fix_mask, fix_val = initial_state(initial, net)
+    # SCC reduction: simulate only the ancestors of the target nodes
+    keep = ancestors(net, {i for t in tgts for i, _ in t}) if reduce else list(range(net.n))
+    frozen = [i for i in frozen_nodes(net) if i in keep and not fix_mask[i]]
+    simulated = keep if simulate is None else sorted(simulate)
+    remap = {old: new for new, old in enumerate(simulated)}
+    sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
+    compiled = compile_pbn(net, simulated) if build and not frozen else None
+    if net.perturbation == 0 and not frozen:
+        warnings.warn("perturbation p = 0: the chain need not be ergodic, so a steady state may not exist or may "
+                      "depend on the initial states", stacklevel=warn_stacklevel)
+    return Problem(net, tgts, seed, mode, omega, settings, reduce, keep, simulated, frozen, compiled, sim_targets,
+                   fix_mask, fix_val)
+
+
+def drive(steps: Steps, execute: Callable[[Request], list[dict]]) -> Any:
+    """Run a generator of rounds: each request goes to ``execute``, its results back in; returns its value."""
+    try:
+        request = next(steps)
+        while True:
+            request = steps.send(execute(request))
+    except StopIteration as stop:
+        return stop.value
+
+
+def steady_state(net: PBN | str, target: TargetSpec | Sequence[TargetSpec], *, mode: str | None = None,
+                 precision: float = 1e-3, confidence: float = 0.95, epsilon: float = 1e-10, chains: int | None = None,
+                 initial_length: int = 64, rhat_threshold: float = 1.05, reduce: bool = True, seed: int = 0,
+                 perturbation: float | None = None, fixed: Mapping[str, int] | None = None,
+                 initial: str | Mapping[str, int] | None = "random", by_class: bool = False, segments: int = 8,
+                 max_length: int = MAX_LENGTH, max_steps: float | None = None, time_limit: float | None = None,
+                 client: Any = None, backend: str | None = None, progress: bool | None = None,
+                 plot: str | None = None) -> xr.Dataset:
     """Estimate the steady-state probability of one or more target sets of states.
 
     ``target``: ``"A=1,B=0"``, ``{"A": 1, "B": 0}``, or a list of such (sharing one simulation).
@@ -187,58 +290,26 @@ def steady_state(
     (a ``frozen_class`` dimension, class k with seed ``derive_seeds(seed, k)``).
     Returns a Dataset over ``target`` with ``probability``, ``ci_low``, ``ci_high`` (the achieved
     interval, estimate +- ``half_width``), ``rhat``, ``burn_in``, ``sample_size``, ``alpha``, ``beta``
-    and run figures; ``plot`` writes a PNG of the convergence.
+    and run figures (per-task timings: :meth:`engine.Run.timings`); ``plot`` writes a PNG of the
+    convergence.
     """
-    budget = _Budget(max_length, max_steps, time_limit, time.perf_counter())
-    _check_options(precision, confidence, epsilon, rhat_threshold, plot)
-    net = as_network(net, perturbation=perturbation, fixed=fixed)
-    tgts = parse_targets(target, net)
-    if not tgts:
-        raise ValueError("steady_state needs at least one target")
-    seed = check_seed(seed)
-    mode = resolve_mode(mode, net)
-    mode_id = check_mode(mode)
-    omega = check_count("chains", chains if chains is not None else default_chains(precision), 2, 2**32)
-    psi0 = check_count("initial_length", initial_length, 2, max_length)
-    segments = check_count("segments", segments, 1, 1024)
-    fix_mask, fix_val = initial_state(initial, net)
-
-    # SCC reduction: simulate only the ancestors of the target nodes
-    keep = ancestors(net, {i for t in tgts for i, _ in t}) if reduce else list(range(net.n))
-    frozen = [i for i in frozen_nodes(net) if i in keep and not fix_mask[i]]
-    if frozen:
-        kw = dict(mode=mode, precision=precision, confidence=confidence, epsilon=epsilon, chains=chains,
-                  initial_length=initial_length, rhat_threshold=rhat_threshold, reduce=reduce, segments=segments,
-                  max_length=max_length, max_steps=max_steps, time_limit=time_limit, client=client, backend=backend,
-                  progress=progress, plot=plot)
-        return _by_frozen_class(net, target, frozen, initial, seed, by_class, kw)
-    remap = {old: new for new, old in enumerate(keep)}
-    sim_targets = tuple(tuple((remap[i], v) for i, v in t) for t in tgts)
-    compiled = compile_pbn(net, keep)
-    if net.perturbation == 0:
-        warnings.warn("perturbation p = 0: the chain need not be ergodic, so a steady state may not exist or may "
-                      "depend on the initial states", stacklevel=2)
-
+    t_start = time.perf_counter()
+    _check_plot(plot)
+    opts = dict(mode=mode, precision=precision, confidence=confidence, epsilon=epsilon, chains=chains,
+                initial_length=initial_length, rhat_threshold=rhat_threshold, reduce=reduce, segments=segments,
+                max_length=max_length, max_steps=max_steps, time_limit=time_limit)
+    prob = prepare(net, target, seed=seed, perturbation=perturbation, fixed=fixed, initial=initial, **opts)
+    if prob.frozen:
+        return _by_frozen_class(prob.net, target, prob.frozen, initial, seed, by_class,
+                                dict(opts, client=client, backend=backend, progress=progress, plot=plot))
     with engine.Run("pbn-ss", client, backend, progress=progress, label="pbn steady-state") as run:
-        template = [Block(compiled, mode_id, sim_targets, seed, r.start, len(r), fix_mask[keep], fix_val[keep], 0,
-                          (0,)) for r in run.split(omega, align=LANE_ALIGN)]
-        ens = _Ensemble(run.stateful(CHAINS, template), len(tgts))
-        run.progress.start(f"{len(tgts)} target(s), {omega} chains, precision {precision:g}, on {run.describe()}",
-                           unit="step")
-        search = _gelman_rubin(ens, run.progress, budget, psi0, segments, rhat_threshold)
-        _two_state(ens, run.progress, budget, search, segments, precision, confidence, epsilon)
-
-    converged = search.converged_gr and not search.note
-    ds = _dataset(net, tgts, ens.window(search.m), search, precision, confidence, epsilon, converged)
-    ds.attrs = run.provenance(
-        workload="pbn.steady_state", seed=seed, model_name=net.name, model_sha256=net.digest(), mode=mode,
-        precision=precision, confidence=confidence, epsilon=epsilon, rhat_threshold=rhat_threshold, chains=omega,
-        initial_length=psi0, chain_length=ens.length, steps_simulated=ens.steps, rounds=run.rounds,
-        perturbation=net.perturbation, reduced=reduce, nodes=net.n, nodes_removed=net.n - len(keep),
-        nodes_simulated=len(keep), device_seconds=run.device_seconds,
-        steps_per_second=ens.steps / max(run.device_seconds, 1e-12),
-        converged=int(converged), note=search.note or "ok",
-    )
+        ens = _Ensemble(prob.blocks(run.split(prob.omega, align=LANE_ALIGN)), len(prob.tgts))
+        shards = run.stateful(CHAINS, ens.setups)
+        run.progress.start(f"{len(prob.tgts)} target(s), {prob.omega} chains, precision {precision:g}, on "
+                           f"{run.describe()}", unit="step")
+        search = drive(prob.search(ens, run.progress, t_start), shards.advance)
+    ds = prob.dataset(ens, search, run.provenance, rounds=run.rounds, device_seconds=run.device_seconds,
+                      **run.timings())
     if plot is not None:
         from .plots import plot_convergence
 
@@ -246,8 +317,7 @@ def steady_state(
     return ds
 
 
-def _check_options(precision: float, confidence: float, epsilon: float, rhat_threshold: float,
-                   plot: str | None) -> None:
+def _check_options(precision: float, confidence: float, epsilon: float, rhat_threshold: float) -> None:
     if not 0 < precision < 0.5:
         raise ValueError(f"precision must be in (0, 0.5), got {precision}")
     if not 0 < confidence < 1:
@@ -256,12 +326,15 @@ def _check_options(precision: float, confidence: float, epsilon: float, rhat_thr
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
     if rhat_threshold <= 1:
         raise ValueError(f"rhat_threshold must be > 1, got {rhat_threshold}")
+
+
+def _check_plot(plot: str | None) -> None:
     if plot is not None and not str(plot).lower().endswith(".png"):
         raise ValueError(f"plot must be a .png path, got {plot!r}")
 
 
 def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: int, segments: int,
-                  threshold: float) -> _Search:
+                  threshold: float) -> Steps:
     """Phase 1 (Algorithm 2): chains run to 2 psi; psi doubles until R-hat < threshold for every target."""
     first = budget.check(ens, 2 * psi)
     if first:
@@ -269,7 +342,8 @@ def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: i
     search = _Search(psi)
     while True:
         prog.update(total=2 * search.psi)
-        search.sums = ens.advance(2 * search.psi, count_from=search.psi, pieces=segments, want_chain=True)
+        search.sums = yield from ens.advance(2 * search.psi, count_from=search.psi, pieces=segments,
+                                             want_chain=True)
         search.rhat = [rhat(s) for s in search.sums]
         est = [s.s1 / (s.chains * s.psi) for s in search.sums]
         search.record(ens.length, search.rhat, est)
@@ -284,7 +358,7 @@ def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: i
 
 
 def _two_state(ens: _Ensemble, prog: engine.Progress, budget: _Budget, search: _Search, segments: int,
-               precision: float, confidence: float, epsilon: float) -> None:
+               precision: float, confidence: float, epsilon: float) -> Steps:
     """Phase 2 (Algorithm 3): extend every chain until the sample of states m+1..length is large
     enough, then check the burn-in M; if M > m, the sample start moves to M and this repeats."""
     m = psi = search.psi
@@ -293,7 +367,7 @@ def _two_state(ens: _Ensemble, prog: engine.Progress, budget: _Budget, search: _
         search.note = f"Gelman-Rubin did not converge ({search.note or 'limits reached'})"
     while not search.note:
         if m >= ens.length:  # the sample starts beyond the chains' end: extend past it first
-            ens.advance(m + psi, pieces=segments, boundaries=(m,))
+            yield from ens.advance(m + psi, pieces=segments, boundaries=(m,))
         win = ens.window(m)
         need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
         E = max(-(-(N - w.size) // ens.chains) for N, w in zip(need, win))
@@ -303,7 +377,7 @@ def _two_state(ens: _Ensemble, prog: engine.Progress, budget: _Budget, search: _
         if E > 0:
             search.note = budget.check(ens, ens.length + E)
             if not search.note:
-                ens.advance(ens.length + E, pieces=segments)
+                yield from ens.advance(ens.length + E, pieces=segments)
             continue
         M = max([burn_in(w.alpha, w.beta, epsilon) for w in win if w.identifiable] + [0])
         if M <= m:

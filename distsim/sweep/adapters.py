@@ -157,19 +157,38 @@ def _pbn_parameters(net: Any) -> list[str]:
     return ["perturbation"]
 
 
+def _pbn_batched(kind: str) -> Callable[..., list[xr.Dataset]]:
+    """``run_chunk`` of a PBN analysis: the chunk's points in one batch (:mod:`distsim.pbn.batch`: the
+    chains of every point advance together, one launch per round on a GPU, the same numbers as one
+    call per point); points that cannot share a batch (selection probabilities) run one by one."""
+    def run_chunk(net: Any, points: list[dict], seeds: list[int], fixed: dict, local: Any) -> list[xr.Dataset]:
+        from ..backends import resolve
+        from ..pbn import batch
+
+        adapter = PBN_STEADY_STATE if kind == "steady_states" else PBN_SIMULATE
+        nets = [_pbn_apply(net, p)[0] for p in points]
+        parts = getattr(batch, kind)(net, nets, seeds, resolve(local.backend), **fixed)
+        if parts is None:
+            fn = adapter.resolve()
+            parts = [fn(m, **fixed, seed=int(s), client=local, progress=False) for m, s in zip(nets, seeds)]
+        return [adapter.summarize(ds) for ds in parts]
+    return run_chunk
+
+
 _PBN_RESERVED = ("seed", "client", "backend", "progress", "plot", "perturbation")
 
 PBN_STEADY_STATE = Adapter(
     name="pbn.steady_state", function="distsim.pbn:steady_state", load=_pbn_load, apply=_pbn_apply,
     parameters=_pbn_parameters, baseline=_pbn_baseline, drop_dims=("round",),
     scalars=("wall_time_s", "chains", "chain_length", "steps_simulated", "rounds", "converged"),
-    reserved=_PBN_RESERVED, max_chunk=8,
+    reserved=_PBN_RESERVED, max_chunk=256, run_chunk=_pbn_batched("steady_states"),
 )
 
 PBN_SIMULATE = Adapter(
     name="pbn.simulate", function="distsim.pbn:simulate", load=_pbn_load, apply=_pbn_apply,
     parameters=_pbn_parameters, baseline=_pbn_baseline, drop_dims=("trajectory",),
-    scalars=("wall_time_s", "steps_simulated"), reserved=_PBN_RESERVED + ("keep_states",), max_chunk=16,
+    scalars=("wall_time_s", "steps_simulated"), reserved=_PBN_RESERVED + ("keep_states",), max_chunk=256,
+    run_chunk=_pbn_batched("simulations"),
 )
 
 # ---- GRN inference --------------------------------------------------------------------------------

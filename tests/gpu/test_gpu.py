@@ -170,3 +170,91 @@ def test_split_placement_equals_cpu(case, mode):
         assert np.array_equal(GPUKernel.states_of(Sg, n_chains), cpu.unslice(S, n_chains, net.n))
         for key in ("pooled", "chain_ones", "node_ones"):
             assert np.array_equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("registers", ["auto", 8])
+def test_balanced_passes_equal_cpu(monkeypatch, mode, registers):
+    """More tiles than the device holds: the rotation of passes (forced here with a capacity of 3
+    tiles) gives the CPU's bits and counts, odd and even pass lengths, hot and cold nodes."""
+    from distsim.pbn import launch
+    from distsim.pbn.gpu import GPUKernel, get_kernel
+
+    net = CASES["kgbn48"]()
+    c = compile_pbn(net)
+    n_chains, seed = 7 * launch.TILE_CHAINS - 1000, 6
+    targets = [((0, 1),), ((1, 0), (net.n - 1, 1))]
+    fix = (np.zeros(net.n, bool), np.zeros(net.n, np.uint8))
+    k = get_kernel(c, mode, targets, registers=registers)
+    assert k.blocks_per_sm >= 1 and k.capacity >= k.sms
+    monkeypatch.setattr(k, "blocks_per_sm", 1)
+    monkeypatch.setattr(k, "sms", 3)
+    monkeypatch.setattr(launch, "MIN_PASS_STEPS", 16)
+    assert len(launch.plan_passes(k.single(0, n_chains, seed).tasks([0], [401]), k.capacity)) > 2
+    S = cpu.init_sliced(net.n, 0, n_chains, seed, *fix)
+    Sg = k.init_state(0, n_chains, seed, *fix)
+    for step0, nsteps in ((0, 401), (401, 250)):
+        a = cpu.advance_sliced(S, c, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, mode=mode,
+                               targets=flat_targets(targets), want_chain=True, want_nodes=True)
+        b = k.advance(Sg, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, want_chain=True,
+                      want_nodes=True)
+        assert np.array_equal(GPUKernel.states_of(Sg, n_chains), cpu.unslice(S, n_chains, net.n))
+        for key in ("pooled", "chain_ones", "node_ones"):
+            assert np.array_equal(a[key], b[key]), key
+
+
+BATCH_CASES = {
+    "faure-sync": ("examples/pbn/bbm023_faure2006_mammalian_cell_cycle_10n.bnet", "sync",
+                   [{"p": 0.01}, {"p": 0.03}, {"fix.v_Rb": 0}, {"fix.v_CycA": 0}, {"fix.v_p27": 1, "p": 0.02},
+                    {"fix.v_CycE": 0}]),
+    "faure-async": ("examples/pbn/bbm023_faure2006_mammalian_cell_cycle_10n.bnet", "async",
+                    [{"p": 0.01}, {"fix.v_Rb": 1}, {"fix.v_CycA": 0}, {"fix.v_Cdh1": 1, "p": 0.03}]),
+    "kgbn48-async": ("examples/pbn/kgbn_aspc1_optimized_pbn_48n_80f.txt", "async",
+                     [{"p": 0.01}, {"fix.AKT1": 0}, {"fix.APC": 1}, {"fix.BAD": 0, "p": 0.02}]),
+}
+
+
+@pytest.mark.parametrize("case", BATCH_CASES)
+def test_batched_sweep_gpu_equals_cpu_per_point(case):
+    """The shared-kernel GPU batch (knockouts set by the kernel, per-point perturbation tables) gives
+    the numbers of one CPU steady_state / simulate call per point."""
+    from distsim.pbn import batch, simulate
+    from distsim.pbn.steady import steady_state
+    from distsim.sweep.adapters import _pbn_apply
+
+    path, mode, points = BATCH_CASES[case]
+    net = load(path).with_perturbation(0.01)
+    nets = [_pbn_apply(net, p)[0] for p in points]
+    seeds = list(range(21, 21 + len(points)))
+    target = [f"{net.nodes[0]}=1", f"{net.nodes[1]}=0,{net.nodes[2]}=1"]
+    kw = dict(target=target, precision=5e-3, chains=3000, mode=mode, max_steps=5e7)
+    got = batch.steady_states(net, nets, seeds, "gpu", **kw)
+    assert got is not None
+    for g, m, s in zip(got, nets, seeds):
+        ref = steady_state(m, seed=s, backend="cpu", **kw)
+        for v in ref.data_vars:
+            assert np.array_equal(g[v].values, ref[v].values, equal_nan=True), (v, s)
+        assert g.attrs["chain_length"] == ref.attrs["chain_length"] and g.attrs["rounds"] == ref.attrs["rounds"]
+    kw = dict(steps=333, trajectories=5000, targets=target, mode=mode)
+    got = batch.simulations(net, nets, seeds, "gpu", **kw)
+    for g, m, s in zip(got, nets, seeds):
+        ref = simulate(m, seed=s, backend="cpu", **kw)
+        for v in ref.data_vars:
+            assert np.array_equal(g[v].values, ref[v].values), (v, s)
+
+
+def test_sweep_on_gpu_is_batched_and_equals_cpu():
+    import distsim
+    import distsim.pbn as pbn
+
+    net = load("examples/pbn/bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet").with_perturbation(0.001)
+    names = list(net.nodes[:6])
+    points = [{"p": p, **{f"fix.{n}": (0 if n == m else None) for n in names}} for p in (0.001, 0.002)
+              for m in [None] + names]  # the wild type and 6 knockouts, at two perturbation probabilities
+    kw = dict(target="v_Casp3=1", precision=1e-2, chains=5000, chunk_size=len(points))
+    a = distsim.sweep(pbn.steady_state, net, points, seed=4, backend="gpu", **kw)
+    b = distsim.sweep(pbn.steady_state, net, points, seed=4, backend="cpu", **kw)
+    assert a.attrs["backend"] == "gpu" and a.attrs["tasks"] == 1
+    for v in b.data_vars:
+        if v != "wall_time_s":
+            assert np.array_equal(a[v].values, b[v].values, equal_nan=True), v

@@ -8,7 +8,7 @@ import pytest
 from distsim import engine
 from distsim.engine import registry
 from distsim.engine.executor import DaskExecutor, LocalExecutor, ShardContext
-from distsim.engine.faults import KillWorkerOnce
+from distsim.engine.faults import KillWorkerOnce, SlowShard
 from distsim.pbn import load, simulate, steady_state
 
 FAURE = "examples/pbn/bbm023_faure2006_mammalian_cell_cycle_10n.bnet"
@@ -70,6 +70,26 @@ def test_worker_killed_mid_run_is_recomputed(net, dask_client, local_result, tmp
     assert marker.exists(), "the fault was not injected"
     assert_same(ds, local_result)
     dask_client.wait_for_workers(2, timeout=60)
+
+
+def test_timings_show_a_slow_worker_and_change_nothing(net, dask_client, local_result):
+    """Per-task timings in the steady-state attrs: with shard 1 slowed by 0.2 s a round (on 2 CPU
+    workers), the round imbalance (slowest task - mean) grows by about 0.1 s a round, shard 1's tasks
+    are the slow ones, and the answer is the same."""
+    delay = 0.2
+    ex = DaskExecutor(dask_client, "cpu", wrap=functools.partial(SlowShard, shard=1, seconds=delay))
+    ds = steady_state(net, client=ex, **SS)
+    assert_same(ds, local_result)
+    a = ds.attrs
+    n = [int(x) for x in a["round_tasks"].split(",")]
+    secs = np.array([float(x) for x in a["task_seconds"].split(",")]).reshape(len(n), 2)
+    assert n == [2] * a["rounds"] and len(set(a["task_workers"].split(","))) == 2
+    # (a worker's first task also loads its kernels, so round 0 may be slow on either worker)
+    assert (secs[:, 1] >= delay).all() and (secs[1:, 1] > secs[1:, 0]).all()
+    assert a["round_imbalance_s"] >= 0.9 * (a["rounds"] - 1) * delay / 2
+    walls = [float(x) for x in a["round_wall_s"].split(",")]
+    assert all(w >= s for w, s in zip(walls, secs.max(axis=1))) and a["round_overhead_s"] >= 0
+    assert 0 <= a["between_rounds_s"] < a["wall_time_s"]
 
 
 def test_simulate_same_on_cluster_and_in_process(net, dask_client):

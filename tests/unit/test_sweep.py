@@ -314,7 +314,7 @@ def test_config_table_csv_and_one_at_a_time(tmp_path):
     assert cfg.points.n == 6 and cfg.points.names == ("parameter", "factor")
 
 
-@pytest.mark.parametrize("example", ["mm_grid.yaml", "mm_sensitivity.yaml", "pbn_grid.yaml"])
+@pytest.mark.parametrize("example", ["mm_grid.yaml", "mm_sensitivity.yaml", "pbn_grid.yaml", "pbn_knockouts.yaml"])
 def test_example_configs_run(tmp_path, monkeypatch, example, capsys):
     from distsim.cli import main
 

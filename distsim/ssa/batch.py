@@ -33,6 +33,7 @@ from .simulate import MAX_HIST_BINS, PILOT, VAR_ATTRS, _check_options, _raise_if
     result_coords
 
 CPU_TRAJ_BYTES = 64 << 20  # grid states held at once by the CPU path when histograms are wanted
+BATCH_MAX_REALIZATIONS = 1 << 20  # a point with more fills a device alone: sweeps run such points one by one
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,66 @@ def simulate_points_block(ctx: engine.ShardContext, b: PointsBlock) -> dict:
 
         return gpu_batch.simulate_points(b, method)
     return _cpu_points(b, method)
+
+
+# ---- chunk sizes: how many points one sweep task carries -------------------------------------------
+
+FILL_REALIZATIONS = {"gpu": 1 << 22, "cpu": 1 << 14}  # realizations that keep a device busy (waves of threads)
+NOMINAL_EVENTS_PER_SECOND = {"gpu": 1e10, "cpu": 1e7}  # per GPU, per CPU thread (benchmarks/RESULTS.md)
+TASK_SECONDS = 60.0  # a task's nominal duration past the fill (progress, resume granularity)
+RESULT_BYTES = 256 << 20  # a task's result, held on its worker and sent to the client
+PILOT_REALIZATIONS = 256
+
+
+@dataclass(frozen=True)
+class CostPilot:
+    """The payload of the pilot task: one point's first realizations, to measure a point's cost."""
+
+    net: ReactionNetwork
+    params: Mapping[str, float]
+    initial: Mapping[str, int]
+    seed: int
+    kwargs: dict
+
+
+def measure_point(ctx: engine.ShardContext, p: CostPilot) -> dict:
+    """Pilot task (on a worker): events per realization of one point, the worker's backend, threads and
+    free device memory (GPU) or None."""
+    local = engine.LocalExecutor(ctx.backend)
+    ds = simulate_batch(p.net, [p.params], [p.seed], initial=[p.initial], client=local, progress=False, **p.kwargs)
+    free = None
+    if ctx.backend == "gpu":
+        import cupy as cp
+
+        free = int(cp.cuda.Device().mem_info[0])
+    from ..backends import cpu_threads
+
+    return {"events": float(ds["mean_firings_per_realization"][0]), "backend": ctx.backend, "free": free,
+            "threads": cpu_threads()}
+
+
+def chunk_points(net: ReactionNetwork, params: Mapping[str, float], initial: Mapping[str, int], seed: int,
+                 n_points: int, run: engine.Run, fixed: Mapping[str, Any]) -> int:
+    """Points per sweep task, from a pilot of one point (its first min(R, 256) realizations on a
+    worker) and the worker's device: at least enough realizations to fill the device, and beyond
+    that up to TASK_SECONDS of nominal work; at most what RESULT_BYTES of results and a quarter of
+    the device's free memory (per-point tables) hold, and at most an even share of the points per
+    worker."""
+    R = int(fixed.get("realizations", 1000))
+    kwargs = {k: v for k, v in fixed.items() if k in ("t_end", "points", "method", "max_events")}
+    kwargs["realizations"] = min(R, PILOT_REALIZATIONS)
+    m = run.round(measure_point, [CostPilot(net, dict(params), dict(initial), seed, dict(kwargs, quantiles=None))])[0]
+    backend = m["backend"]
+    per_point_events = max(1.0, m["events"]) * R
+    rate = NOMINAL_EVENTS_PER_SECOND[backend] * (m["threads"] if backend == "cpu" else 1)
+    fill = -(-FILL_REALIZATIONS[backend] // R)
+    by_time = int(TASK_SECONDS * rate // per_point_events)
+    K, S, M = int(fixed.get("points", 101)), net.n_species, net.n_reactions
+    Q = 0 if fixed.get("quantiles", ()) is None else len(fixed.get("quantiles", (0.05, 0.5, 0.95))) + 1
+    by_result = RESULT_BYTES // (8 * (K * S * (2 + Q) + M + S + 8))
+    by_device = n_points if m["free"] is None else (m["free"] // 4) // (8 * (2 * S + M + 8))
+    share = -(-n_points // max(1, run.n_workers()))
+    return int(max(1, min(share, by_result, by_device, max(fill, by_time))))
 
 
 # ---- the CPU path ---------------------------------------------------------------------------------
@@ -278,4 +339,4 @@ def _dataset(net: ReactionNetwork, b: PointsBlock, res: dict, wall: float) -> xr
     return xr.Dataset(data, coords=coords)
 
 
-__all__ = ["PointsBlock", "simulate_batch", "simulate_points_block"]
+__all__ = ["BATCH_MAX_REALIZATIONS", "PointsBlock", "chunk_points", "simulate_batch", "simulate_points_block"]

@@ -334,6 +334,11 @@ def warp_levels(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(sizes, np.int32), np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
 
 
+def warp_source() -> str:
+    """kernels/ssa_warp.cu with distsim's -log table."""
+    return dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_warp.cu")
+
+
 def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     """One warp per realization (kernels/ssa_warp.cu): yields (grid states (K, S, n), events, errors)."""
     import cupy as cp
@@ -346,8 +351,7 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     chunk = max(WARPS_PER_BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
-    fn = _module(("warp",), lambda: dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_warp.cu")).get_function(
-        "ssa_warp")
+    fn = _module(("warp",), warp_source).get_function("ssa_warp")
     d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
     for start in range(0, R, chunk):
         n = min(chunk, R - start)

@@ -52,9 +52,12 @@ def run_chunk(ctx: engine.ShardContext, chunk: Chunk) -> xr.Dataset:
     """Sweep task (runs on a worker): the analysis for every point of the chunk, in this process."""
     local = engine.LocalExecutor(ctx.backend)
     points = [resolve_point(chunk.adapter, chunk.model, p) for p in chunk.points]
+    parts = None
     if chunk.adapter.run_chunk is not None:
         parts = chunk.adapter.run_chunk(chunk.model, points, list(chunk.seeds), dict(chunk.fixed), local)
-    else:
+        if isinstance(parts, xr.Dataset):
+            return parts
+    if parts is None:
         fn = chunk.adapter.resolve()
         parts = []
         for point, seed in zip(points, chunk.seeds):
@@ -92,6 +95,18 @@ def _model_digest(model: Any) -> str:
 def default_chunk_size(adapter: Adapter, n_points: int, n_workers: int) -> int:
     """About four tasks per worker, at most ``adapter.max_chunk`` points per task."""
     return int(max(1, min(adapter.max_chunk, -(-n_points // (4 * max(1, n_workers))))))
+
+
+def _auto_chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray,
+                     run: engine.Run) -> int:
+    """The adapter's plan (a batched analysis: from a pilot of the first point and the workers'
+    devices), else :func:`default_chunk_size`."""
+    if adapter.plan_chunk is not None:
+        first = resolve_point(adapter, model, pts.point(0))
+        planned = adapter.plan_chunk(model, first, int(seeds[0]), pts.n, run, dict(fixed))
+        if planned is not None:
+            return int(max(1, min(pts.n, planned)))
+    return default_chunk_size(adapter, pts.n, run.n_workers())
 
 
 def sweep(
@@ -144,9 +159,14 @@ def sweep(
     coords["seed"] = seeds.astype(np.int64)
 
     with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
-        C = chunk_size or default_chunk_size(adapter, pts.n, run.n_workers())
-        st = SweepStore(store, config, pts.n, C) if store is not None else None
-        plan = _plan(adapter, model, fixed, pts, seeds, st.chunk_size if st is not None else C, st)
+        st = SweepStore(store, config, pts.n, chunk_size or 1) if store is not None else None
+        if st is not None and st.exists:  # a resumed sweep keeps its store's chunks
+            C = st.chunk_size
+        else:
+            C = chunk_size or _auto_chunk_size(adapter, model, fixed, pts, seeds, run)
+            if st is not None:
+                st.chunk_size = C
+        plan = _plan(adapter, model, fixed, pts, seeds, C, st)
         run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
                            f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
         run.progress.update(plan.resumed)

@@ -21,7 +21,7 @@ import xarray as xr
 from .. import engine, results
 from ..rng import check_seed, derive_seeds
 from .adapters import Adapter, adapter_for, check_fixed
-from .points import SCALE_KEYS, Points, as_points, one_at_a_time
+from .points import SCALE_KEYS, Points, as_points
 from .store import SweepStore
 
 
@@ -255,24 +255,4 @@ def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int) -> dict[
                               fixed=json.dumps(config["fixed"], sort_keys=True))
 
 
-def sensitivity(
-    analysis: str | Callable[..., Any] | Adapter,
-    model: Any,
-    factors: Sequence[float],
-    /,
-    *,
-    parameters: Sequence[str] | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> xr.Dataset:
-    """One-at-a-time sensitivity: every parameter (default: every rate of the model) scaled by every
-    factor, the others at baseline; a :func:`sweep` whose points carry ``parameter`` and ``factor``
-    coordinates (reshape with ``ds.set_index(point=["parameter", "factor"]).unstack("point")``)."""
-    adapter = adapter_for(analysis)
-    if not hasattr(model, "digest"):
-        model = adapter.load(model, **dict(model_options or {}))
-    names = list(parameters) if parameters is not None else adapter.parameters(model)
-    return sweep(adapter, model, one_at_a_time(names, factors), **kwargs)
-
-
-__all__ = ["Chunk", "SCALE_KEYS", "default_chunk_size", "resolve_point", "run_chunk", "sensitivity", "sweep"]
+__all__ = ["Chunk", "SCALE_KEYS", "default_chunk_size", "resolve_point", "run_chunk", "sweep"]

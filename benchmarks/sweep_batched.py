@@ -7,9 +7,10 @@
 Sections (each prints its rows as it goes; a table at the end):
 * ``mm``: Michaelis-Menten, a k1 x k3 table of ``--points`` points x 1,000 realizations to t = 100 (11
   grid points, no histograms, as benchmarks/scaling.py's sweep), through ``distsim.sweep`` end to end
-  on one device in this process: the per-point loop (the pre-batching path, on ``--loop-points``
-  points) and the batched default, side by side; the batched one again with quantiles (histograms).
-  The first ``--loop-points`` points of both must agree exactly (checked).
+  on one device in this process: the per-point loop (the pre-batching path, method 'tree' as in the
+  issue's figure, on ``--loop-points`` points) and the batched path with the same method, side by
+  side (the first ``--loop-points`` points must agree exactly: checked); then the batched default
+  (method 'direct': the generated register kernel, fused sums) and the same with quantiles.
 * ``oat``: one-at-a-time sensitivity of a 1,029-reaction, 641-species mass-action network (the size
   of seed 001's yeast model; ``distsim.ssa.generators.yeast_sized_network``), 9 factors x every rate
   constant x 1,000 realizations to t = 0.03 (about 300 firings each), on the GPU; the CPU backend
@@ -76,22 +77,28 @@ def timed(label: str, device: str, fn: Any, work: str = "firings") -> Any:
 def section_mm(args: argparse.Namespace, client: Any, device: str) -> None:
     net = ssa.load(MM)
     table = mm_table(args.points)
-    distsim.sweep(LOOP, net, table[:4], seed=1, client=client, chunk_size=2, **MM_FIXED)  # warm-ups
-    distsim.sweep(ssa.simulate, net, table[:4], seed=1, client=client, **MM_FIXED)
-    distsim.sweep(ssa.simulate, net, table[:4], seed=1, client=client, **dict(MM_FIXED, quantiles=(0.05, 0.5, 0.95)))
+    tree = dict(MM_FIXED, method="tree")
+    quant = dict(MM_FIXED, quantiles=(0.05, 0.5, 0.95))
+    for kw in (tree, MM_FIXED, quant):  # warm-ups: kernels compiled
+        distsim.sweep(ssa.simulate, net, table[:4], seed=1, client=client, **kw)
+    distsim.sweep(LOOP, net, table[:4], seed=1, client=client, chunk_size=2, **tree)
     n_loop = min(args.loop_points, len(table))
-    loop = timed(f"MM per-point loop, {n_loop} points x 1,000", device,
-                 lambda: distsim.sweep(LOOP, net, table[:n_loop], seed=1, client=client, chunk_size=64, **MM_FIXED))
-    batched = timed(f"MM batched, {len(table)} points x 1,000", device,
-                    lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **MM_FIXED))
-    same = all(np.array_equal(loop[v].values, batched[v].values[:n_loop]) for v in ("mean", "variance", "firings"))
-    print(f"  loop == batched on the first {n_loop} points: {same}; batched tasks: {batched.attrs['tasks']}, "
-          f"chunk {batched.attrs['chunk_size']}", flush=True)
+    loop = timed(f"MM per-point loop (tree), {n_loop} points x 1,000", device,
+                 lambda: distsim.sweep(LOOP, net, table[:n_loop], seed=1, client=client, chunk_size=64, **tree))
+    same_method = timed(f"MM batched (tree), {len(table)} points x 1,000", device,
+                        lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **tree))
+    same = all(np.array_equal(loop[v].values, same_method[v].values[:n_loop]) for v in ("mean", "variance", "firings"))
+    print(f"  loop == batched on the first {n_loop} points: {same}", flush=True)
     if not same:
         raise SystemExit("the batched sweep differs from the per-point loop")
+    batched = timed(f"MM batched (default: direct), {len(table)} points x 1,000", device,
+                    lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **MM_FIXED))
+    print(f"  tasks {batched.attrs['tasks']}, chunk {batched.attrs['chunk_size']}, task seconds "
+          f"{batched.attrs['task_seconds']:.3f}", flush=True)
+    if not np.array_equal(batched["mean"].values, same_method["mean"].values):
+        print("  (direct and tree give other realizations: expected, different selection)", flush=True)
     timed(f"MM batched + quantiles, {len(table)} points x 1,000", device,
-          lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client,
-                                **dict(MM_FIXED, quantiles=(0.05, 0.5, 0.95))))
+          lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **quant))
 
 
 def section_oat(args: argparse.Namespace) -> None:

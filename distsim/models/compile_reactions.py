@@ -153,6 +153,18 @@ def _parameter_slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict[str
     return theta_at, law_at
 
 
+def _columns(rows: Sequence[Mapping[str, float]], kind: type) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per name, the rows that set it and their values (``kind``: float or int), in one pass."""
+    cols: dict[str, tuple[list[int], list]] = {}
+    for p, row in enumerate(rows):
+        for name, v in row.items():
+            col = cols.setdefault(name, ([], []))
+            col[0].append(p)
+            col[1].append(kind(v))
+    dtype = np.float64 if kind is float else np.int64
+    return {k: (np.asarray(r, np.intp), np.asarray(v, dtype)) for k, (r, v) in sorted(cols.items())}
+
+
 def point_tables(net: ReactionNetwork, c: CompiledNetwork, params: Sequence[Mapping[str, float]],
                  initial: Sequence[Mapping[str, int]]) -> PointTables:
     """Per point p, the value arrays that ``compile_network(net.with_parameters(**params[p])
@@ -166,15 +178,11 @@ def point_tables(net: ReactionNetwork, c: CompiledNetwork, params: Sequence[Mapp
     x0 = np.repeat(np.asarray(c.x0, np.int64)[None, :], P, axis=0)
     theta = np.repeat(np.asarray(c.theta, np.float64)[None, :], P, axis=0)
     law_arg = np.repeat(np.asarray(c.law_arg, np.float64)[None, :], P, axis=0)
-    for name in sorted({k for p in params for k in p}):
+    for name, (rows, vals) in _columns(params, float).items():
         if name not in known:
             raise KeyError(f"unknown parameter {name!r}; parameters are {', '.join(known)}")
-        rows = np.asarray([p for p in range(P) if name in params[p]], dtype=np.intp)
-        vals = np.asarray([float(params[p][name]) for p in rows], dtype=np.float64)[:, None]
-        theta[np.ix_(rows, np.asarray(theta_at.get(name, []), np.intp))] = vals
-        law_arg[np.ix_(rows, np.asarray(law_at.get(name, []), np.intp))] = vals
-    for name in sorted({k for p in initial for k in p}):
-        s = net.index(name)
-        rows = np.asarray([p for p in range(P) if name in initial[p]], dtype=np.intp)
-        x0[rows, s] = np.asarray([int(initial[p][name]) for p in rows], dtype=np.int64)
+        theta[np.ix_(rows, np.asarray(theta_at.get(name, []), np.intp))] = vals[:, None]
+        law_arg[np.ix_(rows, np.asarray(law_at.get(name, []), np.intp))] = vals[:, None]
+    for name, (rows, vals) in _columns(initial, int).items():
+        x0[rows, net.index(name)] = vals
     return PointTables(x0, theta, law_arg)

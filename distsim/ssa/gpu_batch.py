@@ -19,7 +19,7 @@ import numpy as np
 
 from ..models.compile_reactions import CompiledNetwork, structure_digest
 from . import gpu
-from .batch import PointsBlock, _concat_parts, event_reductions, pilot_bins, quantile_values
+from .batch_block import PointsBlock, concat_parts, event_reductions, pilot_bins, quantile_values
 from .errors import ERR_MASK, ERR_OVERFLOW
 
 LAUNCH_BYTES_MAX = 16 << 30  # device memory one launch's grid states and work arrays may take
@@ -74,7 +74,7 @@ def simulate_points(b: PointsBlock, method: Any) -> dict:
             p1 = min(b.n_points, p0 + G)
             rec4, ev, er = launch(p0, p1, b.realizations, d.firings)
             parts.append(_reduce(b, rec4, ev, er, None if pilot is None else pilot.rows(p0, p1)))
-        out = _concat_parts(parts)
+        out = concat_parts(parts)
         if pilot is not None:
             out["first"].update(pilot.first)
     out["firings"] = cp.asnumpy(d.firings).astype(np.int64)
@@ -335,4 +335,4 @@ def _fused(b: PointsBlock, d: _Device) -> dict:
         red = event_reductions(ev.reshape(p1 - p0, rs)[:, :R], er.reshape(p1 - p0, rs)[:, :R], 0, cp)
         red["sum_x"], red["sum_x2"] = sums.reshape(p1 - p0, K, S), sumsq.reshape(p1 - p0, K, S)
         parts.append({k: v if k == "first" else cp.asnumpy(v) for k, v in red.items()})
-    return _concat_parts(parts)
+    return concat_parts(parts)

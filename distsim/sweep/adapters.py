@@ -42,6 +42,9 @@ class Adapter:
     # points per task when the caller gives no chunk_size: (model, first point resolved, its seed,
     # number of points, the sweep's engine.Run, fixed kwargs) -> int, or None for the default rule
     plan_chunk: Callable[..., int | None] | None = None
+    # (model, point resolved) -> None, raising what ``apply`` would for a bad point, faster (the
+    # sweep checks every distinct value before any work); default: ``apply``
+    check: Callable[[Any, Point], None] | None = None
 
     def resolve(self) -> Callable[..., xr.Dataset]:
         module, _, attr = self.function.partition(":")
@@ -74,6 +77,12 @@ def _ssa_apply(net: Any, point: Point) -> tuple[Any, dict]:
     if init:
         net = net.with_initial(**init)
     return net, {}
+
+
+def _ssa_check(net: Any, point: Point) -> None:
+    """What ``_ssa_apply`` raises for a bad point, checking only the reactions that its parameters reach."""
+    params, _ = _ssa_split(net, point)
+    net.check_parameters(**params)
 
 
 def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]]:
@@ -140,7 +149,7 @@ SSA_SIMULATE = Adapter(
     scalars=("wall_time_s", "firings_total", "mean_firings_per_realization", "truncated_realizations"),
     reserved=("seed", "client", "backend", "progress", "plot", "params", "initial", "keep_trajectories",
               "keep_final"),
-    run_chunk=_ssa_run_chunk, plan_chunk=_ssa_plan_chunk,
+    run_chunk=_ssa_run_chunk, plan_chunk=_ssa_plan_chunk, check=_ssa_check,
 )
 
 

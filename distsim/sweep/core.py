@@ -97,10 +97,20 @@ def default_chunk_size(adapter: Adapter, n_points: int, n_workers: int) -> int:
     return int(max(1, min(adapter.max_chunk, -(-n_points // (4 * max(1, n_workers))))))
 
 
-def _auto_chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray,
-                     run: engine.Run) -> int:
-    """The adapter's plan (a batched analysis: from a pilot of the first point and the workers'
-    devices), else :func:`default_chunk_size`."""
+def _chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray, run: engine.Run,
+                st: SweepStore | None, chunk_size: int | None) -> int:
+    """Points per task: a resumed store's; else ``chunk_size``; else the adapter's plan (a batched
+    analysis: from a pilot of the first point and the workers' devices), else :func:`default_chunk_size`."""
+    if st is not None and st.exists:
+        return st.chunk_size
+    C = chunk_size or _planned_chunk_size(adapter, model, fixed, pts, seeds, run)
+    if st is not None:
+        st.chunk_size = C
+    return C
+
+
+def _planned_chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray,
+                        run: engine.Run) -> int:
     if adapter.plan_chunk is not None:
         first = resolve_point(adapter, model, pts.point(0))
         planned = adapter.plan_chunk(model, first, int(seeds[0]), pts.n, run, dict(fixed))
@@ -133,8 +143,10 @@ def sweep(
     arguments of the analysis shared by every point (``t_end=``, ``realizations=``, ``target=`` ...).
     Point i gets the seed ``derive_seeds(seed, i)``. ``store`` (``.zarr``): results are written as
     they arrive and a rerun with the same store computes only the missing points (a store of another
-    sweep is refused). ``chunk_size``: points per task (default: about 4 tasks per worker, capped
-    per analysis). ``analysis``, ``model`` and ``points`` are positional, so the analysis's own
+    sweep is refused). ``chunk_size``: points per task (default: for SSA, whose chunks run batched,
+    one launch's worth from a pilot of the first point and the worker's device,
+    :func:`distsim.ssa.batch.chunk_points`; else about 4 tasks per worker, capped per analysis).
+    ``analysis``, ``model`` and ``points`` are positional, so the analysis's own
     ``points=`` (SSA time points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and ``seed``) as
     coordinates on it, and each point's results as variables.
     """
@@ -160,13 +172,8 @@ def sweep(
 
     with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
         st = SweepStore(store, config, pts.n, chunk_size or 1) if store is not None else None
-        if st is not None and st.exists:  # a resumed sweep keeps its store's chunks
-            C = st.chunk_size
-        else:
-            C = chunk_size or _auto_chunk_size(adapter, model, fixed, pts, seeds, run)
-            if st is not None:
-                st.chunk_size = C
-        plan = _plan(adapter, model, fixed, pts, seeds, C, st)
+        plan = _plan(adapter, model, fixed, pts, seeds, _chunk_size(adapter, model, fixed, pts, seeds, run, st,
+                                                                    chunk_size), st)
         run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
                            f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
         run.progress.update(plan.resumed)
@@ -231,6 +238,7 @@ def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
     """Every distinct value of every column is applied once on the client, so unknown names and bad
     values fail before any work (naming the first point that has them)."""
     seen: set = set()
+    check = adapter.check or (lambda m, point: adapter.apply(m, point))
     for i in range(pts.n):
         point = pts.point(i)
         items = [(k, v) for k, v in point.items() if k not in SCALE_KEYS]
@@ -242,7 +250,7 @@ def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
             seen.add((k, v))
             single = {"parameter": k, "factor": v[1]} if isinstance(v, tuple) else {k: v}
             try:
-                adapter.apply(model, resolve_point(adapter, model, single))
+                check(model, resolve_point(adapter, model, single))
             except (ValueError, KeyError) as e:
                 msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
                 raise ValueError(f"point {i} {point}: {msg}") from None

@@ -121,8 +121,8 @@ def coefficients(ds: xr.Dataset, realizations: int | None = None) -> xr.Dataset:
 
 
 def plot_sensitivity(ds: xr.Dataset, path: str, species: str | None = None, time: int = -1, top: int = 25) -> str:
-    """PNG: left, the ``top`` parameters ranked by |S| for ``species`` (default: the species with the
-    largest |S|) at time index ``time`` (default: the last), bars +- 1.96 SE (red: positive, blue:
+    """PNG: left, the ``top`` parameters ranked by the size of S for ``species`` (default: the
+    species with the largest) at time index ``time`` (default: the last), bars +- 1.96 SE (red: positive, blue:
     negative); right, a heat map of S for those parameters and every species (at most 40 shown) at
     that time, on the same colours."""
     from ..plotting import pyplot

@@ -124,3 +124,19 @@ def test_sweep_default_path_is_batched_and_equals_the_loop():
     sens = distsim.sweep.sensitivity(ssa.simulate, net, [0.5, 2.0], seed=2, client=CPU, chunk_size=4, **fixed)
     ref = distsim.sweep.sensitivity(loop, net, [0.5, 2.0], seed=2, client=CPU, chunk_size=1, **fixed)
     assert np.array_equal(sens["mean"].values, ref["mean"].values)
+
+
+@pytest.mark.parametrize("point", [{"k1": -1.0}, {"k9": 1.0}, {"S": 2.5}, {"init.Q": 1}, {"k2": 0.3, "E": 4}])
+def test_the_sweeps_quick_check_raises_what_applying_the_point_raises(point):
+    """The sweep checks every distinct value before any work with a check that visits only the
+    reactions a parameter reaches (a 9,261-point design on 1,029 reactions: seconds, not minutes)."""
+    net = ssa.load(MM)
+    errors = []
+    for fn in (adapters._ssa_apply, adapters._ssa_check):
+        try:
+            fn(net, point)
+            errors.append(None)
+        except (ValueError, KeyError) as e:
+            errors.append((type(e), str(e)))
+    assert errors[0] == errors[1]
+    assert (errors[0] is None) == (point == {"k2": 0.3, "E": 4})

@@ -2,7 +2,7 @@
 
     python benchmarks/sweep_batched.py [--points 10000] [--loop-points 300] [--out t.md]   # GPU + CPU here
     python benchmarks/sweep_batched.py --cpu-only                  # the CPU small-point case only
-    python benchmarks/sweep_batched.py --gpus 2 --sections mm      # the MM sweep on 2 GPUs (Dask, one worker each)
+    python benchmarks/sweep_batched.py --gpus 1 2                  # the MM sweep on 1 and 2 GPUs (Dask, a worker each)
 
 Sections (each prints its rows as it goes; a table at the end):
 * ``mm``: Michaelis-Menten, a k1 x k3 table of ``--points`` points x 1,000 realizations to t = 100 (11
@@ -114,6 +114,8 @@ def section_oat(args: argparse.Namespace) -> None:
             run(LocalExecutor("gpu"), names[:2], method)
             ds = timed(f"OAT 1,029 reactions x 9 x 1,000 ({method})", "gpu",
                        lambda: run(LocalExecutor("gpu"), names, method))
+            print(f"  tasks {ds.attrs['tasks']}, chunk {ds.attrs['chunk_size']}, task seconds "
+                  f"{ds.attrs['task_seconds']:.2f}", flush=True)
             top = ds.sensitivity.isel(time=-1).sel(species="S0")
             print(f"  S0 at t_end: largest |S| {str(top.parameter.values[int(np.nanargmax(np.abs(top.values)))])} "
                   f"= {float(np.nanmax(np.abs(top.values))):.3f}", flush=True)
@@ -149,16 +151,20 @@ def section_cpu(args: argparse.Namespace) -> None:
     _ = ens
 
 
-def section_multi_gpu(args: argparse.Namespace) -> None:
+def section_workers(args: argparse.Namespace) -> None:
+    """The MM sweep on n Dask workers (one per GPU, or CPU workers with --cpu-workers), every n given."""
     net = ssa.load(MM)
     table = mm_table(args.points)
-    for n in args.gpus:
-        client = distsim.connect(gpus=n)
+    cpu = args.cpu_workers is not None
+    for n in args.cpu_workers if cpu else args.gpus:
+        client = distsim.connect(gpus=False, n_workers=n) if cpu else distsim.connect(gpus=n)
         try:
             client.wait_for_workers(n, timeout=300)
             distsim.sweep(ssa.simulate, net, table[: 8 * n], seed=1, client=client, **MM_FIXED)  # warm-up
-            timed(f"MM batched, {len(table)} points x 1,000, Dask", f"gpu x{n}",
-                  lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **MM_FIXED))
+            ds = timed(f"MM batched, {len(table)} points x 1,000, Dask", f"{'cpu' if cpu else 'gpu'} x{n} workers",
+                       lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **MM_FIXED))
+            print(f"  tasks {ds.attrs['tasks']}, chunk {ds.attrs['chunk_size']}, devices {ds.attrs['devices']}",
+                  flush=True)
         finally:
             client.close()
             cluster = getattr(client, "cluster", None)
@@ -173,7 +179,8 @@ def main() -> None:
     ap.add_argument("--sections", nargs="+", default=["mm", "oat", "cpu"], choices=["mm", "oat", "cpu"])
     ap.add_argument("--oat-methods", nargs="+", default=["warp"], choices=["warp", "tree", "direct"])
     ap.add_argument("--cpu-oat-stride", type=int, default=16)
-    ap.add_argument("--gpus", type=int, nargs="*", default=None, help="run the MM section on Dask GPU workers")
+    ap.add_argument("--gpus", type=int, nargs="*", default=None, help="run the MM section on n Dask GPU workers")
+    ap.add_argument("--cpu-workers", type=int, nargs="*", default=None, help="... on n Dask CPU workers")
     ap.add_argument("--cpu-only", action="store_true", help="the cpu section only (no GPU)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -184,8 +191,8 @@ def main() -> None:
     gpu = backends.gpu_available()
     device = backends.device_description("gpu" if gpu else "cpu")
     print(f"# sweep_batched on {device}; CPU threads {backends.cpu_threads()}", flush=True)
-    if args.gpus:
-        section_multi_gpu(args)
+    if args.gpus or args.cpu_workers:
+        section_workers(args)
     else:
         if "mm" in args.sections:
             section_mm(args, LocalExecutor("gpu" if gpu else "cpu"), "gpu" if gpu else "cpu")

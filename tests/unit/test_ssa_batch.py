@@ -140,3 +140,20 @@ def test_the_sweeps_quick_check_raises_what_applying_the_point_raises(point):
             errors.append((type(e), str(e)))
     assert errors[0] == errors[1]
     assert (errors[0] is None) == (point == {"k2": 0.3, "E": 4})
+
+
+def test_points_too_large_to_batch_run_one_by_one(monkeypatch):
+    """A point whose realizations alone fill a device (more than BATCH_MAX_REALIZATIONS) runs as its
+    own simulate() call, with the default chunking: the same numbers."""
+    import distsim.ssa.batch as batch
+
+    net = ssa.load(MM)
+    grid = {"k1": [5e-4, 2e-3]}
+    fixed = dict(t_end=10.0, points=3, realizations=64)
+    a = distsim.sweep(ssa.simulate, net, grid, seed=8, client=CPU, **fixed)
+    monkeypatch.setattr(batch, "BATCH_MAX_REALIZATIONS", 10)
+    b = distsim.sweep(ssa.simulate, net, grid, seed=8, client=CPU, **fixed)
+    assert a.attrs["tasks"] == 1 and b.attrs["tasks"] == 2  # default_chunk_size: about 4 tasks per worker
+    for v in a.data_vars:
+        if v != "wall_time_s":
+            assert np.array_equal(a[v].values, b[v].values), v

@@ -165,6 +165,11 @@ def section_workers(args: argparse.Namespace) -> None:
                        lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **MM_FIXED))
             print(f"  tasks {ds.attrs['tasks']}, chunk {ds.attrs['chunk_size']}, devices {ds.attrs['devices']}",
                   flush=True)
+            quant = dict(MM_FIXED, quantiles=(0.05, 0.5, 0.95))
+            distsim.sweep(ssa.simulate, net, table[: 8 * n], seed=1, client=client, **quant)  # warm-up
+            where = f"{'cpu' if cpu else 'gpu'} x{n} workers"
+            timed(f"MM batched + quantiles, {len(table)} points x 1,000, Dask", where,
+                  lambda: distsim.sweep(ssa.simulate, net, table, seed=1, client=client, **quant))
         finally:
             client.close()
             cluster = getattr(client, "cluster", None)

@@ -17,7 +17,15 @@
 
 //@@ defs
 #define DS_S 1
+#define DS_M 2
 //@@ end
+
+#ifdef DS_BATCHED  // the point's initial counts, rate constants and law constants (read by the generated code)
+#define DS_DIRECT_TABLES , const long long* __restrict__ batch_x0, const double* __restrict__ batch_theta, \
+    const double* __restrict__ batch_law
+#else
+#define DS_DIRECT_TABLES
+#endif
 
 // x + d for counts, wrapping instead of undefined behaviour (the caller checks the sign)
 __device__ __forceinline__ int ds_add(int x, int d) { return (int)((unsigned int)x + (unsigned int)d); }
@@ -44,9 +52,11 @@ extern "C" __global__ void ssa_direct(
     const int R, const unsigned long long real0, const uint32_t seed, const int K,
     const double* __restrict__ grid, const long long max_events, int* __restrict__ rec,
     unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
-    int* __restrict__ errors, unsigned long long* __restrict__ sums, unsigned long long* __restrict__ sumsq)
+    int* __restrict__ errors, unsigned long long* __restrict__ sums, unsigned long long* __restrict__ sumsq
+    DS_BATCH_ARGS DS_DIRECT_TABLES)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    DS_BATCH_POINT(r, R)
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(logtab);
 #ifdef DS_FUSED
@@ -55,12 +65,16 @@ extern "C" __global__ void ssa_direct(
     for (int i = threadIdx.x; i < 5 * KS; i += blockDim.x) sh[i] = 0u;
 #endif
     __syncthreads();
-    if (r < R) {
+    if (DS_LIVE(r, R)) {
     const unsigned long long RR = (unsigned long long)R;
-    const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
+    const uint32_t rid = DS_RID(real0, r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
     const unsigned long long e_stop = max_events > 0 ? (unsigned long long)max_events : ~0ull;
     int err = ERR_NONE;  // the error word (distsim/ssa/errors.py)
+#ifdef DS_BATCHED  // the point's rows (pointers moved where they are used: fewer live registers)
+    batch_x0 += (long long)batch_p * DS_S; batch_theta += (long long)batch_p * DS_M;
+    batch_law += (long long)batch_p * batch_nlaw;
+#endif
     int bad = 0;  // OR of the counts changed by firings: negative once one wrapped or went below zero
     //@@ state
     int x0 = 0;
@@ -81,7 +95,7 @@ extern "C" __global__ void ssa_direct(
         double u2 = 0.0, t_new = INF;
         if (a0 > 0.0) {
             double u1;
-            ds_event_uniforms(e, seed, rid, u1, u2);
+            ds_event_uniforms(e, DS_SEED, rid, u1, u2);
             t_new = t + ds_waiting_time(u1, a0, logtab);
         }
         if (gk < t_new) {  // record the grid points passed before the event
@@ -132,12 +146,18 @@ extern "C" __global__ void ssa_direct(
     rec[0 * RR + r] = (int)x0;
     //@@ end
 #endif
+#ifdef DS_BATCHED
+    firings += (long long)batch_p * DS_M;
+#endif
     //@@ flush
     atomicAdd(&firings[0], (unsigned long long)f0); atomicAdd(&firings[1], (unsigned long long)f1);
     //@@ end
     }
 #ifdef DS_FUSED
     __syncthreads();
+#ifdef DS_BATCHED  // batch_rs is a multiple of blockDim.x: the block's sums belong to one point
+    sums += (long long)batch_p * KS; sumsq += (long long)batch_p * KS;
+#endif
     for (int i = threadIdx.x; i < KS; i += blockDim.x) {
         const unsigned long long s1 = (unsigned long long)sh[i] + ((unsigned long long)sh[KS + i] << 24);
         const unsigned long long s2 = (unsigned long long)sh[2 * KS + i] + ((unsigned long long)sh[3 * KS + i] << 24)

@@ -24,18 +24,24 @@ extern "C" __global__ void ssa_generic(
     const double* __restrict__ grid, const long long max_events,
     long long* __restrict__ xs_, double* __restrict__ a_, double* __restrict__ aux_, double* __restrict__ stack_,
     int* __restrict__ rec, unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
-    int* __restrict__ errors)
+    int* __restrict__ errors DS_BATCH_ARGS)
 {
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(logtab);
     __syncthreads();
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= R) return;
+    DS_BATCH_POINT(r, R)
+#ifdef DS_BATCHED
+    if (!DS_LIVE(r, R)) return;
+    x0 += (long long)batch_p * S; theta += (long long)batch_p * M; law_arg += (long long)batch_p * batch_nlaw;
+    firings += (long long)batch_p * M;
+#endif
     const unsigned long long RR = (unsigned long long)R;
     const ds_col<long long> x{xs_ + r, RR};
     const ds_col<double> a{a_ + r, RR}, aux{aux_ + r, RR}, st{stack_ + r, RR};
     const ds_reactions N{kind, theta, rct_start, rct_species, rct_stoich, law_start, law_op, law_arg};
-    const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
+    const uint32_t rid = DS_RID(real0, r);
     for (int s = 0; s < S; ++s) x[s] = x0[s];
     ds_method_reset(aux, n_aux);
     double t = 0.0;
@@ -56,7 +62,7 @@ extern "C" __global__ void ssa_generic(
             ds_method_update(a, aux, n_aux, d, v);
         }
         double u;
-        const double t_new = t + ds_method_event(a, aux, M, n_aux, e, seed, rid, logtab, u);
+        const double t_new = t + ds_method_event(a, aux, M, n_aux, e, DS_SEED, rid, logtab, u);
         // record the grid points passed before the event
         while (k < K && grid[k] < t_new) {
             for (int s = 0; s < S; ++s) {

@@ -60,7 +60,8 @@ extern "C" __global__ void ssa_warp(
     const int* __restrict__ dep_start, const int* __restrict__ dep_list,
     const double* __restrict__ grid, const long long max_events,
     int* __restrict__ xs_, double* __restrict__ lv_, int* __restrict__ rec,
-    unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events, int* __restrict__ errors)
+    unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events, int* __restrict__ errors
+    DS_BATCH_ARGS)
 {
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(logtab);
@@ -68,11 +69,17 @@ extern "C" __global__ void ssa_warp(
     const int lane = threadIdx.x & 31;
     const int r = (int)((blockIdx.x * (unsigned)blockDim.x + threadIdx.x) >> 5);
     if (r >= R) return;  // whole warps only: blockDim.x is a multiple of 32
+    DS_BATCH_POINT(r, R)
+#ifdef DS_BATCHED
+    if (!DS_LIVE(r, R)) return;
+    x0 += (long long)batch_p * S; theta += (long long)batch_p * M; law_arg += (long long)batch_p * batch_nlaw;
+    firings += (long long)batch_p * M;
+#endif
     int off[DS_MAX_LEVELS + 1], size[DS_MAX_LEVELS + 1];
     for (int l = 0; l <= L; ++l) { off[l] = level_off[l]; size[l] = level_size[l]; }
     int* x = xs_ + (unsigned long long)r * S;
     double* lv = lv_ + (unsigned long long)r * LV;  // level 0 = the propensities
-    const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
+    const uint32_t rid = DS_RID(real0, r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
     const ds_reactions N{kind, theta, rct_start, rct_species, rct_stoich, law_start, law_op, law_arg};
     double st[DS_MAX_STACK];  // kinetic-law stack
@@ -106,7 +113,7 @@ extern "C" __global__ void ssa_warp(
         double u2 = 0.0, t_new = INF;
         if (a0 > 0.0) {
             double u1;
-            ds_event_uniforms(e, seed, rid, u1, u2);
+            ds_event_uniforms(e, DS_SEED, rid, u1, u2);
             t_new = t + ds_waiting_time(u1, a0, logtab);
         }
         while (k < K && gk < t_new) {  // record the grid points passed before the event

@@ -281,8 +281,10 @@ FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "lo
                                                                 "pow", "min", "max"])}
 
 
-def compile_stack(node: Node, params: Mapping[str, float]) -> tuple[list[tuple[int, float]], int]:
-    """Postfix program [(op, operand)] with parameters folded to constants; returns (program, max stack depth)."""
+def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None
+                  ) -> tuple[list[tuple[int, float]], int]:
+    """Postfix program [(op, operand)] with parameters folded to constants; returns (program, max stack depth).
+    ``slots``: receives (position in the program, parameter name) of every folded parameter."""
     prog: list[tuple[int, float]] = []
     depth = 0
     best = 0
@@ -297,6 +299,8 @@ def compile_stack(node: Node, params: Mapping[str, float]) -> tuple[list[tuple[i
         if isinstance(n, Num):
             push(OP_PUSH_CONST, n.value, 1)
         elif isinstance(n, Param):
+            if slots is not None:
+                slots.append((len(prog), n.name))
             push(OP_PUSH_CONST, float(params[n.name]), 1)
         elif isinstance(n, Species):
             push(OP_PUSH_SPECIES, float(n.index), 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -102,3 +103,86 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
         max_stack=max_stack, dep_start=i32(ds), dep_list=i32(dl if dl else [0]),
         digest=hashlib.sha256((net.digest() + repr(x0.tolist())).encode()).hexdigest(),
     )
+
+
+VALUE_FIELDS = ("x0", "theta", "law_arg")  # the arrays a point's parameters and initial counts change
+
+
+def structure_digest(c: CompiledNetwork) -> str:
+    """SHA-256 of a compiled network without its values (initial counts, rate constants, law
+    constants): networks that differ only in those share it (and a batched kernel)."""
+    h = hashlib.sha256()
+    for name in ("kind", "rct_start", "rct_species", "rct_stoich", "chg_start", "chg_species", "chg_delta",
+                 "law_start", "law_op", "dep_start", "dep_list"):
+        a = np.ascontiguousarray(getattr(c, name))
+        h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+    h.update(repr((c.n_species, c.n_reactions, c.max_stack)).encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class PointTables:
+    """The value arrays of one network at P parameter points (row p: point p), the rest of the
+    compiled network being shared."""
+
+    x0: np.ndarray  # int64 [P, S]
+    theta: np.ndarray  # float64 [P, M]
+    law_arg: np.ndarray  # float64 [P, L]
+
+    @property
+    def n_points(self) -> int:
+        return self.x0.shape[0]
+
+
+def _parameter_slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Where compile_network puts each parameter's value: theta entries (mass-action rates naming it)
+    and law_arg entries (the constants folded from it)."""
+    theta_at: dict[str, list[int]] = {}
+    law_at: dict[str, list[int]] = {}
+    params = net.params
+    for j, r in enumerate(net.reactions):
+        if r.law is None:
+            if isinstance(r.rate, str):
+                theta_at.setdefault(r.rate, []).append(j)
+            continue
+        slots: list[tuple[int, str]] = []
+        compile_stack(r.law, params, slots)
+        for pos, name in slots:
+            law_at.setdefault(name, []).append(int(c.law_start[j]) + pos)
+    return theta_at, law_at
+
+
+def _columns(rows: Sequence[Mapping[str, float]], kind: type) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per name, the rows that set it and their values (``kind``: float or int), in one pass."""
+    cols: dict[str, tuple[list[int], list]] = {}
+    for p, row in enumerate(rows):
+        for name, v in row.items():
+            col = cols.setdefault(name, ([], []))
+            col[0].append(p)
+            col[1].append(kind(v))
+    dtype = np.float64 if kind is float else np.int64
+    return {k: (np.asarray(r, np.intp), np.asarray(v, dtype)) for k, (r, v) in sorted(cols.items())}
+
+
+def point_tables(net: ReactionNetwork, c: CompiledNetwork, params: Sequence[Mapping[str, float]],
+                 initial: Sequence[Mapping[str, int]]) -> PointTables:
+    """Per point p, the value arrays that ``compile_network(net.with_parameters(**params[p])
+    .with_initial(**initial[p]))`` gives (``c``: ``compile_network(net)``), bit for bit, without
+    compiling each point: a parameter's value is float(value) wherever compile_network folds it."""
+    if len(params) != len(initial):
+        raise ValueError(f"{len(params)} parameter sets but {len(initial)} initial-count sets")
+    theta_at, law_at = _parameter_slots(net, c)
+    known = net.params
+    P = len(params)
+    x0 = np.repeat(np.asarray(c.x0, np.int64)[None, :], P, axis=0)
+    theta = np.repeat(np.asarray(c.theta, np.float64)[None, :], P, axis=0)
+    law_arg = np.repeat(np.asarray(c.law_arg, np.float64)[None, :], P, axis=0)
+    for name, (rows, vals) in _columns(params, float).items():
+        if name not in known:
+            raise KeyError(f"unknown parameter {name!r}; parameters are {', '.join(known)}")
+        theta[np.ix_(rows, np.asarray(theta_at.get(name, []), np.intp))] = vals[:, None]
+        law_arg[np.ix_(rows, np.asarray(law_at.get(name, []), np.intp))] = vals[:, None]
+    for name, (rows, vals) in _columns(initial, int).items():
+        x0[rows, net.index(name)] = vals
+    return PointTables(x0, theta, law_arg)

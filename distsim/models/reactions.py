@@ -21,6 +21,7 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -207,6 +208,32 @@ class ReactionNetwork:
         params = dict(self._params)
         params.update({k: float(v) for k, v in values.items()})
         return replace(self, parameters=tuple(params.items()))
+
+    def check_parameters(self, **values: float) -> None:
+        """Raise what :meth:`with_parameters` would raise for these values (unknown or non-finite
+        parameters, negative mass-action rates), checking only the reactions that use them."""
+        unknown = [k for k in values if k not in self._params]
+        if unknown:
+            raise KeyError(f"unknown parameter {unknown[0]!r}; parameters are {', '.join(self._params)}")
+        params = dict(self._params)
+        params.update({k: float(v) for k, v in values.items()})
+        src = self.source or None
+        for k in values:
+            if not math.isfinite(params[k]):
+                raise ModelError(f"parameter {k!r} is not finite ({params[k]})", file=src)
+        for j in sorted({j for k in values for j in self._users.get(k, ())}):
+            r = self.reactions[j]
+            _check_reaction(r, r.name or f"reaction {j + 1}", len(self.species), params, src)
+
+    @cached_property
+    def _users(self) -> dict[str, tuple[int, ...]]:
+        """The reactions whose rate or kinetic law uses each parameter."""
+        out: dict[str, list[int]] = {}
+        for j, r in enumerate(self.reactions):
+            for name in ((r.rate,) if isinstance(r.rate, str) and r.law is None else ()) + \
+                    (tuple(params_of(r.law)) if r.law is not None else ()):
+                out.setdefault(name, []).append(j)
+        return {k: tuple(v) for k, v in out.items()}
 
     def with_initial(self, **counts: int) -> "ReactionNetwork":
         init = list(self.initial)

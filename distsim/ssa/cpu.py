@@ -264,6 +264,74 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
     return out
 
 
+@numba.njit(parallel=True, cache=True, error_model="numpy")
+def _simulate_points(method, net, x0s, thetas, law_args, seeds, R, item_point, item_lo, item_hi, aux_n, max_stack,
+                     grid, max_events, sum_x, sum_x2, firings, events, errors, keep_traj, traj):
+    """Realizations item_lo[i] .. item_hi[i] - 1 of point item_point[i], for every work item i in
+    parallel: the point's own initial counts, rate and law constants (row p of x0s, thetas, law_args)
+    and seed, so realization r of point p is the one a run of that point alone gives. Sums and
+    firings per item; events, errors (and trajectories) at index p * R + r."""
+    _, kind, _, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, _, \
+        dep_start, dep_list = net
+    S = x0s.shape[1]
+    M = thetas.shape[1]
+    K = grid.shape[0]
+    for it in prange(item_point.shape[0]):
+        p = item_point[it]
+        pnet = (x0s[p], kind, thetas[p], rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta,
+                law_start, law_op, law_args[p], dep_start, dep_list)
+        x = np.empty(S, dtype=np.int64)
+        a = np.empty(M, dtype=np.float64)
+        aux = np.empty(aux_n, dtype=np.float64)
+        stack = np.empty(max(max_stack, 1), dtype=np.float64)
+        rec = np.empty((K, S), dtype=np.int64)
+        for r in range(item_lo[it], item_hi[it]):
+            ev, err, _, _ = run_realization(method, np.uint64(r), seeds[p], pnet, grid, max_events, x, a, aux, stack,
+                                            rec, firings[it])
+            i = p * R + r
+            events[i] = ev
+            errors[i] = err
+            for k in range(K):
+                for s in range(S):
+                    v = rec[k, s]
+                    sum_x[it, k, s] += v
+                    sum_x2[it, k, s] += v * v
+                    if keep_traj:
+                        traj[i, k, s] = v
+
+
+def simulate_points(c: CompiledNetwork, x0: np.ndarray, theta: np.ndarray, law_arg: np.ndarray, seeds: np.ndarray, *,
+                    method: CPUMethod, realizations: int, grid: np.ndarray, max_events: int = 0,
+                    keep_trajectories: bool = False) -> dict:
+    """Realizations 0 .. R-1 of every point p (rows of ``x0``, ``theta``, ``law_arg``: its values of
+    ``c``'s arrays; ``seeds[p]``: its seed), in one parallel loop: per point exact sums, firings, and
+    per (point, realization) events, error words (and grid states, ``keep_trajectories``)."""
+    P, R, S, M, K = len(seeds), realizations, c.n_species, c.n_reactions, len(grid)
+    pieces = max(1, -(-4 * numba.get_num_threads() // max(P, 1)))  # work items per point: >= 4 per thread
+    pieces = min(pieces, R)
+    item_point = np.repeat(np.arange(P, dtype=np.int64), pieces)
+    cut = np.arange(pieces + 1, dtype=np.int64) * R // pieces
+    item_lo, item_hi = np.tile(cut[:-1], P), np.tile(cut[1:], P)
+    n_items = len(item_point)
+    sum_x = np.zeros((n_items, K, S), dtype=np.int64)
+    sum_x2 = np.zeros((n_items, K, S), dtype=np.int64)
+    firings = np.zeros((n_items, M), dtype=np.int64)
+    events = np.zeros(P * R, dtype=np.uint64)
+    errors = np.zeros(P * R, dtype=np.int32)
+    traj = np.zeros((P * R, K, S) if keep_trajectories else (1, 1, 1), dtype=np.int64)
+    _simulate_points(method, reaction_arrays(c), np.ascontiguousarray(x0, np.int64),
+                     np.ascontiguousarray(theta, np.float64), np.ascontiguousarray(law_arg, np.float64),
+                     np.asarray(seeds, np.uint64), R, item_point, item_lo, item_hi, method.aux_size(M), c.max_stack,
+                     np.asarray(grid, np.float64), int(max_events), sum_x, sum_x2, firings, events, errors,
+                     keep_trajectories, traj)
+    out = {"sum_x": sum_x.reshape(P, pieces, K, S).sum(axis=1), "sum_x2": sum_x2.reshape(P, pieces, K, S).sum(axis=1),
+           "firings": firings.reshape(P, pieces, M).sum(axis=1), "events": events.reshape(P, R),
+           "errors": errors.reshape(P, R)}
+    if keep_trajectories:
+        out["trajectories"] = traj.reshape(P, R, K, S)
+    return out
+
+
 def replay(c: CompiledNetwork, method: CPUMethod, realization: int, *, seed: int, grid: np.ndarray,
            max_events: int = 0) -> tuple[int, float, np.ndarray, float]:
     """Realization ``realization`` again, alone: (error word, time, state, bad propensity or NaN) where

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..models.reactions import Reaction, ReactionNetwork
@@ -31,18 +33,33 @@ def colloidal_aggregation(n: int, k_agg: float = 1e-3, k_frag: float = 1e-2, mon
     return ReactionNetwork.create(species, x0, reactions, name=f"colloidal_aggregation_{n}")
 
 
-def random_network(n: int, reactions_per_species: int = 2, seed: int = 0, initial: int = 100) -> ReactionNetwork:
+def random_network(n: int, reactions_per_species: int = 2, seed: int = 0, initial: int = 100, *,
+                   reactions: int | None = None, named_rates: bool = False) -> ReactionNetwork:
     """A random sparse network on n species: conversions A -> B and exchanges A + B -> C + D (molecule
-    numbers conserved, so counts stay bounded), random rates in [0.5, 1.5] (per molecule pair / initial)."""
+    numbers conserved, so counts stay bounded), random rates in [0.5, 1.5] (per molecule pair / initial).
+    ``reactions``: their number (default ``reactions_per_species * n``); ``named_rates``: reaction k's
+    rate is the parameter ``k<k>`` (so a one-at-a-time sensitivity can scale every rate constant)."""
     rng = np.random.default_rng(seed)
     species = [f"S{i}" for i in range(n)]
-    reactions = []
-    for k in range(reactions_per_species * n):
+    out, params = [], {}
+    for k in range(reactions_per_species * n if reactions is None else reactions):
         if rng.random() < 0.5:
             a, b = rng.choice(n, 2, replace=False)
-            reactions.append(Reaction(((int(a), 1),), ((int(b), 1),), float(rng.uniform(0.5, 1.5)), name=f"R{k}"))
+            sides, rate = (((int(a), 1),), ((int(b), 1),)), float(rng.uniform(0.5, 1.5))
         else:
             a, b, c, d = rng.choice(n, 4, replace=False)
-            reactions.append(Reaction(((int(a), 1), (int(b), 1)), ((int(c), 1), (int(d), 1)),
-                                      float(rng.uniform(0.5, 1.5)) / initial, name=f"R{k}"))
-    return ReactionNetwork.create(species, [initial] * n, reactions, name=f"random_{n}")
+            sides = (((int(a), 1), (int(b), 1)), ((int(c), 1), (int(d), 1)))
+            rate = float(rng.uniform(0.5, 1.5)) / initial
+        if named_rates:
+            params[f"k{k}"] = rate
+        out.append(Reaction(*sides, f"k{k}" if named_rates else rate, name=f"R{k}"))
+    return ReactionNetwork.create(species, [initial] * n, out, params, name=f"random_{n}")
+
+
+def yeast_sized_network(seed: int = 1) -> ReactionNetwork:
+    """A random mass-action network the size of seed 001's motivating model (the yeast iron-homeostasis
+    model of Achcar et al. 2011: 641 species, 1,029 reactions), one named rate constant per reaction
+    and 10 molecules of each species (about 1e4 firings per unit time): the subject of the
+    one-at-a-time sensitivity benchmark (benchmarks/sweep_batched.py)."""
+    net = random_network(641, seed=seed, initial=10, reactions=1029, named_rates=True)
+    return replace(net, name="yeast_sized_random_641x1029")

@@ -49,18 +49,21 @@ _OP_NAMES = {arith.OP_ADD: "OP_ADD", arith.OP_SUB: "OP_SUB", arith.OP_MUL: "OP_M
              arith.OP_POW: "OP_POW"}
 
 
-def _propensity_code(c: CompiledNetwork, d: int) -> str:
+def _propensity_code(c: CompiledNetwork, d: int, tables: bool = False) -> str:
     """A C statement computing p{d} with the functions of kernels/kinetics.cuh, in the operation order
-    of their interpreters (ds_mass_action, ds_law) and of the CPU (distsim/models/kinetics.py)."""
+    of their interpreters (ds_mass_action, ds_law) and of the CPU (distsim/models/kinetics.py).
+    ``tables``: rate constants and law constants come from the batched kernel's per-point tables
+    (``th{d}``, loaded once; ``batch_law[pc]``) instead of literals."""
     if c.kind[d] == KIND_MASS_ACTION:
-        factors = [_lit(c.theta[d])] + [f"ds_choose((double)x{int(c.rct_species[q])}, {int(c.rct_stoich[q])})"
-                                        for q in range(c.rct_start[d], c.rct_start[d + 1])]
+        factors = [f"th{d}" if tables else _lit(c.theta[d])]
+        factors += [f"ds_choose((double)x{int(c.rct_species[q])}, {int(c.rct_stoich[q])})"
+                    for q in range(c.rct_start[d], c.rct_start[d + 1])]
         return f"p{d} = {' * '.join(factors)};"  # left to right: ((theta * C1) * C2) ...
     stack: list[str] = []
     for pc in range(c.law_start[d], c.law_start[d + 1]):
         op, arg = int(c.law_op[pc]), float(c.law_arg[pc])
         if op == arith.OP_PUSH_CONST:
-            stack.append(_lit(arg))
+            stack.append(f"batch_law[{pc}]" if tables else _lit(arg))
         elif op == arith.OP_PUSH_SPECIES:
             stack.append(f"(double)x{int(arg)}")
         elif op == arith.OP_NEG:
@@ -102,13 +105,13 @@ def _by_reaction(values: list[int]) -> str:
     return expr
 
 
-def _propensities(c: CompiledNetwork, ds: Any) -> list[str]:
+def _propensities(c: CompiledNetwork, ds: Any, tables: bool = False) -> list[str]:
     check = lambda d: (f" if (ds_bad_propensity(p{d}) && !err) err = DS_ERROR_WORD(ERR_PROPENSITY, {d});"  # noqa: E731
                        if _needs_check(c, d) else "")
-    return [_propensity_code(c, d) + check(d) for d in ds]
+    return [_propensity_code(c, d, tables) + check(d) for d in ds]
 
 
-def _branchless_fire(c: CompiledNetwork, delta: np.ndarray) -> list[str]:
+def _branchless_fire(c: CompiledNetwork, delta: np.ndarray, tables: bool = False) -> list[str]:
     """Fire without divergent branches (small models): species s moves by delta[0, s] plus, for each
     i, b_i (delta[i+1, s] - delta[i, s]); then every propensity is recomputed (the same values as the
     dependency-graph update, since propensities depend on the state only). The firing counts are
@@ -126,10 +129,10 @@ def _branchless_fire(c: CompiledNetwork, delta: np.ndarray) -> list[str]:
     if moved:
         lines.append(f"bad |= {' | '.join(moved)};")
     lines += [f"g{i} += b{i};" for i in range(M - 1)]
-    return lines + _propensities(c, range(M))
+    return lines + _propensities(c, range(M), tables)
 
 
-def _switch_fire(c: CompiledNetwork) -> list[str]:
+def _switch_fire(c: CompiledNetwork, tables: bool = False) -> list[str]:
     lines = ["switch (j) {"]
     for j in range(c.n_reactions):
         body = [f"case {j}:"]
@@ -137,53 +140,76 @@ def _switch_fire(c: CompiledNetwork) -> list[str]:
             s, dlt = int(c.chg_species[q]), int(c.chg_delta[q])
             body.append(f"x{s} = ds_add(x{s}, {dlt}); bad |= x{s};")
         body.append(f"f{j} += 1u;")
-        body += _propensities(c, (int(c.dep_list[q]) for q in range(c.dep_start[j], c.dep_start[j + 1])))
+        body += _propensities(c, (int(c.dep_list[q]) for q in range(c.dep_start[j], c.dep_start[j + 1])), tables)
         body.append("break;")
         lines.append(" ".join(body))
     return lines + ["default: break;", "}"]
 
 
-def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | None = None) -> str:
+def _direct_state(c: CompiledNetwork, branchless: bool, tables: bool) -> list[str]:
+    """Counts, propensities and firing counters in registers (batched: counts and rate constants
+    loaded from the point's rows)."""
+    S, M = c.n_species, c.n_reactions
+    if tables:
+        state = [f"int x{s} = (int)batch_x0[{s}];" for s in range(S)]
+        state += [f"const double th{d} = batch_theta[{d}];" for d in range(M) if c.kind[d] == KIND_MASS_ACTION]
+    else:
+        state = [f"int x{s} = {int(c.x0[s])};" for s in range(S)]
+    state += [f"double p{j};" for j in range(M)]
+    state += ([f"unsigned int g{i} = 0u;" for i in range(M - 1)] if branchless
+              else [f"unsigned int f{j} = 0u;" for j in range(M)])
+    return state + _propensities(c, range(M), tables)
+
+
+def _direct_select(M: int) -> list[str]:
+    """j = #{i < M-1 : c_i <= target}; u2 * a0 rounded up to a0: the last reaction with a positive
+    propensity (as the CPU)."""
+    select = [f"int b{i} = c{i} <= target;" for i in range(M - 1)]
+    if M > 1:
+        select.append("if (a0 <= target) { int L = 0; " + " ".join(f"if (p{j} > 0.0) L = {j};" for j in range(1, M))
+                      + " " + " ".join(f"b{i} = {i} < L;" for i in range(M - 1)) + " }")
+    select.append(f"const int j = {' + '.join(f'b{i}' for i in range(M - 1)) or '0'};")
+    return select
+
+
+def _direct_flush(M: int, branchless: bool) -> list[str]:
+    if branchless:  # reaction j fired (events with j' >= j) - (events with j' > j) times: e - g0, g0 - g1, ..., g_{M-2}
+        at_least = ["e"] + [f"g{i}" for i in range(M - 1)]
+        counts = [f"{hi} - {lo}" for hi, lo in zip(at_least, at_least[1:])] + [at_least[-1]]
+        return [f"atomicAdd(&firings[{j}], (unsigned long long)({n}));" for j, n in enumerate(counts)]
+    return [f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)]
+
+
+def generate_direct(c: CompiledNetwork, fused: bool = False, branchless: bool | None = None,
+                    batched: bool = False) -> str:
     """CUDA source of the register-resident direct-method kernel for this network (``branchless``:
-    fire without a switch; the default for models with at most ``BRANCHLESS_MAX_REACTIONS``)."""
+    fire without a switch; the default for models with at most ``BRANCHLESS_MAX_REACTIONS``).
+    ``batched``: many parameter points per launch, their initial counts, rate constants and law
+    constants read from per-point tables (``DS_BATCHED``; the kernel's code does not depend on their
+    values, except that a propensity is checked when ``c``'s rate constant needs it)."""
     S, M = c.n_species, c.n_reactions
     if branchless is None:
         branchless = M <= BRANCHLESS_MAX_REACTIONS
     delta = _deltas(c)
-    state = [f"int x{s} = {int(c.x0[s])};" for s in range(S)]
-    state += [f"double p{j};" for j in range(M)]
-    state += ([f"unsigned int g{i} = 0u;" for i in range(M - 1)] if branchless
-              else [f"unsigned int f{j} = 0u;" for j in range(M)])
-    state += _propensities(c, range(M))
     prefix = ["const double c0 = 0.0 + p0;"] + [f"const double c{j} = c{j - 1} + p{j};" for j in range(1, M)]
     prefix.append(f"const double a0 = c{M - 1};")
-    select = [f"int b{i} = c{i} <= target;" for i in range(M - 1)]
-    if M > 1:  # u2 * a0 rounded up to a0: the last reaction with a positive propensity (as the CPU)
-        select.append("if (a0 <= target) { int L = 0; " + " ".join(f"if (p{j} > 0.0) L = {j};" for j in range(1, M))
-                      + " " + " ".join(f"b{i} = {i} < L;" for i in range(M - 1)) + " }")
-    select.append(f"const int j = {' + '.join(f'b{i}' for i in range(M - 1)) or '0'};")
     classify = [f"if (x{s} < 0) err = DS_ERROR_WORD({_by_reaction([int(d) for d in delta[:, s]])} > 0 ? ERR_OVERFLOW "
                 f": ERR_NEGATIVE, j);" for s in range(S) if delta[:, s].any()]
-    if branchless:  # reaction j fired (events with j' >= j) - (events with j' > j) times: e - g0, g0 - g1, ..., g_{M-2}
-        at_least = ["e"] + [f"g{i}" for i in range(M - 1)]
-        counts = [f"{hi} - {lo}" for hi, lo in zip(at_least, at_least[1:])] + [at_least[-1]]
-        flush = [f"atomicAdd(&firings[{j}], (unsigned long long)({n}));" for j, n in enumerate(counts)]
-    else:
-        flush = [f"atomicAdd(&firings[{j}], (unsigned long long)f{j});" for j in range(M)]
     record = "\n".join(f"DS_RECORD(k, {s}, x{s});" for s in range(S))
     regions = {
-        "defs": f"#define DS_S {S}",
-        "state": "\n".join(state),
+        "defs": f"#define DS_S {S}" + (f"\n#define DS_M {M}" if batched else ""),
+        "state": "\n".join(_direct_state(c, branchless, batched)),
         "sum": " ".join(prefix),
         "record": record,
         "fill": record,
-        "select": "\n".join(select),
-        "fire": "\n".join(_branchless_fire(c, delta) if branchless else _switch_fire(c)),
+        "select": "\n".join(_direct_select(M)),
+        "fire": "\n".join(_branchless_fire(c, delta, batched) if branchless else _switch_fire(c, batched)),
         "classify": "\n".join(classify),
-        "flush": "\n".join(flush),
+        "flush": "\n".join(_direct_flush(M, branchless)),
         "final": "\n".join(f"rec[{s} * RR + r] = (int)x{s};" for s in range(S)),
     }
     src = cuda.fill_template(cuda.kernel_source("ssa_direct.cu"), regions)
+    src = ("#define DS_BATCHED\n" + src) if batched else src
     return dsmath.neglog_table_cuda() + ("#define DS_FUSED\n" + src if fused else src)
 
 
@@ -308,6 +334,11 @@ def warp_levels(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(sizes, np.int32), np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
 
 
+def warp_source() -> str:
+    """kernels/ssa_warp.cu with distsim's -log table."""
+    return dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_warp.cu")
+
+
 def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     """One warp per realization (kernels/ssa_warp.cu): yields (grid states (K, S, n), events, errors)."""
     import cupy as cp
@@ -320,8 +351,7 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     chunk = max(WARPS_PER_BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
-    fn = _module(("warp",), lambda: dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_warp.cu")).get_function(
-        "ssa_warp")
+    fn = _module(("warp",), warp_source).get_function("ssa_warp")
     d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
     for start in range(0, R, chunk):
         n = min(chunk, R - start)

@@ -149,12 +149,19 @@ def _histogram_bins(net, c, grid, seed, method, realizations, max_events, max_bi
                                keep_trajectories=True, max_events=max_events)
     _raise_if_failed(net, c, [summary(pilot["errors"], 0)], n, seed, method, grid, max_events, pilot=n < realizations)
     traj = pilot["trajectories"]
-    lo_obs, hi_obs = traj.min(axis=(0, 1)), traj.max(axis=(0, 1))
+    lo, width, bins = bin_layout(traj.min(axis=(0, 1)), traj.max(axis=(0, 1)), max_bins)
+    return lo, width, int(bins)
+
+
+def bin_layout(lo_obs: Any, hi_obs: Any, max_bins: int) -> tuple[Any, Any, Any]:
+    """Histogram bins from the pilot's lowest and highest counts per species (last axis; leading axes:
+    one layout each, NumPy or CuPy): the observed range widened by half its span and 8 on each side,
+    at most ``max_bins`` bins of equal integer width. Returns (lowest count, width, number of bins)."""
     span = hi_obs - lo_obs
-    lo = np.maximum(lo_obs - span // 2 - 8, 0)
+    lo = (lo_obs - span // 2 - 8).clip(0)
     hi = hi_obs + span // 2 + 8
-    width = np.maximum(1, -(-(hi - lo + 1) // max_bins))
-    bins = int(max(-(-(hi - lo + 1) // width)))
+    width = (-(-(hi - lo + 1) // max_bins)).clip(1)
+    bins = (-(-(hi - lo + 1) // width)).max(axis=-1)
     return lo.astype(np.int64), width.astype(np.int64), bins
 
 
@@ -235,25 +242,43 @@ def _raise_if_failed(net, c, summaries, realizations, seed, method, grid, max_ev
     return counts
 
 
+VAR_ATTRS: dict[str, dict[str, str]] = {
+    "mean": {"long_name": "mean count over realizations", "units": "molecules"},
+    "variance": {"long_name": "sample variance over realizations (n-1)", "units": "molecules^2"},
+    "firings": {"long_name": "firings of each reaction, all realizations"},
+    "quantile_value": {"long_name": "quantile of the count (exact when bin_width is 1)"},
+}
+
+
+def result_coords(net: ReactionNetwork, grid: np.ndarray) -> dict[str, Any]:
+    """The time, species and reaction coordinates of an ensemble's Dataset."""
+    names = [r.name or f"R{j + 1}" for j, r in enumerate(net.reactions)]
+    time = ("time", grid, {"long_name": "simulated time", "units": "1", "axis": "T",
+                           "comment": "in the model's own time unit"})
+    return {"time": time, "species": list(net.species), "reaction": names}
+
+
 def _moments(ens: _Ensemble) -> tuple[dict[str, Any], dict[str, Any]]:
     """Mean and variance from exact integer sums, and the firings of each reaction."""
     net, res, R = ens.net, ens.res, ens.realizations
-    K, S = len(ens.first.grid), net.n_species
     sx = sum(r["sum_x"] for r in res)  # object arrays of Python ints: exact
     sx2 = sum(r["sum_x2"] for r in res)
-    mean = _exact_ratio(sx, R)
-    var = _exact_ratio(R * sx2 - sx * sx, R * (R - 1)) if R > 1 else np.full((K, S), np.nan)
+    mean, var = mean_variance(sx, sx2, R)
     firings = np.sum([r["firings"] for r in res], axis=0).astype(np.int64)
-    names = [r.name or f"R{j + 1}" for j, r in enumerate(net.reactions)]
     data: dict[str, Any] = {
-        "mean": (("time", "species"), mean, {"long_name": "mean count over realizations", "units": "molecules"}),
-        "variance": (("time", "species"), var, {"long_name": "sample variance over realizations (n-1)",
-                                                "units": "molecules^2"}),
-        "firings": ("reaction", firings, {"long_name": "firings of each reaction, all realizations"}),
+        "mean": (("time", "species"), mean, VAR_ATTRS["mean"]),
+        "variance": (("time", "species"), var, VAR_ATTRS["variance"]),
+        "firings": ("reaction", firings, VAR_ATTRS["firings"]),
     }
-    time = ("time", ens.first.grid, {"long_name": "simulated time", "units": "1", "axis": "T",
-                                      "comment": "in the model's own time unit"})
-    return data, {"time": time, "species": list(net.species), "reaction": names}
+    return data, result_coords(net, ens.first.grid)
+
+
+def mean_variance(sx: np.ndarray, sx2: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sample variance (n-1) of R values from their exact sums (object arrays of Python ints,
+    or int64 arrays whose R sx2 - sx^2 cannot overflow), correctly rounded."""
+    mean = _exact_ratio(sx, R)
+    var = _exact_ratio(R * sx2 - sx * sx, R * (R - 1)) if R > 1 else np.full(np.shape(sx), np.nan)
+    return mean, var
 
 
 def _histograms(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:
@@ -269,6 +294,5 @@ def _histograms(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) ->
     cdf = np.cumsum(hist, axis=2) / R
     idx = np.argmax(cdf[None, :, :, :] >= q[:, None, None, None] - 1e-12, axis=3)  # [Q, K, S]
     qv = lo[None, None, :] + width[None, None, :] * idx
-    data["quantile_value"] = (("quantile", "time", "species"), qv.astype(np.int64),
-                              {"long_name": "quantile of the count (exact when bin_width is 1)"})
+    data["quantile_value"] = (("quantile", "time", "species"), qv.astype(np.int64), VAR_ATTRS["quantile_value"])
     coords["quantile"] = q

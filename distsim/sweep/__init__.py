@@ -14,13 +14,14 @@ import sys
 import types
 
 from .adapters import ADAPTERS, Adapter, adapter_for, register
-from .core import default_chunk_size, sensitivity, sweep
+from .core import default_chunk_size, sweep
 from .points import Points, as_points, one_at_a_time
 from .screens import knockouts
+from .sensitivity import coefficients, plot_sensitivity, sensitivity
 from .store import StoreMismatch
 
-__all__ = ["ADAPTERS", "Adapter", "Points", "StoreMismatch", "adapter_for", "as_points", "default_chunk_size",
-           "knockouts", "one_at_a_time", "register", "sensitivity", "sweep"]
+__all__ = ["ADAPTERS", "Adapter", "Points", "StoreMismatch", "adapter_for", "as_points", "coefficients",
+           "default_chunk_size", "knockouts", "one_at_a_time", "plot_sensitivity", "register", "sensitivity", "sweep"]
 
 
 class _CallableModule(types.ModuleType):

@@ -4,7 +4,7 @@ An :class:`Adapter` names the analysis function (imported lazily, on the worker 
 its model from a file, how one sweep point changes the model or the call (:attr:`Adapter.apply`),
 and how to cut its result Dataset down to a fixed shape per point (variables over dims in
 ``drop_dims`` are dropped, attrs named in ``scalars`` become per-point variables). ``run_chunk``
-may replace the per-point loop by one batched call (e.g. many SSA parameter sets in one launch).
+may replace the per-point loop by one batched call (SSA: many parameter points in one launch).
 """
 
 from __future__ import annotations
@@ -35,9 +35,16 @@ class Adapter:
     reserved: tuple[str, ...] = ("seed", "client", "backend", "progress", "plot")
     max_chunk: int = 64
     # batched alternative to the per-point loop: (model, points as {name: value} with parameter/factor
-    # already resolved, seeds, fixed kwargs, in-process executor of the worker's backend) -> one
-    # summarized Dataset per point, equal to what the loop would give
-    run_chunk: Callable[..., list[xr.Dataset]] | None = None
+    # already resolved, seeds, fixed kwargs, in-process executor of the worker's backend) -> the
+    # summarized results equal to what the loop would give: one Dataset with a leading "point"
+    # dimension, or one Dataset per point; None: run the per-point loop for this chunk
+    run_chunk: Callable[..., xr.Dataset | list[xr.Dataset] | None] | None = None
+    # points per task when the caller gives no chunk_size: (model, first point resolved, its seed,
+    # number of points, the sweep's engine.Run, fixed kwargs) -> int, or None for the default rule
+    plan_chunk: Callable[..., int | None] | None = None
+    # (model, point resolved) -> None, raising what ``apply`` would for a bad point, faster (the
+    # sweep checks every distinct value before any work); default: ``apply``
+    check: Callable[[Any, Point], None] | None = None
 
     def resolve(self) -> Callable[..., xr.Dataset]:
         module, _, attr = self.function.partition(":")
@@ -64,6 +71,22 @@ def _ssa_load(path: str | os.PathLike, **options: Any) -> Any:
 
 def _ssa_apply(net: Any, point: Point) -> tuple[Any, dict]:
     """Rate parameters and initial counts by name (``init.NAME`` forces the species meaning)."""
+    params, init = _ssa_split(net, point)
+    if params:
+        net = net.with_parameters(**params)
+    if init:
+        net = net.with_initial(**init)
+    return net, {}
+
+
+def _ssa_check(net: Any, point: Point) -> None:
+    """What ``_ssa_apply`` raises for a bad point, checking only the reactions that its parameters reach."""
+    params, _ = _ssa_split(net, point)
+    net.check_parameters(**params)
+
+
+def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]]:
+    """A point's rate parameters and initial counts (checked)."""
     params, init = {}, {}
     for name, value in point.items():
         if name.startswith("init.") or (name not in net.params and name in net.species):
@@ -79,11 +102,33 @@ def _ssa_apply(net: Any, point: Point) -> tuple[Any, dict]:
         else:
             raise ValueError(f"{name!r} is neither a parameter ({', '.join(net.params) or 'none'}) nor a species "
                              f"({', '.join(net.species)}) of {net.name or 'the network'}")
-    if params:
-        net = net.with_parameters(**params)
-    if init:
-        net = net.with_initial(**init)
-    return net, {}
+    return params, init
+
+
+def _ssa_run_chunk(net: Any, points: Sequence[Point], seeds: Sequence[int], fixed: dict,
+                   executor: Any) -> xr.Dataset | None:
+    """Every point of the chunk in one batched run (:func:`distsim.ssa.batch.simulate_batch`); None
+    (the per-point loop) when one point's realizations alone fill a device."""
+    from ..ssa.batch import BATCH_MAX_REALIZATIONS, simulate_batch
+
+    if fixed.get("realizations", 1000) > BATCH_MAX_REALIZATIONS:
+        return None
+    split = [_ssa_split(net, p) for p in points]
+    ds = simulate_batch(net, [p for p, _ in split], seeds, initial=[i for _, i in split], client=executor,
+                        progress=False, **fixed)
+    ds.attrs = {}
+    return ds
+
+
+def _ssa_plan_chunk(net: Any, point: Point, seed: int, n_points: int, run: Any, fixed: dict) -> int | None:
+    """Points per task from a pilot of the first point and the workers' devices
+    (:func:`distsim.ssa.batch.chunk_points`); None (the default rule) for the per-point loop."""
+    from ..ssa.batch import BATCH_MAX_REALIZATIONS, chunk_points
+
+    if fixed.get("realizations", 1000) > BATCH_MAX_REALIZATIONS:
+        return None
+    params, init = _ssa_split(net, point)
+    return chunk_points(net, params, init, seed, n_points, run, fixed)
 
 
 def _ssa_parameters(net: Any) -> list[str]:
@@ -104,6 +149,7 @@ SSA_SIMULATE = Adapter(
     scalars=("wall_time_s", "firings_total", "mean_firings_per_realization", "truncated_realizations"),
     reserved=("seed", "client", "backend", "progress", "plot", "params", "initial", "keep_trajectories",
               "keep_final"),
+    run_chunk=_ssa_run_chunk, plan_chunk=_ssa_plan_chunk, check=_ssa_check,
 )
 
 

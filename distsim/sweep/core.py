@@ -21,7 +21,7 @@ import xarray as xr
 from .. import engine, results
 from ..rng import check_seed, derive_seeds
 from .adapters import Adapter, adapter_for, check_fixed
-from .points import SCALE_KEYS, Points, as_points, one_at_a_time
+from .points import SCALE_KEYS, Points, as_points
 from .store import SweepStore
 
 
@@ -52,9 +52,12 @@ def run_chunk(ctx: engine.ShardContext, chunk: Chunk) -> xr.Dataset:
     """Sweep task (runs on a worker): the analysis for every point of the chunk, in this process."""
     local = engine.LocalExecutor(ctx.backend)
     points = [resolve_point(chunk.adapter, chunk.model, p) for p in chunk.points]
+    parts = None
     if chunk.adapter.run_chunk is not None:
         parts = chunk.adapter.run_chunk(chunk.model, points, list(chunk.seeds), dict(chunk.fixed), local)
-    else:
+        if isinstance(parts, xr.Dataset):
+            return parts
+    if parts is None:
         fn = chunk.adapter.resolve()
         parts = []
         for point, seed in zip(points, chunk.seeds):
@@ -94,6 +97,28 @@ def default_chunk_size(adapter: Adapter, n_points: int, n_workers: int) -> int:
     return int(max(1, min(adapter.max_chunk, -(-n_points // (4 * max(1, n_workers))))))
 
 
+def _chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray, run: engine.Run,
+                st: SweepStore | None, chunk_size: int | None) -> int:
+    """Points per task: a resumed store's; else ``chunk_size``; else the adapter's plan (a batched
+    analysis: from a pilot of the first point and the workers' devices), else :func:`default_chunk_size`."""
+    if st is not None and st.exists:
+        return st.chunk_size
+    C = chunk_size or _planned_chunk_size(adapter, model, fixed, pts, seeds, run)
+    if st is not None:
+        st.chunk_size = C
+    return C
+
+
+def _planned_chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray,
+                        run: engine.Run) -> int:
+    if adapter.plan_chunk is not None:
+        first = resolve_point(adapter, model, pts.point(0))
+        planned = adapter.plan_chunk(model, first, int(seeds[0]), pts.n, run, dict(fixed))
+        if planned is not None:
+            return int(max(1, min(pts.n, planned)))
+    return default_chunk_size(adapter, pts.n, run.n_workers())
+
+
 def sweep(
     analysis: str | Callable[..., Any] | Adapter,
     model: Any,
@@ -118,8 +143,10 @@ def sweep(
     arguments of the analysis shared by every point (``t_end=``, ``realizations=``, ``target=`` ...).
     Point i gets the seed ``derive_seeds(seed, i)``. ``store`` (``.zarr``): results are written as
     they arrive and a rerun with the same store computes only the missing points (a store of another
-    sweep is refused). ``chunk_size``: points per task (default: about 4 tasks per worker, capped
-    per analysis). ``analysis``, ``model`` and ``points`` are positional, so the analysis's own
+    sweep is refused). ``chunk_size``: points per task (default: for SSA, whose chunks run batched,
+    one launch's worth from a pilot of the first point and the worker's device,
+    :func:`distsim.ssa.batch.chunk_points`; else about 4 tasks per worker, capped per analysis).
+    ``analysis``, ``model`` and ``points`` are positional, so the analysis's own
     ``points=`` (SSA time points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and ``seed``) as
     coordinates on it, and each point's results as variables.
     """
@@ -144,9 +171,9 @@ def sweep(
     coords["seed"] = seeds.astype(np.int64)
 
     with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
-        C = chunk_size or default_chunk_size(adapter, pts.n, run.n_workers())
-        st = SweepStore(store, config, pts.n, C) if store is not None else None
-        plan = _plan(adapter, model, fixed, pts, seeds, st.chunk_size if st is not None else C, st)
+        st = SweepStore(store, config, pts.n, chunk_size or 1) if store is not None else None
+        plan = _plan(adapter, model, fixed, pts, seeds, _chunk_size(adapter, model, fixed, pts, seeds, run, st,
+                                                                    chunk_size), st)
         run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
                            f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
         run.progress.update(plan.resumed)
@@ -211,6 +238,7 @@ def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
     """Every distinct value of every column is applied once on the client, so unknown names and bad
     values fail before any work (naming the first point that has them)."""
     seen: set = set()
+    check = adapter.check or (lambda m, point: adapter.apply(m, point))
     for i in range(pts.n):
         point = pts.point(i)
         items = [(k, v) for k, v in point.items() if k not in SCALE_KEYS]
@@ -222,7 +250,7 @@ def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
             seen.add((k, v))
             single = {"parameter": k, "factor": v[1]} if isinstance(v, tuple) else {k: v}
             try:
-                adapter.apply(model, resolve_point(adapter, model, single))
+                check(model, resolve_point(adapter, model, single))
             except (ValueError, KeyError) as e:
                 msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
                 raise ValueError(f"point {i} {point}: {msg}") from None
@@ -235,24 +263,4 @@ def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int) -> dict[
                               fixed=json.dumps(config["fixed"], sort_keys=True))
 
 
-def sensitivity(
-    analysis: str | Callable[..., Any] | Adapter,
-    model: Any,
-    factors: Sequence[float],
-    /,
-    *,
-    parameters: Sequence[str] | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> xr.Dataset:
-    """One-at-a-time sensitivity: every parameter (default: every rate of the model) scaled by every
-    factor, the others at baseline; a :func:`sweep` whose points carry ``parameter`` and ``factor``
-    coordinates (reshape with ``ds.set_index(point=["parameter", "factor"]).unstack("point")``)."""
-    adapter = adapter_for(analysis)
-    if not hasattr(model, "digest"):
-        model = adapter.load(model, **dict(model_options or {}))
-    names = list(parameters) if parameters is not None else adapter.parameters(model)
-    return sweep(adapter, model, one_at_a_time(names, factors), **kwargs)
-
-
-__all__ = ["Chunk", "SCALE_KEYS", "default_chunk_size", "resolve_point", "run_chunk", "sensitivity", "sweep"]
+__all__ = ["Chunk", "SCALE_KEYS", "default_chunk_size", "resolve_point", "run_chunk", "sweep"]

@@ -79,8 +79,9 @@ def test_generated_ssa_kernel_compiles(tmp_path):
         c = compile_network(net)
         for fused in (False, True):
             for branchless in (False, True):
-                r = _nvcc(generate_direct(c, fused=fused, branchless=branchless), tmp_path)
-                assert r.returncode == 0, (net.name, fused, branchless, r.stderr)
+                for batched in (False, True):
+                    r = _nvcc(generate_direct(c, fused=fused, branchless=branchless, batched=batched), tmp_path)
+                    assert r.returncode == 0, (net.name, fused, branchless, batched, r.stderr)
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
@@ -107,3 +108,17 @@ def test_generated_mcmc_kernel_compiles(tmp_path):
         pr = build_problem(net, mcmc.as_observations(net, data), rate_model(net, prior))
         r = _nvcc(generate(pr), tmp_path, "--fmad=false")
         assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_batched_ssa_kernels_compile(tmp_path):
+    """The generic kernel (every method) and the warp kernel as distsim.ssa.gpu_batch builds them."""
+    from distsim.ssa.gpu import generic_source, warp_source
+    from distsim.ssa.methods import METHODS
+
+    for m in METHODS.values():
+        if m.cuda_header is not None:
+            r = _nvcc("#define DS_BATCHED\n" + generic_source(m), tmp_path)
+            assert r.returncode == 0, (m.name, r.stderr)
+    r = _nvcc("#define DS_BATCHED\n" + warp_source(), tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -153,12 +153,49 @@ def test_sensitivity_scales_one_rate_at_a_time(mm):
     factors = [0.5, 2.0]
     ds = sensitivity(ssa.simulate, mm, factors, parameters=["k1", "k3"], seed=3, client=LocalExecutor("cpu"),
                      **SSA_FIXED)
-    assert list(ds.parameter.values) == ["k1", "k1", "k3", "k3"] and list(ds.factor.values) == factors * 2
-    i = 3  # k3 doubled, the others at baseline
+    assert list(ds.parameter.values) == ["k1", "k3"] and list(ds.factor.values) == factors
+    assert ds["mean"].dims == ("parameter", "factor", "time", "species")
+    i = 3  # point 3: k3 doubled, the others at baseline
     ref = ssa.simulate(mm.with_parameters(k3=mm.params["k3"] * 2.0), seed=int(derive_seeds(3, i)),
                        client=LocalExecutor("cpu"), **SSA_FIXED)
-    assert np.array_equal(ds["mean"].values[i], ref["mean"].values)
+    assert np.array_equal(ds["mean"].sel(parameter="k3", factor=2.0).values, ref["mean"].values)
+    assert int(ds.seed.sel(parameter="k3", factor=2.0)) == int(derive_seeds(3, i))
     assert one_at_a_time(["a"], [1, 2]) == [{"parameter": "a", "factor": 1.0}, {"parameter": "a", "factor": 2.0}]
+
+
+def test_sensitivity_coefficients_match_the_immigration_death_law(tmp_path):
+    """0 -> X at lam, X -> 0 at mu X, X(0) = 0: E[X(t)] = lam/mu (1 - exp(-mu t)), so the central
+    difference over factors f-, f+ is exactly 1 for lam and (ln E(mu f+) - ln E(mu f-)) / ln(f+/f-) for
+    mu. Every estimate (2 parameters x 4 times) lies within z* standard errors of it, z* for 99.9%
+    two-sided with a Bonferroni correction over the 8 (independent-seed) estimates; the errors are
+    the delta-method ones, checked against the spread of the estimates over 30 seeds."""
+    from scipy.stats import chi2, norm
+
+    net = ssa.Builder("immdeath").add_species("X", 0).add_parameter("lam", 20.0).add_parameter("mu", 0.5) \
+        .add_reaction("0 -> X", "lam").add_reaction("X -> 0", "mu").build()
+    factors, R, t_end = [0.8, 1.25], 4000, 4.0
+    ds = sensitivity(ssa.simulate, net, factors, seed=7, client=LocalExecutor("cpu"), t_end=t_end, points=5,
+                     realizations=R, quantiles=None, plot=str(tmp_path / "s.png"))
+    assert (tmp_path / "s.png").stat().st_size > 10_000
+    t = ds.time.values[1:]
+    mean = lambda lam, mu: lam / mu * (1 - np.exp(-mu * t))  # noqa: E731
+    dlog = np.log(factors[1] / factors[0])
+    exact = {"lam": np.ones_like(t), "mu": (np.log(mean(20, 0.5 * factors[1])) - np.log(mean(20, 0.5 * factors[0])))
+             / dlog}
+    z = norm.ppf(1 - 0.001 / (2 * 8))
+    for p in ("lam", "mu"):
+        s = ds.sensitivity.sel(parameter=p, species="X").values[1:]
+        se = ds.sensitivity_se.sel(parameter=p, species="X").values[1:]
+        assert np.all(np.abs(s - exact[p]) < z * se), (p, s, exact[p], se)
+    assert np.isnan(ds.sensitivity.sel(species="X").values[:, 0]).all()  # E[X(0)] = 0: undefined
+    # the standard error against the spread over n seeds: sd_hat / se ~ sqrt(chi2(n-1) / (n-1)), 99.9% bounds
+    n = 30
+    runs = [sensitivity(ssa.simulate, net, factors, parameters=["mu"], seed=100 + k, client=LocalExecutor("cpu"),
+                        t_end=t_end, points=5, realizations=R, quantiles=None) for k in range(n)]
+    est = np.array([r.sensitivity.sel(parameter="mu", species="X").values[-1] for r in runs])
+    se = np.mean([r.sensitivity_se.sel(parameter="mu", species="X").values[-1] for r in runs])
+    lo, hi = np.sqrt(chi2.ppf([0.0005, 0.9995], n - 1) / (n - 1))
+    assert lo < est.std(ddof=1) / se < hi, (est.std(ddof=1), se)
 
 
 @pytest.mark.parametrize("kwargs,match", [

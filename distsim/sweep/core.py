@@ -92,9 +92,12 @@ def _model_digest(model: Any) -> str:
     return digest()
 
 
-def default_chunk_size(adapter: Adapter, n_points: int, n_workers: int) -> int:
-    """About four tasks per worker, at most ``adapter.max_chunk`` points per task."""
-    return int(max(1, min(adapter.max_chunk, -(-n_points // (4 * max(1, n_workers))))))
+def default_chunk_size(adapter: Adapter, n_points: int, n_workers: int, gpu: bool = False) -> int:
+    """About four tasks per worker (for progress and balance), at most ``adapter.max_chunk`` points
+    per task; one task per worker for a batched analysis on GPU workers, where a task's points share
+    one launch per step and more points per launch fill the device better."""
+    per_worker = 1 if gpu and adapter.run_chunk is not None else 4
+    return int(max(1, min(adapter.max_chunk, -(-n_points // (per_worker * max(1, n_workers))))))
 
 
 def _chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray, run: engine.Run,
@@ -116,7 +119,7 @@ def _planned_chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, 
         planned = adapter.plan_chunk(model, first, int(seeds[0]), pts.n, run, dict(fixed))
         if planned is not None:
             return int(max(1, min(pts.n, planned)))
-    return default_chunk_size(adapter, pts.n, run.n_workers())
+    return default_chunk_size(adapter, pts.n, run.n_workers(), run.uses_gpu())
 
 
 def sweep(

@@ -403,3 +403,18 @@ def test_mcmc_prior_points_equal_direct_calls():
     with pytest.raises(ValueError, match="k3"):
         distsim.sweep(mcmc.infer_rates, net, [{"prior.k1.shape": 2, "prior.k1.rate": 1, "prior.k2.shape": 2,
                                                "prior.k2.rate": 1}], client=LocalExecutor("cpu"), **kw)
+
+
+def test_default_chunk_size_fills_gpus_with_batched_points():
+    """Four tasks per worker, except a batched analysis on GPU workers: one task per worker (its
+    points share each launch); never more than the adapter's max_chunk."""
+    from distsim.sweep import default_chunk_size
+    from distsim.sweep.adapters import adapter_for
+
+    pbn_ss = adapter_for("pbn.steady_state")
+    assert pbn_ss.run_chunk is not None
+    assert default_chunk_size(pbn_ss, 87, 1) == 22
+    assert default_chunk_size(pbn_ss, 87, 1, gpu=True) == 87
+    assert default_chunk_size(pbn_ss, 1000, 2, gpu=True) == pbn_ss.max_chunk
+    grn = adapter_for("grn.infer")
+    assert grn.run_chunk is None and default_chunk_size(grn, 87, 1, gpu=True) == min(grn.max_chunk, 22)

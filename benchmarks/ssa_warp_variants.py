@@ -56,11 +56,14 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     W = variant.get("wpb", gpu.WARPS_PER_BLOCK)
     xs_sh, up_sh = variant.get("place", gpu.warp_placement(S, LV))
     defines = "".join(f"#define {k} {v}\n" for k, v in variant.get("defines", {}).items())
-    src = gpu.warp_source(xs_sh, up_sh).replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n",
-                                                f"#define DS_WARPS_PER_BLOCK {W}\n")
+    h_start, h_items = gpu.warp_items(c)
+    general = variant.get("general", gpu.warp_general(h_start, h_items))
+    check = variant.get("check", gpu.warp_check(c))
+    src = gpu.warp_source(xs_sh, up_sh, general, check).replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n",
+                                                         f"#define DS_WARPS_PER_BLOCK {W}\n")
     fn = cuda.load_module(defines + src, gpu.OPTIONS + variant.get("options", ())).get_function("ssa_warp")
     tb = gpu._tables(c)
-    item_start, items = (cp.asarray(v) for v in gpu.warp_items(c))
+    item_start, items = cp.asarray(h_start), cp.asarray(h_items)
     shared = (2 * LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * W
     out = dict(rec=cp.empty((K, R, S), cp.int32), ev=cp.zeros(R, cp.uint64), er=cp.zeros(R, cp.int32),
                firings=cp.zeros(M, cp.uint64))

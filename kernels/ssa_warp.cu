@@ -20,8 +20,10 @@
 // sums are taken in another order than the CPU's, so realizations match the CPU's in distribution,
 // not bit for bit.
 //
-// Placement (compile-time, distsim/ssa/gpu.py): DS_X_SHARED keeps the counts x[S] in shared memory,
-// DS_UP_SHARED levels 1..L-1; otherwise they are per-realization global arrays. Level 0 is global
+// Compile-time choices (distsim/ssa/gpu.py): DS_X_SHARED keeps the counts x[S] in shared memory,
+// DS_UP_SHARED levels 1..L-1 (otherwise they are per-realization global arrays); DS_GENERAL 0 leaves
+// out the path for long firing tables and general dependents when a model has none, and
+// DS_CHECK_PROPENSITY 0 the checks of mass-action propensities that cannot be bad. Level 0 is global
 // (a[M] per realization). Grid states go to rec[(k * R + r) * S + s] (coalesced across species).
 #include "ssa_common.cuh"
 
@@ -40,6 +42,12 @@
 #endif
 #ifndef DS_UP_SHARED
 #define DS_UP_SHARED 1
+#endif
+#ifndef DS_GENERAL
+#define DS_GENERAL 1  // 0: no firing table is longer than 32 items or has a general dependent
+#endif
+#ifndef DS_CHECK_PROPENSITY
+#define DS_CHECK_PROPENSITY 1  // 0: no mass-action propensity can be negative, NaN or infinite
 #endif
 #define DS_MAX_LEVELS 6
 #ifndef DS_RAISE_BATCH
@@ -258,12 +266,17 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
         // ---- firing
         bool neg = false, ovf = false;
         int4 it = make_int4(0, 0, 0, DS_ITEM_NONE);
+#if DS_GENERAL
         bool fast = nq <= 32;  // one item per lane, mass-action dependents only
         if (fast) {
             if (lane < nq) it = items[q0 + lane];
             fast = !__any_sync(DS_FULL, it.w == DS_ITEM_GENERAL);
         }
         if (fast) {
+#else  // every firing table is short and simple (distsim/ssa/gpu.py warp_general)
+        if (lane < nq) it = items[q0 + lane];
+        {
+#endif
             const bool chg = it.w == DS_ITEM_CHANGE, dep = it.w == DS_ITEM_MASS;
             int xa = 0, xb = 0;
             double v = 0.0;
@@ -292,24 +305,33 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                 if (it.y >= 0) v = v * ds_choose((double)xa, it.y >> DS_RCT_SHIFT);
                 if (it.z >= 0) v = v * ds_choose((double)xb, it.z >> DS_RCT_SHIFT);
             }
+#if DS_CHECK_PROPENSITY
             if (dep && ds_bad_propensity(v) && it.x < bad) bad = it.x;
             if (__any_sync(DS_FULL, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad)); ++e; break; }
+#endif
             if (dep) a[it.x] = v;
             const int bl = it.x >> 5;
-            for (unsigned m = __ballot_sync(DS_FULL, dep && bl == b0); m; m &= m - 1) {  // into v0
+            const unsigned in0 = __ballot_sync(DS_FULL, dep && bl == b0);
+            for (unsigned m = in0; m; m &= m - 1) {  // into v0
                 const int q = __ffs(m) - 1;
                 const int dq = __shfl_sync(DS_FULL, it.x, q);
                 const double vq = __shfl_sync(DS_FULL, v, q);
                 if (lane == (dq & 31)) v0 = vq;
             }
-            // dependents are sorted, so each block's first dependent leads it
-            const int pb = __shfl_up_sync(DS_FULL, bl, 1);
-            const bool pdep = __shfl_up_sync(DS_FULL, (int)dep, 1);
-            const unsigned lead = __ballot_sync(DS_FULL, dep && (lane == 0 || !pdep || pb != bl));
-            __syncwarp();  // the propensities written above are visible to every lane
-            if (L == 0) top = v0;
-            else ds_raise_blocks(lv, lead, bl, b0, v0, a, M, top, lane);
-        } else {  // a long firing table: the changes, then the dependents, 32 items at a time
+            if (L == 0) {
+                top = v0;
+            } else if (in0 == __ballot_sync(DS_FULL, dep)) {  // every dependent is in the fired block (or none)
+                if (in0) ds_raise(lv, b0, ds_block_sums(lv, 0, b0, v0, lane), top, lane);
+            } else {  // dependents are sorted, so each block's first dependent leads it
+                const int pb = __shfl_up_sync(DS_FULL, bl, 1);
+                const bool pdep = __shfl_up_sync(DS_FULL, (int)dep, 1);
+                const unsigned lead = __ballot_sync(DS_FULL, dep && (lane == 0 || !pdep || pb != bl));
+                __syncwarp();  // the propensities written above are visible to every lane
+                ds_raise_blocks(lv, lead, bl, b0, v0, a, M, top, lane);
+            }
+        }
+#if DS_GENERAL
+        else {  // a long firing table: the changes, then the dependents, 32 items at a time
             for (int q = q0 + lane; q < q0 + nq; q += 32) {
                 const int4 it = items[q];
                 if (it.w == DS_ITEM_CHANGE) {
@@ -339,6 +361,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
             }
             if (__any_sync(DS_FULL, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad)); ++e; break; }
         }
+#endif
         __syncwarp();  // the prefix sums written above are visible to every lane
         cum_top = ds_warp_scan(top, lane);
         a0 = __shfl_sync(DS_FULL, cum_top, 31);

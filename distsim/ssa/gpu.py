@@ -32,7 +32,7 @@ from .block import event_summary
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
 WARPS_PER_BLOCK = 4  # method 'warp': realizations per thread block
-WARP_LAUNCH_BYTES = 6 << 30  # method 'warp': device memory of one launch (grid states and work arrays)
+WARP_LAUNCH_BYTES = 16 << 30  # method 'warp': device memory of one launch (at most a quarter of the free memory)
 WARP_MAX_STACK = 16  # kinetic-law stack depth of kernels/ssa_warp.cu (DS_MAX_STACK)
 BRANCHLESS_MAX_REACTIONS = 8  # measured: 1.12x on Michaelis-Menten (benchmarks/ssa_kernel_variants.py)
 REC_BYTES_PER_LAUNCH = 2 << 30  # grid states kept on the device per launch (int32)
@@ -362,9 +362,27 @@ def warp_placement(S: int, LV: int) -> tuple[int, int]:
     return int(xs), int(up)
 
 
-def warp_source(x_shared: int, up_shared: int) -> str:
-    """kernels/ssa_warp.cu with its placement compiled in."""
+def warp_general(item_start: np.ndarray, items: np.ndarray) -> int:
+    """Whether the warp kernel needs its path for long firing tables (more than 32 items) and general
+    dependents (kinetic laws, more than two reactants): 0 compiles it out."""
+    return int(bool(np.diff(item_start).max(initial=0) > 32 or np.any(items[:, 3] == ITEM_GENERAL)))
+
+
+def warp_check(c: CompiledNetwork) -> int:
+    """Whether any propensity needs the bad-propensity check (``_needs_check``, vectorised)."""
+    order = np.bincount(np.repeat(np.arange(c.n_reactions), np.diff(c.rct_start)), c.rct_stoich,
+                        minlength=c.n_reactions)
+    with np.errstate(over="ignore", invalid="ignore"):
+        safe = ((c.kind == KIND_MASS_ACTION) & np.isfinite(c.theta) & (c.theta >= 0)
+                & np.isfinite(c.theta * np.exp2(31.0 * order)))
+    return int(not safe.all())
+
+
+def warp_source(x_shared: int, up_shared: int, general: int = 1, check: int = 1) -> str:
+    """kernels/ssa_warp.cu with its placement compiled in, and whether it needs its general path and
+    the checks of mass-action propensities (``_needs_check``)."""
     return (dsmath.neglog_table_cuda() + f"#define DS_X_SHARED {x_shared}\n#define DS_UP_SHARED {up_shared}\n"
+            f"#define DS_GENERAL {general}\n#define DS_CHECK_PROPENSITY {check}\n"
             f"#define DS_WARPS_PER_BLOCK {WARPS_PER_BLOCK}\n#define DS_MAX_STACK {WARP_MAX_STACK}\n"
             + cuda.kernel_source("ssa_warp.cu"))
 
@@ -379,12 +397,17 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
     xs_sh, up_sh = warp_placement(S, LV)
     per_real = K * S * 4 + 2 * M * 8 + (0 if xs_sh else S * 4) + (0 if up_sh else 2 * LV * 8)
-    n_chunks = -(-R // max(WARPS_PER_BLOCK, WARP_LAUNCH_BYTES // max(per_real, 1)))
+    budget = min(WARP_LAUNCH_BYTES, cp.cuda.Device().mem_info[0] // 4)  # the reductions need room too
+    n_chunks = -(-R // max(WARPS_PER_BLOCK, budget // max(per_real, 1)))
     chunk = -(-R // n_chunks)  # balanced launches
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
-    item_start, items = (cp.asarray(v) for v in warp_items(c))
-    fn = _module(("warp", xs_sh, up_sh, WARPS_PER_BLOCK), lambda: warp_source(xs_sh, up_sh)).get_function("ssa_warp")
+    h_start, h_items = warp_items(c)
+    general = warp_general(h_start, h_items)
+    check = warp_check(c)
+    item_start, items = cp.asarray(h_start), cp.asarray(h_items)
+    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK),
+                 lambda: warp_source(xs_sh, up_sh, general, check)).get_function("ssa_warp")
     shared = (2 * LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * WARPS_PER_BLOCK
     d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
     for start in range(0, R, chunk):

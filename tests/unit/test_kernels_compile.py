@@ -81,3 +81,13 @@ def test_generated_ssa_kernel_compiles(tmp_path):
             for branchless in (False, True):
                 r = _nvcc(generate_direct(c, fused=fused, branchless=branchless), tmp_path)
                 assert r.returncode == 0, (net.name, fused, branchless, r.stderr)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_warp_ssa_kernel_compiles_for_every_choice(tmp_path):
+    """kernels/ssa_warp.cu with each value of its compile-time choices (placement, general path, checks)."""
+    from distsim.ssa.gpu import warp_source
+
+    for choice in ((0, 1, 0, 0), (1, 1, 1, 1), (0, 0, 1, 0), (1, 0, 0, 1)):
+        r = _nvcc(warp_source(*choice), tmp_path)
+        assert r.returncode == 0, (choice, r.stderr)

@@ -8,7 +8,8 @@ from distsim.models.compile_reactions import compile_network
 from distsim.models.formats.reaction_text import parse_reactions
 from distsim.models.kinetics import mass_action
 from distsim.ssa.generators import colloidal_aggregation, cyclic_chain, random_network
-from distsim.ssa.gpu import ITEM_CHANGE, ITEM_GENERAL, ITEM_MASS, RCT_SHIFT, warp_items, warp_levels, warp_placement
+from distsim.ssa.gpu import (ITEM_CHANGE, ITEM_GENERAL, ITEM_MASS, RCT_SHIFT, _needs_check, warp_check, warp_general,
+                             warp_items, warp_levels, warp_placement)
 
 LAWS = parse_reactions("0 -> X; 2\nX -> 0; law: 0.1*X/(1+X)\n2 X -> Y; 0.01\nX + Y + Z -> 0; 0.5\n"
                        "Y -> Z; 0.3\nZ -> X; 0.2\ninit: X = 30, Y = 2, Z = 1", name="laws")
@@ -78,3 +79,17 @@ def test_warp_placement():
     assert warp_placement(1000, 0) == (1, 1)
     assert warp_placement(10000, 313) == (0, 1)
     assert warp_placement(50000, 1612) == (0, 0)
+
+
+@pytest.mark.parametrize("net", [cyclic_chain(70), random_network(60, seed=3), colloidal_aggregation(9),
+                                 colloidal_aggregation(40), LAWS], ids=["chain", "random", "agg-9", "agg-40", "laws"])
+def test_warp_compile_time_paths(net):
+    """The general path is compiled in exactly when a firing table is longer than 32 items or has a
+    general dependent; the propensity checks exactly when some reaction needs one."""
+    c = compile_network(net)
+    item_start, items = warp_items(c)
+    longest = int(np.diff(item_start).max())
+    assert warp_general(item_start, items) == int(longest > 32 or bool((items[:, 3] == ITEM_GENERAL).any()))
+    assert warp_check(c) == int(any(_needs_check(c, d) for d in range(c.n_reactions)))
+    assert warp_general(item_start, items) == {"cyclic_chain_70": 0, "random_60": 0, "colloidal_aggregation_9": 0,
+                                              "colloidal_aggregation_40": 1, "laws": 1}[net.name]

@@ -2,8 +2,9 @@
 its placements and launch bounds varied, and optionally an earlier version of kernels/ssa_warp.cu
 (the one before the firing tables: `git show 21ed6a9:kernels/ssa_warp.cu > old_warp.cu`), on the
 same models, seeds and realizations. Kernel time from CUDA events; firings/s = firings / kernel time.
-The check columns are per-realization means of the events and of the final total count, which old
-and new kernels must share in distribution (z: their two-sample z score).
+The check columns compare each kernel's per-realization events and final total count with the first
+row's (z of the difference of means): all kernels draw the same random numbers and select by the
+same rule, so they agree realization by realization except where the sums' rounding order differs.
 
     python3 benchmarks/ssa_warp_variants.py [--old old_warp.cu] [--realizations 4096] [--models chain-10000 ...]
 """

@@ -16,6 +16,9 @@ histograms, firing counts); only these small results are copied to the host.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import functools
 import math
 import threading
 from typing import Any, Callable, Iterator
@@ -31,6 +34,7 @@ from .block import event_summary
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
 WARPS_PER_BLOCK = 4  # method 'warp': realizations per thread block
+WARP_LAUNCH_BYTES = 16 << 30  # method 'warp': device memory of one launch (at most a quarter of the free memory)
 WARP_MAX_STACK = 16  # kinetic-law stack depth of kernels/ssa_warp.cu (DS_MAX_STACK)
 BRANCHLESS_MAX_REACTIONS = 8  # measured: 1.12x on Michaelis-Menten (benchmarks/ssa_kernel_variants.py)
 REC_BYTES_PER_LAUNCH = 2 << 30  # grid states kept on the device per launch (int32)
@@ -326,17 +330,140 @@ def _thread_chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any
 
 
 def warp_levels(m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sizes and offsets of the warp kernel's sum levels: the m propensities, then sums of 32 entries
-    of the level below, until a level has at most 32 entries."""
+    """Sizes of the warp kernel's sum levels (the m propensities, then sums of 32 entries of the level
+    below, until a level has at most 32 entries: the top, kept in registers) and the offsets of levels
+    1..L-1 in one realization's array of upper levels (level 0 and the top have their own places)."""
     sizes = [m]
     while sizes[-1] > 32:
         sizes.append(-(-sizes[-1] // 32))
-    return np.asarray(sizes, np.int32), np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+    offs = [0] * len(sizes)
+    for level in range(2, len(sizes)):
+        offs[level] = offs[level - 1] + sizes[level - 1]
+    return np.asarray(sizes, np.int32), np.asarray(offs, np.int32)
 
 
-def warp_source() -> str:
-    """kernels/ssa_warp.cu with distsim's -log table."""
-    return dsmath.neglog_table_cuda() + cuda.kernel_source("ssa_warp.cu")
+ITEM_CHANGE, ITEM_MASS, ITEM_GENERAL = 0, 1, 2  # kernels/ssa_warp.cu DS_ITEM_*
+RCT_SHIFT = 26  # kernels/ssa_warp.cu DS_RCT_SHIFT: a reactant is species | stoichiometry << RCT_SHIFT
+
+
+def warp_items(c: CompiledNetwork) -> tuple[np.ndarray, np.ndarray]:
+    """The warp kernel's firing table: for reaction j, rows item_start[j]..item_start[j+1] of ``items``
+    (int32 x 4) are its net changes (species, delta, 0, ITEM_CHANGE), then its dependents in order:
+    (d, reactant 1, reactant 2, ITEM_MASS) for a mass-action propensity of at most two reactants
+    (reactant = species | stoichiometry << RCT_SHIFT, -1 if none), else (d, 0, 0, ITEM_GENERAL)."""
+    M = c.n_reactions
+    n_chg, n_dep = np.diff(c.chg_start), np.diff(c.dep_start)
+    item_start = np.concatenate([[0], np.cumsum(n_chg + n_dep)]).astype(np.int32)
+    items = np.zeros((int(item_start[-1]), 4), np.int32)
+    first = np.repeat(item_start[:-1], n_chg)  # changes: rows item_start[j] + (q - chg_start[j])
+    rows = first + np.arange(len(first)) - np.repeat(c.chg_start[:-1], n_chg)
+    items[rows, 0] = c.chg_species[:len(rows)]
+    items[rows, 1] = c.chg_delta[:len(rows)]
+    items[rows, 3] = ITEM_CHANGE
+    # each reaction's propensity as one item: its (up to two) reactants packed, or general
+    n_rct = np.diff(c.rct_start)
+    owner = np.repeat(np.arange(M), n_rct)
+    too_big = (c.rct_stoich >= 1 << (31 - RCT_SHIFT)) | (c.rct_species >= 1 << RCT_SHIFT)
+    simple = (c.kind == KIND_MASS_ACTION) & (n_rct <= 2) & (np.bincount(owner, too_big, minlength=M) == 0)
+    packed = np.r_[c.rct_species.astype(np.int64) | (c.rct_stoich.astype(np.int64) << RCT_SHIFT), -1, -1]
+    r1 = np.where(n_rct >= 1, packed[np.minimum(c.rct_start[:-1], len(packed) - 1)], -1)
+    r2 = np.where(n_rct >= 2, packed[np.minimum(c.rct_start[:-1] + 1, len(packed) - 1)], -1)
+    deps = c.dep_list[:int(c.dep_start[-1])]
+    first = np.repeat(item_start[:-1] + n_chg, n_dep)
+    rows = first + np.arange(len(deps)) - np.repeat(c.dep_start[:-1], n_dep)
+    items[rows, 0] = deps
+    items[rows, 1] = np.where(simple[deps], r1[deps], 0)
+    items[rows, 2] = np.where(simple[deps], r2[deps], 0)
+    items[rows, 3] = np.where(simple[deps], ITEM_MASS, ITEM_GENERAL)
+    return item_start, items
+
+
+WARP_SHARED_BYTES = 22 * 1024  # warp kernel: dynamic shared memory per block (+ 5 KiB static: 8 blocks per SM)
+
+
+def warp_placement(S: int, LV: int) -> tuple[int, int]:
+    """(counts in shared memory, upper levels in shared memory) for the warp kernel: what fits in
+    ``WARP_SHARED_BYTES`` per block of ``WARPS_PER_BLOCK`` realizations, the levels (entries and prefix
+    sums, 2 LV doubles) first."""
+    up = 2 * LV * 8 * WARPS_PER_BLOCK <= WARP_SHARED_BYTES
+    xs = up and (2 * LV + (S + 1) // 2) * 8 * WARPS_PER_BLOCK <= WARP_SHARED_BYTES
+    return int(xs), int(up)
+
+
+def warp_general(item_start: np.ndarray, items: np.ndarray) -> int:
+    """Whether the warp kernel needs its path for long firing tables (more than 32 items) and general
+    dependents (kinetic laws, more than two reactants): 0 compiles it out."""
+    return int(bool(np.diff(item_start).max(initial=0) > 32 or np.any(items[:, 3] == ITEM_GENERAL)))
+
+
+def warp_check(c: CompiledNetwork) -> int:
+    """Whether any propensity needs the bad-propensity check (``_needs_check``, vectorised)."""
+    order = np.bincount(np.repeat(np.arange(c.n_reactions), np.diff(c.rct_start)), c.rct_stoich,
+                        minlength=c.n_reactions)
+    with np.errstate(over="ignore", invalid="ignore"):
+        safe = ((c.kind == KIND_MASS_ACTION) & np.isfinite(c.theta) & (c.theta >= 0)
+                & np.isfinite(c.theta * np.exp2(31.0 * order)))
+    return int(not safe.all())
+
+
+def warp_source(x_shared: int = 0, up_shared: int = 0, general: int = 1, check: int = 1,
+                batched: bool = False) -> str:
+    """kernels/ssa_warp.cu with its placement compiled in, and whether it needs its general path and
+    the checks of mass-action propensities (``_needs_check``); ``batched``: many points per launch
+    (``DS_BATCHED``, see kernels/ssa_common.cuh)."""
+    return (("#define DS_BATCHED\n" if batched else "") + dsmath.neglog_table_cuda()
+            + f"#define DS_X_SHARED {x_shared}\n#define DS_UP_SHARED {up_shared}\n"
+            f"#define DS_GENERAL {general}\n#define DS_CHECK_PROPENSITY {check}\n"
+            f"#define DS_WARPS_PER_BLOCK {WARPS_PER_BLOCK}\n#define DS_MAX_STACK {WARP_MAX_STACK}\n"
+            + cuda.kernel_source("ssa_warp.cu"))
+
+
+@dataclass(frozen=True)
+class WarpSetup:
+    """What one network needs from the warp kernel: its levels, placement, firing table (on the
+    device), compiled function and dynamic shared memory; shared by the per-point and batched paths."""
+
+    L: int
+    LV: int
+    d_sizes: Any
+    d_offs: Any
+    xs_sh: int
+    up_sh: int
+    item_start: Any
+    items: Any
+    fn: Any
+    shared: int
+
+    def per_realization_bytes(self, c: CompiledNetwork, K: int) -> int:
+        """Device bytes of one realization's work arrays and grid records."""
+        S, M = c.n_species, c.n_reactions
+        return K * S * 4 + 2 * M * 8 + (0 if self.xs_sh else S * 4) + (0 if self.up_sh else 2 * self.LV * 8)
+
+    def work_arrays(self, c: CompiledNetwork, n: int) -> tuple[Any, Any, Any]:
+        """(counts, level 0, upper levels) for n realizations (1-entry stand-ins where shared memory holds them)."""
+        import cupy as cp
+
+        S, M = c.n_species, c.n_reactions
+        return (cp.empty(1 if self.xs_sh else S * n, dtype=cp.int32), cp.empty(2 * M * n, dtype=cp.float64),
+                cp.empty(1 if self.up_sh else max(2 * self.LV, 1) * n, dtype=cp.float64))
+
+
+def warp_setup(c: CompiledNetwork, checked: CompiledNetwork | None = None, batched: bool = False) -> WarpSetup:
+    """The warp kernel for network ``c`` (``checked``: the network whose rates decide the propensity
+    checks, e.g. the largest rates over the points of a batch)."""
+    import cupy as cp
+
+    S, M = c.n_species, c.n_reactions
+    sizes, offs = warp_levels(M)
+    L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
+    xs_sh, up_sh = warp_placement(S, LV)
+    h_start, h_items = warp_items(c)
+    general, check = warp_general(h_start, h_items), warp_check(checked if checked is not None else c)
+    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched),
+                 lambda: warp_source(xs_sh, up_sh, general, check, batched)).get_function("ssa_warp")
+    shared = (2 * LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * WARPS_PER_BLOCK
+    return WarpSetup(L, LV, cp.asarray(sizes), cp.asarray(offs), xs_sh, up_sh, cp.asarray(h_start),
+                     cp.asarray(h_items), fn, shared)
 
 
 def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
@@ -345,27 +472,23 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
 
     c: CompiledNetwork = b.compiled
     S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
-    sizes, offs = warp_levels(M)
-    L, LV = len(sizes) - 1, int(sizes.sum())
-    per_real = K * S * 4 + S * 4 + LV * 8
-    chunk = max(WARPS_PER_BLOCK, min(R, REC_BYTES_PER_LAUNCH // max(per_real, 1)))
+    w = warp_setup(c)
+    budget = min(WARP_LAUNCH_BYTES, cp.cuda.Device().mem_info[0] // 4)  # the reductions need room too
+    n_chunks = -(-R // max(WARPS_PER_BLOCK, budget // max(w.per_realization_bytes(c, K), 1)))
+    chunk = -(-R // n_chunks)  # balanced launches
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
-    fn = _module(("warp",), warp_source).get_function("ssa_warp")
-    d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
     for start in range(0, R, chunk):
         n = min(chunk, R - start)
         rec = cp.empty((K, n, S), dtype=cp.int32)
         ev = cp.zeros(n, dtype=cp.uint64)
         er = cp.zeros(n, dtype=cp.int32)
-        xs = cp.empty(S * n, dtype=cp.int32)
-        lv = cp.empty(LV * n, dtype=cp.float64)
-        fn(((n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK,), (32 * WARPS_PER_BLOCK,),
-           (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
-            np.int32(L), d_offs, d_sizes, np.int32(LV), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"],
-            tb["rct_species"], tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"],
-            tb["law_op"], tb["law_arg"], tb["dep_start"], tb["dep_list"], grid, np.int64(b.max_events), xs, lv, rec,
-            firings, ev, er))
+        xs, a, up = w.work_arrays(c, n)
+        w.fn(((n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK,), (32 * WARPS_PER_BLOCK,),
+             (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
+              np.int32(w.L), w.d_offs, w.d_sizes, np.int32(w.LV), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"],
+              tb["rct_species"], tb["rct_stoich"], tb["law_start"], tb["law_op"], tb["law_arg"], w.item_start,
+              w.items, grid, np.int64(b.max_events), xs, a, up, rec, firings, ev, er), shared_mem=w.shared)
         yield rec.transpose(0, 2, 1), ev, er
 
 
@@ -380,10 +503,10 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
     hist = cp.zeros((K, S, b.bins), dtype=cp.int64) if b.bins else None
     events, errors, finals, trajs = [], [], [], []
     for rec, ev, er in chunks:
-        rec64 = rec.astype(cp.int64)
-        sum_x += cp.asnumpy(rec64.sum(axis=2)).astype(object)
-        sum_x2 += cp.asnumpy((rec64 * rec64).sum(axis=2)).astype(object)
+        sum_x += cp.asnumpy(rec.sum(axis=2, dtype=cp.int64)).astype(object)
+        sum_x2 += cp.asnumpy(_sum_squares()(rec, axis=2)).astype(object)
         if hist is not None:
+            rec64 = rec.astype(cp.int64)
             lo = cp.asarray(b.hist_lo)[None, :, None]
             wd = cp.asarray(b.hist_width)[None, :, None]
             binidx = cp.clip((rec64 - lo) // wd, 0, b.bins - 1)
@@ -404,6 +527,15 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
     if hist is not None:
         out["histogram"] = cp.asnumpy(hist)
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _sum_squares() -> Any:
+    """sum of x * x in int64 over an axis of an int32 array, without an int64 copy of it."""
+    import cupy as cp
+
+    return cp.ReductionKernel("int32 x", "int64 y", "(long long)x * (long long)x", "a + b", "y = a", "0",
+                              "ds_sum_squares")
 
 
 FUSED_SHARED_BYTES = 48 * 1024

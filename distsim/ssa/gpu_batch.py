@@ -147,26 +147,23 @@ def _warp_launcher(b: PointsBlock, d: _Device, method: Any) -> tuple[Launch, int
     if c.max_stack > gpu.WARP_MAX_STACK:
         raise ValueError(f"method 'warp' evaluates kinetic laws with a stack of at most {gpu.WARP_MAX_STACK}; "
                          f"this model needs {c.max_stack}: use method='tree'")
-    sizes, offs = gpu.warp_levels(M)
-    L, LV = len(sizes) - 1, int(sizes.sum())
-    d_sizes, d_offs = cp.asarray(sizes), cp.asarray(offs)
-    fn = gpu._module(("warp-batch",), lambda: "#define DS_BATCHED\n" + gpu.warp_source()).get_function("ssa_warp")
+    w = gpu.warp_setup(c, d.checked, batched=True)
     tb, W = d.structure, gpu.WARPS_PER_BLOCK
 
     def launch(p0: int, p1: int, rp: int, fir: Any) -> tuple[Any, Any, Any]:
         G = p1 - p0
         n = G * rp
         rec, ev, er = cp.empty((K, n, S), dtype=cp.int32), cp.zeros(n, dtype=cp.uint64), cp.zeros(n, dtype=cp.int32)
-        xs, lv = cp.empty(S * n, dtype=cp.int32), cp.empty(LV * n, dtype=cp.float64)
-        fn(((n + W - 1) // W,), (32 * W,),
-           (np.int32(n), np.uint64(0), np.uint32(0), np.int32(S), np.int32(M), np.int32(K), np.int32(L), d_offs,
-            d_sizes, np.int32(LV), d.x0[p0:p1], tb["kind"], d.theta[p0:p1], tb["rct_start"], tb["rct_species"],
-            tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"], tb["law_op"],
-            d.law[p0:p1], tb["dep_start"], tb["dep_list"], d.grid, np.int64(b.max_events), xs, lv, rec, fir[p0:p1],
-            ev, er, np.int32(rp), np.int32(rp), d.seeds[p0:p1], np.int32(d.n_law)))
+        xs, a, up = w.work_arrays(c, n)
+        w.fn(((n + W - 1) // W,), (32 * W,),
+             (np.int32(n), np.uint64(0), np.uint32(0), np.int32(S), np.int32(M), np.int32(K), np.int32(w.L), w.d_offs,
+              w.d_sizes, np.int32(w.LV), d.x0[p0:p1], tb["kind"], d.theta[p0:p1], tb["rct_start"], tb["rct_species"],
+              tb["rct_stoich"], tb["law_start"], tb["law_op"], d.law[p0:p1], w.item_start, w.items, d.grid,
+              np.int64(b.max_events), xs, a, up, rec, fir[p0:p1], ev, er, np.int32(rp), np.int32(rp),
+              d.seeds[p0:p1], np.int32(d.n_law)), shared_mem=w.shared)
         return rec.reshape(K, G, rp, S).transpose(0, 3, 1, 2), ev, er
 
-    return launch, K * S * 4 + 12 + S * 4 + LV * 8
+    return launch, 12 + w.per_realization_bytes(c, K)
 
 
 _LAUNCHERS: dict[Any, Callable[[PointsBlock, _Device, Any], tuple[Launch, int]]] = {

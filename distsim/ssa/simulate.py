@@ -71,8 +71,9 @@ def simulate(
     ``events`` per realization are kept up to 1e6 realizations (or with final states/trajectories),
     ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search), 'tree'
     (O(log M) sum tree), 'warp' (GPU: one warp per realization with 32-way block sums, seed 004;
-    CPU workers run the tree) or 'ar' (seed 001's parallel acceptance-rejection election with exact
-    exponential ratings); all are exact and give the same distribution. ``params``/``initial``
+    CPU workers run the tree), 'cr' (O(1) composition-rejection over exponent groups) or 'ar' (seed
+    001's parallel acceptance-rejection election with exact exponential ratings); all are exact and
+    give the same distribution. ``params``/``initial``
     override rate parameters and initial counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
     workers; ``max_events`` (0 = no limit) caps the events per realization.
     """

@@ -96,7 +96,7 @@ def test_warp_same_seed_same_result_across_chunks(monkeypatch):
     net = random_network(100, seed=2)
     kw = dict(t_end=1.0, points=5, realizations=300, seed=8, backend="gpu", method="warp", keep_trajectories=True)
     a = simulate(net, **kw)
-    monkeypatch.setattr(g, "REC_BYTES_PER_LAUNCH", 5 * 100 * 4 * 37)
+    monkeypatch.setattr(g, "WARP_LAUNCH_BYTES", (5 * 100 * 4 + 100 * 8) * 37)
     b = simulate(net, **kw)
     assert np.array_equal(a["trajectory"].values, b["trajectory"].values)
     assert np.array_equal(a["events"].values, b["events"].values)

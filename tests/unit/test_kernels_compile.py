@@ -120,5 +120,16 @@ def test_batched_ssa_kernels_compile(tmp_path):
         if m.cuda_header is not None:
             r = _nvcc("#define DS_BATCHED\n" + generic_source(m), tmp_path)
             assert r.returncode == 0, (m.name, r.stderr)
-    r = _nvcc("#define DS_BATCHED\n" + warp_source(), tmp_path)
-    assert r.returncode == 0, r.stderr
+    for choice in ((0, 1, 0, 0), (1, 1, 1, 1)):
+        r = _nvcc(warp_source(*choice, batched=True), tmp_path)
+        assert r.returncode == 0, (choice, r.stderr)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_warp_ssa_kernel_compiles_for_every_choice(tmp_path):
+    """kernels/ssa_warp.cu with each value of its compile-time choices (placement, general path, checks)."""
+    from distsim.ssa.gpu import warp_source
+
+    for choice in ((0, 1, 0, 0), (1, 1, 1, 1), (0, 0, 1, 0), (1, 0, 0, 1)):
+        r = _nvcc(warp_source(*choice), tmp_path)
+        assert r.returncode == 0, (choice, r.stderr)

@@ -9,10 +9,10 @@ To add a method, write ``NAME.py`` here (an :class:`~distsim.ssa.methods.base.SS
 from __future__ import annotations
 
 from ...models.reactions import ReactionNetwork
-from . import ar, direct, tree, warp
+from . import ar, cr, direct, tree, warp
 from .base import SSAMethod
 
-METHODS: dict[str, SSAMethod] = {m.name: m for m in (direct.METHOD, warp.METHOD, tree.METHOD, ar.METHOD)}
+METHODS: dict[str, SSAMethod] = {m.name: m for m in (direct.METHOD, warp.METHOD, tree.METHOD, cr.METHOD, ar.METHOD)}
 
 
 def choose_method(net_or_m: ReactionNetwork | int, backend: str = "cpu") -> str:

@@ -149,8 +149,8 @@ __device__ int ds_next_pending(const X& x, const double t, const ds_events& V, c
 
 // the triggers at time t, then the pending events one at a time; n: events executed  (fire_events)
 template <class X>
-__device__ __noinline__ int ds_fire_events(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad,
-                              int& n) {
+__device__ __noinline__ int ds_fire_events(const X& x, const double t, const ds_events& V, const ds_ev_work& W,
+                                          double& bad, int& n) {
     n = 0;
     if (V.E == 0) return ERR_NONE;
     ds_check_triggers(x, t, V, W);

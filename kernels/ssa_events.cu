@@ -63,10 +63,10 @@ extern "C" __global__ void ssa_events(
     unsigned long long e = 0ull, draws = 0ull;  // firings; waiting times drawn (firings plus stops)
     int j = -1;
     int todo = DS_RECOMPUTE_ALL;
+    const double INF = __longlong_as_double(0x7ff0000000000000LL);
     int n = 0;
     double bad = 0.0;
     int err = ds_ev_reset(x, t, V, W, bad);
-    if (err == ERR_NONE) err = ds_fire_events(x, t, V, W, bad, n);
     if (err != ERR_NONE) goto done;
     while (true) {
         {
@@ -83,7 +83,7 @@ extern "C" __global__ void ssa_events(
         }
         double u;
         const double t_new = t + ds_method_event(a, aux, M, n_aux, draws, seed, rid, logtab, u);
-        const double t_stop = ds_next_change(x, t, V, W);
+        const double t_stop = V.T > 0 ? ds_next_change(x, t, V, W) : INF;
         const bool stop = t_stop <= t_new && t_stop <= grid[K - 1];
         const double t_rec = stop ? t_stop : t_new;
         while (k < K && grid[k] < t_rec) {
@@ -98,7 +98,8 @@ extern "C" __global__ void ssa_events(
         ++draws;
         if (stop) {  // a time comparison changes before the next firing: events, then a fresh waiting time
             t = t_stop;
-            err = ds_fire_events(x, t, V, W, bad, n);
+            n = 0;
+            if (V.E > 0) err = ds_fire_events(x, t, V, W, bad, n);
             if (err != ERR_NONE) goto done;
             todo = n > 0 ? DS_RECOMPUTE_ALL : DS_RECOMPUTE_NONE;
             continue;
@@ -119,8 +120,8 @@ extern "C" __global__ void ssa_events(
         atomicAdd(&firings[j], 1ull);
         ++e;
         n = 0;
-        err = ds_apply_rules(x, t, V, W, bad);
-        if (err == ERR_NONE) err = ds_fire_events(x, t, V, W, bad, n);
+        if (V.NR > 0) err = ds_apply_rules(x, t, V, W, bad);
+        if (err == ERR_NONE && V.E > 0) err = ds_fire_events(x, t, V, W, bad, n);
         if (err != ERR_NONE) goto done;
         todo = n > 0 ? DS_RECOMPUTE_ALL : DS_RECOMPUTE_DEPENDENTS;
     }

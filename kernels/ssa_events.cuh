@@ -113,22 +113,16 @@ __device__ int ds_apply_rules(const X& x, const double t, const ds_events& V, co
     return ERR_NONE;
 }
 
-// start of a realization (counts already initial): parameters, rules, initialValue, nothing pending  (reset)
+// every trigger: a rise from false to true makes its event pending once more; whether any did  (check_triggers)
 template <class X>
-__device__ int ds_ev_reset(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad) {
-    for (int i = 0; i < V.P; ++i) W.p[i] = V.p0[i];
-    for (int i = 0; i < V.E; ++i) { W.prev[i] = (V.ev_flags[i] & FLAG_INITIAL) ? 1 : 0; W.pend[i] = 0; }
-    return ds_apply_rules(x, t, V, W, bad);
-}
-
-// every trigger: a rise from false to true makes its event pending once more  (check_triggers)
-template <class X>
-__device__ void ds_check_triggers(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
+__device__ bool ds_check_triggers(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
+    bool rose = false;
     for (int i = 0; i < V.E; ++i) {
         const bool on = ds_run_program(V.ev_trigger[i], x, W.p, t, V, W.st) != 0.0;
-        if (on && W.prev[i] == 0) W.pend[i] += 1;
+        if (on && W.prev[i] == 0) { W.pend[i] += 1; rose = true; }
         W.prev[i] = on ? 1 : 0;
     }
+    return rose;
 }
 
 // the pending event to execute now (highest priority, ties in document order), or -1  (next_pending)
@@ -147,13 +141,11 @@ __device__ int ds_next_pending(const X& x, const double t, const ds_events& V, c
     return best;
 }
 
-// the triggers at time t, then the pending events one at a time; n: events executed  (fire_events)
+// the pending events one at a time (and those they trigger); n: events executed  (execute_pending)
 template <class X>
-__device__ __noinline__ int ds_fire_events(const X& x, const double t, const ds_events& V, const ds_ev_work& W,
-                                          double& bad, int& n) {
+__device__ __noinline__ int ds_execute_pending(const X& x, const double t, const ds_events& V, const ds_ev_work& W,
+                                              double& bad, int& n) {
     n = 0;
-    if (V.E == 0) return ERR_NONE;
-    ds_check_triggers(x, t, V, W);
     while (true) {
         const int i = ds_next_pending(x, t, V, W);
         if (i < 0) return ERR_NONE;
@@ -171,6 +163,27 @@ __device__ __noinline__ int ds_fire_events(const X& x, const double t, const ds_
         if (word != ERR_NONE) return word;
         ds_check_triggers(x, t, V, W);
     }
+}
+
+// the triggers at time t, then the events that are pending; n: events executed  (fire_events)
+template <class X>
+__device__ int ds_fire_events(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad,
+                              int& n) {
+    n = 0;
+    if (!ds_check_triggers(x, t, V, W)) return ERR_NONE;
+    return ds_execute_pending(x, t, V, W, bad, n);
+}
+
+// start of a realization (counts already initial): parameters, rules, initialValue, nothing pending,
+// then the events of t = 0  (reset)
+template <class X>
+__device__ int ds_ev_reset(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad) {
+    for (int i = 0; i < V.P; ++i) W.p[i] = V.p0[i];
+    for (int i = 0; i < V.E; ++i) { W.prev[i] = (V.ev_flags[i] & FLAG_INITIAL) ? 1 : 0; W.pend[i] = 0; }
+    int word = ds_apply_rules(x, t, V, W, bad);
+    int n;
+    if (word == ERR_NONE) word = ds_fire_events(x, t, V, W, bad, n);
+    return word;
 }
 
 // the earliest instant after t at which a comparison 'time OP c' changes with the state frozen  (next_change)

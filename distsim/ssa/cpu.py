@@ -319,6 +319,7 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
     x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
         law_arg, dep_start, dep_list = net
     theta_r, larg_r = w[0], w[1]
+    n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]  # (hooks skipped when 0)
     for s in range(S):
         x[s] = x0[s]
     theta_r[:] = theta
@@ -329,8 +330,6 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
     e = np.uint64(0)
     draws = np.uint64(0)  # waiting times drawn: firings plus stops
     word, v = event_ops.reset(x, t, ev, w)
-    if word == ERR_NONE:
-        word, v, _ = event_ops.fire_events(x, t, ev, w)
     if word != ERR_NONE:
         return e, word, t, v
     j = -1
@@ -352,7 +351,7 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
             method_update(method, a, aux, d, v)
         tau, u = method_event(method, a, aux, draws, seed, rid)
         t_new = t + tau
-        t_stop = event_ops.next_change(x, t, ev, w)
+        t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
         stop = t_stop <= t_new and t_stop <= grid[K - 1]
         t_rec = t_stop if stop else t_new
         while k < K and grid[k] < t_rec:
@@ -364,7 +363,7 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
         draws += np.uint64(1)
         if stop:  # a time comparison changes before the next firing: events, then a fresh waiting time
             t = t_stop
-            word, v, n = event_ops.fire_events(x, t, ev, w)
+            word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)
             if word != ERR_NONE:
                 return e, word, t, v
             todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_NONE
@@ -382,9 +381,9 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
                 return e, error_word(ERR_NEGATIVE, j), t, math.nan
         firings[j] += 1
         e += np.uint64(1)
-        word, v = event_ops.apply_rules(x, t, ev, w)
+        word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)
         n = 0
-        if word == ERR_NONE:
+        if word == ERR_NONE and n_ev > 0:
             word, v, n = event_ops.fire_events(x, t, ev, w)
         if word != ERR_NONE:
             return e, word, t, v

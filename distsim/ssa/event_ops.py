@@ -93,7 +93,7 @@ def compare_or_logic(op, a, b):
     return 1.0 if r else 0.0
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
     """Program pid (an expression or a condition) on counts x, mutable parameters p, at time t."""
     sp = 0
@@ -126,56 +126,74 @@ def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
     return st[0]
 
 
-@numba.njit(cache=True)
+# The functions below run after every firing (the rules, the triggers) or every step (next_change):
+# they are inlined into the loop, and read each table once, outside their loops (a tuple's array
+# read inside a loop costs a reference count each). Executing events is rare: execute_pending is a
+# call of its own.
+
+@numba.njit(inline="always", cache=True)
 def assign(target, v, x, ev, w):
     """target := v (a species count, which must be a whole number in [0, 2**53], or mutable
     parameter -1 - target, written into the realization's reaction tables too); False if refused."""
-    theta_r, larg_r, p = w[0], w[1], w[2]
     if target >= 0:
         if not (v >= 0.0 and v <= MAX_COUNT_F and v == math.floor(v)):
             return False
         x[target] = np.int64(v)
         return True
+    theta_r, larg_r, p = w[0], w[1], w[2]
+    pts, pt, pls, pl = ev.par_theta_start, ev.par_theta, ev.par_law_start, ev.par_law
     q = -1 - target
     p[q] = v
-    for i in range(ev.par_theta_start[q], ev.par_theta_start[q + 1]):
-        theta_r[ev.par_theta[i]] = v
-    for i in range(ev.par_law_start[q], ev.par_law_start[q + 1]):
-        larg_r[ev.par_law[i]] = v
+    for i in range(pts[q], pts[q + 1]):
+        theta_r[pt[i]] = v
+    for i in range(pls[q], pls[q + 1]):
+        larg_r[pl[i]] = v
     return True
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def apply_rules(x, t, ev, w):
     """Every assignment rule in order; returns (error word, the refused value or NaN)."""
-    for i in range(ev.rule_prog.shape[0]):
-        v = run_program(ev.rule_prog[i], x, w[2], t, ev.prog_start, ev.prog_op, ev.prog_arg, w[6])
-        if not assign(ev.rule_target[i], v, x, ev, w):
+    ps, po, pa, p, st = ev.prog_start, ev.prog_op, ev.prog_arg, w[2], w[6]
+    rule_prog, rule_target = ev.rule_prog, ev.rule_target
+    for i in range(rule_prog.shape[0]):
+        v = run_program(rule_prog[i], x, p, t, ps, po, pa, st)
+        if not assign(rule_target[i], v, x, ev, w):
             return error_word(ERR_RULE_VALUE, i), v
     return ERR_NONE, math.nan
 
 
 @numba.njit(cache=True, error_model="numpy")
 def reset(x, t, ev, w):
-    """Start of a realization (counts x already initial): the realization's tables and parameters,
-    the rules, the triggers' previous values (initialValue) and no pending events."""
+    """Start of a realization (counts x already initial): the realization's parameters, the rules, the
+    triggers' previous values (initialValue), nothing pending, then the events of t = 0; returns
+    (error word, refused value or NaN)."""
+    p, prev, pend = w[2], w[3], w[4]
     for i in range(ev.p0.shape[0]):
-        w[2][i] = ev.p0[i]
+        p[i] = ev.p0[i]
     for i in range(ev.ev_trigger.shape[0]):
-        w[3][i] = 1 if ev.ev_flags[i] & FLAG_INITIAL else 0
-        w[4][i] = 0
-    return apply_rules(x, t, ev, w)
+        prev[i] = 1 if ev.ev_flags[i] & FLAG_INITIAL else 0
+        pend[i] = 0
+    word, v = apply_rules(x, t, ev, w)
+    if word == ERR_NONE:
+        word, v, _ = fire_events(x, t, ev, w)
+    return word, v
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def check_triggers(x, t, ev, w):
-    """Evaluate every trigger: a rise from false to true makes its event pending (once more)."""
-    prev, pend = w[3], w[4]
-    for i in range(ev.ev_trigger.shape[0]):
-        on = run_program(ev.ev_trigger[i], x, w[2], t, ev.prog_start, ev.prog_op, ev.prog_arg, w[6]) != 0.0
+    """Evaluate every trigger: a rise from false to true makes its event pending (once more);
+    returns whether any did."""
+    ps, po, pa, p, st = ev.prog_start, ev.prog_op, ev.prog_arg, w[2], w[6]
+    trig, prev, pend = ev.ev_trigger, w[3], w[4]
+    rose = False
+    for i in range(trig.shape[0]):
+        on = run_program(trig[i], x, p, t, ps, po, pa, st) != 0.0
         if on and prev[i] == 0:
             pend[i] += 1
+            rose = True
         prev[i] = 1 if on else 0
+    return rose
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -201,12 +219,9 @@ def next_pending(x, t, ev, w):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def fire_events(x, t, ev, w):
-    """Check the triggers at time t and execute the pending events (and those they trigger) one at a
-    time; returns (error word, refused value or NaN, events executed)."""
-    if ev.ev_trigger.shape[0] == 0:
-        return ERR_NONE, math.nan, 0
-    check_triggers(x, t, ev, w)
+def execute_pending(x, t, ev, w):
+    """Execute the pending events one at a time (and those they trigger); returns (error word,
+    refused value or NaN, events executed)."""
     vals = w[5]
     n = 0
     while True:
@@ -229,14 +244,25 @@ def fire_events(x, t, ev, w):
         check_triggers(x, t, ev, w)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def fire_events(x, t, ev, w):
+    """The triggers at time t, then the events that are pending; returns (error word, refused value
+    or NaN, events executed)."""
+    if not check_triggers(x, t, ev, w):
+        return ERR_NONE, math.nan, 0
+    return execute_pending(x, t, ev, w)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def next_change(x, t, ev, w):
     """The earliest instant after t at which a comparison 'time OP c' changes with the state frozen
     (inf if none): c for >= and <, the next double after c for > and <=, both for == and !=."""
+    ps, po, pa, p, st = ev.prog_start, ev.prog_op, ev.prog_arg, w[2], w[6]
+    tc_op, tc_prog = ev.tc_op, ev.tc_prog
     best = math.inf
-    for i in range(ev.tc_op.shape[0]):
-        c = run_program(ev.tc_prog[i], x, w[2], t, ev.prog_start, ev.prog_op, ev.prog_arg, w[6])
-        op = ev.tc_op[i]
+    for i in range(tc_op.shape[0]):
+        c = run_program(tc_prog[i], x, p, t, ps, po, pa, st)
+        op = tc_op[i]
         after = np.nextafter(c, math.inf)
         if op == CMP_GE or op == CMP_LT:
             at = c if t < c else math.inf

@@ -5,7 +5,8 @@ uses the Philox key ``(s, r)``; event ``e`` (0, 1, 2, ...) uses the block at cou
 ``(e mod 2**32, e >> 32, 0, 0)``: words 0-1 give u1 for the waiting time tau = -log(u1) / a0
 and words 2-3 give u2 for the choice of reaction (the first j whose cumulative propensity exceeds
 u2 * a0). Both uniforms are doubles in (0, 1) built exactly from the words, and ``log`` is
-distsim's own (identical on CPU and GPU), so the backends produce the same realizations.
+distsim's own (identical on CPU and GPU), so the backends produce the same realizations. With SBML
+events that compare ``time``, e counts draws, firings plus stops (:mod:`distsim.models.compile_events`).
 """
 
 from __future__ import annotations

@@ -275,17 +275,16 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
 # ----------------------------------------------------------------------------------------------
 # stack program (interpreted by the SSA kernels)
 
-OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG, OP_PUSH_TIME, OP_PUSH_PARAM = range(10)
+OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG, OP_PUSH_TIME = range(9)
 OP_FUNC_BASE = 16
 FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "log10", "sqrt", "abs", "floor", "ceil",
                                                                 "pow", "min", "max"])}
 
 
-def compile_stack(node: Node, params: Mapping[str, float], mutable: Mapping[str, int] | None = None
+def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None
                   ) -> tuple[list[tuple[int, float]], int]:
     """Postfix program [(op, operand)] with parameters folded to constants; returns (program, max stack depth).
-    A parameter named in ``mutable`` (SBML events and rules change it) is read at run time instead:
-    ``(OP_PUSH_PARAM, mutable[name])``, at the place where its constant would be."""
+    ``slots``: receives (position in the program, parameter name) of every folded parameter."""
     prog: list[tuple[int, float]] = []
     depth = 0
     best = 0
@@ -299,9 +298,9 @@ def compile_stack(node: Node, params: Mapping[str, float], mutable: Mapping[str,
     def go(n: Node) -> None:
         if isinstance(n, Num):
             push(OP_PUSH_CONST, n.value, 1)
-        elif isinstance(n, Param) and mutable and n.name in mutable:
-            push(OP_PUSH_PARAM, float(mutable[n.name]), 1)
         elif isinstance(n, Param):
+            if slots is not None:
+                slots.append((len(prog), n.name))
             push(OP_PUSH_CONST, float(params[n.name]), 1)
         elif isinstance(n, Species):
             push(OP_PUSH_SPECIES, float(n.index), 1)

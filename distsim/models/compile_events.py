@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_PARAM, OP_PUSH_SPECIES,
-                    OP_PUSH_TIME, Node, Time, compile_stack, params_of, species_of, to_text)
-from .events import CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, Compare, Logic, compile_condition, condition_text, has_time
+from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, Node, Time, compile_stack,
+                    params_of, species_of, to_text)
+from .events import (CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, OP_PUSH_PARAM, Compare, Logic, compile_condition,
+                     condition_text, has_time)
 from .reactions import ReactionNetwork
 
 FLAG_INITIAL, FLAG_PERSISTENT = 1, 2  # ev_flags bits
@@ -85,12 +86,17 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
         return len(progs) - 1
 
     def expr(node: Node) -> int:
-        return add(compile_stack(node, params, mutable)[0])
+        slots: list[tuple[int, str]] = []
+        return add(_read_mutable(compile_stack(node, params, slots)[0], slots, mutable))
+
+    def condition(cond) -> int:
+        slots: list[tuple[int, str]] = []
+        return add(_read_mutable(compile_condition(cond, params, slots), slots, mutable))
 
     def target(species: int, name: str) -> int:
         return species if species >= 0 else -1 - mutable[name]
 
-    ev_trigger = [add(compile_condition(e.trigger, params, mutable)) for e in net.events]
+    ev_trigger = [condition(e.trigger) for e in net.events]
     ev_priority = [-1 if e.priority is None else expr(e.priority) for e in net.events]
     flags = [FLAG_INITIAL * e.initial_value + FLAG_PERSISTENT * e.persistent for e in net.events]
     asg_start, asg_target, asg_prog = [0], [], []
@@ -122,10 +128,19 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
     )
 
 
+def _read_mutable(prog: list[tuple[int, float]], slots: list[tuple[int, str]], mutable: dict[str, int]
+                  ) -> list[tuple[int, float]]:
+    """``prog`` with each folded mutable parameter (``slots`` from compile_stack) read at run time."""
+    for pos, name in slots:
+        if name in mutable:
+            prog[pos] = (OP_PUSH_PARAM, float(mutable[name]))
+    return prog
+
+
 def _parameter_slots(net: ReactionNetwork, mutable: dict[str, int], law_start: np.ndarray
                      ) -> tuple[list[list[int]], list[list[int]]]:
     """Per mutable parameter: the mass-action reactions whose rate it is, and the law_arg entries
-    where compile_stack folded it (found by compiling the law again with it marked mutable)."""
+    where compile_stack folded it (the places compile_network put its value)."""
     params = net.params
     theta: list[list[int]] = [[] for _ in mutable]
     law: list[list[int]] = [[] for _ in mutable]
@@ -134,9 +149,11 @@ def _parameter_slots(net: ReactionNetwork, mutable: dict[str, int], law_start: n
             if isinstance(r.rate, str) and r.rate in mutable:
                 theta[mutable[r.rate]].append(j)
             continue
-        for pc, (op, arg) in enumerate(compile_stack(r.law, params, mutable)[0]):
-            if op == OP_PUSH_PARAM:
-                law[int(arg)].append(int(law_start[j]) + pc)
+        slots: list[tuple[int, str]] = []
+        compile_stack(r.law, params, slots)
+        for pos, name in slots:
+            if name in mutable:
+                law[mutable[name]].append(int(law_start[j]) + pos)
     return theta, law
 
 

@@ -43,11 +43,11 @@ from typing import Mapping, Union
 
 import numpy as np
 
-from .arith import OP_FUNC_BASE, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
+from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
-           "LOGIC_OPS", "MAX_CASCADE", "has_time"]
+           "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 MAX_CASCADE = 10_000  # event executions at one instant before a realization stops (events that retrigger)
@@ -165,6 +165,9 @@ def condition_text(cond: Condition, species: tuple[str, ...] | list[str]) -> str
     return f" {cond.op} ".join(f"({condition_text(a, species)})" for a in cond.args)
 
 
+# the value of a parameter that events or rules change, read at run time (distsim.models.compile_events):
+# operand q, the index of the parameter in the realization's array
+OP_PUSH_PARAM = OP_PUSH_TIME + 1
 # postfix opcodes of conditions: after arith's function codes, so one interpreter can run both
 OP_CMP_BASE = OP_FUNC_BASE + 32
 CMP_CODES = {op: OP_CMP_BASE + k for k, op in enumerate(COMPARE_OPS)}
@@ -172,11 +175,11 @@ LOGIC_CODES = {op: OP_CMP_BASE + len(COMPARE_OPS) + k for k, op in enumerate(LOG
 OP_PUSH_BOOL = OP_CMP_BASE + len(COMPARE_OPS) + len(LOGIC_OPS)
 
 
-def compile_condition(cond: Condition, params: Mapping[str, float], mutable: Mapping[str, int] | None = None
+def compile_condition(cond: Condition, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None
                       ) -> list[tuple[int, float]]:
     """Postfix program of a trigger on arith's stack machine (values 1.0 = true, 0.0 = false):
-    operands via :func:`~distsim.models.arith.compile_stack` (``mutable`` parameters read at run
-    time), then ``CMP_CODES[op]`` (pops 2,
+    operands via :func:`~distsim.models.arith.compile_stack` (``slots`` receives the position and
+    name of every folded parameter, as there), then ``CMP_CODES[op]`` (pops 2,
     pushes 1), ``LOGIC_CODES[op]`` (``not`` pops 1, the others 2; n-ary ones are chained) and
     ``OP_PUSH_BOOL`` (operand 0.0 or 1.0)."""
     prog: list[tuple[int, float]] = []
@@ -185,8 +188,12 @@ def compile_condition(cond: Condition, params: Mapping[str, float], mutable: Map
         if isinstance(c, Truth):
             prog.append((OP_PUSH_BOOL, 1.0 if c.value else 0.0))
         elif isinstance(c, Compare):
-            prog.extend(compile_stack(c.left, params, mutable)[0])
-            prog.extend(compile_stack(c.right, params, mutable)[0])
+            for side in (c.left, c.right):
+                sub: list[tuple[int, str]] = []
+                at = len(prog)
+                prog.extend(compile_stack(side, params, sub)[0])
+                if slots is not None:
+                    slots.extend((at + pos, name) for pos, name in sub)
             prog.append((CMP_CODES[c.op], 0.0))
         else:
             go(c.args[0])

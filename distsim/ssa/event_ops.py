@@ -19,7 +19,7 @@ import numpy as np
 
 from ..models import arith
 from ..models.compile_events import FLAG_INITIAL, FLAG_PERSISTENT, CompiledEvents
-from ..models.events import CMP_CODES, LOGIC_CODES, MAX_CASCADE, OP_CMP_BASE, OP_PUSH_BOOL
+from ..models.events import CMP_CODES, LOGIC_CODES, MAX_CASCADE, OP_CMP_BASE, OP_PUSH_BOOL, OP_PUSH_PARAM
 from ..models.kinetics import binary, unary
 from ..models.reactions import MAX_COUNT
 from .errors import ERR_EVENT_LOOP, ERR_EVENT_VALUE, ERR_NONE, ERR_RULE_VALUE, error_word
@@ -102,7 +102,7 @@ def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
         if op == arith.OP_PUSH_SPECIES:
             st[sp] = float(x[int(prog_arg[pc])])
             sp += 1
-        elif op == arith.OP_PUSH_PARAM:
+        elif op == OP_PUSH_PARAM:
             st[sp] = p[int(prog_arg[pc])]
             sp += 1
         elif op == arith.OP_PUSH_TIME:

@@ -359,3 +359,24 @@ def test_event_free_networks_keep_the_plain_path(monkeypatch):
     ds = simulate(net, t_end=5, points=6, realizations=100, seed=1)
     assert ds.attrs["realizations"] == 100
     cpu.replay(c, METHODS["direct"].cpu, 3, seed=1, grid=np.linspace(0, 5, 6))
+
+
+def test_gpu_shards_take_the_events_kernel_only_for_networks_with_events(monkeypatch):
+    """On a GPU worker, every method of a network with events or rules runs kernels/ssa_events.cu
+    (distsim.ssa.gpu_events); an event-free network runs the method's own GPU path."""
+    from distsim.engine import ShardContext
+    from distsim.ssa import gpu_events, shard
+    from distsim.ssa.block import SSABlock
+
+    calls = []
+    monkeypatch.setattr(gpu_events, "simulate", lambda b, m: calls.append(("events", m.name)) or {})
+    own = {name: replace(m, gpu=lambda b, m: calls.append(("own", m.name)) or {}) for name, m in METHODS.items()}
+    monkeypatch.setattr(shard, "METHODS", own)
+    plain = load(DSMTS / "00001" / "00001-sbml-l3v1.xml")
+    ruled = load(DSMTS / "00019" / "00019-sbml-l3v1.xml")
+    grid = np.linspace(0.0, 1.0, 2)
+    for name in METHODS:
+        for net, path in ((plain, "own"), (ruled, "events")):
+            calls.clear()
+            shard.simulate_block(ShardContext("run", 0, 0, "gpu"), SSABlock(compile_network(net), 1, 0, 4, grid, name))
+            assert calls == [(path, name)]

@@ -169,38 +169,35 @@ def stack_depth(prog: list[tuple[int, float]]) -> int:
     return best
 
 
-def time_comparisons(net: ReactionNetwork) -> list[tuple[str, Node]]:
-    """(op, c) of every comparison 'time op c' in the triggers (mirrored when time is on the right)."""
-    out = []
+def _timed(net: ReactionNetwork):
+    """(event, comparison) for every comparison of a trigger that reads time."""
     for e in net.events:
         stack = [e.trigger]
         while stack:
             c = stack.pop()
             if isinstance(c, Logic):
-                stack.extend(c.args)
+                stack.extend(reversed(c.args))
             elif isinstance(c, Compare) and (has_time(c.left) or has_time(c.right)):
-                out.append((c.op, c.right) if isinstance(c.left, Time) else (_MIRROR[c.op], c.left))
-    return out
+                yield e, c
+
+
+def time_comparisons(net: ReactionNetwork) -> list[tuple[str, Node]]:
+    """(op, c) of every comparison 'time op c' in the triggers (mirrored when time is on the right)."""
+    return [(c.op, c.right) if isinstance(c.left, Time) else (_MIRROR[c.op], c.left) for _, c in _timed(net)]
 
 
 def check_time_use(net: ReactionNetwork) -> None:
     """Refuse what the kernels cannot simulate exactly: ``time`` in a trigger other than alone on one
     side of a comparison whose other side does not read it, and ``time`` in an assignment rule."""
     src = net.source or None
-    for e in net.events:
-        stack = [e.trigger]
-        while stack:
-            c = stack.pop()
-            if isinstance(c, Logic):
-                stack.extend(c.args)
-            elif isinstance(c, Compare) and (has_time(c.left) or has_time(c.right)):
-                alone = (isinstance(c.left, Time) and not has_time(c.right)) or \
-                        (isinstance(c.right, Time) and not has_time(c.left))
-                if not alone:
-                    raise ModelError(
-                        f"event {e.id!r}: its trigger compares {condition_text(c, net.species)!r}; distsim "
-                        "simulates time in a trigger only alone on one side of a comparison whose other side "
-                        "does not use time (as in 'time >= 25'), where the instant it changes is exact", file=src)
+    for e, c in _timed(net):
+        alone = (isinstance(c.left, Time) and not has_time(c.right)) or \
+                (isinstance(c.right, Time) and not has_time(c.left))
+        if not alone:
+            raise ModelError(
+                f"event {e.id!r}: its trigger compares {condition_text(c, net.species)!r}; distsim simulates time "
+                "in a trigger only alone on one side of a comparison whose other side does not use time (as in "
+                "'time >= 25'), where the instant it changes is exact", file=src)
     for r in net.rules:
         if has_time(r.expr):
             raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads time "

@@ -306,6 +306,7 @@ def event_arrays(c: CompiledNetwork) -> event_ops.EventArrays:
 def event_work_shape(c: CompiledNetwork) -> tuple[int, ...]:
     return event_ops.work_shape(c.events, c.n_reactions, len(c.law_arg))
 
+
 RECOMPUTE_NONE, RECOMPUTE_DEPENDENTS, RECOMPUTE_ALL = 0, 1, 2
 
 

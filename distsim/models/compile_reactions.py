@@ -5,18 +5,20 @@ uses the Philox key ``(s, r)``; event ``e`` (0, 1, 2, ...) uses the block at cou
 ``(e mod 2**32, e >> 32, 0, 0)``: words 0-1 give u1 for the waiting time tau = -log(u1) / a0
 and words 2-3 give u2 for the choice of reaction (the first j whose cumulative propensity exceeds
 u2 * a0). Both uniforms are doubles in (0, 1) built exactly from the words, and ``log`` is
-distsim's own (identical on CPU and GPU), so the backends produce the same realizations.
+distsim's own (identical on CPU and GPU), so the backends produce the same realizations. With SBML
+events that compare ``time``, e counts draws, firings plus stops (:mod:`distsim.models.compile_events`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from .arith import compile_stack
+from .compile_events import CompiledEvents, compile_events, rule_dependents
 from .reactions import ReactionNetwork
 
 KIND_MASS_ACTION, KIND_LAW = 0, 1
@@ -42,6 +44,7 @@ class CompiledNetwork:
     dep_start: np.ndarray  # int32 [M+1]: reactions whose propensity changes when j fires
     dep_list: np.ndarray
     digest: str
+    events: CompiledEvents | None = None  # SBML events and assignment rules (None: the network has none)
 
     @property
     def mass_action_only(self) -> bool:
@@ -49,8 +52,8 @@ class CompiledNetwork:
 
 
 def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> CompiledNetwork:
-    """Flat arrays of ``net`` (``x0`` overrides the initial counts)."""
-    net.require_plain("SSA simulation")
+    """Flat arrays of ``net`` (``x0`` overrides the initial counts); a network with SBML events or
+    assignment rules also gets its :class:`CompiledEvents` and the rules' dependencies."""
     S, M = net.n_species, net.n_reactions
     params = net.params
     theta = np.zeros(M)
@@ -95,7 +98,7 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
         ds.append(len(dl))
     x0 = np.asarray(net.initial if x0 is None else x0, dtype=np.int64)
     i32 = lambda a: np.asarray(a, dtype=np.int32)  # noqa: E731
-    return CompiledNetwork(
+    c = CompiledNetwork(
         n_species=S, n_reactions=M, x0=x0, theta=theta, kind=kind,
         rct_start=i32(rs), rct_species=i32(rsp), rct_stoich=i32(rst),
         chg_start=i32(cs), chg_species=i32(csp), chg_delta=i32(cd),
@@ -103,6 +106,18 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
         max_stack=max_stack, dep_start=i32(ds), dep_list=i32(dl if dl else [0]),
         digest=hashlib.sha256((net.digest() + repr(x0.tolist())).encode()).hexdigest(),
     )
+    return _with_events(net, c, changes) if net.events or net.rules else c
+
+
+def _with_events(net: ReactionNetwork, c: CompiledNetwork, changes: list) -> CompiledNetwork:
+    """``c`` with its events and rules compiled and the rules' dependents added to the graph."""
+    extra = rule_dependents(net, changes)
+    ds, dl = [0], []
+    for j in range(c.n_reactions):
+        dl.extend(sorted(set(c.dep_list[c.dep_start[j]:c.dep_start[j + 1]].tolist()) | extra[j]))
+        ds.append(len(dl))
+    return replace(c, dep_start=np.asarray(ds, np.int32), dep_list=np.asarray(dl if dl else [0], np.int32),
+                   events=compile_events(net, c.law_start))
 
 
 VALUE_FIELDS = ("x0", "theta", "law_arg")  # the arrays a point's parameters and initial counts change

@@ -1,28 +1,39 @@
 """SBML events without delay and assignment rules, as immutable data on a reaction network.
 
-The SSA kernels do not simulate these yet: :func:`distsim.ssa.simulate` and the MCMC workload
-refuse a network that has any (see :meth:`ReactionNetwork.require_plain`). The layout is meant for
-the kernels to implement them later; readers (:mod:`distsim.models.formats.sbml`) fill it in.
+Readers (:mod:`distsim.models.formats.sbml`) fill them in; :mod:`distsim.models.compile_events`
+turns them into flat programs that the SSA kernels run exactly, on CPU and GPU
+(``distsim/ssa/event_ops.py`` and its CUDA twin ``kernels/ssa_events.cuh``). Rate inference
+(:mod:`distsim.mcmc`) refuses them (:meth:`ReactionNetwork.require_plain`).
 
 **Expressions** are :mod:`distsim.models.arith` trees (species counts, parameters, numbers and
 :class:`~distsim.models.arith.Time`, the simulation time). A value *assigned to a species is its
 count*: readers already multiply a concentration by its compartment size, so the kernels never
-need to know about compartments. Assigned counts must be checked (whole number >= 0) when applied.
+need to know about compartments. An assigned count must be a whole number in [0, 2**53] (else the
+realization stops with an error naming the event or rule).
 
 **Triggers** are :data:`Condition` trees: :class:`Compare` (two arith expressions), :class:`Logic`
-(``and``/``or``/``xor``/``not`` over conditions) and :class:`Truth` constants.
+(``and``/``or``/``xor``/``not`` over conditions) and :class:`Truth` constants. ``time`` may appear
+in a trigger only alone on one side of a comparison (``time >= 25``, ``T_on < time``): between two
+firings the state is frozen, so such a comparison changes value exactly at a known time, where the
+kernels stop (see :mod:`distsim.models.compile_events`). Anything else with ``time`` in a trigger,
+or ``time`` in an assignment rule, is refused when the network is compiled.
 
 **Event semantics** (SBML Level 3, no delays): an event *fires* when its trigger goes from false
 to true; at t = 0 the trigger's previous value is ``initial_value`` (so ``initial_value=False``
-with a trigger already true at t = 0 fires at t = 0). All assignments of a firing event are
-evaluated first, then applied together (``use_values_from_trigger_time`` is kept for
-completeness; without delays evaluation happens at the trigger time either way). Several events
-firing at the same time run in order of decreasing ``priority`` (expressions; ``None`` means
-unspecified, then in document order); a ``persistent=False`` event whose trigger became false
-through an earlier event at the same instant is dropped. Assignment rules hold at every instant:
-after the initial state, after every reaction firing and after every event, they are applied in
-the order of :attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules
-it reads).
+with a trigger already true at t = 0 fires at t = 0). Triggers are evaluated after the initial
+state, after every reaction firing, at every time a time comparison changes, and after every event
+executed. Events that fired wait in a pending set; the pending event of highest ``priority``
+(evaluated when the choice is made; ``None`` ranks below every number; equal priorities go in
+document order, the deterministic choice for SBML's "any order") executes next: all its
+assignments are evaluated first, then applied together, then the assignment rules, then every
+trigger is evaluated again (new rising edges join the pending set at the same instant). A
+``persistent=False`` pending event whose trigger is false when it would be chosen is dropped. An
+event whose trigger rises twice before it executes executes twice. ``use_values_from_trigger_time``
+is kept for completeness: without delays, evaluation happens at the trigger time either way. More
+than :data:`MAX_CASCADE` executions at one instant stop the realization with an error (events that
+trigger each other forever). Assignment rules hold at every instant: after the initial state,
+after every reaction firing and after every event they are applied in the order of
+:attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules it reads).
 """
 
 from __future__ import annotations
@@ -32,13 +43,14 @@ from typing import Mapping, Union
 
 import numpy as np
 
-from .arith import OP_FUNC_BASE, Node, compile_stack, evaluate, params_of, species_of, to_text
+from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
-           "LOGIC_OPS"]
+           "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
+MAX_CASCADE = 10_000  # event executions at one instant before a realization stops (events that retrigger)
 LOGIC_OPS = ("and", "or", "xor", "not")
 
 
@@ -106,6 +118,11 @@ def condition_nodes(cond: Condition):
             stack.extend(c.args)
 
 
+def has_time(node: Node) -> bool:
+    """Whether an arith expression reads the simulation time."""
+    return any(isinstance(n, Time) for n in walk(node))
+
+
 def reads(items) -> tuple[set[int], set[str]]:
     """Species indices and parameter names read by arith nodes ``items``."""
     sp: set[int] = set()
@@ -148,6 +165,9 @@ def condition_text(cond: Condition, species: tuple[str, ...] | list[str]) -> str
     return f" {cond.op} ".join(f"({condition_text(a, species)})" for a in cond.args)
 
 
+# the value of a parameter that events or rules change, read at run time (distsim.models.compile_events):
+# operand q, the index of the parameter in the realization's array
+OP_PUSH_PARAM = OP_PUSH_TIME + 1
 # postfix opcodes of conditions: after arith's function codes, so one interpreter can run both
 OP_CMP_BASE = OP_FUNC_BASE + 32
 CMP_CODES = {op: OP_CMP_BASE + k for k, op in enumerate(COMPARE_OPS)}
@@ -155,9 +175,11 @@ LOGIC_CODES = {op: OP_CMP_BASE + len(COMPARE_OPS) + k for k, op in enumerate(LOG
 OP_PUSH_BOOL = OP_CMP_BASE + len(COMPARE_OPS) + len(LOGIC_OPS)
 
 
-def compile_condition(cond: Condition, params: Mapping[str, float]) -> list[tuple[int, float]]:
+def compile_condition(cond: Condition, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None
+                      ) -> list[tuple[int, float]]:
     """Postfix program of a trigger on arith's stack machine (values 1.0 = true, 0.0 = false):
-    operands via :func:`~distsim.models.arith.compile_stack`, then ``CMP_CODES[op]`` (pops 2,
+    operands via :func:`~distsim.models.arith.compile_stack` (``slots`` receives the position and
+    name of every folded parameter, as there), then ``CMP_CODES[op]`` (pops 2,
     pushes 1), ``LOGIC_CODES[op]`` (``not`` pops 1, the others 2; n-ary ones are chained) and
     ``OP_PUSH_BOOL`` (operand 0.0 or 1.0)."""
     prog: list[tuple[int, float]] = []
@@ -166,8 +188,12 @@ def compile_condition(cond: Condition, params: Mapping[str, float]) -> list[tupl
         if isinstance(c, Truth):
             prog.append((OP_PUSH_BOOL, 1.0 if c.value else 0.0))
         elif isinstance(c, Compare):
-            prog.extend(compile_stack(c.left, params)[0])
-            prog.extend(compile_stack(c.right, params)[0])
+            for side in (c.left, c.right):
+                sub: list[tuple[int, str]] = []
+                at = len(prog)
+                prog.extend(compile_stack(side, params, sub)[0])
+                if slots is not None:
+                    slots.extend((at + pos, name) for pos, name in sub)
             prog.append((CMP_CODES[c.op], 0.0))
         else:
             go(c.args[0])

@@ -8,8 +8,8 @@ parameters (a parsed tree, never Python code). Species in ``fixed`` (SBML bounda
 species) keep their count: reactions read them but do not change them.
 
 A network may also carry SBML **events** (``events``) and **assignment rules** (``rules``); see
-:mod:`distsim.models.events` for their layout and semantics. The SSA and MCMC workloads do not
-simulate them yet and refuse such networks (:meth:`ReactionNetwork.require_plain`).
+:mod:`distsim.models.events` for their layout and semantics. The SSA simulates them exactly; rate
+inference (MCMC) refuses such networks (:meth:`ReactionNetwork.require_plain`).
 
 Networks come from files (:func:`distsim.ssa.load`), from memory (SBML and antimony strings,
 GillesPy2 models: :mod:`distsim.models.sources`) or from code (:class:`distsim.models.builder.Builder`).
@@ -243,7 +243,7 @@ class ReactionNetwork:
 
     def require_plain(self, what: str) -> None:
         """Raise :class:`ModelError` naming the events and rules if the network has any (``what``
-        cannot simulate them yet)."""
+        cannot use them: rate inference, the reaction text format)."""
         if not (self.events or self.rules):
             return
         parts = []

@@ -59,7 +59,9 @@ def simulate_batch(
     ``point`` dimension: ``mean``, ``variance``, ``firings``, (``bin_width``, ``quantile_value``),
     ``firings_total``, ``mean_firings_per_realization``, ``truncated_realizations`` and
     ``wall_time_s`` (the run's wall time divided evenly), each equal to what ``simulate`` gives for
-    that point alone."""
+    that point alone. Networks with SBML events or rules are refused (their per-realization
+    parameters are not batched); sweeps run them point by point."""
+    net.require_plain("ssa.simulate_batch (use ssa.simulate point by point)")
     initial = [{}] * len(params) if initial is None else list(initial)
     _check_options(t_end, points, realizations, quantiles, None)
     seeds_arr = np.asarray([check_seed(s) for s in seeds], dtype=np.uint32)

@@ -32,6 +32,7 @@ from numba.extending import NativeValue, models, overload, register_model, typeo
 
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
 from ..models.kinetics import bad_propensity, law, mass_action, reaction_arrays
+from . import event_ops
 from .errors import ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_NONE, ERR_PROPENSITY, error_word
 
 
@@ -248,9 +249,13 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
     hist = np.zeros((n_chunks, K, S, bins) if bins else (1, 1, 1, 0), dtype=np.int64)
     lo = np.zeros(S, np.int64) if hist_lo is None else np.asarray(hist_lo, np.int64)
     wd = np.ones(S, np.int64) if hist_width is None else np.asarray(hist_width, np.int64)
-    _simulate(method, reaction_arrays(c), np.uint64(real0), R, np.uint64(seed), method.aux_size(M), c.max_stack,
-              np.asarray(grid, np.float64), int(max_events), sum_x, sum_x2, firings, events, errors,
-              keep_trajectories, traj, keep_final, final, lo, wd, hist)
+    args = (np.uint64(real0), R, np.uint64(seed), method.aux_size(M), c.max_stack, np.asarray(grid, np.float64),
+            int(max_events), sum_x, sum_x2, firings, events, errors, keep_trajectories, traj, keep_final, final, lo,
+            wd, hist)
+    if c.events is None:
+        _simulate(method, reaction_arrays(c), *args)
+    else:
+        _simulate_events(method, reaction_arrays(c), event_arrays(c), event_work_shape(c), *args)
     out = {
         "sum_x": _exact_sum(sum_x), "sum_x2": _exact_sum(sum_x2), "firings": firings.sum(axis=0),
         "events": events, "errors": errors,
@@ -339,13 +344,157 @@ def replay(c: CompiledNetwork, method: CPUMethod, realization: int, *, seed: int
     M = c.n_reactions
     x = np.empty(c.n_species, dtype=np.int64)
     grid = np.asarray(grid, np.float64)
-    _, word, t, v = run_realization(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c), grid,
-                                    int(max_events), x, np.empty(M), np.empty(method.aux_size(M)),
-                                    np.empty(max(c.max_stack, 1)), np.empty((len(grid), c.n_species), np.int64),
-                                    np.zeros(M, np.int64))
+    args = (grid, int(max_events), x, np.empty(M), np.empty(method.aux_size(M)), np.empty(max(c.max_stack, 1)),
+            np.empty((len(grid), c.n_species), np.int64), np.zeros(M, np.int64))
+    if c.events is None:
+        _, word, t, v = run_realization(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c), *args)
+    else:
+        _, word, t, v = run_realization_events(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c),
+                                               event_arrays(c), *args, event_ops.new_work(*event_work_shape(c)))
     return int(word), float(t), x, float(v)
 
 
 def _exact_sum(a: np.ndarray) -> np.ndarray:
     """Sum over the first axis as Python integers (object array): no int64 overflow across chunks."""
     return np.sum(a.astype(object), axis=0)
+
+
+# ---- networks with SBML events or assignment rules ---------------------------------------------------
+# The loop above, with the hook points of distsim/ssa/event_ops.py (twin of kernels/ssa_events.cuh):
+# the realization's own copies of the tables that parameters are folded into, the rules and the
+# triggers after every firing, and stops at the instants where a time comparison changes. Random
+# numbers: draw d (0, 1, 2, ...) of a realization uses the counter the plain loop gives event d; a
+# draw is followed by a firing or by a stop, so draws never share an address (without time
+# comparisons there are no stops and draw d is event d, as in the plain loop).
+
+def event_arrays(c: CompiledNetwork) -> event_ops.EventArrays:
+    return event_ops.event_arrays(c.events)
+
+
+def event_work_shape(c: CompiledNetwork) -> tuple[int, ...]:
+    return event_ops.work_shape(c.events, c.n_reactions, len(c.law_arg))
+
+
+RECOMPUTE_NONE, RECOMPUTE_DEPENDENTS, RECOMPUTE_ALL = 0, 1, 2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, aux, stack, rec, firings, w):
+    """:func:`run_realization` for a network with events or rules (``ev``: its EventArrays, ``w``: the
+    realization's event work arrays, :func:`distsim.ssa.event_ops.new_work`)."""
+    S = x.shape[0]
+    M = a.shape[0]
+    K = grid.shape[0]
+    x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
+        law_arg, dep_start, dep_list = net
+    theta_r, larg_r = w[0], w[1]
+    n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]  # (hooks skipped when 0)
+    for s in range(S):
+        x[s] = x0[s]
+    theta_r[:] = theta
+    larg_r[:law_arg.shape[0]] = law_arg
+    method_reset(method, aux)
+    t = 0.0
+    k = 0
+    e = np.uint64(0)
+    draws = np.uint64(0)  # waiting times drawn: firings plus stops
+    word, v = event_ops.reset(x, t, ev, w)
+    if word != ERR_NONE:
+        return e, word, t, v
+    j = -1
+    todo = RECOMPUTE_ALL
+    while True:
+        every = todo == RECOMPUTE_ALL or not method_needs_depgraph(method)
+        lo, hi = (0, M) if every else (dep_start[j], dep_start[j + 1])
+        if todo == RECOMPUTE_NONE:
+            hi = lo
+        for q in range(lo, hi):
+            d = q if every else dep_list[q]
+            if kind[d] == KIND_MASS_ACTION:
+                v = mass_action(theta_r[d], d, x, rct_start, rct_species, rct_stoich)
+            else:
+                v = law(d, x, law_start, law_op, larg_r, stack)
+            if bad_propensity(v):
+                return e, error_word(ERR_PROPENSITY, d), t, v
+            a[d] = v
+            method_update(method, a, aux, d, v)
+        tau, u = method_event(method, a, aux, draws, seed, rid)
+        t_new = t + tau
+        t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
+        stop = t_stop <= t_new and t_stop <= grid[K - 1]
+        t_rec = t_stop if stop else t_new
+        while k < K and grid[k] < t_rec:
+            for s in range(S):
+                rec[k, s] = x[s]
+            k += 1
+        if k >= K:
+            return e, ERR_NONE, t, math.nan
+        draws += np.uint64(1)
+        if stop:  # a time comparison changes before the next firing: events, then a fresh waiting time
+            t = t_stop
+            word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)
+            if word != ERR_NONE:
+                return e, word, t, v
+            todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_NONE
+            continue
+        if max_events > 0 and e >= np.uint64(max_events):
+            for kk in range(k, K):
+                for s in range(S):
+                    rec[kk, s] = x[s]
+            return e, ERR_MAX_EVENTS, t, math.nan
+        j = method_select(method, a, aux, u)
+        t = t_new
+        for q in range(chg_start[j], chg_start[j + 1]):
+            x[chg_species[q]] += chg_delta[q]
+            if x[chg_species[q]] < 0:
+                return e, error_word(ERR_NEGATIVE, j), t, math.nan
+        firings[j] += 1
+        e += np.uint64(1)
+        word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)
+        n = 0
+        if word == ERR_NONE and n_ev > 0:
+            word, v, n = event_ops.fire_events(x, t, ev, w)
+        if word != ERR_NONE:
+            return e, word, t, v
+        todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_DEPENDENTS
+
+
+@numba.njit(parallel=True, cache=True, error_model="numpy")
+def _simulate_events(method, net, ev, dims, real0, R, seed, aux_n, max_stack, grid, max_events, sum_x, sum_x2,
+                     firings, events, errors, keep_traj, traj, keep_final, final, hist_lo, hist_width, hist):
+    """:func:`_simulate` with :func:`run_realization_events` (the same reductions; ``dims``: the sizes
+    of the event work arrays)."""
+    S = net.x0.shape[0]
+    M = net.theta.shape[0]
+    K = grid.shape[0]
+    n_chunks = sum_x.shape[0]
+    B = hist.shape[3]
+    for ch in prange(n_chunks):
+        x = np.empty(S, dtype=np.int64)
+        a = np.empty(M, dtype=np.float64)
+        aux = np.empty(aux_n, dtype=np.float64)
+        stack = np.empty(max(max_stack, 1), dtype=np.float64)
+        rec = np.empty((K, S), dtype=np.int64)
+        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5])
+        for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
+            evn, err, _, _ = run_realization_events(method, np.uint64(real0 + r), seed, net, ev, grid, max_events, x,
+                                                    a, aux, stack, rec, firings[ch], w)
+            events[r] = evn
+            errors[r] = err
+            for k in range(K):
+                for s in range(S):
+                    v = rec[k, s]
+                    sum_x[ch, k, s] += v
+                    sum_x2[ch, k, s] += v * v
+                    if B > 0:
+                        b = (v - hist_lo[s]) // hist_width[s]
+                        if b < 0:
+                            b = 0
+                        elif b >= B:
+                            b = B - 1
+                        hist[ch, k, s, b] += 1
+                    if keep_traj:
+                        traj[r, k, s] = v
+            if keep_final:
+                for s in range(S):
+                    final[r, s] = x[s]

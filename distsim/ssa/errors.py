@@ -7,7 +7,11 @@ for a fatal error, the reaction concerned above them (``kernels/ssa_common.cuh``
   gives +-inf or NaN: it lands here too);
 * ``ERR_NEGATIVE``: firing reaction j made a species count negative;
 * ``ERR_OVERFLOW`` (GPU only): firing reaction j took a count past 2**31 - 1;
-* ``ERR_MAX_EVENTS``: the realization reached ``max_events`` (a warning, not an error).
+* ``ERR_MAX_EVENTS``: the realization reached ``max_events`` (a warning, not an error);
+* SBML events and rules (:mod:`distsim.ssa.event_ops`; the index above the code is not a reaction):
+  ``ERR_EVENT_VALUE``: event assignment q (numbered over all events) gave a species a count that is
+  not a whole number in [0, 2**53]; ``ERR_RULE_VALUE``: assignment rule i did; ``ERR_EVENT_LOOP``:
+  more than ``models.events.MAX_CASCADE`` events executed at one instant (the last one: event i).
 
 The driver raises one :class:`SimulationError` for the lowest-numbered failed realization; its time
 and state come from replaying that realization on the CPU (:func:`distsim.ssa.cpu.replay`).
@@ -21,13 +25,15 @@ from typing import Callable
 import numba
 import numpy as np
 
-from ..models.arith import to_text
+from ..models.arith import species_of, to_text
+from ..models.events import MAX_CASCADE
 from ..models.reactions import ReactionNetwork
 
 ERR_NONE, ERR_PROPENSITY, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_OVERFLOW = 0, 1, 2, 3, 4
+ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP = 5, 6, 7
 ERR_BITS = 8
 ERR_MASK = (1 << ERR_BITS) - 1
-FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW)
+FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP)
 
 
 class SimulationError(RuntimeError):
@@ -44,7 +50,7 @@ def summary(errors, real0: int, xp=np) -> dict:
     """Per-code counts of a block's error words and (realization, word) of its first fatal error."""
     codes = errors.astype(xp.int64) & ERR_MASK
     counts = xp.bincount(codes, minlength=8).tolist()
-    fatal = (codes == ERR_PROPENSITY) | (codes == ERR_NEGATIVE) | (codes == ERR_OVERFLOW)
+    fatal = (codes != ERR_NONE) & (codes != ERR_MAX_EVENTS)  # every code in FATAL
     first = None
     if bool(fatal.any()):
         r = int(xp.flatnonzero(fatal)[0])
@@ -88,6 +94,8 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
     """The message of ``realization``'s error after ``lead`` (``t``, ``x``, ``value``: time, state and, for
     a propensity error, the propensity when known)."""
     code, j = word & ERR_MASK, word >> ERR_BITS
+    if code in (ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP):
+        return _describe_event(net, code, j, lead, seed, realization, t, x, value)
     r = net.reactions[j]
     what = f"reaction {j} {r.name!r}" if r.name else f"reaction {j}"
     rule = f"law: {to_text(r.law, net.species)}" if r.law is not None else f"mass action, rate {r.rate}"
@@ -109,6 +117,26 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
         kind = f"{value:.6g} (negative)"
     state = f", with {_state(net, x, r.reads())}" if x is not None and r.reads() else ""
     return f"{lead}: the propensity of {what} ({rule}) is {kind} {where}{state}; check the rate laws and parameters"
+
+
+def _describe_event(net: ReactionNetwork, code: int, i: int, lead: str, seed: int, realization: int,
+                    t: float | None, x: np.ndarray | None, value: float | None) -> str:
+    when = f"at t = {t:.6g} " if t is not None else ""
+    where = f"{when}in realization {realization} (seed {seed})"
+    if code == ERR_EVENT_LOOP:
+        return (f"{lead}: more than {MAX_CASCADE} events executed at one instant {where} (the last: event "
+                f"{net.events[i].id!r}); events that trigger each other forever")
+    if code == ERR_RULE_VALUE:
+        r = net.rules[i]
+        what, expr = f"assignment rule {r.id!r}", r.expr
+    else:
+        e, a = [(e, a) for e in net.events for a in e.assignments][i]
+        what, expr = f"event {e.id!r}", a.expr
+        r = a
+    got = f" ({value!r})" if value is not None else ""
+    state = f", with {_state(net, x, species_of(expr))}" if x is not None and species_of(expr) else ""
+    return (f"{lead}: {what} set species {r.target!r} to {to_text(expr, net.species)}{got}, which is not a "
+            f"whole number of molecules in [0, 2**53], {where}{state}")
 
 
 def _state(net: ReactionNetwork, x: np.ndarray, species) -> str:

@@ -75,7 +75,8 @@ def simulate(
     001's parallel acceptance-rejection election with exact exponential ratings); all are exact and
     give the same distribution. ``params``/``initial``
     override rate parameters and initial counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
-    workers; ``max_events`` (0 = no limit) caps the events per realization.
+    workers; ``max_events`` (0 = no limit) caps the events per realization. SBML events (without
+    delay) and assignment rules are simulated exactly by every method (see :mod:`distsim.models.events`).
     """
     if not isinstance(net, ReactionNetwork):
         net = load(net)

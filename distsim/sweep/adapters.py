@@ -105,13 +105,21 @@ def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]
     return params, init
 
 
+def _ssa_batchable(net: Any, fixed: dict) -> bool:
+    """Whether a chunk runs batched: not when one point's realizations alone fill a device, nor for
+    networks with SBML events or rules (simulated point by point)."""
+    from ..ssa.batch import BATCH_MAX_REALIZATIONS
+
+    return fixed.get("realizations", 1000) <= BATCH_MAX_REALIZATIONS and not (net.events or net.rules)
+
+
 def _ssa_run_chunk(net: Any, points: Sequence[Point], seeds: Sequence[int], fixed: dict,
                    executor: Any) -> xr.Dataset | None:
     """Every point of the chunk in one batched run (:func:`distsim.ssa.batch.simulate_batch`); None
-    (the per-point loop) when one point's realizations alone fill a device."""
-    from ..ssa.batch import BATCH_MAX_REALIZATIONS, simulate_batch
+    (the per-point loop) where :func:`_ssa_batchable` says no."""
+    from ..ssa.batch import simulate_batch
 
-    if fixed.get("realizations", 1000) > BATCH_MAX_REALIZATIONS:
+    if not _ssa_batchable(net, fixed):
         return None
     split = [_ssa_split(net, p) for p in points]
     ds = simulate_batch(net, [p for p, _ in split], seeds, initial=[i for _, i in split], client=executor,
@@ -123,9 +131,9 @@ def _ssa_run_chunk(net: Any, points: Sequence[Point], seeds: Sequence[int], fixe
 def _ssa_plan_chunk(net: Any, point: Point, seed: int, n_points: int, run: Any, fixed: dict) -> int | None:
     """Points per task from a pilot of the first point and the workers' devices
     (:func:`distsim.ssa.batch.chunk_points`); None (the default rule) for the per-point loop."""
-    from ..ssa.batch import BATCH_MAX_REALIZATIONS, chunk_points
+    from ..ssa.batch import chunk_points
 
-    if fixed.get("realizations", 1000) > BATCH_MAX_REALIZATIONS:
+    if not _ssa_batchable(net, fixed):
         return None
     params, init = _ssa_split(net, point)
     return chunk_points(net, params, init, seed, n_points, run, fixed)

@@ -65,6 +65,17 @@ def test_generic_ssa_kernel_compiles_for_every_method(tmp_path):
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
+def test_events_ssa_kernel_compiles_for_every_method(tmp_path):
+    """kernels/ssa_events.cu (SBML events and rules) with each method's header, as distsim.ssa.gpu_events builds it."""
+    from distsim.ssa.gpu_events import events_source
+    from distsim.ssa.methods import METHODS
+
+    for m in METHODS.values():
+        r = _nvcc(events_source(m), tmp_path, "--fmad=false")
+        assert r.returncode == 0, (m.name, r.stderr)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not on PATH")
 def test_generated_ssa_kernel_compiles(tmp_path):
     """The register kernel generated for mass-action and kinetic-law models (switch and branchless
     firing, with and without fused reductions)."""

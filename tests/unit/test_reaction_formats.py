@@ -284,13 +284,13 @@ def test_text_examples_match_sbml(case, text):
     np.testing.assert_allclose(sb.propensities(x), tx.propensities(x), rtol=1e-12)
 
 
-def test_dsmts_event_and_rule_cases_load_and_are_refused_by_simulate():
+def test_dsmts_event_and_rule_cases_load_and_rate_inference_refuses_them():
     """00019 (assignment rule y = 2 X) and 00028 (event X = 50 at t >= 25) are read into net.rules /
-    net.events; simulating them is not implemented yet, so ssa.simulate names them in its error."""
+    net.events; the SSA simulates them (tests/unit/test_ssa.py), rate inference names them in its error."""
+    from distsim.mcmc.priors import rate_model
     from distsim.models.arith import BinOp, Num, Time
     from distsim.models.arith import Species as Sp
     from distsim.models.events import Assignment, AssignmentRule, Compare, Event
-    from distsim.ssa import simulate
 
     rule = read_sbml(dsmts("00019"))
     assert rule.rules == (AssignmentRule("y", "y", 1, BinOp("*", Num(2.0), Sp(0))),)
@@ -301,7 +301,8 @@ def test_dsmts_event_and_rule_cases_load_and_are_refused_by_simulate():
     assert rule.digest() != read_sbml(dsmts("00001")).digest()
     for case, net in (("00019", rule), ("00028", event)):
         with pytest.raises(ModelError) as info:
-            simulate(net, t_end=1.0, realizations=2)
+            rate_model(net, None)
+        assert "rate inference does not support SBML events or assignment rules" in info.value.message
         assert EVENTS_AND_RULES[case] in info.value.message
         assert info.value.file == str(dsmts(case))
 

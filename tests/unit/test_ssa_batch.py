@@ -157,3 +157,23 @@ def test_points_too_large_to_batch_run_one_by_one(monkeypatch):
     for v in a.data_vars:
         if v != "wall_time_s":
             assert np.array_equal(a[v].values, b[v].values), v
+
+
+def test_networks_with_events_run_point_by_point_in_sweeps():
+    """SBML events and rules are not batched: simulate_batch refuses them by name, and a sweep of
+    such a network runs its points one by one, each equal to its own simulate call."""
+    from distsim.errors import ModelError
+
+    net = ssa.load(ROOT / "tests" / "data" / "dsmts" / "00028" / "00028-sbml-l3v1.xml")  # time-triggered event
+    assert net.events
+    with pytest.raises(ModelError, match="events"):
+        simulate_batch(net, [{}], [1], t_end=30, points=4, realizations=8, client=CPU)
+    name = next(iter(net.params))
+    values = [net.params[name], 2 * net.params[name]]
+    kw = dict(t_end=30, points=4, realizations=200, quantiles=None)
+    ds = distsim.sweep(ssa.simulate, net, {name: values}, seed=5, client=CPU, **kw)
+    seeds = [int(s) for s in derive_seeds(5, np.arange(2))]
+    refs = per_point(net, [{name: v} for v in values], [{}, {}], seeds, **kw)
+    for p, ref in enumerate(refs):
+        for v in REDUCED:
+            np.testing.assert_array_equal(ds[v].isel(point=p).values, ref[v].values)

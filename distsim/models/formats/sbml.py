@@ -53,8 +53,8 @@ compartments that a general law, an event or a rule uses (or a mass-action rate)
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``), assignments to species (as counts:
 concentrations are multiplied by the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
-rule's species is the rule's value at t = 0). Simulating them is not implemented yet:
-:func:`distsim.ssa.simulate` refuses such networks with an error naming them.
+rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
+(:mod:`distsim.models.events`); rate inference refuses them.
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is

@@ -3,7 +3,8 @@ reaction whose cumulative propensity exceeds u2 a0; O(M) per event, the fastest 
 
 GPU: a kernel generated from the network, counts and propensities in registers, for up to
 ``gpu.CODEGEN_MAX_REACTIONS`` reactions; else ``kernels/ssa_generic.cu`` with
-``kernels/ssa_method_direct.cuh``. Both give the CPU's realizations bit for bit.
+``kernels/ssa_method_direct.cuh``. Both give the CPU's realizations bit for bit. Networks with SBML
+events or rules run ``kernels/ssa_events.cu`` with this header (:mod:`distsim.ssa.gpu_events`).
 """
 
 from __future__ import annotations

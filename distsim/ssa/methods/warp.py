@@ -1,7 +1,8 @@
 """Method 'warp' (seed 004, Komarov & D'Souza 2012): one GPU warp per realization, propensities summed
 32 at a time level by level (``kernels/ssa_warp.cu``). Same random numbers as the other methods but
 sums in another order, so equal to the CPU in distribution, not bit for bit. CPU workers run the
-sum tree (its CPU functions are those of 'tree')."""
+sum tree (its CPU functions are those of 'tree'); so do GPUs for networks with SBML events or rules
+(``kernels/ssa_events.cu`` with the tree's header, :mod:`distsim.ssa.gpu_events`), bit for bit."""
 
 from __future__ import annotations
 

@@ -1,0 +1,236 @@
+"""Compile a network's SBML events and assignment rules (:mod:`distsim.models.events`) into flat
+programs for the SSA kernels (``distsim/ssa/event_ops.py``, ``kernels/ssa_events.cuh``).
+
+Every expression (trigger, priority, event assignment, rule, and the threshold of each time
+comparison) is one postfix program of :func:`~distsim.models.arith.compile_stack` /
+:func:`~distsim.models.events.compile_condition`, concatenated in ``prog_*``. Parameters that an
+event or a rule assigns are *mutable*: each realization keeps their values in its own array ``p``
+and programs read them with ``OP_PUSH_PARAM``. Reactions read parameters as constants folded into
+their tables (``theta`` of mass action, ``law_arg`` of kinetic laws), so each realization also keeps
+its own copy of those two tables, and a new value of parameter q is written into the entries that
+``par_theta`` / ``par_law`` list for q: the propensities are then those of the network compiled
+with the new value, bit for bit, and the kinetics functions stay as they are.
+
+**Time comparisons.** With the state frozen between two firings, ``time OP c`` (c a program of the
+state) changes value only at known instants: ``>=`` and ``<`` at c, ``>`` and ``<=`` at the next double
+after c, ``==`` and ``!=`` at c and just after it. ``tc_op``/``tc_prog`` list them (``c OP time`` is
+mirrored to ``time OP' c``); the kernels stop at the earliest such instant before the next firing.
+
+**Dependencies.** A firing changes some species; the rules that read them change their targets,
+and so on down the (sorted) rules: :func:`rule_dependents` adds the reactions reading any of those
+targets to the firing's dependents, so the dependency graph stays exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, Node, Time, compile_stack,
+                    params_of, species_of, to_text)
+from .events import (CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, OP_PUSH_PARAM, Compare, Logic, compile_condition,
+                     condition_text, has_time)
+from .reactions import ReactionNetwork
+
+FLAG_INITIAL, FLAG_PERSISTENT = 1, 2  # ev_flags bits
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_PUSH = (OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, OP_PUSH_PARAM, OP_PUSH_BOOL)
+
+
+@dataclass(frozen=True)
+class CompiledEvents:
+    """Flat tables of a network's events and rules (one realization's state: counts x, mutable
+    parameters p, the previous value of each trigger, the pending count of each event)."""
+
+    p0: np.ndarray  # float64 [P]: initial values of the mutable parameters
+    prog_start: np.ndarray  # int32 [n programs + 1]
+    prog_op: np.ndarray  # int32
+    prog_arg: np.ndarray  # float64
+    max_stack: int
+    ev_trigger: np.ndarray  # int32 [E]: program of each trigger
+    ev_priority: np.ndarray  # int32 [E]: program of each priority, -1 without one
+    ev_flags: np.ndarray  # int32 [E]: FLAG_INITIAL | FLAG_PERSISTENT
+    asg_start: np.ndarray  # int32 [E+1]: assignments of event i
+    asg_target: np.ndarray  # int32 [A]: species index, or -1 - q for mutable parameter q
+    asg_prog: np.ndarray  # int32 [A]
+    rule_target: np.ndarray  # int32 [R] (as asg_target)
+    rule_prog: np.ndarray  # int32 [R]
+    tc_op: np.ndarray  # int32 [T]: CMP_CODES of 'time OP c'
+    tc_prog: np.ndarray  # int32 [T]: program of c
+    par_theta_start: np.ndarray  # int32 [P+1]: reactions whose theta is parameter q
+    par_theta: np.ndarray  # int32
+    par_law_start: np.ndarray  # int32 [P+1]: law_arg entries holding parameter q
+    par_law: np.ndarray  # int32
+    max_assignments: int  # most assignments of one event
+
+    @property
+    def n_events(self) -> int:
+        return len(self.ev_trigger)
+
+
+def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvents:
+    """Flat programs of ``net``'s events and rules; ``law_start`` locates each reaction's kinetic
+    law in the compiled network's ``law_op``/``law_arg``. Raises :class:`ModelError` for what cannot
+    be simulated exactly (``time`` inside a trigger expression, ``time`` in a rule)."""
+    check_time_use(net)
+    params = net.params
+    names = [a.target for e in net.events for a in e.assignments if a.species < 0]
+    names += [r.target for r in net.rules if r.species < 0]
+    mutable = {n: q for q, n in enumerate(dict.fromkeys(names))}
+    progs: list[list[tuple[int, float]]] = []
+
+    def add(prog: list[tuple[int, float]]) -> int:
+        progs.append(prog)
+        return len(progs) - 1
+
+    def expr(node: Node) -> int:
+        slots: list[tuple[int, str]] = []
+        return add(_read_mutable(compile_stack(node, params, slots)[0], slots, mutable))
+
+    def condition(cond) -> int:
+        slots: list[tuple[int, str]] = []
+        return add(_read_mutable(compile_condition(cond, params, slots), slots, mutable))
+
+    def target(species: int, name: str) -> int:
+        return species if species >= 0 else -1 - mutable[name]
+
+    ev_trigger = [condition(e.trigger) for e in net.events]
+    ev_priority = [-1 if e.priority is None else expr(e.priority) for e in net.events]
+    flags = [FLAG_INITIAL * e.initial_value + FLAG_PERSISTENT * e.persistent for e in net.events]
+    asg_start, asg_target, asg_prog = [0], [], []
+    for e in net.events:
+        for a in e.assignments:
+            asg_target.append(target(a.species, a.target))
+            asg_prog.append(expr(a.expr))
+        asg_start.append(len(asg_target))
+    rule_target = [target(r.species, r.target) for r in net.rules]
+    rule_prog = [expr(r.expr) for r in net.rules]
+    tc_op, tc_prog = [], []
+    for op, threshold in time_comparisons(net):
+        tc_op.append(CMP_CODES[op])
+        tc_prog.append(expr(threshold))
+    par_theta, par_law = _parameter_slots(net, mutable, law_start)
+    starts = np.cumsum([0] + [len(p) for p in progs])
+    flat = [step for p in progs for step in p] or [(OP_PUSH_CONST, 0.0)]
+    i32 = lambda a: np.asarray(a, dtype=np.int32)  # noqa: E731
+    return CompiledEvents(
+        p0=np.asarray([params[n] for n in mutable], dtype=np.float64), prog_start=i32(starts),
+        prog_op=i32([op for op, _ in flat]), prog_arg=np.asarray([arg for _, arg in flat], dtype=np.float64),
+        max_stack=max([stack_depth(p) for p in progs] + [1]), ev_trigger=i32(ev_trigger),
+        ev_priority=i32(ev_priority), ev_flags=i32(flags), asg_start=i32(asg_start), asg_target=i32(asg_target),
+        asg_prog=i32(asg_prog), rule_target=i32(rule_target), rule_prog=i32(rule_prog), tc_op=i32(tc_op),
+        tc_prog=i32(tc_prog), par_theta_start=i32(np.cumsum([0] + [len(s) for s in par_theta])),
+        par_theta=i32([j for s in par_theta for j in s]), par_law_start=i32(np.cumsum([0] + [len(s) for s in par_law])),
+        par_law=i32([pc for s in par_law for pc in s]),
+        max_assignments=max([len(e.assignments) for e in net.events] + [1]),
+    )
+
+
+def _read_mutable(prog: list[tuple[int, float]], slots: list[tuple[int, str]], mutable: dict[str, int]
+                  ) -> list[tuple[int, float]]:
+    """``prog`` with each folded mutable parameter (``slots`` from compile_stack) read at run time."""
+    for pos, name in slots:
+        if name in mutable:
+            prog[pos] = (OP_PUSH_PARAM, float(mutable[name]))
+    return prog
+
+
+def _parameter_slots(net: ReactionNetwork, mutable: dict[str, int], law_start: np.ndarray
+                     ) -> tuple[list[list[int]], list[list[int]]]:
+    """Per mutable parameter: the mass-action reactions whose rate it is, and the law_arg entries
+    where compile_stack folded it (the places compile_network put its value)."""
+    params = net.params
+    theta: list[list[int]] = [[] for _ in mutable]
+    law: list[list[int]] = [[] for _ in mutable]
+    for j, r in enumerate(net.reactions):
+        if r.law is None:
+            if isinstance(r.rate, str) and r.rate in mutable:
+                theta[mutable[r.rate]].append(j)
+            continue
+        slots: list[tuple[int, str]] = []
+        compile_stack(r.law, params, slots)
+        for pos, name in slots:
+            if name in mutable:
+                law[mutable[name]].append(int(law_start[j]) + pos)
+    return theta, law
+
+
+def stack_depth(prog: list[tuple[int, float]]) -> int:
+    """Deepest stack a program reaches (pushes +1; unary ops and 'not' 0; the others -1)."""
+    depth = best = 0
+    for op, _ in prog:
+        if op in _PUSH:
+            depth += 1
+        elif not (op == OP_NEG or OP_FUNC_BASE <= op <= OP_FUNC_BASE + 6 or op == LOGIC_CODES["not"]):
+            depth -= 1
+        best = max(best, depth)
+    return best
+
+
+def _timed(net: ReactionNetwork):
+    """(event, comparison) for every comparison of a trigger that reads time."""
+    for e in net.events:
+        stack = [e.trigger]
+        while stack:
+            c = stack.pop()
+            if isinstance(c, Logic):
+                stack.extend(reversed(c.args))
+            elif isinstance(c, Compare) and (has_time(c.left) or has_time(c.right)):
+                yield e, c
+
+
+def time_comparisons(net: ReactionNetwork) -> list[tuple[str, Node]]:
+    """(op, c) of every comparison 'time op c' in the triggers (mirrored when time is on the right)."""
+    return [(c.op, c.right) if isinstance(c.left, Time) else (_MIRROR[c.op], c.left) for _, c in _timed(net)]
+
+
+def check_time_use(net: ReactionNetwork) -> None:
+    """Refuse what the kernels cannot simulate exactly: ``time`` in a trigger other than alone on one
+    side of a comparison whose other side does not read it, and ``time`` in an assignment rule."""
+    src = net.source or None
+    for e, c in _timed(net):
+        alone = (isinstance(c.left, Time) and not has_time(c.right)) or \
+                (isinstance(c.right, Time) and not has_time(c.left))
+        if not alone:
+            raise ModelError(
+                f"event {e.id!r}: its trigger compares {condition_text(c, net.species)!r}; distsim simulates time "
+                "in a trigger only alone on one side of a comparison whose other side does not use time (as in "
+                "'time >= 25'), where the instant it changes is exact", file=src)
+    for r in net.rules:
+        if has_time(r.expr):
+            raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads time "
+                             f"({to_text(r.expr, net.species)}): its value would change between reactions, which "
+                             "distsim does not simulate", file=src)
+
+
+def rule_dependents(net: ReactionNetwork, changes: list[tuple[tuple[int, int], ...]]) -> list[set[int]]:
+    """Per reaction j: the reactions whose propensity reads a rule target that changes when j fires
+    (the rules read j's changed species, or the targets of earlier rules that do)."""
+    readers_sp: dict[int, set[int]] = {}
+    readers_par: dict[str, set[int]] = {}
+    for k, r in enumerate(net.reactions):
+        for i in r.reads():
+            readers_sp.setdefault(i, set()).add(k)
+        for name in (params_of(r.law) if r.law is not None else ((r.rate,) if isinstance(r.rate, str) else ())):
+            readers_par.setdefault(name, set()).add(k)
+    out = []
+    for j in range(net.n_reactions):
+        sp = {i for i, _ in changes[j]}
+        par: set[str] = set()
+        extra: set[int] = set()
+        for r in net.rules:
+            if sp.intersection(species_of(r.expr)) or par.intersection(params_of(r.expr)):
+                if r.species >= 0:
+                    sp.add(r.species)
+                    extra |= readers_sp.get(r.species, set())
+                else:
+                    par.add(r.target)
+                    extra |= readers_par.get(r.target, set())
+        out.append(extra)
+    return out
+
+
+__all__ = ["CompiledEvents", "compile_events", "rule_dependents", "time_comparisons", "check_time_use",
+           "stack_depth", "FLAG_INITIAL", "FLAG_PERSISTENT"]

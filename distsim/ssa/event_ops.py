@@ -1,0 +1,277 @@
+"""SBML events and assignment rules in the SSA's CPU loop (Numba): the twins of
+``kernels/ssa_events.cuh``, with the same operations in the same order, so both backends give the
+same bits. The tables come from :mod:`distsim.models.compile_events`; the semantics are those of
+:mod:`distsim.models.events`.
+
+One realization's event state is the work tuple ``w`` = (theta, law_arg, p, prev, pend, vals, st):
+its own copies of the reaction tables that parameters are folded into, the mutable parameters,
+each trigger's previous value, each event's pending count, the values of an executing event's
+assignments (all evaluated before any is applied) and the program stack.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..models import arith
+from ..models.compile_events import FLAG_INITIAL, FLAG_PERSISTENT, CompiledEvents
+from ..models.events import CMP_CODES, LOGIC_CODES, MAX_CASCADE, OP_CMP_BASE, OP_PUSH_BOOL, OP_PUSH_PARAM
+from ..models.kinetics import binary, unary
+from ..models.reactions import MAX_COUNT
+from .errors import ERR_EVENT_LOOP, ERR_EVENT_VALUE, ERR_NONE, ERR_RULE_VALUE, error_word
+
+CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE = (CMP_CODES[op] for op in ("<", "<=", ">", ">=", "==", "!="))
+L_AND, L_OR, L_XOR, L_NOT = (LOGIC_CODES[op] for op in ("and", "or", "xor", "not"))
+MAX_COUNT_F = float(MAX_COUNT)
+
+
+class EventArrays(NamedTuple):
+    """The arrays of a :class:`~distsim.models.compile_events.CompiledEvents`, one Numba argument."""
+
+    p0: np.ndarray
+    prog_start: np.ndarray
+    prog_op: np.ndarray
+    prog_arg: np.ndarray
+    ev_trigger: np.ndarray
+    ev_priority: np.ndarray
+    ev_flags: np.ndarray
+    asg_start: np.ndarray
+    asg_target: np.ndarray
+    asg_prog: np.ndarray
+    rule_target: np.ndarray
+    rule_prog: np.ndarray
+    tc_op: np.ndarray
+    tc_prog: np.ndarray
+    par_theta_start: np.ndarray
+    par_theta: np.ndarray
+    par_law_start: np.ndarray
+    par_law: np.ndarray
+
+
+def event_arrays(ce: CompiledEvents) -> EventArrays:
+    return EventArrays(*(getattr(ce, name) for name in EventArrays._fields))
+
+
+def work_shape(ce: CompiledEvents, n_reactions: int, n_law: int) -> tuple[int, ...]:
+    """The sizes of one realization's event work arrays (arguments of :func:`new_work`)."""
+    return n_reactions, n_law, len(ce.p0), ce.n_events, ce.max_assignments, ce.max_stack
+
+
+@numba.njit(cache=True)
+def new_work(n_reactions, n_law, n_params, n_events, n_vals, n_stack):
+    """One realization's event work arrays (see the module docstring)."""
+    return (np.empty(n_reactions), np.empty(max(n_law, 1)), np.empty(max(n_params, 1)),
+            np.zeros(max(n_events, 1), np.int8), np.zeros(max(n_events, 1), np.int64), np.empty(max(n_vals, 1)),
+            np.empty(max(n_stack, 1)))
+
+
+@numba.njit(inline="always", cache=True)
+def compare_or_logic(op, a, b):
+    """A comparison (1.0 true, 0.0 false) or a two-argument logical operator on truth values."""
+    if op == CMP_LT:
+        r = a < b
+    elif op == CMP_LE:
+        r = a <= b
+    elif op == CMP_GT:
+        r = a > b
+    elif op == CMP_GE:
+        r = a >= b
+    elif op == CMP_EQ:
+        r = a == b
+    elif op == CMP_NE:
+        r = a != b
+    elif op == L_AND:
+        r = a != 0.0 and b != 0.0
+    elif op == L_OR:
+        r = a != 0.0 or b != 0.0
+    else:  # xor
+        r = (a != 0.0) != (b != 0.0)
+    return 1.0 if r else 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
+    """Program pid (an expression or a condition) on counts x, mutable parameters p, at time t."""
+    sp = 0
+    for pc in range(prog_start[pid], prog_start[pid + 1]):
+        op = prog_op[pc]
+        if op == arith.OP_PUSH_SPECIES:
+            st[sp] = float(x[int(prog_arg[pc])])
+            sp += 1
+        elif op == OP_PUSH_PARAM:
+            st[sp] = p[int(prog_arg[pc])]
+            sp += 1
+        elif op == arith.OP_PUSH_TIME:
+            st[sp] = t
+            sp += 1
+        elif op == arith.OP_PUSH_CONST or op == OP_PUSH_BOOL:
+            st[sp] = prog_arg[pc]
+            sp += 1
+        elif op == arith.OP_NEG:
+            st[sp - 1] = -st[sp - 1]
+        elif op == L_NOT:
+            st[sp - 1] = 1.0 if st[sp - 1] == 0.0 else 0.0
+        elif op >= arith.OP_FUNC_BASE and op - arith.OP_FUNC_BASE <= 6:
+            st[sp - 1] = unary(op - arith.OP_FUNC_BASE, st[sp - 1])
+        elif op >= OP_CMP_BASE:
+            st[sp - 2] = compare_or_logic(op, st[sp - 2], st[sp - 1])
+            sp -= 1
+        else:
+            st[sp - 2] = binary(op, st[sp - 2], st[sp - 1])
+            sp -= 1
+    return st[0]
+
+
+# The functions below run after every firing (the rules, the triggers) or every step (next_change);
+# they read each table once, outside their loops (a tuple's array read inside a loop costs a
+# reference count each: 2-4x slower on DSMTS 00028/00033, measured), and the loop skips them when
+# the network has no rules, events or time comparisons. Numba-level inlining (inline="always") made
+# them 1.5-2x faster again but the loop 4x slower to compile (~100 s per method), so only the small
+# ``assign`` is inlined.
+
+@numba.njit(inline="always", cache=True)
+def assign(target, v, x, ev, w):
+    """target := v (a species count, which must be a whole number in [0, 2**53], or mutable
+    parameter -1 - target, written into the realization's reaction tables too); False if refused."""
+    if target >= 0:
+        if not (v >= 0.0 and v <= MAX_COUNT_F and v == math.floor(v)):
+            return False
+        x[target] = np.int64(v)
+        return True
+    theta_r, larg_r, p = w[0], w[1], w[2]
+    pts, pt, pls, pl = ev.par_theta_start, ev.par_theta, ev.par_law_start, ev.par_law
+    q = -1 - target
+    p[q] = v
+    for i in range(pts[q], pts[q + 1]):
+        theta_r[pt[i]] = v
+    for i in range(pls[q], pls[q + 1]):
+        larg_r[pl[i]] = v
+    return True
+
+
+@numba.njit(cache=True, error_model="numpy")
+def apply_rules(x, t, ev, w):
+    """Every assignment rule in order; returns (error word, the refused value or NaN)."""
+    ps, po, pa, p, st = ev.prog_start, ev.prog_op, ev.prog_arg, w[2], w[6]
+    rule_prog, rule_target = ev.rule_prog, ev.rule_target
+    for i in range(rule_prog.shape[0]):
+        v = run_program(rule_prog[i], x, p, t, ps, po, pa, st)
+        if not assign(rule_target[i], v, x, ev, w):
+            return error_word(ERR_RULE_VALUE, i), v
+    return ERR_NONE, math.nan
+
+
+@numba.njit(cache=True, error_model="numpy")
+def reset(x, t, ev, w):
+    """Start of a realization (counts x already initial): the realization's parameters, the rules, the
+    triggers' previous values (initialValue), nothing pending, then the events of t = 0; returns
+    (error word, refused value or NaN)."""
+    p, prev, pend = w[2], w[3], w[4]
+    for i in range(ev.p0.shape[0]):
+        p[i] = ev.p0[i]
+    for i in range(ev.ev_trigger.shape[0]):
+        prev[i] = 1 if ev.ev_flags[i] & FLAG_INITIAL else 0
+        pend[i] = 0
+    word, v = apply_rules(x, t, ev, w)
+    if word == ERR_NONE:
+        word, v, _ = fire_events(x, t, ev, w)
+    return word, v
+
+
+@numba.njit(cache=True, error_model="numpy")
+def check_triggers(x, t, ev, w):
+    """Evaluate every trigger: a rise from false to true makes its event pending (once more);
+    returns whether any did."""
+    ps, po, pa, p, st = ev.prog_start, ev.prog_op, ev.prog_arg, w[2], w[6]
+    trig, prev, pend = ev.ev_trigger, w[3], w[4]
+    rose = False
+    for i in range(trig.shape[0]):
+        on = run_program(trig[i], x, p, t, ps, po, pa, st) != 0.0
+        if on and prev[i] == 0:
+            pend[i] += 1
+            rose = True
+        prev[i] = 1 if on else 0
+    return rose
+
+
+@numba.njit(cache=True, error_model="numpy")
+def next_pending(x, t, ev, w):
+    """The pending event to execute now (highest priority, ties in document order; a pending
+    non-persistent event whose trigger is false is dropped), or -1."""
+    prev, pend = w[3], w[4]
+    best = -1
+    best_p = -math.inf
+    for i in range(ev.ev_trigger.shape[0]):
+        if pend[i] == 0:
+            continue
+        if (ev.ev_flags[i] & FLAG_PERSISTENT) == 0 and prev[i] == 0:
+            pend[i] = 0
+            continue
+        pr = -math.inf
+        if ev.ev_priority[i] >= 0:
+            pr = run_program(ev.ev_priority[i], x, w[2], t, ev.prog_start, ev.prog_op, ev.prog_arg, w[6])
+        if best < 0 or pr > best_p:
+            best = i
+            best_p = pr
+    return best
+
+
+@numba.njit(cache=True, error_model="numpy")
+def execute_pending(x, t, ev, w):
+    """Execute the pending events one at a time (and those they trigger); returns (error word,
+    refused value or NaN, events executed)."""
+    vals = w[5]
+    n = 0
+    while True:
+        i = next_pending(x, t, ev, w)
+        if i < 0:
+            return ERR_NONE, math.nan, n
+        n += 1
+        if n > MAX_CASCADE:
+            return error_word(ERR_EVENT_LOOP, i), math.nan, n
+        w[4][i] -= 1
+        lo, hi = ev.asg_start[i], ev.asg_start[i + 1]
+        for q in range(lo, hi):  # every value first, then every assignment
+            vals[q - lo] = run_program(ev.asg_prog[q], x, w[2], t, ev.prog_start, ev.prog_op, ev.prog_arg, w[6])
+        for q in range(lo, hi):
+            if not assign(ev.asg_target[q], vals[q - lo], x, ev, w):
+                return error_word(ERR_EVENT_VALUE, q), vals[q - lo], n
+        word, v = apply_rules(x, t, ev, w)
+        if word != ERR_NONE:
+            return word, v, n
+        check_triggers(x, t, ev, w)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def fire_events(x, t, ev, w):
+    """The triggers at time t, then the events that are pending; returns (error word, refused value
+    or NaN, events executed)."""
+    if not check_triggers(x, t, ev, w):
+        return ERR_NONE, math.nan, 0
+    return execute_pending(x, t, ev, w)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def next_change(x, t, ev, w):
+    """The earliest instant after t at which a comparison 'time OP c' changes with the state frozen
+    (inf if none): c for >= and <, the next double after c for > and <=, both for == and !=."""
+    ps, po, pa, p, st = ev.prog_start, ev.prog_op, ev.prog_arg, w[2], w[6]
+    tc_op, tc_prog = ev.tc_op, ev.tc_prog
+    best = math.inf
+    for i in range(tc_op.shape[0]):
+        c = run_program(tc_prog[i], x, p, t, ps, po, pa, st)
+        op = tc_op[i]
+        after = np.nextafter(c, math.inf)
+        if op == CMP_GE or op == CMP_LT:
+            at = c if t < c else math.inf
+        elif op == CMP_GT or op == CMP_LE:
+            at = after if t < after else math.inf
+        else:
+            at = c if t < c else (after if t < after else math.inf)
+        if at < best:
+            best = at
+    return best

@@ -1,0 +1,81 @@
+"""GPU path of networks with SBML events or assignment rules: ``kernels/ssa_events.cu``, one
+realization per thread, the loop of :func:`distsim.ssa.cpu.run_realization_events` with the
+method's selection header compiled in, so every method gives the CPU's realizations bit for bit.
+
+Every method takes this path when the network has events or rules: 'direct' (the generated
+register kernel folds parameters into its code, so it does not serve them), 'tree' and 'ar' (their
+headers), and 'warp', which runs the tree's selection here as it does on CPUs (one realization per
+thread; the warp kernel's layout is for large event-free networks). The grid states are reduced on
+the device by :func:`distsim.ssa.gpu._reduce_chunks`, as for the other kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..backends import cuda, dsmath
+from ..models.compile_reactions import CompiledNetwork
+from ..models.events import MAX_CASCADE
+from . import gpu
+
+TREE_HEADER = "ssa_method_tree.cuh"  # what 'warp' (no header of its own) runs with events
+_EVENT_TABLES = ("p0", "prog_start", "prog_op", "prog_arg", "ev_trigger", "ev_priority", "ev_flags", "asg_start",
+                 "asg_target", "asg_prog", "rule_target", "rule_prog", "tc_op", "tc_prog", "par_theta_start",
+                 "par_theta", "par_law_start", "par_law")
+
+
+def header(method: Any) -> str:
+    return method.cuda_header or TREE_HEADER
+
+
+def events_source(method: Any) -> str:
+    """kernels/ssa_events.cu with ``method``'s selection code compiled in (compile-time defines)."""
+    return (dsmath.neglog_table_cuda() + f'#define DS_METHOD_HEADER "{header(method)}"\n'
+            f"#define DS_NEEDS_DEPGRAPH {int(method.needs_depgraph)}\n#define DS_MAX_CASCADE {MAX_CASCADE}\n"
+            + cuda.kernel_source("ssa_events.cu"))
+
+
+def simulate(b: Any, method: Any) -> dict:
+    """Simulate SSABlock ``b`` of a network with events or rules; the reductions of the other GPU paths."""
+    import cupy as cp
+
+    gpu._check_counts(b.compiled)
+    firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
+    return gpu._reduce_chunks(b, _chunks(b, method, firings), firings)
+
+
+def _chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """Launches over chunks of realizations: yields (grid states (K, S, n), events, error words)."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    ce = c.events
+    S, M, K, R, L = c.n_species, c.n_reactions, len(b.grid), b.realizations, len(c.law_arg)
+    E, P = ce.n_events, len(ce.p0)
+    n_aux = method.cpu.aux_size(M)
+    per_real = K * S * 4 + 8 * (S + 2 * M + n_aux + c.max_stack + L + P + 2 * E + ce.max_assignments + ce.max_stack)
+    chunk = max(gpu.BLOCK, min(R, gpu.REC_BYTES_PER_LAUNCH // per_real))
+    grid = cp.asarray(np.asarray(b.grid, np.float64))
+    tb = gpu._tables(c)
+    et = [cp.asarray(getattr(ce, name)) if len(getattr(ce, name)) else cp.zeros(1, getattr(ce, name).dtype)
+          for name in _EVENT_TABLES]
+    fn = gpu._module(("events", header(method), method.needs_depgraph), lambda: events_source(method)).get_function(
+        "ssa_events")
+    for start in range(0, R, chunk):
+        n = min(chunk, R - start)
+        rec = cp.empty((K, S, n), dtype=cp.int32)
+        ev = cp.zeros(n, dtype=cp.uint64)
+        er = cp.zeros(n, dtype=cp.int32)
+        work = [cp.empty(max(size, 1) * n, dtype=dt) for size, dt in (
+            (S, cp.int64), (M, cp.float64), (n_aux, cp.float64), (c.max_stack, cp.float64), (M, cp.float64),
+            (L, cp.float64), (P, cp.float64), (E, cp.int32), (E, cp.int64), (ce.max_assignments, cp.float64),
+            (ce.max_stack, cp.float64))]
+        fn(((n + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
+           (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
+            np.int32(n_aux), np.int32(L), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"], tb["rct_species"],
+            tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"], tb["law_op"],
+            tb["law_arg"], tb["dep_start"], tb["dep_list"], *et, np.int32(E), np.int32(len(ce.rule_prog)),
+            np.int32(len(ce.tc_op)), np.int32(P), grid, np.int64(b.max_events), *work, rec, firings, ev, er))
+        yield rec, ev, er

@@ -1,0 +1,205 @@
+// SBML events and assignment rules in the SSA kernels (kernels/ssa_events.cu): the twins of
+// distsim/ssa/event_ops.py, with the same operations in the same order (build with --fmad=false),
+// so CPU and GPU give the same realizations. Tables: distsim/models/compile_events.py; semantics:
+// distsim/models/events.py.
+//
+// One realization's event state (ds_ev_work): its own copies of the reaction tables that parameters
+// are folded into (theta, law_arg: rows, so that ds_reactions can point at them), the mutable
+// parameters p, each trigger's previous value, each event's pending count, the values of an
+// executing event's assignments and the program stack (columns [item * R + r], ds_col).
+#pragma once
+#include "kinetics.cuh"
+
+// distsim/ssa/errors.py
+#define ERR_EVENT_VALUE 5
+#define ERR_RULE_VALUE 6
+#define ERR_EVENT_LOOP 7
+// distsim/models/arith.py and events.py
+#define OP_PUSH_TIME 8
+#define OP_PUSH_PARAM 9
+#define OP_CMP_BASE (OP_FUNC_BASE + 32)
+#define CMP_LT (OP_CMP_BASE + 0)
+#define CMP_LE (OP_CMP_BASE + 1)
+#define CMP_GT (OP_CMP_BASE + 2)
+#define CMP_GE (OP_CMP_BASE + 3)
+#define CMP_EQ (OP_CMP_BASE + 4)
+#define CMP_NE (OP_CMP_BASE + 5)
+#define L_AND (OP_CMP_BASE + 6)
+#define L_OR (OP_CMP_BASE + 7)
+#define L_XOR (OP_CMP_BASE + 8)
+#define L_NOT (OP_CMP_BASE + 9)
+#define OP_PUSH_BOOL (OP_CMP_BASE + 10)
+// distsim/models/compile_events.py
+#define FLAG_INITIAL 1
+#define FLAG_PERSISTENT 2
+#ifndef DS_MAX_CASCADE
+#define DS_MAX_CASCADE 10000  // distsim/models/events.py MAX_CASCADE (defined by distsim/ssa/gpu_events.py)
+#endif
+#define DS_MAX_COUNT_F 9007199254740992.0  // 2**53
+
+// the tables of distsim/models/compile_events.py CompiledEvents (EventArrays) and their sizes
+struct ds_events {
+    const double* p0; const int* prog_start; const int* prog_op; const double* prog_arg;
+    const int* ev_trigger; const int* ev_priority; const int* ev_flags;
+    const int* asg_start; const int* asg_target; const int* asg_prog;
+    const int* rule_target; const int* rule_prog; const int* tc_op; const int* tc_prog;
+    const int* par_theta_start; const int* par_theta; const int* par_law_start; const int* par_law;
+    int E, NR, T, P;  // events, rules, time comparisons, mutable parameters
+};
+
+struct ds_ev_work {
+    double* theta; double* larg;  // this realization's rows
+    ds_col<double> p; ds_col<int> prev; ds_col<long long> pend; ds_col<double> vals; ds_col<double> st;
+};
+
+// a comparison (1.0 true, 0.0 false) or a two-argument logical operator  (compare_or_logic)
+__device__ __forceinline__ double ds_compare_or_logic(const int op, const double a, const double b) {
+    bool r;
+    if (op == CMP_LT) r = a < b;
+    else if (op == CMP_LE) r = a <= b;
+    else if (op == CMP_GT) r = a > b;
+    else if (op == CMP_GE) r = a >= b;
+    else if (op == CMP_EQ) r = a == b;
+    else if (op == CMP_NE) r = a != b;
+    else if (op == L_AND) r = a != 0.0 && b != 0.0;
+    else if (op == L_OR) r = a != 0.0 || b != 0.0;
+    else r = (a != 0.0) != (b != 0.0);
+    return r ? 1.0 : 0.0;
+}
+
+// program pid on counts x, mutable parameters p, at time t  (run_program)
+template <class X>
+__device__ __noinline__ double ds_run_program(const int pid, const X& x, const ds_col<double>& p, const double t,
+                                 const ds_events& V, const ds_col<double>& st) {
+    int sp = 0;
+    for (int pc = V.prog_start[pid]; pc < V.prog_start[pid + 1]; ++pc) {
+        const int op = V.prog_op[pc];
+        if (op == OP_PUSH_SPECIES) { st[sp] = (double)x[(int)V.prog_arg[pc]]; ++sp; }
+        else if (op == OP_PUSH_PARAM) { st[sp] = p[(int)V.prog_arg[pc]]; ++sp; }
+        else if (op == OP_PUSH_TIME) { st[sp] = t; ++sp; }
+        else if (op == OP_PUSH_CONST || op == OP_PUSH_BOOL) { st[sp] = V.prog_arg[pc]; ++sp; }
+        else if (op == OP_NEG) { st[sp - 1] = -st[sp - 1]; }
+        else if (op == L_NOT) { st[sp - 1] = st[sp - 1] == 0.0 ? 1.0 : 0.0; }
+        else if (op >= OP_FUNC_BASE && op - OP_FUNC_BASE <= 6) { st[sp - 1] = ds_unary(op - OP_FUNC_BASE, st[sp - 1]); }
+        else if (op >= OP_CMP_BASE) { st[sp - 2] = ds_compare_or_logic(op, st[sp - 2], st[sp - 1]); --sp; }
+        else { st[sp - 2] = ds_binary(op, st[sp - 2], st[sp - 1]); --sp; }
+    }
+    return st[0];
+}
+
+// target := v: a species count (a whole number in [0, 2**53]) or mutable parameter -1 - target,
+// written into the realization's reaction tables too; false if refused  (assign)
+template <class X>
+__device__ bool ds_ev_assign(const int target, const double v, const X& x, const ds_events& V, const ds_ev_work& W) {
+    if (target >= 0) {
+        if (!(v >= 0.0 && v <= DS_MAX_COUNT_F && v == floor(v))) return false;
+        x[target] = (long long)v;
+        return true;
+    }
+    const int q = -1 - target;
+    W.p[q] = v;
+    for (int i = V.par_theta_start[q]; i < V.par_theta_start[q + 1]; ++i) W.theta[V.par_theta[i]] = v;
+    for (int i = V.par_law_start[q]; i < V.par_law_start[q + 1]; ++i) W.larg[V.par_law[i]] = v;
+    return true;
+}
+
+// every assignment rule in order; returns the error word (bad: the refused value)  (apply_rules)
+template <class X>
+__device__ int ds_apply_rules(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad) {
+    for (int i = 0; i < V.NR; ++i) {
+        const double v = ds_run_program(V.rule_prog[i], x, W.p, t, V, W.st);
+        if (!ds_ev_assign(V.rule_target[i], v, x, V, W)) { bad = v; return DS_ERROR_WORD(ERR_RULE_VALUE, i); }
+    }
+    return ERR_NONE;
+}
+
+// every trigger: a rise from false to true makes its event pending once more; whether any did  (check_triggers)
+template <class X>
+__device__ bool ds_check_triggers(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
+    bool rose = false;
+    for (int i = 0; i < V.E; ++i) {
+        const bool on = ds_run_program(V.ev_trigger[i], x, W.p, t, V, W.st) != 0.0;
+        if (on && W.prev[i] == 0) { W.pend[i] += 1; rose = true; }
+        W.prev[i] = on ? 1 : 0;
+    }
+    return rose;
+}
+
+// the pending event to execute now (highest priority, ties in document order), or -1  (next_pending)
+template <class X>
+__device__ int ds_next_pending(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
+    const double NEG_INF = -__longlong_as_double(0x7ff0000000000000LL);
+    int best = -1;
+    double best_p = NEG_INF;
+    for (int i = 0; i < V.E; ++i) {
+        if (W.pend[i] == 0) continue;
+        if ((V.ev_flags[i] & FLAG_PERSISTENT) == 0 && W.prev[i] == 0) { W.pend[i] = 0; continue; }
+        double pr = NEG_INF;
+        if (V.ev_priority[i] >= 0) pr = ds_run_program(V.ev_priority[i], x, W.p, t, V, W.st);
+        if (best < 0 || pr > best_p) { best = i; best_p = pr; }
+    }
+    return best;
+}
+
+// the pending events one at a time (and those they trigger); n: events executed  (execute_pending)
+template <class X>
+__device__ __noinline__ int ds_execute_pending(const X& x, const double t, const ds_events& V, const ds_ev_work& W,
+                                              double& bad, int& n) {
+    n = 0;
+    while (true) {
+        const int i = ds_next_pending(x, t, V, W);
+        if (i < 0) return ERR_NONE;
+        ++n;
+        if (n > DS_MAX_CASCADE) return DS_ERROR_WORD(ERR_EVENT_LOOP, i);
+        W.pend[i] -= 1;
+        const int lo = V.asg_start[i], hi = V.asg_start[i + 1];
+        for (int q = lo; q < hi; ++q) W.vals[q - lo] = ds_run_program(V.asg_prog[q], x, W.p, t, V, W.st);
+        for (int q = lo; q < hi; ++q)
+            if (!ds_ev_assign(V.asg_target[q], W.vals[q - lo], x, V, W)) {
+                bad = W.vals[q - lo];
+                return DS_ERROR_WORD(ERR_EVENT_VALUE, q);
+            }
+        const int word = ds_apply_rules(x, t, V, W, bad);
+        if (word != ERR_NONE) return word;
+        ds_check_triggers(x, t, V, W);
+    }
+}
+
+// the triggers at time t, then the events that are pending; n: events executed  (fire_events)
+template <class X>
+__device__ int ds_fire_events(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad,
+                              int& n) {
+    n = 0;
+    if (!ds_check_triggers(x, t, V, W)) return ERR_NONE;
+    return ds_execute_pending(x, t, V, W, bad, n);
+}
+
+// start of a realization (counts already initial): parameters, rules, initialValue, nothing pending,
+// then the events of t = 0  (reset)
+template <class X>
+__device__ int ds_ev_reset(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad) {
+    for (int i = 0; i < V.P; ++i) W.p[i] = V.p0[i];
+    for (int i = 0; i < V.E; ++i) { W.prev[i] = (V.ev_flags[i] & FLAG_INITIAL) ? 1 : 0; W.pend[i] = 0; }
+    int word = ds_apply_rules(x, t, V, W, bad);
+    int n;
+    if (word == ERR_NONE) word = ds_fire_events(x, t, V, W, bad, n);
+    return word;
+}
+
+// the earliest instant after t at which a comparison 'time OP c' changes with the state frozen  (next_change)
+template <class X>
+__device__ double ds_next_change(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
+    const double INF = __longlong_as_double(0x7ff0000000000000LL);
+    double best = INF;
+    for (int i = 0; i < V.T; ++i) {
+        const double c = ds_run_program(V.tc_prog[i], x, W.p, t, V, W.st);
+        const int op = V.tc_op[i];
+        const double after = nextafter(c, INF);
+        double at;
+        if (op == CMP_GE || op == CMP_LT) at = t < c ? c : INF;
+        else if (op == CMP_GT || op == CMP_LE) at = t < after ? after : INF;
+        else at = t < c ? c : (t < after ? after : INF);
+        if (at < best) best = at;
+    }
+    return best;
+}

@@ -6,12 +6,13 @@ import argparse
 import time
 from typing import Any
 
-from .common import backend, check_outputs, client, finish, positive_int, progress, subparser
+from .common import backend, check_outputs, client, finish, positive_float, positive_int, progress, subparser
 
 EXAMPLE = """\
-example (seed 003's Michaelis-Menten data; about a minute on 2 CPU cores):
+example (seed 003's Michaelis-Menten data; about 2 minutes on 2 CPU cores, seconds on a GPU):
   distsim mcmc rates examples/mcmc/michaelis_menten.rxn --data examples/mcmc/mm_observations.csv \\
-      --prior k1=gamma:2,1000 --prior k2=gamma:2,10 --prior k3=gamma:2,10 --derived "K_M=(k2+k3)/k1"
+      --iterations 500 --burn-in 100 --prior k1=gamma:2,1000 --prior k2=gamma:2,10 --prior k3=gamma:2,10 \\
+      --derived "K_M=(k2+k3)/k1"
 """
 
 
@@ -42,6 +43,9 @@ def register(subparsers: Any) -> None:
     r.add_argument("--derived", action="append", default=[], metavar="NAME=EXPR",
                    help="derived quantity of the parameters, e.g. K_M=(k2+k3)/k1 (repeatable)")
     r.add_argument("--seed", type=int, default=0, help="random seed; a seed gives the same draws on any hardware")
+    r.add_argument("--time-limit", type=positive_float, default=None, metavar="SECONDS",
+                   help="stop after the round of iterations that passes this many seconds (the result is that of "
+                        "the iterations done)")
     r.add_argument("--max-attempts", type=positive_int, default=None, metavar="N",
                    help="attempts per interval and iteration before giving up (default: 2^31)")
     r.add_argument("--output", "-o", default=None, metavar="PATH", help="write the posterior Dataset (.nc or .zarr)")
@@ -68,11 +72,13 @@ def run(args: argparse.Namespace) -> int:
         ds = infer_rates(net, args.data, prior=prior, improper_prior=args.improper_prior, iterations=args.iterations,
                          burn_in=args.burn_in, chains=args.chains, thin=args.thin, seed=args.seed, client=dask_client,
                          derived=args.derived or None, backend=backend(args),
-                         max_attempts=args.max_attempts or MAX_ATTEMPTS, progress=progress(args))
+                         max_attempts=args.max_attempts or MAX_ATTEMPTS, progress=progress(args),
+                         time_limit=args.time_limit)
     a = ds.attrs
     print(f"{a['chains']} chains x {a['iterations']} iterations (burn-in {a['burn_in']}, thin {a['thin']}) on "
           f"{a['backend']}: {a['iterations_per_second']:.4g} iterations/s, {a['attempts_per_second']:.4g} attempts/s "
-          f"({a['attempts_simulated']:.4g} attempts in {a['sampling_seconds']:.2f} s)")
+          f"({a['attempts_simulated']:.4g} attempts in {a['sampling_seconds']:.2f} s)"
+          + (" -- stopped by the time limit" if a.get("stopped_by") == "time_limit" else ""))
     table = summary(ds, prob=0.95)
     lo, hi = table.columns[2:4]  # the interval's ends, named by their quantiles
     print(f"{'variable':<12} {'mean':>11} {'sd':>11} {lo:>11} {hi:>11} {'R-hat':>7} {'ESS':>8}")

@@ -31,6 +31,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed; a seed gives the same result on any hardware")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="override a rate parameter "
                    "(repeatable)")
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="SECONDS",
+                   help="run realizations in waves and start none past this many seconds (the result is that of "
+                        "the realizations done)")
     p.add_argument("--keep-trajectories", action="store_true", help="keep every realization's states on the grid")
     p.add_argument("--max-events", type=nonnegative_int, default=0, metavar="N",
                    help="cap on the events of one realization (0: no cap)")
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     with client(args) as dask_client:
         ds = simulate(net, t_end=args.t_end, points=args.points, realizations=args.realizations, method=args.method,
                       seed=args.seed, keep_trajectories=args.keep_trajectories, max_events=args.max_events,
-                      client=dask_client, backend=backend(args), progress=progress(args))
+                      client=dask_client, backend=backend(args), progress=progress(args), time_limit=args.time_limit)
     _print_ensemble(ds)
 
     def draw(path: str) -> None:
@@ -70,7 +73,8 @@ def _print_ensemble(ds: Any) -> None:
     a = ds.attrs
     print(f"{a['realizations']} realizations to t={a['t_end']:g} ({a['method']}, {a['backend']}): "
           f"{a['firings_total']:.3g} firings, {a['firings_per_second']:.3g} firings/s, "
-          f"{a['mean_firings_per_realization']:.1f} per realization")
+          f"{a['mean_firings_per_realization']:.1f} per realization"
+          + (" -- stopped by the time limit" if a.get("stopped_by") == "time_limit" else ""))
     w = max(8, *(len(str(s)) for s in ds.species.values))
     print(f"{'species':<{w}} {'mean(t_end)':>12} {'sd(t_end)':>10} {'5%':>8} {'50%':>8} {'95%':>8}")
     last = ds.isel(time=-1)

@@ -12,6 +12,7 @@ posterior sample (theta, X) and the path can be re-simulated from its Philox add
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -97,6 +98,7 @@ def infer_rates(
     max_attempts: int = MAX_ATTEMPTS,
     max_events: int = MAX_EVENTS,
     progress: bool | None = None,
+    time_limit: float | None = None,
 ) -> xr.Dataset:
     """Posterior draws of the rate parameters given exact observations (ArviZ layout).
 
@@ -113,7 +115,9 @@ def infer_rates(
     the observations ``observed_state`` and ``observed`` (time, species), and R-hat / ESS per
     variable in ``rhat``, ``ess_bulk``, ``ess_tail``; attr ``initial_from_model`` names the species
     whose first value is the model's initial amount. Warns (:class:`~distsim.errors.ConvergenceWarning`)
-    when a variable has R-hat > 1.01 or bulk ESS < 400.
+    when a variable has R-hat > 1.01 or bulk ESS < 400. ``time_limit`` (seconds): stop after the
+    round of iterations that passes it; the result is then that of ``iterations`` = the iterations
+    done (attrs ``iterations``, ``stopped_by``; the draws do not depend on where a round ends).
     """
     if not isinstance(net, ReactionNetwork):
         from ..models.sources import load_network as load
@@ -124,6 +128,8 @@ def infer_rates(
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     if isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer)) or not 0 <= burn_in < iterations:
         raise ValueError(f"burn_in must be an integer in [0, iterations), got {burn_in!r}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < float("inf")):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     seed = check_seed(seed)
     rm = rate_model(net, prior, improper_prior)
     obs = as_observations(net, observations)
@@ -132,10 +138,15 @@ def infer_rates(
     with engine.Run("mcmc", client, backend, progress=progress, label="mcmc rates") as run:
         run.progress.start(f"{chains} chains x {iterations} iterations, {obs.n_intervals} intervals, on "
                            f"{run.describe()}", total=int(iterations) + 1, unit="it")
-        sample = _sample(run, net, obs, rm, pr, seed, int(chains), int(iterations) + 1)
+        sample = _sample(run, net, obs, rm, pr, seed, int(chains), int(iterations) + 1, time_limit)
+    stopped = sample.done < int(iterations) + 1
+    iterations = sample.done - 1  # the last X-step is the path of the last kept draw
+    if burn_in >= iterations:
+        raise RuntimeError(f"the time limit ({time_limit:g} s) ended the run after {iterations} iterations, within "
+                           f"the burn-in ({burn_in}): no draw to keep; raise time_limit or lower burn_in")
     keep = np.arange(burn_in, iterations, thin)
     ds = _dataset(net, obs, rm, der, sample, keep, run, seed=seed, chains=chains, iterations=iterations,
-                  burn_in=burn_in, thin=thin)
+                  burn_in=burn_in, thin=thin, stopped_by="time_limit" if stopped else "iterations")
     diagnostics.warn_if_not_converged(ds)
     return ds
 
@@ -147,12 +158,15 @@ class _Sample:
     draws: np.ndarray  # [C, total, P]
     best: np.ndarray  # [C, total, n]
     simulated: int = 0  # attempts simulated, all chains
+    done: int = 0  # iterations (X-steps) done: total, or fewer when a time limit stopped the run
 
 
 def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateModel, pr: Problem, seed: int,
-            chains: int, total: int) -> _Sample:
+            chains: int, total: int, time_limit: float | None = None) -> _Sample:
     """Rounds of Gibbs iterations (``total`` = iterations + 1: one more X-step, the path of the last
-    kept draw), sized to about ROUND_SECONDS each; the draws do not depend on the round sizes."""
+    kept draw), sized to about ROUND_SECONDS each; the draws do not depend on the round sizes. Past
+    ``time_limit`` seconds no new round starts (``_Sample.done`` says how many steps were done)."""
+    t_start = time.perf_counter()
     shards = run.split(chains)
     n, P = obs.n_intervals, len(rm.names)
     out = _Sample(np.zeros((chains, total, P)), np.zeros((chains, total, n), dtype=np.int64))
@@ -173,6 +187,9 @@ def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateMo
         it0 += k
         block = int(np.clip(k * ROUND_SECONDS / max(run.last_round_seconds, 1e-3), 1, 100_000))
         run.progress.update(it0, message=f"{out.simulated / max(run.round_seconds, 1e-12):.3g} attempts/s")
+        if time_limit is not None and time.perf_counter() - t_start > time_limit and it0 < total:
+            break
+    out.done = it0
     return out
 
 
@@ -209,7 +226,7 @@ def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before) -> None:
 
 def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[str, arith.Node], sample: _Sample,
              keep: np.ndarray, run: engine.Run, *, seed: int, chains: int, iterations: int, burn_in: int,
-             thin: int) -> xr.Dataset:
+             thin: int, stopped_by: str = "iterations") -> xr.Dataset:
     names = list(rm.names)
     post = sample.draws[:, keep]  # theta after iteration it
     attempts = sample.best[:, keep + 1] + 1  # the path drawn from that theta (iteration it + 1)
@@ -252,6 +269,7 @@ def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[s
         attempts_simulated=int(sample.simulated), iterations_per_second=(iterations + 1) * chains / t_rounds,
         attempts_per_second=sample.simulated / t_rounds, sampling_seconds=run.round_seconds,
         observations=obs.source, initial_from_model=",".join(obs.from_model), total_iterations=total,
+        stopped_by=stopped_by,
     )
     return ds
 

@@ -70,61 +70,86 @@ class CompiledEvents:
         return len(self.ev_trigger)
 
 
+class _Programs:
+    """The flat programs of one network's events and rules, numbered in the order they are added."""
+
+    def __init__(self, params: dict, mutable: dict[str, int]) -> None:
+        self.params, self.mutable = params, mutable
+        self.progs: list[list[tuple[int, float]]] = []
+
+    def _add(self, prog: list[tuple[int, float]]) -> int:
+        self.progs.append(prog)
+        return len(self.progs) - 1
+
+    def expr(self, node: Node) -> int:
+        slots: list[tuple[int, str]] = []
+        return self._add(_read_mutable(compile_stack(node, self.params, slots)[0], slots, self.mutable))
+
+    def condition(self, cond) -> int:
+        slots: list[tuple[int, str]] = []
+        return self._add(_read_mutable(compile_condition(cond, self.params, slots), slots, self.mutable))
+
+    def target(self, species: int, name: str) -> int:
+        """A species index, or -1 - q for mutable parameter q."""
+        return species if species >= 0 else -1 - self.mutable[name]
+
+    def flat(self) -> dict[str, np.ndarray | int]:
+        starts = np.cumsum([0] + [len(p) for p in self.progs])
+        flat = [step for p in self.progs for step in p] or [(OP_PUSH_CONST, 0.0)]
+        return dict(prog_start=_i32(starts), prog_op=_i32([op for op, _ in flat]),
+                    prog_arg=np.asarray([arg for _, arg in flat], dtype=np.float64),
+                    max_stack=max([stack_depth(p) for p in self.progs] + [1]))
+
+
+def _i32(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.int32)
+
+
+def _mutable_parameters(net: ReactionNetwork) -> dict[str, int]:
+    """Parameters that events or rules assign, numbered in order of first appearance."""
+    names = [a.target for e in net.events for a in e.assignments if a.species < 0]
+    names += [r.target for r in net.rules if r.species < 0]
+    return {n: q for q, n in enumerate(dict.fromkeys(names))}
+
+
+def _event_arrays(net: ReactionNetwork, pg: _Programs) -> dict[str, np.ndarray | int]:
+    """Triggers, priorities, flags and assignments of the events (programs added in that order)."""
+    trigger = [pg.condition(e.trigger) for e in net.events]
+    priority = [-1 if e.priority is None else pg.expr(e.priority) for e in net.events]
+    flags = [FLAG_INITIAL * e.initial_value + FLAG_PERSISTENT * e.persistent for e in net.events]
+    asg_start, asg_target, asg_prog = [0], [], []
+    for e in net.events:
+        for a in e.assignments:
+            asg_target.append(pg.target(a.species, a.target))
+            asg_prog.append(pg.expr(a.expr))
+        asg_start.append(len(asg_target))
+    return dict(ev_trigger=_i32(trigger), ev_priority=_i32(priority), ev_flags=_i32(flags),
+                asg_start=_i32(asg_start), asg_target=_i32(asg_target), asg_prog=_i32(asg_prog),
+                max_assignments=max([len(e.assignments) for e in net.events] + [1]))
+
+
 def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvents:
     """Flat programs of ``net``'s events and rules; ``law_start`` locates each reaction's kinetic
     law in the compiled network's ``law_op``/``law_arg``. Raises :class:`ModelError` for what cannot
     be simulated exactly (``time`` inside a trigger expression, ``time`` in a rule)."""
     check_time_use(net)
     params = net.params
-    names = [a.target for e in net.events for a in e.assignments if a.species < 0]
-    names += [r.target for r in net.rules if r.species < 0]
-    mutable = {n: q for q, n in enumerate(dict.fromkeys(names))}
-    progs: list[list[tuple[int, float]]] = []
-
-    def add(prog: list[tuple[int, float]]) -> int:
-        progs.append(prog)
-        return len(progs) - 1
-
-    def expr(node: Node) -> int:
-        slots: list[tuple[int, str]] = []
-        return add(_read_mutable(compile_stack(node, params, slots)[0], slots, mutable))
-
-    def condition(cond) -> int:
-        slots: list[tuple[int, str]] = []
-        return add(_read_mutable(compile_condition(cond, params, slots), slots, mutable))
-
-    def target(species: int, name: str) -> int:
-        return species if species >= 0 else -1 - mutable[name]
-
-    ev_trigger = [condition(e.trigger) for e in net.events]
-    ev_priority = [-1 if e.priority is None else expr(e.priority) for e in net.events]
-    flags = [FLAG_INITIAL * e.initial_value + FLAG_PERSISTENT * e.persistent for e in net.events]
-    asg_start, asg_target, asg_prog = [0], [], []
-    for e in net.events:
-        for a in e.assignments:
-            asg_target.append(target(a.species, a.target))
-            asg_prog.append(expr(a.expr))
-        asg_start.append(len(asg_target))
-    rule_target = [target(r.species, r.target) for r in net.rules]
-    rule_prog = [expr(r.expr) for r in net.rules]
+    mutable = _mutable_parameters(net)
+    pg = _Programs(params, mutable)
+    events = _event_arrays(net, pg)
+    rule_target = [pg.target(r.species, r.target) for r in net.rules]
+    rule_prog = [pg.expr(r.expr) for r in net.rules]
     tc_op, tc_prog = [], []
     for op, threshold in time_comparisons(net):
         tc_op.append(CMP_CODES[op])
-        tc_prog.append(expr(threshold))
+        tc_prog.append(pg.expr(threshold))
     par_theta, par_law = _parameter_slots(net, mutable, law_start)
-    starts = np.cumsum([0] + [len(p) for p in progs])
-    flat = [step for p in progs for step in p] or [(OP_PUSH_CONST, 0.0)]
-    i32 = lambda a: np.asarray(a, dtype=np.int32)  # noqa: E731
     return CompiledEvents(
-        p0=np.asarray([params[n] for n in mutable], dtype=np.float64), prog_start=i32(starts),
-        prog_op=i32([op for op, _ in flat]), prog_arg=np.asarray([arg for _, arg in flat], dtype=np.float64),
-        max_stack=max([stack_depth(p) for p in progs] + [1]), ev_trigger=i32(ev_trigger),
-        ev_priority=i32(ev_priority), ev_flags=i32(flags), asg_start=i32(asg_start), asg_target=i32(asg_target),
-        asg_prog=i32(asg_prog), rule_target=i32(rule_target), rule_prog=i32(rule_prog), tc_op=i32(tc_op),
-        tc_prog=i32(tc_prog), par_theta_start=i32(np.cumsum([0] + [len(s) for s in par_theta])),
-        par_theta=i32([j for s in par_theta for j in s]), par_law_start=i32(np.cumsum([0] + [len(s) for s in par_law])),
-        par_law=i32([pc for s in par_law for pc in s]),
-        max_assignments=max([len(e.assignments) for e in net.events] + [1]),
+        p0=np.asarray([params[n] for n in mutable], dtype=np.float64), **pg.flat(), **events,
+        rule_target=_i32(rule_target), rule_prog=_i32(rule_prog), tc_op=_i32(tc_op), tc_prog=_i32(tc_prog),
+        par_theta_start=_i32(np.cumsum([0] + [len(s) for s in par_theta])),
+        par_theta=_i32([j for s in par_theta for j in s]),
+        par_law_start=_i32(np.cumsum([0] + [len(s) for s in par_law])), par_law=_i32([pc for s in par_law for pc in s]),
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -59,6 +60,7 @@ def simulate(
     backend: str | None = None,
     progress: bool | None = None,
     plot: str | None = None,
+    time_limit: float | None = None,
 ) -> xr.Dataset:
     """Simulate ``realizations`` exact SSA realizations from t = 0 to ``t_end``.
 
@@ -77,6 +79,8 @@ def simulate(
     override rate parameters and initial counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
     workers; ``max_events`` (0 = no limit) caps the events per realization. SBML events (without
     delay) and assignment rules are simulated exactly by every method (see :mod:`distsim.models.events`).
+    ``time_limit`` (seconds): realizations run in waves and no wave starts past the limit; the
+    result is then that of ``realizations`` = those done (attrs ``realizations``, ``stopped_by``).
     """
     if not isinstance(net, ReactionNetwork):
         net = load(net)
@@ -84,25 +88,20 @@ def simulate(
         net = net.with_parameters(**params)
     if initial:
         net = net.with_initial(**initial)
-    _check_options(t_end, points, realizations, quantiles, plot)
+    _check_options(t_end, points, realizations, quantiles, plot, time_limit)
     seed = check_seed(seed)
     with engine.Run("ssa", client, backend, progress=progress, label="ssa simulate") as run:
-        method = choose_method(net, "gpu" if run.uses_gpu() else "cpu") if method == "auto" else method
-        if method not in METHODS:
-            raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
-        keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
-        # per-realization event counts travel only for modest runs (else their total is reduced on the device)
-        keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
-        c = compile_network(net)
-        grid = np.linspace(0.0, float(t_end), points)
-        hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
-                                                                          max_events, max_bins)
-        blocks = [SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist, max_events,
-                           keep_events) for r in _shards(run, realizations)]
-        run.progress.start(f"{realizations} realizations of {net.name or 'network'} to t={t_end:g} ({method}) on "
-                           f"{run.describe()}", total=realizations, unit="real")
-        res = run.round(simulate_block, blocks, counts=[b.realizations for b in blocks])
+        block = _block_factory(net, run, method, t_end, points, realizations, seed, quantiles, max_bins, max_events,
+                               keep_trajectories, keep_final)
+        run.progress.start(f"{realizations} realizations of {net.name or 'network'} to t={t_end:g} "
+                           f"({block(range(0)).method}) on {run.describe()}", total=realizations, unit="real")
+        if time_limit is None:
+            blocks = [block(r) for r in _shards(run, realizations)]
+            res = run.round(simulate_block, blocks, counts=[b.realizations for b in blocks])
+        else:
+            blocks, res = _waves(run, block, realizations, time_limit)
     ds = _dataset(_Ensemble(net, blocks, res, quantiles, run.round_seconds), run)
+    ds.attrs["stopped_by"] = "realizations" if ds.attrs["realizations"] == realizations else "time_limit"
     if plot is not None:
         from .plots import plot_ensemble
 
@@ -110,8 +109,27 @@ def simulate(
     return ds
 
 
+def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: float, points: int, realizations: int,
+                   seed: int, quantiles: Sequence[float] | None, max_bins: int, max_events: int,
+                   keep_trajectories: bool, keep_final: bool | None) -> Callable[[range], SSABlock]:
+    """The method, the compiled network and the histogram bins (from the pilot) of a run: a function
+    giving the shard payload of a range of realizations."""
+    method = choose_method(net, "gpu" if run.uses_gpu() else "cpu") if method == "auto" else method
+    if method not in METHODS:
+        raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
+    keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
+    # per-realization event counts travel only for modest runs (else their total is reduced on the device)
+    keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
+    c = compile_network(net)
+    grid = np.linspace(0.0, float(t_end), points)
+    hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
+                                                                      max_events, max_bins)
+    return lambda r: SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist,
+                              max_events, keep_events)
+
+
 def _check_options(t_end: float, points: int, realizations: int, quantiles: Sequence[float] | None,
-                   plot: str | None) -> None:
+                   plot: str | None, time_limit: float | None = None) -> None:
     if not (t_end > 0 and math.isfinite(t_end)):
         raise ValueError(f"t_end must be positive and finite, got {t_end}")
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
@@ -122,6 +140,8 @@ def _check_options(t_end: float, points: int, realizations: int, quantiles: Sequ
         raise ValueError(f"quantiles must be in [0, 1], got {quantiles}")
     if plot is not None and not str(plot).lower().endswith(".png"):
         raise ValueError(f"plot must be a .png path, got {plot!r}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
 
 
 def _shards(run: engine.Run, realizations: int) -> list[range]:
@@ -130,6 +150,27 @@ def _shards(run: engine.Run, realizations: int) -> list[range]:
     result)."""
     waves = 1 if run.uses_gpu() else max(1, min(WAVES, realizations // (WAVE_MIN * run.n_workers())))
     return run.split(realizations, align=ALIGN, shards=run.n_workers() * waves)
+
+
+def _waves(run: engine.Run, block: Any, realizations: int, time_limit: float) -> tuple[list[SSABlock], list[dict]]:
+    """Realizations 0, 1, ... in waves (one round each, a shard per worker) until all are done or a
+    wave ends past ``time_limit``. The first wave holds at least the histogram pilot (so the result
+    equals a run of the realizations done); later ones are sized to about a second each."""
+    t0, done, nw = time.perf_counter(), 0, run.n_workers()
+    wave = min(realizations, max(PILOT, ALIGN * nw))
+    blocks: list[SSABlock] = []
+    res: list[dict] = []
+    while done < realizations:
+        n = min(wave, realizations - done)
+        shards = [block(range(done + r.start, done + r.stop)) for r in run.split(n, align=ALIGN, shards=nw)]
+        res += run.round(simulate_block, shards, counts=[b.realizations for b in shards])
+        blocks += shards
+        done += n
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        wave = int(np.clip(n * min(1.0, left) / max(run.last_round_seconds, 1e-3), ALIGN * nw, 8 * n))
+    return blocks, res
 
 
 def _exact_ratio(num: np.ndarray, den: int) -> np.ndarray:

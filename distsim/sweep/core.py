@@ -160,12 +160,7 @@ def sweep(
         raise ValueError("model_options apply only when the model is given as a file path")
     pts = as_points(points)
     seed = check_seed(seed)
-    problems = check_fixed(adapter, fixed, pts.swept())
-    if problems:
-        raise ValueError("fixed arguments: " + "; ".join(problems))
-    _check_values(adapter, model, pts)
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    _check_arguments(adapter, model, pts, fixed, chunk_size)
     seeds = derive_seeds(seed, np.arange(pts.n))
     config = {"analysis": adapter.name, "model_sha256": _model_digest(model), "seed": seed,
               "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n,
@@ -181,13 +176,7 @@ def sweep(
                            f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
         run.progress.update(plan.resumed)
         parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size))
-    if st is not None:
-        ds = st.load()
-    else:
-        ds = xr.concat([parts[k] for k in sorted(parts)], dim="point", coords="minimal", compat="override",
-                       join="exact")
-        ds = ds.assign_coords({k: ("point", v) for k, v in coords.items()})
-        ds.attrs = _attrs(adapter, model, config, plan.chunk_size)
+    ds = st.load() if st is not None else _assemble(parts, coords, _attrs(adapter, model, config, plan.chunk_size))
     ds.attrs.update(run.provenance(
         workload="sweep", seed=seed, model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
         analysis=adapter.name, points=pts.n, chunk_size=plan.chunk_size, tasks=len(plan.tasks),
@@ -195,6 +184,24 @@ def sweep(
         task_seconds=float(sum(m["seconds"] for m in run.metas)), fixed=json.dumps(config["fixed"], sort_keys=True),
         store=os.fspath(store) if store is not None else None,
     ))
+    return ds
+
+
+def _check_arguments(adapter: Adapter, model: Any, pts: Points, fixed: dict, chunk_size: int | None) -> None:
+    """Everything wrong with the call, before any work: fixed arguments, every point's values, the chunk size."""
+    problems = check_fixed(adapter, fixed, pts.swept())
+    if problems:
+        raise ValueError("fixed arguments: " + "; ".join(problems))
+    _check_values(adapter, model, pts)
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+
+
+def _assemble(parts: dict, coords: dict, attrs: dict) -> xr.Dataset:
+    """The chunks' Datasets (without a store) as one Dataset over ``point``, in point order."""
+    ds = xr.concat([parts[k] for k in sorted(parts)], dim="point", coords="minimal", compat="override", join="exact")
+    ds = ds.assign_coords({k: ("point", v) for k, v in coords.items()})
+    ds.attrs = attrs
     return ds
 
 

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BAD = ROOT / "tests" / "data" / "bad_sbml"
 EXPECTED = {
@@ -90,3 +92,18 @@ def test_small_fuzz_campaign(tmp_path):
            if kind not in ("ok", "ModelError") or (kind == "ModelError" and not msg.startswith(str(p)))]
     assert not bad, bad
     assert sum(kind == "ModelError" for kind, _ in results) > 50  # the mutants do hit the checks
+
+
+def test_duplicate_species_names_its_line(tmp_path):
+    """Found by the campaign of 2026-11-26 (SBML/27/295): a duplicated <species> element was reported
+    without a line."""
+    from distsim.errors import ModelError
+    from distsim.ssa import load
+
+    src = (Path(__file__).resolve().parents[1] / "data" / "dsmts" / "00001" / "00001-sbml-l3v1.xml").read_text()
+    line = next(ln for ln in src.splitlines() if "<species " in ln)
+    bad = tmp_path / "dup.xml"
+    bad.write_text(src.replace(line, line + "\n" + line, 1))
+    with pytest.raises(ModelError, match="duplicate species id 'X'") as e:
+        load(bad)
+    assert e.value.line == src.splitlines().index(line) + 2

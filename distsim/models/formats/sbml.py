@@ -371,6 +371,8 @@ class _Converter:
         for i in range(m.getNumSpecies()):
             s = m.getSpecies(i)
             sid = s.getId()
+            if sid in self.index:
+                raise self.err(f"duplicate species id {sid!r}", s)
             comp = s.getCompartment()
             if comp not in self.comp_size:
                 raise self.err(f"species {sid!r} is in unknown compartment {comp!r}", s)

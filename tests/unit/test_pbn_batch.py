@@ -1,5 +1,5 @@
 """Batched PBN sweeps (distsim.pbn.batch): the points of a chunk run together and give exactly the
-numbers of one steady_state / simulate call per point (CPU here; tests/gpu/test_gpu.py runs the
+numbers of one steady_state / simulate call per point (CPU here; tests/gpu/test_pbn_gpu.py runs the
 shared-kernel GPU path against the same per-point calls)."""
 
 from dataclasses import replace

@@ -1,54 +1,17 @@
-"""GPU conformance: the CUDA kernels reproduce the CPU kernels bit for bit (run on a lent GPU).
+"""PBN on a GPU: the CUDA kernels reproduce the CPU kernels bit for bit (run on a lent GPU).
 
-The SSA cases are in tests/unit/test_conformance.py (backend x method)."""
+The SSA cases are in tests/unit/test_conformance.py (backend x method), Philox in tests/unit/test_rng.py."""
 
 import numpy as np
 import pytest
 
-from distsim.backends import cuda
 from distsim.models.formats import load
 from distsim.models.pbn import random_pbn
 from distsim.pbn import cpu
 from distsim.pbn.compile import compile_pbn
 from distsim.pbn.shard import flat_targets
-from distsim.rng import philox, uniform_f32, uniform_f64
 
 pytestmark = pytest.mark.gpu
-
-PHILOX_TEST = r"""
-#include "philox.cuh"
-extern "C" __global__ void blocks(const uint32_t* ctr, const uint32_t* key, uint32_t* out, float* f32, double* f64, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    ds_u32x4 c{ctr[4*i], ctr[4*i+1], ctr[4*i+2], ctr[4*i+3]};
-    ds_u32x4 r = ds_philox4x32_10(c, key[2*i], key[2*i+1]);
-    out[4*i] = r.x; out[4*i+1] = r.y; out[4*i+2] = r.z; out[4*i+3] = r.w;
-    f32[i] = ds_u01_f32(r.x);
-    f64[i] = ds_u01_f64(r.y, r.z);
-}
-"""
-
-
-def test_philox_cpu_equals_gpu():
-    import cupy as cp
-
-    rng = np.random.default_rng(1)
-    n = 100_000
-    ctr = rng.integers(0, 2**32, size=(n, 4), dtype=np.uint64).astype(np.uint32)
-    ctr[:3] = [[0, 0, 0, 0], [0xFFFFFFFF] * 4, [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344]]
-    key = rng.integers(0, 2**32, size=(n, 2), dtype=np.uint64).astype(np.uint32)
-    key[:3] = [[0, 0], [0xFFFFFFFF] * 2, [0xA4093822, 0x299F31D0]]
-    fn = cuda.load_module(PHILOX_TEST).get_function("blocks")
-    out = cp.zeros((n, 4), cp.uint32)
-    f32 = cp.zeros(n, cp.float32)
-    f64 = cp.zeros(n, cp.float64)
-    fn(((n + 255) // 256,), (256,), (cp.asarray(ctr), cp.asarray(key), out, f32, f64, np.int32(n)))
-    ref = philox(ctr, key)
-    assert np.array_equal(cp.asnumpy(out), ref)
-    assert int(ref[0, 0]) == 0x6627E8D5 and int(ref[2, 3]) == 0x24126EA1
-    assert np.array_equal(cp.asnumpy(f32), uniform_f32(ref[:, 0]))
-    assert np.array_equal(cp.asnumpy(f64), uniform_f64(ref[:, 1], ref[:, 2]))
-
 
 CASES = {
     "random-independent": lambda: random_pbn(40, seed=1, multi_fraction=0.4, perturbation=0.05, fixed_fraction=0.1),

@@ -12,6 +12,14 @@ def pyplot() -> Any:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as e:  # pragma: no cover - matplotlib is in the plot extra
-        raise RuntimeError("writing a PNG needs matplotlib: pip install 'distsim[plot]'") from e
+    except ImportError as e:  # pragma: no cover - matplotlib is a dependency of distsim
+        raise RuntimeError("writing a PNG needs matplotlib: pip install matplotlib") from e
     return plt
+
+
+def save(fig: Any, path: str) -> str:
+    """Lay out ``fig``, write it to ``path`` (PNG, 120 dpi), close it and return ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 
 
 def plot_result(ds: xr.Dataset, path: str) -> str:
@@ -59,7 +59,4 @@ def plot_result(ds: xr.Dataset, path: str) -> str:
                   f"{a.get('node_mismatches')} node mismatches; gold = on in the target", fontsize=9)
     ax2.set_aspect("equal")
     ax2.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 
 
 def _compact_ticks(ax) -> None:
@@ -44,10 +44,7 @@ def plot_posterior(ds: xr.Dataset, path: str) -> str:
         _compact_ticks(ax)
     for ax in axes[k:]:
         ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def plot_trace(ds: xr.Dataset, path: str) -> str:
@@ -64,10 +61,7 @@ def plot_trace(ds: xr.Dataset, path: str) -> str:
         ax.set_title(f"R-hat {rhat.get(nm, float('nan')):.3f}", fontsize=8, loc="right")
     axes[0, 0].legend(fontsize=7, ncol=min(4, ds.sizes["chain"]), loc="upper left")
     axes[-1, 0].set_xlabel("iteration")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def plot_bands(tr: xr.Dataset, path: str) -> str:
@@ -92,7 +86,4 @@ def plot_bands(tr: xr.Dataset, path: str) -> str:
     axes[0, 0].legend(fontsize=7, loc="best")
     fig.suptitle(f"{prob} pointwise credible bands of the latent paths ({tr.attrs['draws']} posterior draws)",
                  fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)

@@ -143,7 +143,8 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
     for op, threshold in time_comparisons(net):
         tc_op.append(CMP_CODES[op])
         tc_prog.append(pg.expr(threshold))
-    par_theta, par_law = _parameter_slots(net, mutable, law_start)
+    theta_at, law_at = parameter_slots(net, law_start)
+    par_theta, par_law = [theta_at.get(n, []) for n in mutable], [law_at.get(n, []) for n in mutable]
     return CompiledEvents(
         p0=np.asarray([params[n] for n in mutable], dtype=np.float64), **pg.flat(), **events,
         rule_target=_i32(rule_target), rule_prog=_i32(rule_prog), tc_op=_i32(tc_op), tc_prog=_i32(tc_prog),
@@ -162,24 +163,22 @@ def _read_mutable(prog: list[tuple[int, float]], slots: list[tuple[int, str]], m
     return prog
 
 
-def _parameter_slots(net: ReactionNetwork, mutable: dict[str, int], law_start: np.ndarray
-                     ) -> tuple[list[list[int]], list[list[int]]]:
-    """Per mutable parameter: the mass-action reactions whose rate it is, and the law_arg entries
-    where compile_stack folded it (the places compile_network put its value)."""
-    params = net.params
-    theta: list[list[int]] = [[] for _ in mutable]
-    law: list[list[int]] = [[] for _ in mutable]
+def parameter_slots(net: ReactionNetwork, law_start: np.ndarray) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Where compile_network puts each parameter's value: the mass-action reactions whose rate it is
+    (theta entries), and the law_arg entries where compile_stack folded it (``law_start``: each
+    reaction's first law_arg entry)."""
+    theta_at: dict[str, list[int]] = {}
+    law_at: dict[str, list[int]] = {}
     for j, r in enumerate(net.reactions):
         if r.law is None:
-            if isinstance(r.rate, str) and r.rate in mutable:
-                theta[mutable[r.rate]].append(j)
+            if isinstance(r.rate, str):
+                theta_at.setdefault(r.rate, []).append(j)
             continue
         slots: list[tuple[int, str]] = []
-        compile_stack(r.law, params, slots)
+        compile_stack(r.law, net.params, slots)
         for pos, name in slots:
-            if name in mutable:
-                law[mutable[name]].append(int(law_start[j]) + pos)
-    return theta, law
+            law_at.setdefault(name, []).append(int(law_start[j]) + pos)
+    return theta_at, law_at
 
 
 def stack_depth(prog: list[tuple[int, float]]) -> int:
@@ -257,5 +256,5 @@ def rule_dependents(net: ReactionNetwork, changes: list[tuple[tuple[int, int], .
     return out
 
 
-__all__ = ["CompiledEvents", "compile_events", "rule_dependents", "time_comparisons", "check_time_use",
+__all__ = ["CompiledEvents", "compile_events", "parameter_slots", "rule_dependents", "time_comparisons", "check_time_use",
            "stack_depth", "FLAG_INITIAL", "FLAG_PERSISTENT"]

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .arith import compile_stack
-from .compile_events import CompiledEvents, compile_events, rule_dependents
+from .compile_events import CompiledEvents, compile_events, parameter_slots, rule_dependents
 from .reactions import ReactionNetwork
 
 KIND_MASS_ACTION, KIND_LAW = 0, 1
@@ -150,24 +150,6 @@ class PointTables:
         return self.x0.shape[0]
 
 
-def _parameter_slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """Where compile_network puts each parameter's value: theta entries (mass-action rates naming it)
-    and law_arg entries (the constants folded from it)."""
-    theta_at: dict[str, list[int]] = {}
-    law_at: dict[str, list[int]] = {}
-    params = net.params
-    for j, r in enumerate(net.reactions):
-        if r.law is None:
-            if isinstance(r.rate, str):
-                theta_at.setdefault(r.rate, []).append(j)
-            continue
-        slots: list[tuple[int, str]] = []
-        compile_stack(r.law, params, slots)
-        for pos, name in slots:
-            law_at.setdefault(name, []).append(int(c.law_start[j]) + pos)
-    return theta_at, law_at
-
-
 def _columns(rows: Sequence[Mapping[str, float]], kind: type) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per name, the rows that set it and their values (``kind``: float or int), in one pass."""
     cols: dict[str, tuple[list[int], list]] = {}
@@ -187,7 +169,7 @@ def point_tables(net: ReactionNetwork, c: CompiledNetwork, params: Sequence[Mapp
     compiling each point: a parameter's value is float(value) wherever compile_network folds it."""
     if len(params) != len(initial):
         raise ValueError(f"{len(params)} parameter sets but {len(initial)} initial-count sets")
-    theta_at, law_at = _parameter_slots(net, c)
+    theta_at, law_at = parameter_slots(net, c.law_start)
     known = net.params
     P = len(params)
     x0 = np.repeat(np.asarray(c.x0, np.int64)[None, :], P, axis=0)

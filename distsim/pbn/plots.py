@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 
 
 def plot_convergence(ds: xr.Dataset, path: str) -> str:
@@ -42,7 +42,4 @@ def plot_convergence(ds: xr.Dataset, path: str) -> str:
     ax2.xaxis.set_minor_formatter(NullFormatter())
     ax1.set_title(f"{ds.attrs.get('model_name', '')}: {ds.attrs.get('chains', '?')} chains, r = {r:g}, "
                   f"s = {ds.attrs.get('confidence')}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)

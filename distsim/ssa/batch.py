@@ -29,8 +29,9 @@ from ..rng import check_seed
 from . import cpu
 from .batch_block import PointsBlock, concat_parts, event_reductions, pilot_bins, quantile_values
 from .errors import ERR_MAX_EVENTS, FATAL
-from .methods import METHODS, choose_method
-from .simulate import MAX_HIST_BINS, VAR_ATTRS, _check_options, _raise_if_failed, mean_variance, result_coords
+from .methods import METHODS
+from .simulate import (MAX_HIST_BINS, VAR_ATTRS, _check_options, _raise_if_failed, mean_variance, resolve_method,
+                       result_coords)
 
 CPU_TRAJ_BYTES = 64 << 20  # grid states held at once by the CPU path when histograms are wanted
 BATCH_MAX_REALIZATIONS = 1 << 20  # a point with more fills a device alone: sweeps run such points one by one
@@ -73,9 +74,7 @@ def simulate_batch(
     grid = np.linspace(0.0, float(t_end), points)
     qs = None if quantiles is None else tuple(float(q) for q in quantiles)
     with engine.Run("ssa", client, backend, progress=progress, label="ssa batch") as run:
-        method = choose_method(net, "gpu" if run.uses_gpu() else "cpu") if method == "auto" else method
-        if method not in METHODS:
-            raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
+        method = resolve_method(net, run, method)
         whole = PointsBlock(c, tables, seeds_arr, realizations, grid, method, qs, max_bins, max_events)
         blocks = [whole.rows(r.start, r.stop) for r in run.split(len(params))]
         run.progress.start(f"{len(params)} points x {realizations} realizations of {net.name or 'network'} "

@@ -193,6 +193,31 @@ def run_realization(method, rid, seed, net, grid, max_events, x, a, aux, stack, 
         e += np.uint64(1)
 
 
+@numba.njit(inline="always", cache=True)
+def _accumulate(rec, x, r, ch, sum_x, sum_x2, hist_lo, hist_width, hist, keep_traj, traj, keep_final, final):
+    """Realization r's grid states ``rec`` (and final state ``x``) into accumulator block ``ch``:
+    exact sums, histogram counts (when ``hist`` has bins), and kept trajectories / final states."""
+    K, S = rec.shape
+    B = hist.shape[3]
+    for k in range(K):
+        for s in range(S):
+            v = rec[k, s]
+            sum_x[ch, k, s] += v
+            sum_x2[ch, k, s] += v * v
+            if B > 0:
+                b = (v - hist_lo[s]) // hist_width[s]
+                if b < 0:
+                    b = 0
+                elif b >= B:
+                    b = B - 1
+                hist[ch, k, s, b] += 1
+            if keep_traj:
+                traj[r, k, s] = v
+    if keep_final:
+        for s in range(S):
+            final[r, s] = x[s]
+
+
 @numba.njit(parallel=True, cache=True, error_model="numpy")
 def _simulate(method, net, real0, R, seed, aux_n, max_stack, grid, max_events, sum_x, sum_x2, firings, events,
               errors, keep_traj, traj, keep_final, final, hist_lo, hist_width, hist):
@@ -200,7 +225,6 @@ def _simulate(method, net, real0, R, seed, aux_n, max_stack, grid, max_events, s
     M = net.theta.shape[0]
     K = grid.shape[0]
     n_chunks = sum_x.shape[0]  # accumulator blocks (any split gives the same integer sums)
-    B = hist.shape[3]
     for ch in prange(n_chunks):
         x = np.empty(S, dtype=np.int64)
         a = np.empty(M, dtype=np.float64)
@@ -212,23 +236,7 @@ def _simulate(method, net, real0, R, seed, aux_n, max_stack, grid, max_events, s
                                          rec, firings[ch])
             events[r] = ev
             errors[r] = err
-            for k in range(K):
-                for s in range(S):
-                    v = rec[k, s]
-                    sum_x[ch, k, s] += v
-                    sum_x2[ch, k, s] += v * v
-                    if B > 0:
-                        b = (v - hist_lo[s]) // hist_width[s]
-                        if b < 0:
-                            b = 0
-                        elif b >= B:
-                            b = B - 1
-                        hist[ch, k, s, b] += 1
-                    if keep_traj:
-                        traj[r, k, s] = v
-            if keep_final:
-                for s in range(S):
-                    final[r, s] = x[s]
+            _accumulate(rec, x, r, ch, sum_x, sum_x2, hist_lo, hist_width, hist, keep_traj, traj, keep_final, final)
 
 
 def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realizations: int, seed: int,
@@ -468,7 +476,6 @@ def _simulate_events(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
     M = net.theta.shape[0]
     K = grid.shape[0]
     n_chunks = sum_x.shape[0]
-    B = hist.shape[3]
     for ch in prange(n_chunks):
         x = np.empty(S, dtype=np.int64)
         a = np.empty(M, dtype=np.float64)
@@ -481,20 +488,4 @@ def _simulate_events(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
                                                     a, aux, stack, rec, firings[ch], w)
             events[r] = evn
             errors[r] = err
-            for k in range(K):
-                for s in range(S):
-                    v = rec[k, s]
-                    sum_x[ch, k, s] += v
-                    sum_x2[ch, k, s] += v * v
-                    if B > 0:
-                        b = (v - hist_lo[s]) // hist_width[s]
-                        if b < 0:
-                            b = 0
-                        elif b >= B:
-                            b = B - 1
-                        hist[ch, k, s, b] += 1
-                    if keep_traj:
-                        traj[r, k, s] = v
-            if keep_final:
-                for s in range(S):
-                    final[r, s] = x[s]
+            _accumulate(rec, x, r, ch, sum_x, sum_x2, hist_lo, hist_width, hist, keep_traj, traj, keep_final, final)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 
 
 def plot_ensemble(ds: xr.Dataset, path: str, lower: float = 0.05, upper: float = 0.95) -> str:
@@ -29,7 +29,4 @@ def plot_ensemble(ds: xr.Dataset, path: str, lower: float = 0.05, upper: float =
     ax.set_xlabel("time")
     ax.set_ylabel("molecules")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)

@@ -109,14 +109,20 @@ def simulate(
     return ds
 
 
+def resolve_method(net: ReactionNetwork, run: engine.Run, method: str) -> str:
+    """``method``, or for 'auto' the table's choice for the run's workers (GPU or CPU); checked."""
+    method = choose_method(net, "gpu" if run.uses_gpu() else "cpu") if method == "auto" else method
+    if method not in METHODS:
+        raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
+    return method
+
+
 def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: float, points: int, realizations: int,
                    seed: int, quantiles: Sequence[float] | None, max_bins: int, max_events: int,
                    keep_trajectories: bool, keep_final: bool | None) -> Callable[[range], SSABlock]:
     """The method, the compiled network and the histogram bins (from the pilot) of a run: a function
     giving the shard payload of a range of realizations."""
-    method = choose_method(net, "gpu" if run.uses_gpu() else "cpu") if method == "auto" else method
-    if method not in METHODS:
-        raise ValueError(f"method must be 'auto' or one of {sorted(METHODS)}, got {method!r}")
+    method = resolve_method(net, run, method)
     keep_final = realizations * net.n_species <= 10**7 if keep_final is None else bool(keep_final)
     # per-realization event counts travel only for modest runs (else their total is reduced on the device)
     keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX

@@ -125,7 +125,7 @@ def plot_sensitivity(ds: xr.Dataset, path: str, species: str | None = None, time
     species with the largest) at time index ``time`` (default: the last), bars +- 1.96 SE (red: positive, blue:
     negative); right, a heat map of S for those parameters and every species (at most 40 shown) at
     that time, on the same colours."""
-    from ..plotting import pyplot
+    from ..plotting import pyplot, save
 
     if "sensitivity" not in ds:
         raise ValueError("no sensitivity coefficients in this Dataset (see distsim.sweep.sensitivity)")
@@ -158,10 +158,7 @@ def plot_sensitivity(ds: xr.Dataset, path: str, species: str | None = None, time
     fig.colorbar(im, ax=ax2, shrink=0.8, label="normalised sensitivity")
     fig.suptitle(f"{ds.attrs.get('model_name') or ''} one-at-a-time sensitivity "
                  f"({ds.attrs.get('sensitivity_realizations', '?')} realizations per point)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 __all__ = ["coefficients", "plot_sensitivity", "sensitivity"]

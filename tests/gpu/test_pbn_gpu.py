@@ -110,11 +110,26 @@ def test_connect_uses_gpu_workers_and_matches_cpu():
     assert np.array_equal(a.sample_size.values, b.sample_size.values)
 
 
+def _assert_advances_equal(k, S, Sg, c, n_chains, seed, mode, targets, segments):
+    """Advance the CPU state S and the GPU kernel k's state Sg through ``segments`` (step0, nsteps):
+    the same states and counts after each."""
+    from distsim.pbn.gpu import GPUKernel
+
+    for step0, nsteps in segments:
+        a = cpu.advance_sliced(S, c, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, mode=mode,
+                               targets=flat_targets(targets), want_chain=True, want_nodes=True)
+        b = k.advance(Sg, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, want_chain=True,
+                      want_nodes=True)
+        assert np.array_equal(GPUKernel.states_of(Sg, n_chains), cpu.unslice(S, n_chains, c.n))
+        for key in ("pooled", "chain_ones", "node_ones"):
+            assert np.array_equal(a[key], b[key]), key
+
+
 @pytest.mark.parametrize("case", ["erbb247", "random-dependent", "kgbn48"])
 @pytest.mark.parametrize("mode", [0, 1])
 def test_split_placement_equals_cpu(case, mode):
     """Nodes kept in global memory (reorder-and-split) give the same bits, odd and even step counts."""
-    from distsim.pbn.gpu import GPUKernel, get_kernel
+    from distsim.pbn.gpu import get_kernel
 
     net = CASES[case]()
     c = compile_pbn(net)
@@ -125,14 +140,7 @@ def test_split_placement_equals_cpu(case, mode):
     k = get_kernel(c, mode, targets, registers=8)
     assert k.split
     Sg = k.init_state(0, n_chains, seed, *fix)
-    for step0, nsteps in ((0, 101), (101, 64)):
-        a = cpu.advance_sliced(S, c, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, mode=mode,
-                               targets=flat_targets(targets), want_chain=True, want_nodes=True)
-        b = k.advance(Sg, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, want_chain=True,
-                      want_nodes=True)
-        assert np.array_equal(GPUKernel.states_of(Sg, n_chains), cpu.unslice(S, n_chains, net.n))
-        for key in ("pooled", "chain_ones", "node_ones"):
-            assert np.array_equal(a[key], b[key]), key
+    _assert_advances_equal(k, S, Sg, c, n_chains, seed, mode, targets, ((0, 101), (101, 64)))
 
 
 @pytest.mark.parametrize("mode", [0, 1])
@@ -141,7 +149,7 @@ def test_balanced_passes_equal_cpu(monkeypatch, mode, registers):
     """More tiles than the device holds: the rotation of passes (forced here with a capacity of 3
     tiles) gives the CPU's bits and counts, odd and even pass lengths, hot and cold nodes."""
     from distsim.pbn import launch
-    from distsim.pbn.gpu import GPUKernel, get_kernel
+    from distsim.pbn.gpu import get_kernel
 
     net = CASES["kgbn48"]()
     c = compile_pbn(net)
@@ -156,14 +164,7 @@ def test_balanced_passes_equal_cpu(monkeypatch, mode, registers):
     assert len(launch.plan_passes(k.single(0, n_chains, seed).tasks([0], [401]), k.capacity)) > 2
     S = cpu.init_sliced(net.n, 0, n_chains, seed, *fix)
     Sg = k.init_state(0, n_chains, seed, *fix)
-    for step0, nsteps in ((0, 401), (401, 250)):
-        a = cpu.advance_sliced(S, c, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, mode=mode,
-                               targets=flat_targets(targets), want_chain=True, want_nodes=True)
-        b = k.advance(Sg, chain0=0, n_chains=n_chains, step0=step0, nsteps=nsteps, seed=seed, want_chain=True,
-                      want_nodes=True)
-        assert np.array_equal(GPUKernel.states_of(Sg, n_chains), cpu.unslice(S, n_chains, net.n))
-        for key in ("pooled", "chain_ones", "node_ones"):
-            assert np.array_equal(a[key], b[key]), key
+    _assert_advances_equal(k, S, Sg, c, n_chains, seed, mode, targets, ((0, 401), (401, 250)))
 
 
 BATCH_CASES = {

@@ -11,19 +11,51 @@ HTTP without authentication; ``dashboard_link(client)`` gives the scheduler's; f
 reach it through an SSH tunnel). Dask configuration (YAML in ``~/.config/dask``, ``DASK_*``
 environment variables) applies as usual; ``distsim.*`` keys are read from ``dask.config``
 (e.g. ``DASK_DISTSIM__BACKEND=cpu``).
-GPU counting uses NVML so the client process never creates a CUDA context.
+GPU counting uses NVML so the client process never creates a CUDA context. A client of a local
+cluster closes that cluster when it is closed (``with distsim.connect() as client:`` leaves nothing
+running), quietly: Dask's shutdown chatter stays off stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import dask
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 
 dask.config.update_defaults({"distsim": {"backend": "auto", "retries": 3}})
+
+
+@contextlib.contextmanager
+def quiet_dask_logs() -> Iterator[None]:
+    """Dask's shutdown chatter (heartbeats to a closing scheduler, cancelled tasks) stays off stderr."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+class _LocalClient(Client):
+    """A client that closes, quietly, the local cluster :func:`connect` started for it (``Client(cluster)``
+    leaves the cluster running until the interpreter exits, when its workers may log heartbeat errors)."""
+
+    def close(self, *args: Any, **kwargs: Any) -> Any:
+        cluster = getattr(self, "cluster", None)
+        with quiet_dask_logs():
+            out = super().close(*args, **kwargs)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close()
+        return out
 
 
 def count_gpus() -> int:
@@ -107,7 +139,7 @@ def connect(
         dashboard_address=dashboard_address,
         **cluster_kwargs,
     )
-    return Client(cluster)
+    return _LocalClient(cluster)
 
 
 def _gpus_to_use(gpus: bool | int | str, n_workers: int | None) -> int:
@@ -138,7 +170,7 @@ def _gpu_client(n_gpu: int, threads_per_worker: int, processes: bool, dashboard_
             dashboard_address=dashboard_address,
             **cluster_kwargs,
         )
-        return Client(cluster)
+        return _LocalClient(cluster)
     cluster = LocalCluster(
         n_workers=n_gpu,
         threads_per_worker=threads_per_worker,
@@ -147,7 +179,7 @@ def _gpu_client(n_gpu: int, threads_per_worker: int, processes: bool, dashboard_
         dashboard_address=dashboard_address,
         **cluster_kwargs,
     )
-    client = Client(cluster)
+    client = _LocalClient(cluster)
     client.register_plugin(_PinGPU(n_gpu))
     return client
 

@@ -108,20 +108,6 @@ def backend(args: argparse.Namespace) -> str | None:
 # ---- the Dask client ------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def quiet_dask_logs() -> Iterator[None]:
-    """Dask's shutdown chatter (heartbeats to a closing scheduler, cancelled tasks) stays off stderr."""
-    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
-
-
 class LazyClient:
     """A Dask client started on first use (a run first validates its arguments, then asks for workers)."""
 
@@ -140,11 +126,8 @@ class LazyClient:
     def shutdown(self) -> None:
         if self._client is None:
             return
-        cluster = getattr(self._client, "cluster", None)
-        with quiet_dask_logs(), contextlib.suppress(Exception):
-            self._client.close()
-            if cluster is not None and not self._args.scheduler:
-                cluster.close()
+        with contextlib.suppress(Exception):
+            self._client.close()  # a local cluster closes with its client (distsim.cluster)
 
 
 def _start(args: argparse.Namespace) -> Any:

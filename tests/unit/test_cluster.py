@@ -103,3 +103,14 @@ def test_unknown_backend_is_an_error():
     with pytest.raises(ValueError, match="backend"):
         backends.resolve("tpu")
     assert isinstance(DaskExecutor, type)
+
+
+def test_a_local_cluster_closes_with_its_client():
+    """``with distsim.connect() as client:`` leaves no local cluster running (Client(cluster) alone
+    would keep it until the interpreter exits)."""
+    import distsim
+
+    with distsim.connect(gpus=False, n_workers=1) as client:
+        cluster = client.cluster
+        assert len(client.scheduler_info()["workers"]) == 1
+    assert cluster.status.name == "closed"

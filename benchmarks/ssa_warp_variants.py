@@ -40,6 +40,7 @@ def new_variants() -> dict[str, dict]:
     """Kernel variants: compile-time defines on top of the shipped source, and placement overrides."""
     return {
         "new (shipped placement)": {},
+        "new, levels a kernel argument (before DS_LEVELS)": {"levels_arg": True},
         "new, levels and counts in global memory": {"place": (0, 0)},
         "new, no register cap (DS_MIN_BLOCKS 1)": {"defines": {"DS_MIN_BLOCKS": 1}},
         "new, touched blocks read 1 at a time": {"defines": {"DS_RAISE_BATCH": 1}},
@@ -60,8 +61,8 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     h_start, h_items = gpu.warp_items(c)
     general = variant.get("general", gpu.warp_general(h_start, h_items))
     check = variant.get("check", gpu.warp_check(c))
-    src = gpu.warp_source(xs_sh, up_sh, general, check).replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n",
-                                                         f"#define DS_WARPS_PER_BLOCK {W}\n")
+    src = gpu.warp_source(xs_sh, up_sh, general, check, levels=None if variant.get("levels_arg") else L)
+    src = src.replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n", f"#define DS_WARPS_PER_BLOCK {W}\n")
     fn = cuda.load_module(defines + src, gpu.OPTIONS + variant.get("options", ())).get_function("ssa_warp")
     tb = gpu._tables(c)
     item_start, items = cp.asarray(h_start), cp.asarray(h_items)
@@ -144,8 +145,9 @@ def main() -> None:
     R, K = args.realizations, 11
     print(f"# {backends.device_description('gpu')}; {R} realizations, {K} grid points; kernel time (best of "
           f"{args.reps})")
-    print("| model | kernel | ms | firings/s | events/realization | z events vs first | z total vs first | errors |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | kernel | ms | firings/s | events/realization | µs per event of a realization | z events vs first "
+          "| z total vs first | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
     todo = {k: v for k, v in new_variants().items() if args.variants is None or k in args.variants}
     for name in args.models:
         make, t_end = MODELS[name]
@@ -163,7 +165,8 @@ def main() -> None:
             ms, st = _time(launch, out, args.reps)
             ref = ref or st
             print(f"| {name} (t_end {t_end:g}) | {label} | {ms:.1f} | {st['firings'] / (ms / 1e3):.3g} | "
-                  f"{st['events'].mean():.5g} | {_z(st['events'], ref['events']):.2f} | "
+                  f"{st['events'].mean():.5g} | {ms * 1e3 / st['events'].max():.3f} | "
+                  f"{_z(st['events'], ref['events']):.2f} | "
                   f"{_z(st['total'], ref['total']):.2f} | {st['errors']} |", flush=True)
             del out
             cp.get_default_memory_pool().free_all_blocks()

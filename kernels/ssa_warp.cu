@@ -157,7 +157,7 @@ __device__ __forceinline__ void ds_raise_blocks(const ds_levels& lv, unsigned le
 
 extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLOCKS) ssa_warp(
     const int R, const unsigned long long real0, const uint32_t seed, const int S, const int M, const int K,
-    const int L, const int* __restrict__ level_off, const int* __restrict__ level_size, const int LV,
+    const int L_arg, const int* __restrict__ level_off, const int* __restrict__ level_size, const int LV,
     const long long* __restrict__ x0, const signed char* __restrict__ kind, const double* __restrict__ theta,
     const int* __restrict__ rct_start, const int* __restrict__ rct_species, const int* __restrict__ rct_stoich,
     const int* __restrict__ law_start, const int* __restrict__ law_op, const double* __restrict__ law_arg,
@@ -167,6 +167,11 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events, int* __restrict__ errors
     DS_BATCH_ARGS)
 {
+#ifdef DS_LEVELS
+    const int L = DS_LEVELS;  // fixed at compile time: the level loops unroll
+#else
+    const int L = L_arg;
+#endif
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     __shared__ int lsize[DS_MAX_LEVELS + 1], loff[DS_MAX_LEVELS + 1];
     __shared__ double2 batch[DS_WARPS_PER_BLOCK][32];  // per warp: (-log u1, u2) of events (e & ~31) + i

@@ -12,6 +12,8 @@ events that compare ``time``, e counts draws, firings plus stops (:mod:`distsim.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -51,9 +53,35 @@ class CompiledNetwork:
         return bool(np.all(self.kind == KIND_MASS_ACTION))
 
 
+_RECENT: "OrderedDict[int, tuple[ReactionNetwork, CompiledNetwork]]" = OrderedDict()
+_RECENT_MAX = 4
+_RECENT_LOCK = threading.Lock()  # worker threads compile too
+
+
 def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> CompiledNetwork:
     """Flat arrays of ``net`` (``x0`` overrides the initial counts); a network with SBML events or
-    assignment rules also gets its :class:`CompiledEvents` and the rules' dependencies."""
+    assignment rules also gets its :class:`CompiledEvents` and the rules' dependencies. The last few
+    networks compiled without ``x0`` are remembered (networks are immutable; the arrays are read-only),
+    so repeated runs of one large network compile it once."""
+    if x0 is None:
+        with _RECENT_LOCK:
+            hit = _RECENT.get(id(net))
+            if hit is not None and hit[0] is net:
+                _RECENT.move_to_end(id(net))
+                return hit[1]
+    c = _compile(net, x0)
+    for v in vars(c).values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+    if x0 is None:
+        with _RECENT_LOCK:
+            _RECENT[id(net)] = (net, c)
+            while len(_RECENT) > _RECENT_MAX:
+                _RECENT.popitem(last=False)
+    return c
+
+
+def _compile(net: ReactionNetwork, x0: np.ndarray | None) -> CompiledNetwork:
     S, M = net.n_species, net.n_reactions
     params = net.params
     theta = np.zeros(M)

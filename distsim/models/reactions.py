@@ -69,6 +69,7 @@ class ReactionNetwork:
     events: tuple[Event, ...] = ()
     rules: tuple[AssignmentRule, ...] = ()
     _params: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+    _digest: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     @classmethod
     def create(cls, species: Sequence[str], initial: Sequence[int] | Mapping[str, int],
@@ -255,6 +256,12 @@ class ReactionNetwork:
                          f"{' and '.join(parts)}", file=self.source or None)
 
     def digest(self) -> str:
+        """SHA-256 of the network's content (computed once per network)."""
+        if self._digest is None:
+            object.__setattr__(self, "_digest", self._compute_digest())
+        return self._digest
+
+    def _compute_digest(self) -> str:
         h = hashlib.sha256()
         h.update(repr((self.species, self.initial, sorted(self.parameters), sorted(self.fixed))).encode())
         for r in self.reactions:

@@ -407,11 +407,13 @@ def warp_check(c: CompiledNetwork) -> int:
 
 
 def warp_source(x_shared: int = 0, up_shared: int = 0, general: int = 1, check: int = 1,
-                batched: bool = False) -> str:
+                batched: bool = False, levels: int | None = None) -> str:
     """kernels/ssa_warp.cu with its placement compiled in, and whether it needs its general path and
     the checks of mass-action propensities (``_needs_check``); ``batched``: many points per launch
-    (``DS_BATCHED``, see kernels/ssa_common.cuh)."""
+    (``DS_BATCHED``, see kernels/ssa_common.cuh); ``levels``: the number of levels above the
+    propensities, fixed so that the level loops unroll (2 to 5% faster; None: a kernel argument)."""
     return (("#define DS_BATCHED\n" if batched else "") + dsmath.neglog_table_cuda()
+            + ("" if levels is None else f"#define DS_LEVELS {levels}\n")
             + f"#define DS_X_SHARED {x_shared}\n#define DS_UP_SHARED {up_shared}\n"
             f"#define DS_GENERAL {general}\n#define DS_CHECK_PROPENSITY {check}\n"
             f"#define DS_WARPS_PER_BLOCK {WARPS_PER_BLOCK}\n#define DS_MAX_STACK {WARP_MAX_STACK}\n"
@@ -459,8 +461,8 @@ def warp_setup(c: CompiledNetwork, checked: CompiledNetwork | None = None, batch
     xs_sh, up_sh = warp_placement(S, LV)
     h_start, h_items = warp_items(c)
     general, check = warp_general(h_start, h_items), warp_check(checked if checked is not None else c)
-    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched),
-                 lambda: warp_source(xs_sh, up_sh, general, check, batched)).get_function("ssa_warp")
+    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched, L),
+                 lambda: warp_source(xs_sh, up_sh, general, check, batched, L)).get_function("ssa_warp")
     shared = (2 * LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * WARPS_PER_BLOCK
     return WarpSetup(L, LV, cp.asarray(sizes), cp.asarray(offs), xs_sh, up_sh, cp.asarray(h_start),
                      cp.asarray(h_items), fn, shared)
@@ -513,7 +515,7 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
             flat = (cp.arange(K * S, dtype=cp.int64).reshape(K, S, 1) * b.bins + binidx).ravel()
             hist += cp.bincount(flat, minlength=K * S * b.bins).reshape(K, S, b.bins)
         if b.keep_final:
-            finals.append(cp.asnumpy(rec[K - 1].T).astype(np.int64))
+            finals.append(cp.asnumpy(rec[K - 1].T.astype(cp.int64)))  # one host copy
         if b.keep_trajectories:
             trajs.append(cp.asnumpy(rec.transpose(2, 0, 1)).astype(np.int64))
         events.append(ev)
@@ -521,7 +523,7 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
     out = {"sum_x": sum_x, "sum_x2": sum_x2, "firings": cp.asnumpy(firings).astype(np.int64),
            **_events_out(b, cp.concatenate(events), cp.concatenate(errors))}
     if b.keep_final:
-        out["final"] = np.concatenate(finals)
+        out["final"] = finals[0] if len(finals) == 1 else np.concatenate(finals)
     if b.keep_trajectories:
         out["trajectories"] = np.concatenate(trajs)
     if hist is not None:
@@ -562,7 +564,7 @@ def _simulate_fused(b: Any) -> dict:
     out = {"sum_x": to_int(cp.asnumpy(sums).reshape(K, S)), "sum_x2": to_int(cp.asnumpy(sumsq).reshape(K, S)),
            "firings": cp.asnumpy(firings).astype(np.int64), **_events_out(b, ev, er)}
     if b.keep_final:
-        out["final"] = cp.asnumpy(final).T.astype(np.int64)
+        out["final"] = cp.asnumpy(final.T.astype(cp.int64, order="C"))
     return out
 
 

@@ -144,3 +144,6 @@ def test_warp_ssa_kernel_compiles_for_every_choice(tmp_path):
     for choice in ((0, 1, 0, 0), (1, 1, 1, 1), (0, 0, 1, 0), (1, 0, 0, 1)):
         r = _nvcc(warp_source(*choice), tmp_path)
         assert r.returncode == 0, (choice, r.stderr)
+    for levels in (0, 1, 2, 3):  # the level count fixed at compile time (the shipped kernels)
+        r = _nvcc(warp_source(0, 1, 0, 0, levels=levels), tmp_path)
+        assert r.returncode == 0, (levels, r.stderr)

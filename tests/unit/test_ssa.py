@@ -236,3 +236,27 @@ def test_large_runs_reduce_events_on_the_workers(backend, method, monkeypatch):
     assert a.attrs["mean_firings_per_realization"] == a["events"].values.mean()
     for v in ("mean", "variance", "firings"):
         assert np.array_equal(a[v].values, b[v].values), v
+
+
+def test_compiled_networks_are_remembered_and_read_only():
+    """A network is compiled once however often it is simulated: the same arrays, read-only (the
+    network is immutable); another initial state is compiled afresh; digests are computed once and
+    survive pickling; a repeated simulate gives the same bits."""
+    import pickle
+
+    from distsim.models.compile_reactions import compile_network
+
+    net = load(EXAMPLES / "michaelis_menten.rxn")
+    c = compile_network(net)
+    assert compile_network(net) is c
+    with pytest.raises(ValueError):
+        c.theta[0] = 1.0
+    assert compile_network(net, np.asarray(net.initial) + 1) is not c
+    other = load(EXAMPLES / "michaelis_menten.rxn")
+    assert other == net and compile_network(other) is not c
+    assert compile_network(other).digest == c.digest
+    assert net.digest() == net._compute_digest() == pickle.loads(pickle.dumps(net)).digest()
+    kw = dict(t_end=10, points=5, realizations=50, seed=4, quantiles=None)
+    a, b = simulate(net, **kw), simulate(net, **kw)
+    assert np.array_equal(a["final_state"].values, b["final_state"].values)
+    assert np.array_equal(a["mean"].values, b["mean"].values)

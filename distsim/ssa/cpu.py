@@ -289,6 +289,9 @@ def _simulate_points(method, net, x0s, thetas, law_args, seeds, R, item_point, i
     S = x0s.shape[1]
     M = thetas.shape[1]
     K = grid.shape[0]
+    no_lo = np.zeros(1, dtype=np.int64)  # no histogram, no final states
+    no_hist = np.zeros((1, 1, 1, 0), dtype=np.int64)
+    no_final = np.zeros((1, 1), dtype=np.int64)
     for it in prange(item_point.shape[0]):
         p = item_point[it]
         pnet = (x0s[p], kind, thetas[p], rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta,
@@ -304,13 +307,7 @@ def _simulate_points(method, net, x0s, thetas, law_args, seeds, R, item_point, i
             i = p * R + r
             events[i] = ev
             errors[i] = err
-            for k in range(K):
-                for s in range(S):
-                    v = rec[k, s]
-                    sum_x[it, k, s] += v
-                    sum_x2[it, k, s] += v * v
-                    if keep_traj:
-                        traj[i, k, s] = v
+            _accumulate(rec, x, i, it, sum_x, sum_x2, no_lo, no_lo, no_hist, keep_traj, traj, False, no_final)
 
 
 def simulate_points(c: CompiledNetwork, x0: np.ndarray, theta: np.ndarray, law_arg: np.ndarray, seeds: np.ndarray, *,

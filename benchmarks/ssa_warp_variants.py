@@ -73,9 +73,8 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     a = cp.empty(2 * M * R, cp.float64)
     up = cp.empty(1 if up_sh else max(2 * LV, 1) * R, cp.float64)
     args = (np.int32(R), np.uint64(0), np.uint32(seed), np.int32(S), np.int32(M), np.int32(K), np.int32(L),
-            cp.asarray(offs), cp.asarray(sizes), np.int32(LV), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"],
-            tb["rct_species"], tb["rct_stoich"], tb["law_start"], tb["law_op"], tb["law_arg"], item_start, items, grid,
-            np.int64(0), xs, a, up, out["rec"], out["firings"], out["ev"], out["er"])
+            cp.asarray(offs), cp.asarray(sizes), np.int32(LV), *gpu.table_args(tb, gpu.WARP_TABLES), item_start, items,
+            grid, np.int64(0), xs, a, up, out["rec"], out["firings"], out["ev"], out["er"])
     return lambda: fn(((R + W - 1) // W,), (32 * W,), args, shared_mem=shared), out
 
 
@@ -98,10 +97,8 @@ def _launch_old(c, K, R, grid, source: str, seed: int):
     xs = cp.empty(S * R, cp.int32)
     lv = cp.empty(LV * R, cp.float64)
     args = (np.int32(R), np.uint64(0), np.uint32(seed), np.int32(S), np.int32(M), np.int32(K), np.int32(L),
-            cp.asarray(offs), cp.asarray(sizes), np.int32(LV), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"],
-            tb["rct_species"], tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"],
-            tb["law_op"], tb["law_arg"], tb["dep_start"], tb["dep_list"], grid, np.int64(0), xs, lv, out["rec"],
-            out["firings"], out["ev"], out["er"])
+            cp.asarray(offs), cp.asarray(sizes), np.int32(LV), *gpu.table_args(tb), grid, np.int64(0), xs, lv,
+            out["rec"], out["firings"], out["ev"], out["er"])
     return lambda: fn(((R + W - 1) // W,), (32 * W,), args), out
 
 

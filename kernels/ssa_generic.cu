@@ -34,8 +34,7 @@ extern "C" __global__ void ssa_generic(
     DS_BATCH_POINT(r, R)
 #ifdef DS_BATCHED
     if (!DS_LIVE(r, R)) return;
-    x0 += (long long)batch_p * S; theta += (long long)batch_p * M; law_arg += (long long)batch_p * batch_nlaw;
-    firings += (long long)batch_p * M;
+    DS_POINT_TABLES(S, M)
 #endif
     const unsigned long long RR = (unsigned long long)R;
     const ds_col<long long> x{xs_ + r, RR};

@@ -186,8 +186,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     DS_BATCH_POINT(r, R)
 #ifdef DS_BATCHED
     if (!DS_LIVE(r, R)) return;
-    x0 += (long long)batch_p * S; theta += (long long)batch_p * M; law_arg += (long long)batch_p * batch_nlaw;
-    firings += (long long)batch_p * M;
+    DS_POINT_TABLES(S, M)
 #endif
     // this realization's arrays: a_ holds [entries][prefix sums] of level 0 (2M), up_ (or dynamic
     // shared memory, per warp) [entries][prefix sums] of levels 1..L-1 (2LV), then x (if placed there)

@@ -135,6 +135,26 @@ def _ov_needs_depgraph(method):
     return lambda method: flag
 
 
+@numba.njit(inline="always", cache=True)
+def _record(rec, x, grid, k, t):
+    """The grid points from k passed before time t get the state x; returns the next grid point."""
+    while k < grid.shape[0] and grid[k] < t:
+        for s in range(x.shape[0]):
+            rec[k, s] = x[s]
+        k += 1
+    return k
+
+
+@numba.njit(inline="always", cache=True)
+def _fire(j, x, chg_start, chg_species, chg_delta):
+    """Reaction j's net changes applied to x: ERR_NONE, or the error word of a count gone negative."""
+    for q in range(chg_start[j], chg_start[j + 1]):
+        x[chg_species[q]] += chg_delta[q]
+        if x[chg_species[q]] < 0:
+            return error_word(ERR_NEGATIVE, j)
+    return ERR_NONE
+
+
 @numba.njit(cache=True, error_model="numpy")
 def run_realization(method, rid, seed, net, grid, max_events, x, a, aux, stack, rec, firings):
     """One realization: fills ``rec[k, s]`` with the state at grid time k; returns (events, error word,
@@ -171,24 +191,18 @@ def run_realization(method, rid, seed, net, grid, max_events, x, a, aux, stack, 
         tau, u = method_event(method, a, aux, e, seed, rid)
         t_new = t + tau
         # ---- record the grid points passed before the event
-        while k < K and grid[k] < t_new:
-            for s in range(S):
-                rec[k, s] = x[s]
-            k += 1
+        k = _record(rec, x, grid, k, t_new)
         if k >= K:
             return e, ERR_NONE, t, math.nan
         if max_events > 0 and e >= np.uint64(max_events):
-            for kk in range(k, K):
-                for s in range(S):
-                    rec[kk, s] = x[s]
+            _record(rec, x, grid, k, math.inf)
             return e, ERR_MAX_EVENTS, t, math.nan
         # ---- fire the selected reaction
         j = method_select(method, a, aux, u)
         t = t_new
-        for q in range(chg_start[j], chg_start[j + 1]):
-            x[chg_species[q]] += chg_delta[q]
-            if x[chg_species[q]] < 0:
-                return e, error_word(ERR_NEGATIVE, j), t, math.nan
+        word = _fire(j, x, chg_start, chg_species, chg_delta)
+        if word != ERR_NONE:
+            return e, word, t, math.nan
         firings[j] += 1
         e += np.uint64(1)
 
@@ -428,10 +442,7 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
         t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
         stop = t_stop <= t_new and t_stop <= grid[K - 1]
         t_rec = t_stop if stop else t_new
-        while k < K and grid[k] < t_rec:
-            for s in range(S):
-                rec[k, s] = x[s]
-            k += 1
+        k = _record(rec, x, grid, k, t_rec)
         if k >= K:
             return e, ERR_NONE, t, math.nan
         draws += np.uint64(1)
@@ -443,16 +454,13 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
             todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_NONE
             continue
         if max_events > 0 and e >= np.uint64(max_events):
-            for kk in range(k, K):
-                for s in range(S):
-                    rec[kk, s] = x[s]
+            _record(rec, x, grid, k, math.inf)
             return e, ERR_MAX_EVENTS, t, math.nan
         j = method_select(method, a, aux, u)
         t = t_new
-        for q in range(chg_start[j], chg_start[j + 1]):
-            x[chg_species[q]] += chg_delta[q]
-            if x[chg_species[q]] < 0:
-                return e, error_word(ERR_NEGATIVE, j), t, math.nan
+        word = _fire(j, x, chg_start, chg_species, chg_delta)
+        if word != ERR_NONE:
+            return e, word, t, math.nan
         firings[j] += 1
         e += np.uint64(1)
         word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)

@@ -28,6 +28,7 @@ import numpy as np
 from ..backends import cuda, dsmath
 from ..models import arith
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
+from ..models.kinetics import ReactionArrays
 from . import errors
 from .block import event_summary
 
@@ -277,12 +278,20 @@ def simulate_warp(b: Any, method: Any) -> dict:
     return _reduce_chunks(b, _warp_chunks(b, firings), firings)
 
 
+REACTION_TABLES = ReactionArrays._fields  # the network tables in the kernels' argument order
+WARP_TABLES = tuple(n for n in REACTION_TABLES if n[:4] not in ("chg_", "dep_"))  # ssa_warp.cu: firing table instead
+
+
 def _tables(c: CompiledNetwork) -> dict[str, Any]:
     import cupy as cp
 
-    return {name: cp.asarray(getattr(c, name)) for name in (
-        "x0", "kind", "theta", "rct_start", "rct_species", "rct_stoich", "chg_start", "chg_species", "chg_delta",
-        "law_start", "law_op", "law_arg", "dep_start", "dep_list")}
+    return {name: cp.asarray(getattr(c, name)) for name in REACTION_TABLES}
+
+
+def table_args(tb: dict[str, Any], names: tuple[str, ...] = REACTION_TABLES, **rows: Any) -> tuple:
+    """The network tables ``tb`` (:func:`_tables`) as a launch's arguments, in the kernels' order;
+    ``rows`` replaces some (a batch's per-point initial counts, rate and law constants)."""
+    return tuple(rows[n] if n in rows else tb[n] for n in names)
 
 
 def generic_source(method: Any) -> str:
@@ -322,10 +331,8 @@ def _thread_chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any
                 "ssa_generic")(
                 (blocks,), (BLOCK,),
                 (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
-                 np.int32(n_aux), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"], tb["rct_species"],
-                 tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"], tb["law_op"],
-                 tb["law_arg"], tb["dep_start"], tb["dep_list"], grid, np.int64(b.max_events), xs, a, aux, stack, rec,
-                 firings, ev, er))
+                 np.int32(n_aux), *table_args(tb), grid, np.int64(b.max_events), xs, a, aux, stack, rec, firings, ev,
+                 er))
         yield rec, ev, er
 
 
@@ -488,8 +495,7 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
         xs, a, up = w.work_arrays(c, n)
         w.fn(((n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK,), (32 * WARPS_PER_BLOCK,),
              (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
-              np.int32(w.L), w.d_offs, w.d_sizes, np.int32(w.LV), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"],
-              tb["rct_species"], tb["rct_stoich"], tb["law_start"], tb["law_op"], tb["law_arg"], w.item_start,
+              np.int32(w.L), w.d_offs, w.d_sizes, np.int32(w.LV), *table_args(tb, WARP_TABLES), w.item_start,
               w.items, grid, np.int64(b.max_events), xs, a, up, rec, firings, ev, er), shared_mem=w.shared)
         yield rec.transpose(0, 2, 1), ev, er
 

@@ -129,10 +129,9 @@ def _generic_launcher(b: PointsBlock, d: _Device, method: Any) -> tuple[Launch, 
         stack = cp.empty(max(1, c.max_stack) * n, dtype=cp.float64)
         fn(((n + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
            (np.int32(n), np.uint64(0), np.uint32(0), np.int32(S), np.int32(M), np.int32(K), np.int32(n_aux),
-            d.x0[p0:p1], tb["kind"], d.theta[p0:p1], tb["rct_start"], tb["rct_species"], tb["rct_stoich"],
-            tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"], tb["law_op"], d.law[p0:p1],
-            tb["dep_start"], tb["dep_list"], d.grid, np.int64(b.max_events), xs, a, aux, stack, rec, fir[p0:p1], ev,
-            er, np.int32(rp), np.int32(rp), d.seeds[p0:p1], np.int32(d.n_law)))
+            *gpu.table_args(tb, x0=d.x0[p0:p1], theta=d.theta[p0:p1], law_arg=d.law[p0:p1]), d.grid,
+            np.int64(b.max_events), xs, a, aux, stack, rec, fir[p0:p1], ev, er, np.int32(rp), np.int32(rp),
+            d.seeds[p0:p1], np.int32(d.n_law)))
         return rec.reshape(K, S, G, rp), ev, er
 
     return launch, K * S * 4 + 12 + 8 * (S + M + max(n_aux, 1) + max(1, c.max_stack))
@@ -157,8 +156,9 @@ def _warp_launcher(b: PointsBlock, d: _Device, method: Any) -> tuple[Launch, int
         xs, a, up = w.work_arrays(c, n)
         w.fn(((n + W - 1) // W,), (32 * W,),
              (np.int32(n), np.uint64(0), np.uint32(0), np.int32(S), np.int32(M), np.int32(K), np.int32(w.L), w.d_offs,
-              w.d_sizes, np.int32(w.LV), d.x0[p0:p1], tb["kind"], d.theta[p0:p1], tb["rct_start"], tb["rct_species"],
-              tb["rct_stoich"], tb["law_start"], tb["law_op"], d.law[p0:p1], w.item_start, w.items, d.grid,
+              w.d_sizes, np.int32(w.LV),
+              *gpu.table_args(tb, gpu.WARP_TABLES, x0=d.x0[p0:p1], theta=d.theta[p0:p1], law_arg=d.law[p0:p1]),
+              w.item_start, w.items, d.grid,
               np.int64(b.max_events), xs, a, up, rec, fir[p0:p1], ev, er, np.int32(rp), np.int32(rp),
               d.seeds[p0:p1], np.int32(d.n_law)), shared_mem=w.shared)
         return rec.reshape(K, G, rp, S).transpose(0, 3, 1, 2), ev, er

@@ -74,8 +74,6 @@ def _chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]
             (ce.max_stack, cp.float64))]
         fn(((n + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
            (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
-            np.int32(n_aux), np.int32(L), tb["x0"], tb["kind"], tb["theta"], tb["rct_start"], tb["rct_species"],
-            tb["rct_stoich"], tb["chg_start"], tb["chg_species"], tb["chg_delta"], tb["law_start"], tb["law_op"],
-            tb["law_arg"], tb["dep_start"], tb["dep_list"], *et, np.int32(E), np.int32(len(ce.rule_prog)),
+            np.int32(n_aux), np.int32(L), *gpu.table_args(tb), *et, np.int32(E), np.int32(len(ce.rule_prog)),
             np.int32(len(ce.tc_op)), np.int32(P), grid, np.int64(b.max_events), *work, rec, firings, ev, er))
         yield rec, ev, er

@@ -1,5 +1,6 @@
 """Launch balance on one GPU: seconds to advance 2^20, 2^21 and 2^22 chains of a steady-state
-kernel by a fixed number of steps, with one launch per advance (as before) and with balanced passes.
+kernel by a fixed number of steps, with one task per tile (as before) and with each tile's advance
+cut into pieces taken from a queue (``launch.plan_launch``).
 
     python benchmarks/pbn_launch.py [--network montagud] [--steps 4000] [--chains 20 21 22] [--out t.md]
     python benchmarks/pbn_launch.py --label old   # with an older checkout first on PYTHONPATH
@@ -80,17 +81,17 @@ def main() -> None:
     fn = k.module.get_function("pbn_sliced")
     per_sm = getattr(k, "blocks_per_sm", None)
     variants = {"one launch": None}
-    if hasattr(gpu, "plan_passes"):
-        variants = {"one launch": lambda tasks, capacity, min_steps=None: [tasks], "balanced passes": None}
+    if hasattr(gpu, "plan_launch"):
+        variants = {"one task per tile": lambda tasks, capacity, min_steps=None: tasks, "pieces from a queue": None}
     rows = []
     for label, plan in variants.items():
         if plan is not None:
-            saved, gpu.plan_passes = gpu.plan_passes, plan
+            saved, gpu.plan_launch = gpu.plan_launch, plan
         try:
             times = {c: time_advance(k, 1 << c, args.steps, args.repeats) for c in args.chains}
         finally:
             if plan is not None:
-                gpu.plan_passes = saved
+                gpu.plan_launch = saved
         rows.append((label, times))
         print(f"{args.label} {label}: " + ", ".join(f"2^{c}: {t:.3f} s" for c, t in times.items()), flush=True)
     dev = cp.cuda.Device()

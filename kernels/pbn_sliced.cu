@@ -3,8 +3,10 @@
 // coalesced and every node sits at a compile-time offset from the thread's base pointer.
 // Each thread block advances one tile as its task (ds_task) says: from which step, for how many
 // steps, whose chains (seed, first chain id, perturbation table, knockouts, counters). So one launch
-// can advance a part of the tiles (the host balances long runs over the device in whole waves:
-// distsim/pbn/gpu.py plan_passes) or the chains of many runs at once (a batched sweep).
+// can advance the chains of many runs at once (a batched sweep), and a tile's advance can be cut
+// into pieces that the blocks take from a queue (distsim/pbn/launch.py plan_launch): a block takes
+// the next task by ticket and waits until the tile's previous piece is done, so tiles beyond the
+// device's resident blocks fill it to the end instead of leaving a partial last wave.
 // Data placement: "hot" nodes live in registers during a launch; "cold" nodes (large networks) stay
 // in global memory, double-buffered between S and the scratch array T (reads of step st come from
 // `in`, writes go to `out`, swapped every step), which keeps registers from spilling.
@@ -72,6 +74,8 @@ struct ds_task {
     int pert, n_pert;           // its perturbation table: pert_list/pert_thresh[pert .. pert + n_pert)
     int fix, n_fix;             // its knockouts: fix_list[2 (fix + k)] = node, [2 (fix + k) + 1] = value
     int flags;                  // DS_LAST: the tile's last task of the advance (count the occupancy)
+    int piece;                  // pieces of the same tile before this one in the launch (it waits for them)
+    int unused;
 };
 #define DS_LAST 1
 
@@ -83,10 +87,29 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const ds_task* __
            const int* __restrict__ fix_list,
            const int want_chain, uint32_t* __restrict__ chain_ones,
            const int want_nodes, unsigned long long* __restrict__ node_ones,
-           unsigned long long* __restrict__ pooled)
+           unsigned long long* __restrict__ pooled, unsigned int* __restrict__ queue)
 {
     extern __shared__ unsigned long long ds_node_acc[];  // [DS_N] when want_nodes
-    const ds_task task = tasks[blockIdx.x];
+    // queue[0]: the next ticket; queue[1 + tile]: the tile's pieces done in this launch. Tickets go to
+    // resident blocks in order, so the block of the previous piece (an earlier ticket) is running or
+    // done: waiting for it cannot deadlock. The acquire makes its stores visible (it invalidates L1).
+    __shared__ unsigned int ds_ticket;
+    if (threadIdx.x == 0) {
+        const unsigned int b = atomicAdd(queue, 1u);
+        const int piece = tasks[b].piece;
+        if (piece > 0) {
+            const unsigned int* flag = queue + 1 + tasks[b].tile;
+            unsigned int done;
+            while (true) {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(done) : "l"(flag) : "memory");
+                if (done >= (unsigned int)piece) break;
+                __nanosleep(100);
+            }
+        }
+        ds_ticket = b;
+    }
+    __syncthreads();
+    const ds_task task = tasks[ds_ticket];
     if (want_nodes) {
         for (int i = threadIdx.x; i < DS_N; i += blockDim.x) ds_node_acc[i] = 0ull;
         __syncthreads();
@@ -274,6 +297,11 @@ pbn_sliced(uint32_t* __restrict__ S, uint32_t* __restrict__ T, const ds_task* __
         __syncthreads();
         unsigned long long* __restrict__ nk = node_ones + (unsigned long long)task.slot * DS_N;
         for (int i = threadIdx.x; i < DS_N; i += blockDim.x) atomicAdd(&nk[i], ds_node_acc[i]);
+    }
+    __syncthreads();  // every thread's stores of the tile, then release it to its next piece
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(queue + 1 + task.tile, 1u);
     }
 }
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..backends import cuda
 from .compile import OP_AND, OP_ANDN, OP_NOT, OP_OR, OP_XOR, CompiledPBN
-from .launch import BLOCK, TILE_CHAINS, Runs, plan_passes, split_steps, tiles_for
+from .launch import BLOCK, TILE_CHAINS, Runs, plan_launch, split_steps, tiles_for
 
 TEMPLATE = "pbn_sliced.cu"
 MAX_STEPS_PER_LAUNCH = 1 << 20
@@ -339,11 +339,12 @@ class GPUKernel:
         scratch = cp.empty_like(S) if self.split else S
         per_run = (cp.asarray(runs.pert_list), cp.asarray(runs.pert_thresh), cp.asarray(runs.fix_list))
         for part in split_steps(runs.tasks(step0, nsteps, active), MAX_STEPS_PER_LAUNCH):
-            for tasks in plan_passes(part, self.capacity):
-                fn((len(tasks),), (BLOCK,),
-                   (S, scratch, cp.asarray(tasks.view(np.uint8)), np.int32(tiles), tb["func_start"], tb["func_thresh"],
-                    tb["ctx_thresh"], np.int32(len(self.compiled.ctx_thresh)), tb["ctx_func"], *per_run,
-                    np.int32(want_chain), chain_ones, np.int32(want_nodes), node_ones, pooled), shared_mem=shared)
+            tasks = plan_launch(part, self.capacity)
+            queue = cp.zeros(1 + tiles, dtype=cp.uint32)
+            fn((len(tasks),), (BLOCK,),
+               (S, scratch, cp.asarray(tasks.view(np.uint8)), np.int32(tiles), tb["func_start"], tb["func_thresh"],
+                tb["ctx_thresh"], np.int32(len(self.compiled.ctx_thresh)), tb["ctx_func"], *per_run,
+                np.int32(want_chain), chain_ones, np.int32(want_nodes), node_ones, pooled, queue), shared_mem=shared)
         out = _results(runs, T, n, cp.asnumpy(pooled), cp.asnumpy(chain_ones) if want_chain else None,
                        cp.asnumpy(node_ones) if want_nodes else None)
         return out if active is None else [out[r] for r in active]

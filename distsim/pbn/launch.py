@@ -6,11 +6,13 @@ thread block a *task* (``TASK_DTYPE``, the twin of ``struct ds_task`` in ``kerne
 which tile, from which step, for how many steps, and whose chains (seed, first chain id,
 perturbation table, knockouts, counters slot).
 
-Long advances are balanced over the device (:func:`plan_passes`): a launch of more tiles than the
-device holds at once runs in waves, and a last, partial wave leaves most of each SM idle (a 2-GPU
-steady state of 2^22 chains gave each H200 512 tiles for 396 resident: 1.3 waves). The tiles are
-then cut into g groups that take turns, a at a time (a of every g passes), each pass filling the
-device in one wave; each tile still takes its steps in order, so the bits do not change.
+Long advances are balanced over the device (:func:`plan_launch`): a launch of more tiles than the
+device holds at once would run in waves, and a last, partial wave leaves most of each SM idle (a 2-GPU
+steady state of 2^22 chains gives each H200 512 tiles for 396 resident: 1.3 waves). Each tile's
+advance is then cut into P consecutive pieces, ordered piece by piece over the tiles; the blocks take
+them from a queue in that order (a ticket each), and a piece waits until its tile's previous piece is
+done. So the device stays full to the end of the launch, and each tile still takes its steps in order:
+the bits do not change.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ TILE_CHAINS = 32 * BLOCK
 LAST = 1  # task flag: the tile's last task of the advance (the kernel counts the occupancy)
 TASK_DTYPE = np.dtype([("chain0", "<u8"), ("step0", "<u8"), ("tile", "<u4"), ("seed", "<u4"), ("nsteps", "<i4"),
                        ("n_chains", "<i4"), ("slot", "<i4"), ("pert", "<i4"), ("n_pert", "<i4"), ("fix", "<i4"),
-                       ("n_fix", "<i4"), ("flags", "<i4")])
-MIN_PASS_STEPS = 256  # shorter passes are not worth a launch each
-MAX_GROUPS = 16
+                       ("n_fix", "<i4"), ("flags", "<i4"), ("piece", "<i4"), ("unused", "<i4")])
+MIN_PIECE_STEPS = 256  # shorter pieces are not worth reloading a tile for
+MAX_PIECES = 32
 
 
 def tiles_for(n_chains: int) -> int:
@@ -99,50 +101,32 @@ class Runs:
         return out
 
 
-def rotation(n_tiles: int, capacity: int, max_groups: int = MAX_GROUPS) -> tuple[int, int] | None:
-    """(g, a): g groups of tiles taking turns, a at a time, that fit the device in one wave per pass
-    (a * ceil(n_tiles / g) <= capacity) in the fewest wave-times g / a; None when one launch (its
-    ceil(n_tiles / capacity) waves) is not at least a quarter of a wave slower."""
+def pieces(n_tiles: int, capacity: int, max_pieces: int = MAX_PIECES) -> int:
+    """Pieces per tile: the n_tiles * P pieces, taken in order by ``capacity`` resident blocks, take
+    ceil(n_tiles P / capacity) / P wave-times (equal pieces); the smallest P within 0.1% of the best."""
     if n_tiles <= capacity or capacity < 1:
-        return None
-    best = None
-    for g in range(2, max_groups + 1):
-        a = min(g - 1, capacity // -(-n_tiles // g))
-        if a >= 1 and (best is None or g / a < best[0] / best[1] - 1e-12):
-            best = (g, a)
-    waves = -(-n_tiles // capacity)
-    return best if best is not None and best[0] / best[1] <= waves - 0.25 else None
+        return 1
+    cost = {p: -(-n_tiles * p // capacity) / p for p in range(1, max(1, max_pieces) + 1)}
+    best = min(cost.values())
+    return min(p for p, c in cost.items() if c <= best * 1.001)
 
 
-def plan_passes(tasks: np.ndarray, capacity: int, min_steps: int | None = None) -> list[np.ndarray]:
-    """Launches (arrays of tasks, in order) that advance every task's tile by its ``nsteps``.
-
-    One launch when the tiles fit the device (``capacity`` resident blocks), when their lengths
-    differ, or when passes would be short; else the rotation of :func:`rotation`: group j runs in
-    passes j .. j+a-1 (mod g), its first piece carrying the remainder of nsteps / a. Only each
-    tile's last piece keeps the LAST flag."""
-    min_steps = MIN_PASS_STEPS if min_steps is None else min_steps
+def plan_launch(tasks: np.ndarray, capacity: int, min_steps: int | None = None) -> np.ndarray:
+    """The tasks of one launch that advances every task's tile by its ``nsteps``: P pieces per tile
+    (:func:`pieces`, no piece shorter than ``min_steps``), piece k of every tile before piece k + 1;
+    a tile's first piece carries the remainder of nsteps / P and only its last keeps the LAST flag."""
+    min_steps = MIN_PIECE_STEPS if min_steps is None else min_steps
     n = len(tasks)
-    lengths = tasks["nsteps"]
-    rot = rotation(n, capacity) if n and (lengths == lengths[0]).all() else None
-    if rot is None or int(lengths[0]) // rot[1] < min_steps:
-        return [tasks]
-    g, a = rot
-    total = int(lengths[0])
-    s, r = divmod(total, a)
-    flags = tasks["flags"]
-    passes: list[list[np.ndarray]] = [[] for _ in range(g)]
-    for j, group in enumerate(np.array_split(np.arange(n), g)):
-        offset = 0
-        for k, p in enumerate(sorted((j + i) % g for i in range(a))):
-            piece = tasks[group].copy()
-            length = s + r if k == 0 else s
-            piece["step0"] += np.uint64(offset)
-            piece["nsteps"] = length
-            piece["flags"] = flags[group] if k == a - 1 else flags[group] & ~LAST
-            passes[p].append(piece)
-            offset += length
-    return [np.concatenate(p) for p in passes]
+    longest = int(tasks["nsteps"].max(initial=0))
+    P = pieces(n, capacity, min(MAX_PIECES, longest // max(1, min_steps)))
+    out = np.repeat(tasks[np.newaxis], P, axis=0)  # [P, n]
+    size, rest = np.divmod(tasks["nsteps"], P)
+    lengths = np.where(np.arange(P)[:, None] == 0, size + rest, size)
+    out["step0"] += np.concatenate([np.zeros((1, n), np.int64), np.cumsum(lengths, axis=0)[:-1]]).astype(np.uint64)
+    out["nsteps"] = lengths
+    out["flags"][:-1] &= ~LAST
+    out["piece"] = np.arange(P)[:, None]
+    return out.ravel()
 
 
 def split_steps(tasks: np.ndarray, max_steps: int) -> list[np.ndarray]:

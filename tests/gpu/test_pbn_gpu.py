@@ -145,9 +145,12 @@ def test_split_placement_equals_cpu(case, mode):
 
 @pytest.mark.parametrize("mode", [0, 1])
 @pytest.mark.parametrize("registers", ["auto", 8])
-def test_balanced_passes_equal_cpu(monkeypatch, mode, registers):
-    """More tiles than the device holds: the rotation of passes (forced here with a capacity of 3
-    tiles) gives the CPU's bits and counts, odd and even pass lengths, hot and cold nodes."""
+@pytest.mark.parametrize("capacity", [3, 6])
+def test_pieces_from_the_queue_equal_cpu(monkeypatch, mode, registers, capacity):
+    """More tiles than the device holds: each tile's advance cut into pieces that the blocks take from
+    the queue (forced here with a capacity of 3 or 6 tiles, so 3 or 6 pieces per tile, all resident at
+    once on a real GPU: most pieces wait for their tile's previous one) gives the CPU's bits and counts,
+    odd and even piece lengths, hot and cold nodes."""
     from distsim.pbn import launch
     from distsim.pbn.gpu import get_kernel
 
@@ -159,9 +162,9 @@ def test_balanced_passes_equal_cpu(monkeypatch, mode, registers):
     k = get_kernel(c, mode, targets, registers=registers)
     assert k.blocks_per_sm >= 1 and k.capacity >= k.sms
     monkeypatch.setattr(k, "blocks_per_sm", 1)
-    monkeypatch.setattr(k, "sms", 3)
-    monkeypatch.setattr(launch, "MIN_PASS_STEPS", 16)
-    assert len(launch.plan_passes(k.single(0, n_chains, seed).tasks([0], [401]), k.capacity)) > 2
+    monkeypatch.setattr(k, "sms", capacity)
+    monkeypatch.setattr(launch, "MIN_PIECE_STEPS", 16)
+    assert len(launch.plan_launch(k.single(0, n_chains, seed).tasks([0], [401]), k.capacity)) == 7 * capacity
     S = cpu.init_sliced(net.n, 0, n_chains, seed, *fix)
     Sg = k.init_state(0, n_chains, seed, *fix)
     _assert_advances_equal(k, S, Sg, c, n_chains, seed, mode, targets, ((0, 401), (401, 250)))

@@ -1,7 +1,7 @@
-"""The GPU launch plans (distsim.pbn.launch) on the CPU: the tasks of stacked runs, and the rotation
-that balances long advances over the device in whole waves. Replaying a plan with the CPU kernel,
-tile by tile and pass by pass, gives the bits and counts of one plain advance (the GPU tests run the
-same plans through the CUDA kernel)."""
+"""The GPU launch plans (distsim.pbn.launch) on the CPU: the tasks of stacked runs, and the pieces
+that keep the device full to the end of a long advance. Replaying a plan with the CPU kernel, task
+by task in launch order, gives the bits and counts of one plain advance (the GPU tests run the same
+plans through the CUDA kernel)."""
 
 import numpy as np
 import pytest
@@ -9,15 +9,15 @@ import pytest
 from distsim.models.pbn import random_pbn
 from distsim.pbn import cpu
 from distsim.pbn.compile import compile_pbn
-from distsim.pbn.launch import LAST, TASK_DTYPE, TILE_CHAINS, Runs, plan_passes, rotation, split_steps
+from distsim.pbn.launch import LAST, TASK_DTYPE, TILE_CHAINS, Runs, pieces, plan_launch, split_steps
 from distsim.pbn.shard import flat_targets
 
 
 def test_task_layout_matches_the_cuda_struct():
-    # struct ds_task: 2 x u64, 2 x u32, 8 x int32, no padding
-    assert TASK_DTYPE.itemsize == 56
-    assert [TASK_DTYPE.fields[k][1] for k in ("chain0", "step0", "tile", "seed", "nsteps", "flags")] == \
-        [0, 8, 16, 20, 24, 52]
+    # struct ds_task: 2 x u64, 2 x u32, 10 x int32, no padding
+    assert TASK_DTYPE.itemsize == 64
+    assert [TASK_DTYPE.fields[k][1] for k in ("chain0", "step0", "tile", "seed", "nsteps", "flags", "piece")] == \
+        [0, 8, 16, 20, 24, 52, 56]
 
 
 def test_runs_stack_tiles_tables_and_tasks():
@@ -40,20 +40,18 @@ def test_runs_stack_tiles_tables_and_tasks():
     assert list(r.tasks([0, 0], [1, 1], runs=[1])["tile"]) == [3, 4]
 
 
-@pytest.mark.parametrize("tiles, capacity, expected", [
-    (512, 396, (4, 3)),  # a 2-GPU share of 2^22 chains on an H200 at 3 blocks/SM: 1.33 wave-times, not 2 waves
-    (1024, 396, (13, 5)),  # 2.6 wave-times instead of 3 waves
-    (800, 396, (15, 7)),
-    (792, 396, None),  # exactly two waves: one launch
-    (300, 396, None),  # fits
-    (2000, 400, None),  # exactly five waves
+@pytest.mark.parametrize("tiles, capacity, expected, wave_times", [
+    (512, 396, 17, 22 / 17),  # a 2-GPU share of 2^22 chains on an H200 at 3 blocks/SM: 1.294 (ideal 1.293), not 2
+    (1024, 396, 17, 44 / 17),  # 2.588 (ideal 2.586), not 3
+    (792, 396, 1, 2.0),  # exactly two waves
+    (300, 396, 1, 1.0),  # fits
+    (2000, 400, 1, 5.0),  # exactly five waves
 ])
-def test_rotation(tiles, capacity, expected):
-    got = rotation(tiles, capacity)
-    assert got == expected
-    if got:
-        g, a = got
-        assert a * -(-tiles // g) <= capacity and g / a <= -(-tiles // capacity) - 0.25
+def test_pieces(tiles, capacity, expected, wave_times):
+    P = pieces(tiles, capacity)
+    assert P == expected and -(-tiles * P // capacity) / P == pytest.approx(wave_times)
+    if tiles > capacity:  # (fewer tiles: one piece each, a tile's pieces could not run side by side)
+        assert wave_times <= min(-(-tiles * p // capacity) / p for p in range(1, 33)) * 1.001
 
 
 def _tasks(n_tiles, per_tile, nsteps, step0=7, seed=3):
@@ -68,26 +66,28 @@ def _tasks(n_tiles, per_tile, nsteps, step0=7, seed=3):
 @pytest.mark.parametrize("n_tiles, capacity, nsteps", [(10, 4, 1003), (7, 3, 640), (5, 2, 100)])
 def test_plan_covers_every_step_in_order(n_tiles, capacity, nsteps):
     tasks = _tasks(n_tiles, 64, nsteps)
-    passes = plan_passes(tasks, capacity, min_steps=8)
-    assert len(passes) > 1
+    tasks["nsteps"][0] -= 3  # lengths may differ
+    plan = plan_launch(tasks, capacity, min_steps=8)
+    P = len(plan) // n_tiles
+    assert P > 1 and len(plan) == P * n_tiles
     done = {int(t): 7 for t in tasks["tile"]}
+    seen = {int(t): 0 for t in tasks["tile"]}
     last = {int(t): 0 for t in tasks["tile"]}
-    for p in passes:
-        assert len(p) <= capacity and len(set(p["tile"].tolist())) == len(p)
-        for task in p:
-            tile = int(task["tile"])
-            assert int(task["step0"]) == done[tile]  # each piece starts where the tile stands
-            done[tile] += int(task["nsteps"])
-            last[tile] += int(task["flags"] & LAST)
-    assert all(v == 7 + nsteps for v in done.values()) and all(v == 1 for v in last.values())
+    for i, task in enumerate(plan):
+        tile = int(task["tile"])
+        assert int(task["piece"]) == seen[tile] == i // n_tiles  # piece k of every tile before piece k + 1
+        assert int(task["step0"]) == done[tile]  # each piece starts where the tile stands
+        done[tile] += int(task["nsteps"])
+        seen[tile] += 1
+        last[tile] += int(task["flags"] & LAST)
+    assert all(done[int(t["tile"])] == 7 + int(t["nsteps"]) for t in tasks) and all(v == 1 for v in last.values())
 
 
-def test_one_launch_when_it_fits_or_lengths_differ_or_passes_are_short():
-    assert len(plan_passes(_tasks(4, 64, 1000), 4)) == 1
-    mixed = _tasks(10, 64, 1000)
-    mixed["nsteps"][3] = 999
-    assert len(plan_passes(mixed, 4)) == 1
-    assert len(plan_passes(_tasks(10, 64, 300), 4)) == 1  # passes of 100 steps < MIN_PASS_STEPS
+def test_one_piece_when_it_fits_or_pieces_are_short():
+    assert len(plan_launch(_tasks(4, 64, 1000), 4)) == 4
+    assert len(plan_launch(_tasks(10, 64, 300), 4)) == 10  # pieces of 100 steps < MIN_PIECE_STEPS
+    one = plan_launch(_tasks(10, 64, 300), 4)
+    assert (one["piece"] == 0).all() and (one["flags"] == LAST).all() and (one["nsteps"] == 300).all()
 
 
 def test_split_steps_keeps_last_on_the_final_part():
@@ -114,18 +114,17 @@ def test_replaying_a_plan_with_the_cpu_kernel_gives_the_plain_advance(mode):
     pooled = np.zeros_like(ref["pooled"])
     chain_ones = np.zeros_like(ref["chain_ones"])
     node_ones = np.zeros_like(ref["node_ones"])
-    passes = plan_passes(_tasks(n_tiles, per_tile, nsteps), capacity=4, min_steps=16)
-    assert len(passes) > 2
-    for p in passes:
-        for task in p:
-            k = int(task["tile"])
-            out = cpu.advance_sliced(tiles[k], c, chain0=int(task["chain0"]), n_chains=per_tile,
-                                     step0=int(task["step0"]), nsteps=int(task["nsteps"]), **kw)
-            pooled[:, :3] += out["pooled"][:, :3]
-            if task["flags"] & LAST:
-                pooled[:, 3] += out["pooled"][:, 3]
-            chain_ones[:, k * per_tile:(k + 1) * per_tile] += out["chain_ones"]
-            node_ones += out["node_ones"]
+    plan = plan_launch(_tasks(n_tiles, per_tile, nsteps), capacity=4, min_steps=16)
+    assert len(plan) > 2 * n_tiles
+    for task in plan:
+        k = int(task["tile"])
+        out = cpu.advance_sliced(tiles[k], c, chain0=int(task["chain0"]), n_chains=per_tile,
+                                 step0=int(task["step0"]), nsteps=int(task["nsteps"]), **kw)
+        pooled[:, :3] += out["pooled"][:, :3]
+        if task["flags"] & LAST:
+            pooled[:, 3] += out["pooled"][:, 3]
+        chain_ones[:, k * per_tile:(k + 1) * per_tile] += out["chain_ones"]
+        node_ones += out["node_ones"]
     states = np.concatenate([cpu.unslice(S, per_tile, net.n) for S in tiles])
     assert np.array_equal(states, cpu.unslice(whole, per_tile * n_tiles, net.n))
     assert np.array_equal(pooled, ref["pooled"])

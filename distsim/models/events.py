@@ -39,7 +39,7 @@ after every reaction firing and after every event they are applied in the order 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Node, Time, compile_stack, evalua
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
-           "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM"]
+           "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM", "RuleCycle", "rule_order", "apply_rules_at_start"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 MAX_CASCADE = 10_000  # event executions at one instant before a realization stops (events that retrigger)
@@ -104,6 +104,48 @@ class AssignmentRule:
     target: str
     species: int
     expr: Node
+
+
+class RuleCycle(ValueError):
+    """Assignment rules that read each other's targets in a cycle; ``index``: the first rule on it."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
+def rule_order(rules: Sequence[AssignmentRule], species: Sequence[str]) -> list[int]:
+    """Indices of ``rules`` in their given order, except that a rule comes after the rules whose
+    targets it reads (raises :class:`RuleCycle`)."""
+    target = {r.target: k for k, r in enumerate(rules)}
+    needs = []
+    for r in rules:
+        names = {species[i] for i in species_of(r.expr)} | set(params_of(r.expr))
+        needs.append({target[n] for n in names if n in target})
+    done: list[int] = []
+    while len(done) < len(rules):
+        ready = [k for k in range(len(rules)) if k not in done and needs[k] <= set(done)]
+        if not ready:
+            raise RuleCycle(min(k for k in range(len(rules)) if k not in done))
+        done.append(ready[0])
+    return done
+
+
+def apply_rules_at_start(rules: Sequence[AssignmentRule], initial: Sequence[int], params: MutableMapping[str, float],
+                         count: Callable[[float, str], int], fail: Callable[[str], Exception]) -> list[int]:
+    """Initial counts with the (ordered) rules applied at t = 0; a rule for a parameter updates
+    ``params``. ``count(value, what)`` makes a species' value a count or raises; ``fail(message)``
+    is the error for a parameter value that is not finite."""
+    x = np.array([initial], dtype=np.float64)
+    for r in rules:
+        v = float(evaluate(r.expr, x, params, 0.0)[0])
+        if r.species >= 0:
+            x[0, r.species] = count(v, f"assignment rule for {r.target!r}: initial value")
+        elif not np.isfinite(v):
+            raise fail(f"assignment rule for {r.target!r}: initial value is not finite ({v!r})")
+        else:
+            params[r.target] = v
+    return [int(v) for v in x[0]]
 
 
 def condition_nodes(cond: Condition):

@@ -8,7 +8,9 @@ see its README for provenance), in-memory inputs, and rate inference on SBML.
   comparisons (Bonferroni), so a correct simulator fails a file with probability <= 0.001. Seeds are
   fixed. Peers (GillesPy2's NumPySSASolver on GillesPy2 exports, libRoadRunner's gillespie on
   antimony/tellurium exports) are skipped when absent.
-* SBML strings, antimony strings, gillespy2.Model objects and the Builder give the expected networks.
+* SBML strings, antimony strings, gillespy2.Model objects and the Builder give the expected networks;
+  GillesPy2 events and assignment rules are parsed (never evaluated) and an event follows the exact
+  law of a reset immigration-death process.
 * `mcmc.infer_rates` on an SBML Michaelis-Menten model with `k1*E*S` laws gives the same draws, bit
   for bit, as the `.rxn` model with the same seed.
 """
@@ -284,10 +286,94 @@ def test_gillespy2_model_object():
     E, ES, P, S = x.T
     np.testing.assert_allclose(net.propensities(x), np.c_[1e-3 * E * S, 1e-3 * P * (P - 1), 0.1 * ES, 0.2 * ES],
                                rtol=1e-12)
-    m.add_event(gillespy2.Event(name="reset", trigger=gillespy2.EventTrigger(expression="t > 5"),
-                                assignments=[gillespy2.EventAssignment(variable="E", expression="10")]))
-    with pytest.raises(ModelError, match="events are not supported by from_gillespy2"):
+    m.add_rate_rule(gillespy2.RateRule(name="drift", variable="P", formula="k1"))
+    with pytest.raises(ModelError, match="rate rules are not supported by from_gillespy2"):
         ssa.from_gillespy2(m)
+
+
+def _immigration_death_with_reset(gillespy2, trigger: str = "t >= 5 and X < 1000", **event):
+    """0 -> X (k = 10), X -> 0 (d = 0.5) from X = 0; at t = 5 the event sets X to the parameter `level`."""
+    m = gillespy2.Model(name="reset")
+    m.add_parameter([gillespy2.Parameter(name="k", expression="10"), gillespy2.Parameter(name="d", expression="0.5"),
+                     gillespy2.Parameter(name="level", expression="100")])
+    m.add_species([gillespy2.Species(name="X", initial_value=0, mode="discrete")])
+    m.add_reaction([gillespy2.Reaction(name="birth", reactants={}, products={"X": 1}, rate="k"),
+                    gillespy2.Reaction(name="death", reactants={"X": 1}, products={}, rate="d")])
+    m.add_event(gillespy2.Event(name="reset", trigger=gillespy2.EventTrigger(expression=trigger, persistent=True),
+                                assignments=[gillespy2.EventAssignment(variable="X", expression="level")], **event))
+    return m
+
+
+def test_gillespy2_events_and_rules_are_parsed_not_evaluated():
+    gillespy2 = pytest.importorskip("gillespy2")
+    from distsim.models.arith import Num, Param, Species, Time
+    from distsim.models.events import Compare, Logic, Truth
+
+    m = _immigration_death_with_reset(gillespy2, trigger="(not X > 3) & (5 <= t < 7 or False) | (X != 2)",
+                                      priority="level - 1", use_values_from_trigger_time=True)
+    m.add_species([gillespy2.Species(name="Y", initial_value=0, mode="discrete")])
+    m.add_assignment_rule(gillespy2.AssignmentRule(name="twice", variable="Y", formula="2 * X + level"))
+    m.add_event(gillespy2.Event(name="raise", trigger=gillespy2.EventTrigger(expression="X >= 50", initial_value=True),
+                                assignments=[gillespy2.EventAssignment(variable="level", expression="level * 2 ** 1")]))
+    net = ssa.from_gillespy2(m)
+    reset, raise_ = net.events
+    X, level = Species(0), Param("level")
+    assert reset.trigger == Logic("or", (
+        Logic("and", (Logic("not", (Compare(">", X, Num(3.0)),)),
+                      Logic("or", (Logic("and", (Compare("<=", Num(5.0), Time()), Compare("<", Time(), Num(7.0)))),
+                                   Truth(False))))),
+        Compare("!=", X, Num(2.0))))
+    assert (reset.persistent, reset.initial_value, reset.use_values_from_trigger_time) == (True, False, True)
+    assert reset.assignments[0].target == "X" and reset.assignments[0].species == 0
+    assert net.params["level"] == 100.0 and reset.priority is not None
+    assert raise_.initial_value and not raise_.persistent  # GillesPy2's defaults: persistent=False
+    assert raise_.assignments[0].target == "level" and raise_.assignments[0].species == -1
+    assert [(r.id, r.target, r.species) for r in net.rules] == [("twice", "Y", 1)]
+    assert net.initial == (0, 100)  # the rule holds at t = 0
+
+    bad = {"X >": "is not an expression", "X + 1": "is not a condition", "X ^ 2 > 1": "is not arithmetic",
+           "__import__('os').system('exit 1') > 0": "is not arithmetic", "X is None": "is not a condition",
+           "Z > 1": "unknown"}
+    for trigger, message in bad.items():
+        with pytest.raises(ModelError, match=message):
+            ssa.from_gillespy2(_immigration_death_with_reset(gillespy2, trigger=trigger))
+    with pytest.raises(ModelError, match="event delays are not supported"):
+        ssa.from_gillespy2(_immigration_death_with_reset(gillespy2, delay="1.0"))
+    m = _immigration_death_with_reset(gillespy2)
+    m.add_assignment_rule(gillespy2.AssignmentRule(name="a", variable="k", formula="d * 20"))
+    m.add_assignment_rule(gillespy2.AssignmentRule(name="b", variable="d", formula="k / 20"))
+    with pytest.raises(ModelError, match="cycle"):
+        ssa.from_gillespy2(m)
+
+
+def test_gillespy2_event_follows_the_exact_law():
+    """Immigration-death from X = 0, reset to 100 at t = 5: X(4) ~ Poisson(20 (1 - e^-2)) and
+    X(10) ~ Binomial(100, e^-2.5) + Poisson(20 (1 - e^-2.5)). Each mean is tested with
+    |Z| < Phi^-1(1 - 0.001 / 4) (two time points, Bonferroni); the same model written in antimony
+    gives the same realizations, bit for bit."""
+    gillespy2 = pytest.importorskip("gillespy2")
+    from distsim.engine import LocalExecutor
+
+    net = ssa.from_gillespy2(_immigration_death_with_reset(gillespy2))
+    n = 4000
+    kw = dict(t_end=10.0, points=11, realizations=n, seed=5, client=LocalExecutor("cpu"), quantiles=None)
+    ds = ssa.simulate(net, **kw)
+    p4, p10 = np.exp(-0.5 * 4), np.exp(-0.5 * 5)
+    expected = {4: (20 * (1 - p4), 20 * (1 - p4)), 10: (100 * p10 + 20 * (1 - p10), 100 * p10 * (1 - p10) + 20 * (1 - p10))}
+    z_star = norm.ppf(1 - ALPHA / 4)
+    for t, (mean, var) in expected.items():
+        z = (float(ds["mean"].sel(time=float(t), species="X")) - mean) / np.sqrt(var / n)
+        assert abs(z) < z_star, (t, z)
+    antimony = pytest.importorskip("antimony")
+    del antimony
+    text = """model reset_model
+      birth: => X; k
+      death: X => ; d * X
+      reset: at (time >= 5 && X < 1000), t0 = false, persistent = true, priority = 0: X = level
+      k = 10; d = 0.5; level = 100; X = 0
+    end"""
+    other = ssa.simulate(ssa.load(text, format="antimony"), **kw)
+    assert np.array_equal(other["mean"].values, ds["mean"].values)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -98,11 +98,10 @@ import xml.parsers.expat as expat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...errors import ModelError, SBMLWarning
-from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, evaluate, params_of, species_of, to_text
-from ..events import Assignment, AssignmentRule, Compare, Condition, Event, Logic, Truth, condition_nodes
+from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, params_of, to_text
+from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RuleCycle, Truth,
+                      apply_rules_at_start, condition_nodes, rule_order)
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
 from ..reactions import MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
@@ -317,7 +316,8 @@ class _Converter:
                           "two mass-action terms; it is used as the propensity of the forward direction (a run "
                           "stops if it becomes negative)", SBMLWarning, stacklevel=4)
         params = self._parameters(reactions, rules, events)
-        rules, initial = self._initial_from_rules(rules, initial, params)
+        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None),
+                                       lambda msg: self.err(msg))
         name = m.getName() or m.getId() or self.default_name
         return ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
                                       source=self.file, events=events, rules=rules)
@@ -594,36 +594,12 @@ class _Converter:
         return self._sort_rules(rules)
 
     def _sort_rules(self, rules: list[tuple[AssignmentRule, Any]]) -> list[AssignmentRule]:
-        """Rules in document order, except that a rule comes after the rules whose targets it reads."""
-        target = {r.target: k for k, (r, _) in enumerate(rules)}
-        needs = []
-        for r, _ in rules:
-            names = {self.species[i] for i in species_of(r.expr)} | set(params_of(r.expr))
-            needs.append({target[n] for n in names if n in target})
-        done: list[int] = []
-        placed: set[int] = set()
-        while len(done) < len(rules):
-            ready = [k for k in range(len(rules)) if k not in placed and needs[k] <= placed]
-            if not ready:
-                k = min(k for k in range(len(rules)) if k not in placed)
-                raise self.err(f"assignment rules depend on each other in a cycle (rule for {rules[k][0].target!r})",
-                               rules[k][1])
-            done.append(ready[0])
-            placed.add(ready[0])
-        return [rules[k][0] for k in done]
-
-    def _initial_from_rules(self, rules: list[AssignmentRule], initial: list[int], params: dict[str, float]
-                            ) -> tuple[list[AssignmentRule], list[int]]:
-        x = np.array([initial], dtype=np.float64)
-        for r in rules:
-            v = float(evaluate(r.expr, x, params, 0.0)[0])
-            if r.species >= 0:
-                x[0, r.species] = self._count(v, f"assignment rule for {r.target!r}: initial value", None)
-            else:
-                if not math.isfinite(v):
-                    raise self.err(f"assignment rule for {r.target!r}: initial value is not finite ({v!r})")
-                params[r.target] = v
-        return rules, [int(v) for v in x[0]]
+        try:
+            order = rule_order([r for r, _ in rules], self.species)
+        except RuleCycle as c:
+            raise self.err(f"assignment rules depend on each other in a cycle (rule for {rules[c.index][0].target!r})",
+                           rules[c.index][1]) from None
+        return [rules[k][0] for k in order]
 
     def _events(self) -> list[Event]:
         m = self.model

@@ -574,12 +574,30 @@ def _simulate_fused(b: Any) -> dict:
     return out
 
 
-def _events_out(b: Any, ev: Any, er: Any) -> dict:
-    """Per-realization events/error words copied to the host, or only their summary reduced on the device."""
+# Per-realization words are reduced on the host up to this many realizations: CuPy compiles a reduction
+# kernel per size class on first use (two took 5.9 s through NVRTC on a fresh H200 machine, 2026-11-26),
+# far more than copying a million words.
+HOST_REDUCE_MAX = 1 << 20
+
+
+def reduction_words(ev: Any, er: Any) -> tuple[Any, Any, Any]:
+    """(events, error words, array module) to reduce them with: NumPy copies up to ``HOST_REDUCE_MAX``
+    words, else the device arrays and CuPy. Raises if a count passed the kernels' int32 limit."""
     import cupy as cp
 
+    xp = np if er.size <= HOST_REDUCE_MAX else cp
+    if xp is np:
+        ev, er = cp.asnumpy(ev), cp.asnumpy(er)
     if bool(((er & errors.ERR_MASK) == errors.ERR_OVERFLOW).any()):
         raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
+    return ev, er, xp
+
+
+def _events_out(b: Any, ev: Any, er: Any) -> dict:
+    """Per-realization events/error words copied to the host, or only their summary."""
+    import cupy as cp
+
+    ev, er, xp = reduction_words(ev, er)
     if b.keep_events:
         return {"events": cp.asnumpy(ev), "errors": cp.asnumpy(er)}
-    return event_summary(ev, er, b.real0, cp)
+    return event_summary(ev, er, b.real0, xp)

@@ -20,7 +20,6 @@ import numpy as np
 from ..models.compile_reactions import CompiledNetwork, structure_digest
 from . import gpu
 from .batch_block import PointsBlock, concat_parts, event_reductions, pilot_bins, quantile_values
-from .errors import ERR_MASK, ERR_OVERFLOW
 
 LAUNCH_BYTES_MAX = 16 << 30  # device memory one launch's grid states and work arrays may take
 LAUNCH_MEMORY_SHARE = 0.5  # ... and at most this share of the free device memory
@@ -265,11 +264,12 @@ def _pilot_pass(b: PointsBlock, d: _Device, method: Any) -> _Pilot:
         p1 = min(b.n_points, p0 + G)
         rec4, ev, er = launch(p0, p1, b.pilot, scratch)
         lo, wd, bn = pilot_bins(rec4, b.pilot, b.max_bins, cp)
-        red = event_reductions(ev.reshape(p1 - p0, b.pilot), er.reshape(p1 - p0, b.pilot), b.pilot, cp)
+        ev_w, er_w, xp = gpu.reduction_words(ev.reshape(p1 - p0, b.pilot), er.reshape(p1 - p0, b.pilot))
+        red = event_reductions(ev_w, er_w, b.pilot, xp)
         los.append(lo)
         widths.append(wd)
         bins.append(bn)
-        fatal.append(red["pilot_fatal"])
+        fatal.append(cp.asarray(red["pilot_fatal"]))
         first.update({(p0 + p, "pilot"): v for (p, kind), v in red["first"].items() if kind == "pilot"})
     return _Pilot(cp.concatenate(los), cp.concatenate(widths), cp.concatenate(bins), cp.concatenate(fatal), first)
 
@@ -279,9 +279,8 @@ def _reduce(b: PointsBlock, rec4: Any, ev: Any, er: Any, pilot: _Pilot | None) -
     import cupy as cp
 
     G, rp = rec4.shape[2], rec4.shape[3]
-    if bool(((er & ERR_MASK) == ERR_OVERFLOW).any()):
-        raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
-    red = event_reductions(ev.reshape(G, rp), er.reshape(G, rp), b.pilot if pilot is None else 0, cp)
+    ev_w, er_w, xp = gpu.reduction_words(ev.reshape(G, rp), er.reshape(G, rp))
+    red = event_reductions(ev_w, er_w, b.pilot if pilot is None else 0, xp)
     red["sum_x"] = rec4.sum(axis=3, dtype=cp.int64).transpose(2, 0, 1)
     red["sum_x2"] = _sumsq(rec4).transpose(2, 0, 1)
     if b.quantiles is not None:
@@ -327,9 +326,8 @@ def _fused(b: PointsBlock, d: _Device) -> dict:
            (np.int32(n), np.uint64(0), np.uint32(0), np.int32(K), d.grid, np.int64(b.max_events), final,
             d.firings[p0:p1], ev, er, sums, sumsq, np.int32(R), np.int32(rs), d.seeds[p0:p1], np.int32(d.n_law),
             d.x0[p0:p1], d.theta[p0:p1], d.law[p0:p1]), shared_mem=20 * K * S)
-        if bool(((er & ERR_MASK) == ERR_OVERFLOW).any()):
-            raise RuntimeError("a species count exceeded 2**31 - 1, the GPU kernels' limit; use backend='cpu'")
-        red = event_reductions(ev.reshape(p1 - p0, rs)[:, :R], er.reshape(p1 - p0, rs)[:, :R], 0, cp)
+        ev_w, er_w, xp = gpu.reduction_words(ev.reshape(p1 - p0, rs)[:, :R], er.reshape(p1 - p0, rs)[:, :R])
+        red = event_reductions(ev_w, er_w, 0, xp)
         red["sum_x"], red["sum_x2"] = sums.reshape(p1 - p0, K, S), sumsq.reshape(p1 - p0, K, S)
         parts.append({k: v if k == "first" else cp.asnumpy(v) for k, v in red.items()})
     return concat_parts(parts)

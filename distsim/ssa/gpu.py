@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import functools
 import math
 import threading
 from typing import Any, Callable, Iterator
@@ -511,8 +510,9 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
     hist = cp.zeros((K, S, b.bins), dtype=cp.int64) if b.bins else None
     events, errors, finals, trajs = [], [], [], []
     for rec, ev, er in chunks:
-        sum_x += cp.asnumpy(rec.sum(axis=2, dtype=cp.int64)).astype(object)
-        sum_x2 += cp.asnumpy(_sum_squares()(rec, axis=2)).astype(object)
+        s1, s2 = row_moments(rec)
+        sum_x += cp.asnumpy(s1).astype(object)
+        sum_x2 += cp.asnumpy(s2).astype(object)
         if hist is not None:
             rec64 = rec.astype(cp.int64)
             lo = cp.asarray(b.hist_lo)[None, :, None]
@@ -537,13 +537,22 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def _sum_squares() -> Any:
-    """sum of x * x in int64 over an axis of an int32 array, without an int64 copy of it."""
+MOMENT_SEGMENT = 256 * 16  # values per thread block of kernels/ssa_moments.cu (DS_MOM_THREADS x DS_MOM_ITEMS)
+
+
+def row_moments(x: Any) -> tuple[Any, Any]:
+    """Sums and sums of squares (int64, exact) of an int32 device array over its last axis, in one pass
+    (``kernels/ssa_moments.cu``: compiled once, where a CuPy reduction is compiled for each size class)."""
     import cupy as cp
 
-    return cp.ReductionKernel("int32 x", "int64 y", "(long long)x * (long long)x", "a + b", "y = a", "0",
-                              "ds_sum_squares")
+    x = cp.ascontiguousarray(x, dtype=cp.int32)
+    n = x.shape[-1]
+    s1, s2 = cp.zeros(x.shape[:-1], dtype=cp.uint64), cp.zeros(x.shape[:-1], dtype=cp.uint64)
+    if s1.size and n:
+        segs = -(-n // MOMENT_SEGMENT)
+        fn = _module(("row_moments",), lambda: cuda.kernel_source("ssa_moments.cu")).get_function("ds_row_moments")
+        fn((s1.size * segs,), (256,), (x, np.int64(n), np.int64(segs), s1, s2))
+    return s1.view(cp.int64), s2.view(cp.int64)
 
 
 FUSED_SHARED_BYTES = 48 * 1024

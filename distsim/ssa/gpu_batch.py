@@ -199,16 +199,6 @@ def _hist_bytes(b: PointsBlock) -> int:
 _KERNELS: dict[str, Any] = {}
 
 
-def _sumsq(rec4: Any) -> Any:
-    import cupy as cp
-
-    k = _KERNELS.get("sumsq")
-    if k is None:
-        k = _KERNELS["sumsq"] = cp.ReductionKernel("int32 x", "int64 y", "(long long)x * x", "a + b", "y = a", "0",
-                                                   "ds_batch_sumsq")
-    return k(rec4, axis=3)
-
-
 def _histogram(rec4: Any, lo: Any, width: Any, bins: Any) -> Any:
     """Counts per (point, time, species, bin) of the grid states rec4 (K, S, G, R), on the device."""
     import cupy as cp
@@ -281,8 +271,8 @@ def _reduce(b: PointsBlock, rec4: Any, ev: Any, er: Any, pilot: _Pilot | None) -
     G, rp = rec4.shape[2], rec4.shape[3]
     ev_w, er_w, xp = gpu.reduction_words(ev.reshape(G, rp), er.reshape(G, rp))
     red = event_reductions(ev_w, er_w, b.pilot if pilot is None else 0, xp)
-    red["sum_x"] = rec4.sum(axis=3, dtype=cp.int64).transpose(2, 0, 1)
-    red["sum_x2"] = _sumsq(rec4).transpose(2, 0, 1)
+    s1, s2 = gpu.row_moments(rec4)
+    red["sum_x"], red["sum_x2"] = s1.transpose(2, 0, 1), s2.transpose(2, 0, 1)
     if b.quantiles is not None:
         lo, width, bins = pilot_bins(rec4, b.pilot, b.max_bins, cp) if pilot is None else (pilot.lo, pilot.width,
                                                                                              pilot.bins)

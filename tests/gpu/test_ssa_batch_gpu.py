@@ -88,3 +88,21 @@ def test_sweep_on_gpu_is_batched_and_equals_the_loop():
     for v in a.data_vars:
         if v != "wall_time_s":
             assert np.array_equal(a[v].values, b[v].values), v
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 255), (2, 4096), (5, 4097), (2, 3, 9000), (1, 70_000)])
+def test_row_moments_are_exact(shape):
+    """gpu.row_moments (kernels/ssa_moments.cu), which every GPU path uses for the grid sums: exact int64
+    sums and sums of squares over the last axis, for rows shorter and longer than a block's segment and
+    for a strided view."""
+    import cupy as cp
+
+    from distsim.ssa import gpu
+
+    x = np.random.default_rng(3).integers(0, 1 << 20, size=shape, dtype=np.int32)
+    x64 = x.astype(np.int64)
+    for dev, host in ((cp.asarray(x), x64), (cp.asarray(x)[..., ::2], x64[..., ::2])):
+        s1, s2 = gpu.row_moments(dev)
+        assert s1.dtype == s2.dtype == cp.int64 and s1.shape == host.shape[:-1]
+        assert np.array_equal(cp.asnumpy(s1), host.sum(axis=-1))
+        assert np.array_equal(cp.asnumpy(s2), (host * host).sum(axis=-1))

@@ -93,6 +93,21 @@ def _check_supported(model: Any, err) -> None:
             raise err(f"{what} are not supported by from_gillespy2 ({', '.join(map(repr, items))})")
 
 
+def _resolver(index: dict[str, int], params: dict[str, float], time: bool) -> Callable[[str], Node]:
+    """Names in GillesPy2 expressions: species counts, parameters, ``vol`` and (``time``) ``t``."""
+
+    def resolve(name: str) -> Node:
+        if name in index:
+            return Species(index[name])
+        if name in params or name == _VOL:
+            return Param(name)
+        if time and name == "t":
+            return Time()
+        raise KeyError(name)
+
+    return resolve
+
+
 def _event_nodes(e: Event) -> list[Node]:
     return list(condition_nodes(e.trigger)) + [a.expr for a in e.assignments] + ([e.priority] if e.priority else [])
 
@@ -113,15 +128,7 @@ class _Expressions:
 
     def __init__(self, index: dict[str, int], params: dict[str, float], src: str, err: Callable[[str], ModelError]):
         self.index, self.params, self.src, self.err = index, params, src, err
-
-    def resolve(self, name: str) -> Node:
-        if name in self.index:
-            return Species(self.index[name])
-        if name in self.params or name == _VOL:
-            return Param(name)
-        if name == "t":
-            return Time()
-        raise KeyError(name)
+        self.resolve = _resolver(index, params, time=True)
 
     def parse(self, text: Any, what: str) -> ast.expr:
         text = str(text).strip()
@@ -212,10 +219,7 @@ def _species(model: Any, err) -> tuple[list[int], list[int]]:
     """Initial populations (whole numbers >= 0) and the indices of the fixed species."""
     initial, fixed = [], []
     for i, (name, s) in enumerate(model.listOfSpecies.items()):
-        v = float(s.initial_value)
-        if not (np.isfinite(v) and v >= 0 and v == round(v)):
-            raise err(f"species {name!r}: initial population {s.initial_value!r} is not a whole number >= 0")
-        initial.append(int(round(v)))
+        initial.append(_count(float(s.initial_value), f"species {name!r}: initial population", err))
         if getattr(s, "boundary_condition", False) or getattr(s, "constant", False):
             fixed.append(i)
     return initial, fixed
@@ -224,14 +228,7 @@ def _species(model: Any, err) -> tuple[list[int], list[int]]:
 def _reactions(model: Any, index: dict[str, int], params: dict[str, float], volume: float, src: str,
                err) -> list[Reaction]:
     """Each reaction with its parsed propensity: mass action where it has that shape, else a general law."""
-
-    def resolve(name: str) -> Node:
-        if name in index:
-            return Species(index[name])
-        if name in params or name == _VOL:
-            return Param(name)
-        raise KeyError(name)
-
+    resolve = _resolver(index, params, time=False)
     reactions = []
     for rname, r in model.listOfReactions.items():
         reac = _side(r.reactants, index, rname, err)

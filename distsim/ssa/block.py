@@ -27,6 +27,11 @@ class SSABlock:
     keep_events: bool = True  # per-realization event counts and error words (else only their summary)
 
 
+def join(parts: list[np.ndarray]) -> np.ndarray:
+    """Arrays end to end (a single one as it is: large final states are not copied again)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def event_summary(events, error_words, real0: int, xp=np) -> dict:
     """What the driver needs from per-realization events/error words when they are not kept: the total
     of events, the count of each error code and the first fatal error (``xp``: NumPy, or CuPy to

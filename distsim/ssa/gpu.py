@@ -29,7 +29,7 @@ from ..models import arith
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
 from ..models.kinetics import ReactionArrays
 from . import errors
-from .block import event_summary
+from .block import event_summary, join
 
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
@@ -529,15 +529,15 @@ def _reduce_chunks(b: Any, chunks: Iterator[tuple[Any, Any, Any]], firings: Any)
     out = {"sum_x": sum_x, "sum_x2": sum_x2, "firings": cp.asnumpy(firings).astype(np.int64),
            **_events_out(b, cp.concatenate(events), cp.concatenate(errors))}
     if b.keep_final:
-        out["final"] = finals[0] if len(finals) == 1 else np.concatenate(finals)
+        out["final"] = join(finals)
     if b.keep_trajectories:
-        out["trajectories"] = np.concatenate(trajs)
+        out["trajectories"] = join(trajs)
     if hist is not None:
         out["histogram"] = cp.asnumpy(hist)
     return out
 
 
-MOMENT_SEGMENT = 256 * 16  # values per thread block of kernels/ssa_moments.cu (DS_MOM_THREADS x DS_MOM_ITEMS)
+MOMENT_THREADS, MOMENT_SEGMENT = 256, 256 * 16  # kernels/ssa_moments.cu: DS_MOM_THREADS, x DS_MOM_ITEMS values
 
 
 def row_moments(x: Any) -> tuple[Any, Any]:
@@ -551,7 +551,7 @@ def row_moments(x: Any) -> tuple[Any, Any]:
     if s1.size and n:
         segs = -(-n // MOMENT_SEGMENT)
         fn = _module(("row_moments",), lambda: cuda.kernel_source("ssa_moments.cu")).get_function("ds_row_moments")
-        fn((s1.size * segs,), (256,), (x, np.int64(n), np.int64(segs), s1, s2))
+        fn((s1.size * segs,), (MOMENT_THREADS,), (x, np.int64(n), np.int64(segs), s1, s2))
     return s1.view(cp.int64), s2.view(cp.int64)
 
 

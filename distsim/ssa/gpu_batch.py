@@ -259,9 +259,9 @@ def _pilot_pass(b: PointsBlock, d: _Device, method: Any) -> _Pilot:
         los.append(lo)
         widths.append(wd)
         bins.append(bn)
-        fatal.append(cp.asarray(red["pilot_fatal"]))
+        fatal.append(cp.asnumpy(red["pilot_fatal"]))
         first.update({(p0 + p, "pilot"): v for (p, kind), v in red["first"].items() if kind == "pilot"})
-    return _Pilot(cp.concatenate(los), cp.concatenate(widths), cp.concatenate(bins), cp.concatenate(fatal), first)
+    return _Pilot(cp.concatenate(los), cp.concatenate(widths), cp.concatenate(bins), np.concatenate(fatal), first)
 
 
 def _reduce(b: PointsBlock, rec4: Any, ev: Any, er: Any, pilot: _Pilot | None) -> dict:

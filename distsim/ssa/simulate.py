@@ -19,7 +19,7 @@ from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
 from . import cpu
 from ..models.compile_reactions import compile_network
-from .block import SSABlock
+from .block import SSABlock, join
 from .errors import ERR_MAX_EVENTS, merge, raise_if_failed, summary
 from .methods import METHODS, choose_method
 from .shard import simulate_block
@@ -242,7 +242,7 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
     truncated = _check_errors(ens)
     data, coords = _moments(ens)
     if ens.per_realization:
-        events = _join([r["events"] for r in res]).astype(np.int64, copy=False)
+        events = join([r["events"] for r in res]).astype(np.int64, copy=False)
         data["events"] = ("realization", events, {"long_name": "firings per realization"})
         events_total = int(events.sum())
     else:
@@ -250,10 +250,10 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
     if ens.per_realization or b.keep_final or b.keep_trajectories:
         coords["realization"] = np.arange(R)
     if b.keep_final:
-        data["final_state"] = (("realization", "species"), _join([r["final"] for r in res]),
+        data["final_state"] = (("realization", "species"), join([r["final"] for r in res]),
                                {"long_name": "state at t_end", "units": "molecules"})
     if b.keep_trajectories:
-        data["trajectory"] = (("realization", "time", "species"), _join([r["trajectories"] for r in res]),
+        data["trajectory"] = (("realization", "time", "species"), join([r["trajectories"] for r in res]),
                               {"long_name": "state on the time grid", "units": "molecules"})
     if b.bins:
         _histograms(ens, data, coords)
@@ -267,11 +267,6 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
         parameters=", ".join(f"{k}={v:g}" for k, v in net.params.items()), shards=len(ens.blocks),
     )
     return ds
-
-
-def _join(parts: list[np.ndarray]) -> np.ndarray:
-    """The shards' arrays end to end (one shard's array as it is: large final states are not copied)."""
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _check_errors(ens: _Ensemble) -> int:

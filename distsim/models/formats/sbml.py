@@ -316,8 +316,7 @@ class _Converter:
                           "two mass-action terms; it is used as the propensity of the forward direction (a run "
                           "stops if it becomes negative)", SBMLWarning, stacklevel=4)
         params = self._parameters(reactions, rules, events)
-        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None),
-                                       lambda msg: self.err(msg))
+        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
         name = m.getName() or m.getId() or self.default_name
         return ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
                                       source=self.file, events=events, rules=rules)

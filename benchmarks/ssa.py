@@ -34,8 +34,8 @@ from distsim.ssa.generators import colloidal_aggregation, cyclic_chain, random_n
 
 def run(net, backend, realizations, t_end, points, method, quantiles=(0.05, 0.5, 0.95)):
     ex = LocalExecutor(backend)
-    simulate(net, t_end=t_end, points=points, realizations=min(realizations, 256), method=method, seed=1,
-             client=ex, quantiles=quantiles)  # warm-up: JIT / NVRTC
+    simulate(net, t_end=t_end / 100, points=points, realizations=realizations, method=method, seed=1,
+             client=ex, quantiles=quantiles)  # warm-up: JIT / NVRTC of the kernels this size uses (warp: its lanes)
     t = time.perf_counter()
     ds = simulate(net, t_end=t_end, points=points, realizations=realizations, method=method, seed=2, client=ex,
                   quantiles=quantiles)

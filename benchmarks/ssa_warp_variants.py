@@ -40,6 +40,16 @@ def new_variants() -> dict[str, dict]:
     """Kernel variants: compile-time defines on top of the shipped source, and placement overrides."""
     return {
         "new (shipped placement)": {},
+        "lanes 32": {"lanes": 32},
+        "lanes 16": {"lanes": 16},
+        "lanes 8": {"lanes": 8},
+        "lanes 4": {"lanes": 4},
+        "lanes 32, item_start": {"lanes": 32, "stride": False},
+        "lanes 8, item_start": {"lanes": 8, "stride": False},
+        "lanes 8, 2 warps per block": {"lanes": 8, "wpb": 2, "defines": {"DS_MIN_BLOCKS": 16}},
+        "lanes 8, DS_MIN_BLOCKS 6 (85 registers)": {"lanes": 8, "defines": {"DS_MIN_BLOCKS": 6}},
+        "lanes 16, DS_MIN_BLOCKS 6 (85 registers)": {"lanes": 16, "defines": {"DS_MIN_BLOCKS": 6}},
+        "lanes 4, 2 warps per block": {"lanes": 4, "wpb": 2, "defines": {"DS_MIN_BLOCKS": 16}},
         "new, levels a kernel argument (before DS_LEVELS)": {"levels_arg": True},
         "new, levels and counts in global memory": {"place": (0, 0)},
         "new, no register cap (DS_MIN_BLOCKS 1)": {"defines": {"DS_MIN_BLOCKS": 1}},
@@ -53,29 +63,38 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     import cupy as cp
 
     S, M = c.n_species, c.n_reactions
+    h_start, h_items = gpu.warp_items(c)
+    lanes = variant.get("lanes") or gpu.warp_lanes(h_start, R)
     sizes, offs = gpu.warp_levels(M)
     L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
     W = variant.get("wpb", gpu.WARPS_PER_BLOCK)
-    xs_sh, up_sh = variant.get("place", gpu.warp_placement(S, LV))
-    defines = "".join(f"#define {k} {v}\n" for k, v in variant.get("defines", {}).items())
-    h_start, h_items = gpu.warp_items(c)
-    general = variant.get("general", gpu.warp_general(h_start, h_items))
+    groups = 32 * W // lanes
+    up_fit = LV * 8 * groups <= gpu.WARP_SHARED_BYTES  # gpu.warp_placement for W warps per block
+    xs_sh, up_sh = variant.get("place", (int(up_fit and (LV + (S + 1) // 2) * 8 * groups
+                                             <= gpu.WARP_SHARED_BYTES), int(up_fit)))
+    general = variant.get("general", gpu.warp_general(h_start, h_items, lanes))
     check = variant.get("check", gpu.warp_check(c))
-    src = gpu.warp_source(xs_sh, up_sh, general, check, levels=None if variant.get("levels_arg") else L)
+    stride = gpu.warp_stride(h_start, general) if variant.get("stride", True) else 0
+    src = gpu.warp_source(xs_sh, up_sh, general, check, levels=None if variant.get("levels_arg") else L, lanes=lanes,
+                          stride=stride)
     src = src.replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n", f"#define DS_WARPS_PER_BLOCK {W}\n")
-    fn = cuda.load_module(defines + src, gpu.OPTIONS + variant.get("options", ())).get_function("ssa_warp")
+    for k, v in variant.get("defines", {}).items():  # replace the shipped value, or add one
+        old = f"#define {k} {gpu.WARP_MIN_BLOCKS}\n" if k == "DS_MIN_BLOCKS" else None
+        src = src.replace(old, f"#define {k} {v}\n") if old and old in src else f"#define {k} {v}\n" + src
+    fn = cuda.load_module(src, gpu.OPTIONS + variant.get("options", ())).get_function("ssa_warp")
     tb = gpu._tables(c)
-    item_start, items = cp.asarray(h_start), cp.asarray(h_items)
-    shared = (2 * LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * W
+    item_start = cp.asarray(h_start)
+    items = cp.asarray(gpu.warp_strided(h_start, h_items, stride) if stride else h_items)
+    shared = (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * groups
     out = dict(rec=cp.empty((K, R, S), cp.int32), ev=cp.zeros(R, cp.uint64), er=cp.zeros(R, cp.int32),
                firings=cp.zeros(M, cp.uint64))
     xs = cp.empty(1 if xs_sh else S * R, cp.int32)
-    a = cp.empty(2 * M * R, cp.float64)
-    up = cp.empty(1 if up_sh else max(2 * LV, 1) * R, cp.float64)
+    a = cp.empty(M * R, cp.float64)
+    up = cp.empty(1 if up_sh else max(LV, 1) * R, cp.float64)
     args = (np.int32(R), np.uint64(0), np.uint32(seed), np.int32(S), np.int32(M), np.int32(K), np.int32(L),
             cp.asarray(offs), cp.asarray(sizes), np.int32(LV), *gpu.table_args(tb, gpu.WARP_TABLES), item_start, items,
             grid, np.int64(0), xs, a, up, out["rec"], out["firings"], out["ev"], out["er"])
-    return lambda: fn(((R + W - 1) // W,), (32 * W,), args, shared_mem=shared), out
+    return lambda: fn((-(-R // groups),), (32 * W,), args, shared_mem=shared), out
 
 
 def _launch_old(c, K, R, grid, source: str, seed: int):
@@ -158,8 +177,12 @@ def main() -> None:
         runs += [(v, lambda v=v: _launch_new(c, K, R, grid, todo[v], 7)) for v in todo]
         ref = None
         for label, setup in runs:
-            launch, out = setup()
-            ms, st = _time(launch, out, args.reps)
+            try:
+                launch, out = setup()
+                ms, st = _time(launch, out, args.reps)
+            except Exception as exc:  # e.g. a variant needing more shared memory than the device has
+                print(f"| {name} | {label} | failed: {type(exc).__name__}: {exc} |||||||", flush=True)
+                continue
             ref = ref or st
             print(f"| {name} (t_end {t_end:g}) | {label} | {ms:.1f} | {st['firings'] / (ms / 1e3):.3g} | "
                   f"{st['events'].mean():.5g} | {ms * 1e3 / st['events'].max():.3f} | "

@@ -1,13 +1,14 @@
-// Exact SSA for large models, one warp per realization (after seed 004, Komarov & D'Souza 2012):
-// the propensities (level 0) are grouped into blocks of 32, one per lane, and summed level by level
-// (level l+1 entry b = the sum of level l entries 32b..32b+31) until a level has at most 32 entries:
-// the top, held in registers (lane i holds entry i and its inclusive prefix sum, whose last lane is
-// a0). An event is
-//   time: -log(u1) / a0; lane i computes event (e & ~31) + i's uniforms once per 32 events (the
+// Exact SSA for large models, one warp (or a group of 16, 8 or 4 of its lanes) per realization (after
+// seed 004, Komarov & D'Souza 2012). The propensities (level 0) are grouped into blocks of 32 and summed
+// level by level (level l+1 entry b = the sum of level l entries 32b..32b+31) until a level has at most
+// 32 entries: the top, held in registers. A realization's G = DS_LANES lanes hold E = 32 / G consecutive
+// entries of a block each; a block's sum is each lane's entries added in order, then the lanes' sums
+// scanned across the group. An event is
+//   time: -log(u1) / a0; lane i computes event (e & ~(G-1)) + i's uniforms once per G events (the
 //     same Philox words as every other kernel: key (seed, realization), counter = event);
-//   selection: from the top down, at each level the first entry whose inclusive prefix sum exceeds
-//     u2 a0 (a warp ballot), one read per level: levels 1..L-1 in shared memory, level 0 (the
-//     propensities) in global memory, read with the fired block's firing-table offsets;
+//   selection: from the top down, at each level the first entry whose prefix sum exceeds u2 a0: the
+//     lane by a ballot over the scanned lane sums, then the entry within that lane; one read per level
+//     (levels 1..L-1 in shared memory, level 0, the propensities, in global memory);
 //   firing: one lane per item of the reaction's firing table (its net changes, then its dependents
 //     in order, each with its rate index and up to two reactants), so the counts are read once, in
 //     parallel, and the dependents' reactant counts after the firing come from the changing lanes by
@@ -15,27 +16,37 @@
 //     from the counts in memory;
 //   update: every touched block's sum is recomputed from its 32 entries (the fired block's entries
 //     are already in registers), then the entries above it up to the top.
-// Every entry is the sum of its 32 children in one fixed order (the warp's inclusive scan), never an
-// increment, so the sums carry no drift and a realization depends only on (seed, realization). The
-// sums are taken in another order than the CPU's, so realizations match the CPU's in distribution,
-// not bit for bit.
+// Every entry is the sum of its 32 children in one fixed order, never an increment, so the sums carry
+// no drift and a realization depends only on (seed, realization, G). The sums are taken in another
+// order than the CPU's, so realizations match the CPU's in distribution, not bit for bit. Several
+// realizations per warp (G < 32) spend fewer instructions per event where firing tables are short
+// (distsim/ssa/gpu.py warp_lanes).
 //
-// Compile-time choices (distsim/ssa/gpu.py): DS_X_SHARED keeps the counts x[S] in shared memory,
-// DS_UP_SHARED levels 1..L-1 (otherwise they are per-realization global arrays); DS_GENERAL 0 leaves
-// out the path for long firing tables and general dependents when a model has none, and
+// Compile-time choices (distsim/ssa/gpu.py): DS_LANES; DS_X_SHARED keeps the counts x[S] in shared
+// memory, DS_UP_SHARED levels 1..L-1 (otherwise they are per-realization global arrays); DS_GENERAL 0
+// leaves out the path for long firing tables and general dependents when a model has none (then
+// DS_STRIDE > 0 pads every firing table to DS_STRIDE items, so none needs item_start), and
 // DS_CHECK_PROPENSITY 0 the checks of mass-action propensities that cannot be bad. Level 0 is global
 // (a[M] per realization). Grid states go to rec[(k * R + r) * S + s] (coalesced across species).
 #include "ssa_common.cuh"
 
-#define DS_FULL 0xffffffffu
+#ifndef DS_LANES
+#define DS_LANES 32  // lanes per realization: 32 (a warp), 16, 8 or 4
+#endif
+#define DS_LOG_LANES (DS_LANES == 32 ? 5 : DS_LANES == 16 ? 4 : DS_LANES == 8 ? 3 : 2)
+static_assert(DS_LANES == 32 || DS_LANES == 16 || DS_LANES == 8 || DS_LANES == 4, "DS_LANES: 32, 16, 8 or 4");
+#define DS_E (32 / DS_LANES)  // entries of a block per lane
+#define DS_LOG_E (5 - DS_LOG_LANES)
+#define DS_LOW (DS_LANES == 32 ? 0xffffffffu : (1u << DS_LANES) - 1u)  // a group's lanes, from its first
 #ifndef DS_MAX_STACK
 #define DS_MAX_STACK 16
 #endif
 #ifndef DS_WARPS_PER_BLOCK
 #define DS_WARPS_PER_BLOCK 4
 #endif
+#define DS_GROUPS (32 * DS_WARPS_PER_BLOCK / DS_LANES)  // realizations per thread block
 #ifndef DS_MIN_BLOCKS
-#define DS_MIN_BLOCKS 8  // 8 x 4 warps per SM: <= 64 registers, so 4,096 realizations run in one wave
+#define DS_MIN_BLOCKS 8  // 8 x 4 warps per SM: <= 64 registers
 #endif
 #ifndef DS_X_SHARED
 #define DS_X_SHARED 0
@@ -44,14 +55,18 @@
 #define DS_UP_SHARED 1
 #endif
 #ifndef DS_GENERAL
-#define DS_GENERAL 1  // 0: no firing table is longer than 32 items or has a general dependent
+#define DS_GENERAL 1  // 0: no firing table is longer than G items or has a general dependent
 #endif
 #ifndef DS_CHECK_PROPENSITY
 #define DS_CHECK_PROPENSITY 1  // 0: no mass-action propensity can be negative, NaN or infinite
 #endif
+#ifndef DS_STRIDE
+#define DS_STRIDE 0  // > 0: reaction j's firing table is items[j * DS_STRIDE ...], padded (no item_start)
+#endif
+static_assert(DS_STRIDE == 0 || (!DS_GENERAL && DS_STRIDE <= DS_LANES), "DS_STRIDE: short, simple tables only");
 #define DS_MAX_LEVELS 6
 #ifndef DS_RAISE_BATCH
-#define DS_RAISE_BATCH 2  // touched blocks whose entries are read together
+#define DS_RAISE_BATCH (DS_E > 2 ? 1 : 2)  // touched blocks whose entries are read together (registers allowing)
 #endif
 // firing-table items (int4): change (species, delta, 0, 0); dependent (reaction, reactant 1, reactant
 // 2, DS_ITEM_MASS) with reactant = species | stoichiometry << DS_RCT_SHIFT or -1 (none); dependent
@@ -63,95 +78,155 @@
 #define DS_RCT_SHIFT 26
 #define DS_RCT_MASK ((1 << DS_RCT_SHIFT) - 1)
 
-// inclusive prefix sum across the warp (fixed order); lane 31 ends with the total
-__device__ __forceinline__ double ds_warp_scan(double v, const int lane) {
+// a realization's lanes: the warp's lanes base..base+G-1 (mask), and this lane's place among them;
+// every collective below takes the group's mask, so groups of one warp may diverge
+struct ds_group {
+    unsigned mask;
+    int base, lane;
+};
+
+__device__ __forceinline__ unsigned ds_ballot(const ds_group& g, const bool p) {
+    return (__ballot_sync(g.mask, p) >> g.base) & DS_LOW;  // bit i: lane i of the group
+}
+template <class T> __device__ __forceinline__ T ds_shfl(const ds_group& g, const T v, const int src) {
+    return __shfl_sync(g.mask, v, src, DS_LANES);
+}
+template <class T> __device__ __forceinline__ T ds_shfl_up(const ds_group& g, const T v, const int d) {
+    return __shfl_up_sync(g.mask, v, d, DS_LANES);
+}
+__device__ __forceinline__ bool ds_any(const ds_group& g, const bool p) { return __any_sync(g.mask, p); }
+__device__ __forceinline__ void ds_sync(const ds_group& g) { __syncwarp(g.mask); }
+
+// a block of 32 entries as the group holds it: lane i has entries E i .. E i + E - 1
+struct ds_row {
+    double v[DS_E];
+};
+
+// block b of a level of n entries at src (0 past the end)
+__device__ __forceinline__ ds_row ds_load(const ds_group& g, const double* src, const int b, const int n) {
+    ds_row r;
+    const int c = (b << 5) + g.lane * DS_E;
 #pragma unroll
-    for (int m = 1; m < 32; m <<= 1) {
-        const double o = __shfl_up_sync(DS_FULL, v, m);
-        if (lane >= m) v = v + o;
+    for (int e = 0; e < DS_E; ++e) r.v[e] = c + e < n ? src[c + e] : 0.0;
+    return r;
+}
+
+// inclusive prefix sums of the lanes' sums (fixed order); lane G-1 ends with the block's total
+__device__ __forceinline__ double ds_scan(const ds_group& g, const ds_row& r) {
+    double v = r.v[0];
+#pragma unroll
+    for (int e = 1; e < DS_E; ++e) v = v + r.v[e];
+#pragma unroll
+    for (int m = 1; m < DS_LANES; m <<= 1) {
+        const double o = ds_shfl_up(g, v, m);
+        if (g.lane >= m) v = v + o;
     }
     return v;
+}
+
+// the block's total (every lane)
+__device__ __forceinline__ double ds_total(const ds_group& g, const ds_row& r) {
+    return ds_shfl(g, ds_scan(g, r), DS_LANES - 1);
 }
 
 // the lowest of the lanes' values (every lane gets it)
-__device__ __forceinline__ int ds_warp_min(int v) {
+__device__ __forceinline__ int ds_group_min(const ds_group& g, int v) {
 #pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) { const int o = __shfl_xor_sync(DS_FULL, v, m); v = o < v ? o : v; }
+    for (int m = DS_LANES / 2; m >= 1; m >>= 1) {
+        const int o = __shfl_xor_sync(g.mask, v, m, DS_LANES);
+        v = o < v ? o : v;
+    }
     return v;
 }
 
-// one level of the selection from its inclusive prefix sums (a lane past the level's end holds 0):
-// the first lane whose sum exceeds target (its entry is positive, as sums never decrease), or, if
-// rounding leaves none, the last lane whose entry adds to the sum; target becomes the rest inside it
-__device__ __forceinline__ int ds_pick(const double cum, double& target, const int lane) {
-    const unsigned over = __ballot_sync(DS_FULL, cum > target);
+// one level of the selection: the first entry of the block whose prefix sum exceeds target (its entry is
+// positive, as sums never decrease), or, if rounding leaves none, the last entry that adds to the sum:
+// first the lane (a ballot over the scanned lane sums), then the entry within it; target becomes the
+// rest inside the entry (cum: ds_scan of the block)
+__device__ __forceinline__ int ds_pick(const ds_group& g, const ds_row& r, const double cum, double& target) {
+    const unsigned over = ds_ballot(g, cum > target);
     int f = __ffs(over) - 1;
     if (!over) {
-        const double prev = __shfl_up_sync(DS_FULL, cum, 1);
-        const unsigned pos = __ballot_sync(DS_FULL, cum > (lane ? prev : 0.0));
+        const double prev = ds_shfl_up(g, cum, 1);
+        const unsigned pos = ds_ballot(g, cum > (g.lane ? prev : 0.0));
         f = pos ? 31 - __clz(pos) : 0;
     }
-    const double before = __shfl_sync(DS_FULL, cum, (f + 31) & 31);
-    if (f) target = target - before;
+    const double before = ds_shfl(g, cum, (f + DS_LANES - 1) & (DS_LANES - 1));
+    double t = f ? target - before : target;
+#if DS_E == 1
+    target = t;
     return f;
+#else
+    int k = -1;  // within lane f (every lane computes its own; lane f's is taken)
+    double rest = t, p = 0.0;
+#pragma unroll
+    for (int e = 0; e < DS_E; ++e) {
+        const double pn = p + r.v[e];
+        if (k < 0 && pn > t) { k = e; rest = t - p; }
+        p = pn;
+    }
+    if (k < 0) {
+        p = 0.0;
+#pragma unroll
+        for (int e = 0; e < DS_E; ++e) {
+            if (r.v[e] > 0.0) { k = e; rest = t - p; }
+            p = p + r.v[e];
+        }
+        if (k < 0) k = 0;
+    }
+    target = ds_shfl(g, rest, f);
+    return f * DS_E + ds_shfl(g, k, f);
+#endif
 }
 
-// per-warp view of the levels: sizes and offsets (into `up`) of levels 0..L, and where they live
+// entry i (< 32) of a block the group holds is now v
+__device__ __forceinline__ void ds_set(const ds_group& g, ds_row& r, const int i, const double v) {
+    const int at = g.lane == i >> DS_LOG_E ? i & (DS_E - 1) : -1;
+#pragma unroll
+    for (int e = 0; e < DS_E; ++e) r.v[e] = e == at ? v : r.v[e];  // selects: r stays in registers
+}
+
+// per-realization view of the levels: sizes and offsets (into `up`) of levels 0..L
 struct ds_levels {
     const int* size;
     const int* off;
-    double* up;   // levels 1..L-1: entries
-    double* upc;  // levels 1..L-1: inclusive prefix sums within each block of 32
-    double* ac;   // level 0: inclusive prefix sums within each block of 32 (the entries are in a)
+    double* up;  // levels 1..L-1
     int L;
 };
 
-// a block of 32 entries at level l (lane i holds entry 32b + i, 0 past the end): store its prefix
-// sums (level 0 in ac, above in upc) and return its total, the entry b of level l + 1 (every lane)
-__device__ __forceinline__ double ds_block_sums(const ds_levels& lv, const int l, const int b, const double v,
-                                                const int lane) {
-    const double cum = ds_warp_scan(v, lane);
-    const int c = (b << 5) + lane;
-    if (c < lv.size[l]) {
-        if (l == 0) lv.ac[c] = cum;
-        else lv.upc[lv.off[l] + c] = cum;
-    }
-    return __shfl_sync(DS_FULL, cum, 31);
-}
-
-// level 1 entry b is now s (every lane holds it): the sums above it, up to the top entry (registers)
-__device__ __forceinline__ void ds_raise(const ds_levels& lv, int b, double s, double& top, const int lane) {
+// level 1 entry b is now s (every lane holds it): the sums above it, up to the top (registers)
+__device__ __forceinline__ void ds_raise(const ds_group& g, const ds_levels& lv, int b, double s, ds_row& top) {
     for (int l = 1; l < lv.L; ++l) {
-        if (lane == 0) lv.up[lv.off[l] + b] = s;
-        __syncwarp();
+        if (g.lane == 0) lv.up[lv.off[l] + b] = s;
+        ds_sync(g);
         b >>= 5;
-        const int c = (b << 5) + lane;
-        s = ds_block_sums(lv, l, b, c < lv.size[l] ? lv.up[lv.off[l] + c] : 0.0, lane);
+        s = ds_total(g, ds_load(g, lv.up + lv.off[l], b, lv.size[l]));
     }
-    if (lane == b) top = s;
+    ds_set(g, top, b, s);
 }
 
 // recompute the level-0 blocks whose lanes lead in `lead` (their block index in `bl`): the fired block
 // b0 from its entries v0 (registers), the others read from a (after the writes), DS_RAISE_BATCH at a time
-__device__ __forceinline__ void ds_raise_blocks(const ds_levels& lv, unsigned lead, const int bl, const int b0,
-                                                const double v0, const double* __restrict__ a, const int M,
-                                                double& top, const int lane) {
+__device__ __forceinline__ void ds_raise_blocks(const ds_group& g, const ds_levels& lv, unsigned lead, const int bl,
+                                                const int b0, const ds_row& v0, const double* __restrict__ a,
+                                                const int M, ds_row& top) {
     while (lead) {
         int b[DS_RAISE_BATCH];
-        double v[DS_RAISE_BATCH];
+        ds_row v[DS_RAISE_BATCH];
 #pragma unroll
         for (int i = 0; i < DS_RAISE_BATCH; ++i) {
             b[i] = -1;
-            if (lead) { b[i] = __shfl_sync(DS_FULL, bl, __ffs(lead) - 1); lead &= lead - 1; }
+            if (lead) { b[i] = ds_shfl(g, bl, __ffs(lead) - 1); lead &= lead - 1; }
         }
 #pragma unroll
         for (int i = 0; i < DS_RAISE_BATCH; ++i) {
-            const int c = (b[i] << 5) + lane;
-            v[i] = b[i] == b0 ? v0 : (b[i] >= 0 && c < M ? a[c] : 0.0);
+            const ds_row u = ds_load(g, a, b[i] >= 0 ? b[i] : 0, b[i] >= 0 && b[i] != b0 ? M : 0);
+#pragma unroll
+            for (int e = 0; e < DS_E; ++e) v[i].v[e] = b[i] == b0 ? v0.v[e] : u.v[e];
         }
 #pragma unroll
         for (int i = 0; i < DS_RAISE_BATCH; ++i)
-            if (b[i] >= 0) ds_raise(lv, b[i], ds_block_sums(lv, 0, b[i], v[i], lane), top, lane);
+            if (b[i] >= 0) ds_raise(g, lv, b[i], ds_total(g, v[i]), top);
     }
 }
 
@@ -174,77 +249,79 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
 #endif
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     __shared__ int lsize[DS_MAX_LEVELS + 1], loff[DS_MAX_LEVELS + 1];
-    __shared__ double2 batch[DS_WARPS_PER_BLOCK][32];  // per warp: (-log u1, u2) of events (e & ~31) + i
+    __shared__ double2 batch[32 * DS_WARPS_PER_BLOCK];  // per group: (-log u1, u2) of events (e & ~(G-1)) + i
     extern __shared__ double ds_dyn[];
     ds_neglog_load(logtab);
     if (threadIdx.x <= L) { lsize[threadIdx.x] = level_size[threadIdx.x]; loff[threadIdx.x] = level_off[threadIdx.x]; }
     __syncthreads();
-    const int lane = threadIdx.x & 31;
-    const int w = threadIdx.x >> 5;
-    const int r = blockIdx.x * DS_WARPS_PER_BLOCK + w;
-    if (r >= R) return;  // whole warps only
+    const int gbase = (threadIdx.x & 31) & ~(DS_LANES - 1);
+    const ds_group g{DS_LOW << gbase, gbase, (int)(threadIdx.x & (DS_LANES - 1))};
+    const int lane = g.lane;
+    const int w = threadIdx.x >> DS_LOG_LANES;  // the group in the block
+    double2* const mybatch = batch + (threadIdx.x & ~(DS_LANES - 1));
+    const int r = blockIdx.x * DS_GROUPS + w;
+    if (r >= R) return;  // whole groups only
     DS_BATCH_POINT(r, R)
 #ifdef DS_BATCHED
     if (!DS_LIVE(r, R)) return;
     DS_POINT_TABLES(S, M)
 #endif
-    // this realization's arrays: a_ holds [entries][prefix sums] of level 0 (2M), up_ (or dynamic
-    // shared memory, per warp) [entries][prefix sums] of levels 1..L-1 (2LV), then x (if placed there)
-    const int wdoubles = (DS_UP_SHARED ? 2 * LV : 0) + (DS_X_SHARED ? (S + 1) / 2 : 0);
+    // this realization's arrays: a_ holds level 0 (M), up_ (or dynamic shared memory, per group) levels
+    // 1..L-1 (LV), then x (if placed there)
+    const int wdoubles = (DS_UP_SHARED ? LV : 0) + (DS_X_SHARED ? (S + 1) / 2 : 0);
     double* const mine = ds_dyn + (unsigned long long)w * wdoubles;
-    double* const up = DS_UP_SHARED ? mine : up_ + (unsigned long long)r * 2 * LV;
-    int* const x = DS_X_SHARED ? (int*)(mine + (DS_UP_SHARED ? 2 * LV : 0)) : xs_ + (unsigned long long)r * S;
-    double* const a = a_ + (unsigned long long)r * 2 * M;
-    const ds_levels lv{lsize, loff, up, up + LV, a + M, L};
+    double* const up = DS_UP_SHARED ? mine : up_ + (unsigned long long)r * LV;
+    int* const x = DS_X_SHARED ? (int*)(mine + (DS_UP_SHARED ? LV : 0)) : xs_ + (unsigned long long)r * S;
+    double* const a = a_ + (unsigned long long)r * M;
+    const ds_levels lv{lsize, loff, up, L};
     const uint32_t rid = DS_RID(real0, r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
     const ds_reactions N{kind, theta, rct_start, rct_species, rct_stoich, law_start, law_op, law_arg};
     double st[DS_MAX_STACK];  // kinetic-law stack
     int err = ERR_NONE;
 
-    for (int s = lane; s < S; s += 32) x[s] = (int)x0[s];
-    __syncwarp();
+    for (int s = lane; s < S; s += DS_LANES) x[s] = (int)x0[s];
+    ds_sync(g);
     int bad = M;  // the lowest reaction with a bad propensity (M: none), the CPU's first in order
-    for (int d = lane; d < M; d += 32) {
+    for (int d = lane; d < M; d += DS_LANES) {
         const double v = ds_propensity(N, d, x, st);
         if (ds_bad_propensity(v) && d < bad) bad = d;
         a[d] = v;
     }
-    __syncwarp();
-    if (__any_sync(DS_FULL, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad));
-    double top = L == 0 && lane < M ? a[lane] : 0.0;
+    ds_sync(g);
+    if (ds_any(g, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad));
+    ds_row top = ds_load(g, a, 0, L == 0 ? M : 0);  // and its scan, cum_top
     for (int l = 0; l < L; ++l) {  // the sums, bottom-up
         for (int b = 0; b < lsize[l + 1]; ++b) {
-            const int c = (b << 5) + lane;
-            const double s = ds_block_sums(lv, l, b, c < lsize[l] ? (l == 0 ? a[c] : up[loff[l] + c]) : 0.0, lane);
-            if (l + 1 == L) { if (lane == b) top = s; }
+            const double s = ds_total(g, ds_load(g, l == 0 ? a : up + loff[l], b, lsize[l]));
+            if (l + 1 == L) ds_set(g, top, b, s);
             else if (lane == 0) up[loff[l + 1] + b] = s;
         }
-        __syncwarp();
+        ds_sync(g);
     }
-    double cum_top = ds_warp_scan(top, lane);
-    double a0 = __shfl_sync(DS_FULL, cum_top, 31);
+    double cum_top = ds_scan(g, top);
+    double a0 = ds_shfl(g, cum_top, DS_LANES - 1);
 
     double t = 0.0;
     int k = 0;
     double gk = grid[0];
     unsigned long long e = 0ull;
     while (err == ERR_NONE) {
-        if ((e & 31ull) == 0ull) {  // lane i draws event e + i's uniforms
+        if ((e & (DS_LANES - 1)) == 0ull) {  // lane i draws event e + i's uniforms
             double u1, u2;
             ds_event_uniforms(e + (unsigned long long)lane, DS_SEED, rid, u1, u2);
-            batch[w][lane] = make_double2(ds_neglog_u01(u1, logtab), u2);
-            __syncwarp();
+            mybatch[lane] = make_double2(ds_neglog_u01(u1, logtab), u2);
+            ds_sync(g);
         }
         double target = 0.0, t_new = INF;
         if (a0 > 0.0) {
-            const double2 u = batch[w][e & 31ull];
+            const double2 u = mybatch[e & (DS_LANES - 1)];
             t_new = t + u.x / a0;  // ds_waiting_time(u1, a0)
             target = u.y * a0;
         }
         while (k < K && gk < t_new) {  // record the grid points passed before the event
             int* out = rec + ((unsigned long long)k * R + r) * S;
-            for (int s = lane; s < S; s += 32) out[s] = x[s];
+            for (int s = lane; s < S; s += DS_LANES) out[s] = x[s];
             ++k;
             gk = grid[k < K ? k : K - 1];
         }
@@ -252,36 +329,37 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
         if (max_events > 0 && e >= (unsigned long long)max_events) {
             for (; k < K; ++k) {
                 int* out = rec + ((unsigned long long)k * R + r) * S;
-                for (int s = lane; s < S; s += 32) out[s] = x[s];
+                for (int s = lane; s < S; s += DS_LANES) out[s] = x[s];
             }
             err = ERR_MAX_EVENTS;
             break;
         }
-        // ---- selection, from the top down: one read of prefix sums and one vote per level
-        int blk = ds_pick(cum_top, target, lane);
+        // ---- selection, from the top down: one read and one vote per level
+        int blk = ds_pick(g, top, cum_top, target);
         for (int l = L - 1; l >= 1; --l) {
-            const int c = (blk << 5) + lane;
-            blk = (blk << 5) + ds_pick(c < lsize[l] ? lv.upc[loff[l] + c] : 0.0, target, lane);
+            const ds_row u = ds_load(g, up + loff[l], blk, lsize[l]);
+            blk = (blk << 5) + ds_pick(g, u, ds_scan(g, u), target);
         }
-        int j = blk, c0 = lane;
-        double v0 = top;  // level 0 entries of the fired reaction's block (registers)
-        double cv = 0.0;
+        int j = blk;
+        ds_row v0 = top;  // level 0 entries of the fired reaction's block (registers)
         if (L > 0) {
-            c0 = (blk << 5) + lane;
-            if (c0 < M) { v0 = a[c0]; cv = lv.ac[c0]; } else v0 = 0.0;
+            v0 = ds_load(g, a, blk, M);
+            j = (blk << 5) + ds_pick(g, v0, ds_scan(g, v0), target);
         }
-        const int qs = c0 < M ? item_start[c0] : 0, qe = c0 < M ? item_start[c0 + 1] : 0;
-        if (L > 0) j = (blk << 5) + ds_pick(cv, target, lane);
-        const int f = j & 31, b0 = j >> 5;
-        const int q0 = __shfl_sync(DS_FULL, qs, f), nq = __shfl_sync(DS_FULL, qe, f) - q0;
+        const int b0 = j >> 5;
+#if DS_STRIDE
+        const int q0 = j * DS_STRIDE, nq = DS_STRIDE;  // padded with DS_ITEM_NONE
+#else
+        const int q0 = item_start[j], nq = item_start[j + 1] - q0;
+#endif
         // ---- firing
         bool neg = false, ovf = false;
         int4 it = make_int4(0, 0, 0, DS_ITEM_NONE);
 #if DS_GENERAL
-        bool fast = nq <= 32;  // one item per lane, mass-action dependents only
+        bool fast = nq <= DS_LANES;  // one item per lane, mass-action dependents only
         if (fast) {
             if (lane < nq) it = items[q0 + lane];
-            fast = !__any_sync(DS_FULL, it.w == DS_ITEM_GENERAL);
+            fast = !ds_any(g, it.w == DS_ITEM_GENERAL);
         }
         if (fast) {
 #else  // every firing table is short and simple (distsim/ssa/gpu.py warp_general)
@@ -297,20 +375,20 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                 if (it.y >= 0) xa = x[it.y & DS_RCT_MASK];
                 if (it.z >= 0) xb = x[it.z & DS_RCT_MASK];
             }
-            const int nc = __popc(__ballot_sync(DS_FULL, chg));  // the changes come first
-            __syncwarp();  // every count is read before any is written
+            const int nc = __popc(ds_ballot(g, chg));  // the changes come first
+            ds_sync(g);  // every count is read before any is written
             if (chg) {
                 const int nx = (int)((unsigned int)xa + (unsigned int)it.y);
                 x[it.x] = nx;
                 if (nx < 0) { if (it.y > 0) ovf = true; else neg = true; }
             }
             for (int i = 0; i < nc; ++i) {  // the reactants' counts after the firing
-                const int sc = __shfl_sync(DS_FULL, it.x, i), dc = __shfl_sync(DS_FULL, it.y, i);
+                const int sc = ds_shfl(g, it.x, i), dc = ds_shfl(g, it.y, i);
                 if (dep && it.y >= 0 && (it.y & DS_RCT_MASK) == sc) xa += dc;
                 if (dep && it.z >= 0 && (it.z & DS_RCT_MASK) == sc) xb += dc;
             }
-            if (__any_sync(DS_FULL, ovf)) { err = DS_ERROR_WORD(ERR_OVERFLOW, j); break; }
-            if (__any_sync(DS_FULL, neg)) { err = DS_ERROR_WORD(ERR_NEGATIVE, j); break; }
+            if (ds_any(g, ovf)) { err = DS_ERROR_WORD(ERR_OVERFLOW, j); break; }
+            if (ds_any(g, neg)) { err = DS_ERROR_WORD(ERR_NEGATIVE, j); break; }
             if (lane == 0) atomicAdd(&firings[j], 1ull);
             if (dep) {  // theta * C(x_a, r_a) * C(x_b, r_b), the operation order of ds_mass_action
                 if (it.y >= 0) v = v * ds_choose((double)xa, it.y >> DS_RCT_SHIFT);
@@ -318,32 +396,30 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
             }
 #if DS_CHECK_PROPENSITY
             if (dep && ds_bad_propensity(v) && it.x < bad) bad = it.x;
-            if (__any_sync(DS_FULL, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad)); ++e; break; }
+            if (ds_any(g, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad)); ++e; break; }
 #endif
             if (dep) a[it.x] = v;
             const int bl = it.x >> 5;
-            const unsigned in0 = __ballot_sync(DS_FULL, dep && bl == b0);
+            const unsigned in0 = ds_ballot(g, dep && bl == b0);
             for (unsigned m = in0; m; m &= m - 1) {  // into v0
                 const int q = __ffs(m) - 1;
-                const int dq = __shfl_sync(DS_FULL, it.x, q);
-                const double vq = __shfl_sync(DS_FULL, v, q);
-                if (lane == (dq & 31)) v0 = vq;
+                ds_set(g, v0, ds_shfl(g, it.x, q) & 31, ds_shfl(g, v, q));
             }
             if (L == 0) {
                 top = v0;
-            } else if (in0 == __ballot_sync(DS_FULL, dep)) {  // every dependent is in the fired block (or none)
-                if (in0) ds_raise(lv, b0, ds_block_sums(lv, 0, b0, v0, lane), top, lane);
+            } else if (in0 == ds_ballot(g, dep)) {  // every dependent is in the fired block (or none)
+                if (in0) ds_raise(g, lv, b0, ds_total(g, v0), top);
             } else {  // dependents are sorted, so each block's first dependent leads it
-                const int pb = __shfl_up_sync(DS_FULL, bl, 1);
-                const bool pdep = __shfl_up_sync(DS_FULL, (int)dep, 1);
-                const unsigned lead = __ballot_sync(DS_FULL, dep && (lane == 0 || !pdep || pb != bl));
-                __syncwarp();  // the propensities written above are visible to every lane
-                ds_raise_blocks(lv, lead, bl, b0, v0, a, M, top, lane);
+                const int pb = ds_shfl_up(g, bl, 1);
+                const bool pdep = ds_shfl_up(g, (int)dep, 1);
+                const unsigned lead = ds_ballot(g, dep && (lane == 0 || !pdep || pb != bl));
+                ds_sync(g);  // the propensities written above are visible to every lane
+                ds_raise_blocks(g, lv, lead, bl, b0, v0, a, M, top);
             }
         }
 #if DS_GENERAL
-        else {  // a long firing table: the changes, then the dependents, 32 items at a time
-            for (int q = q0 + lane; q < q0 + nq; q += 32) {
+        else {  // a long firing table: the changes, then the dependents, G items at a time
+            for (int q = q0 + lane; q < q0 + nq; q += DS_LANES) {
                 const int4 it = items[q];
                 if (it.w == DS_ITEM_CHANGE) {
                     const int nx = (int)((unsigned int)x[it.x] + (unsigned int)it.y);
@@ -351,31 +427,31 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                     if (nx < 0) { if (it.y > 0) ovf = true; else neg = true; }
                 }
             }
-            __syncwarp();
-            if (__any_sync(DS_FULL, ovf)) { err = DS_ERROR_WORD(ERR_OVERFLOW, j); break; }
-            if (__any_sync(DS_FULL, neg)) { err = DS_ERROR_WORD(ERR_NEGATIVE, j); break; }
+            ds_sync(g);
+            if (ds_any(g, ovf)) { err = DS_ERROR_WORD(ERR_OVERFLOW, j); break; }
+            if (ds_any(g, neg)) { err = DS_ERROR_WORD(ERR_NEGATIVE, j); break; }
             if (lane == 0) atomicAdd(&firings[j], 1ull);
-            for (int base = 0; base < nq; base += 32) {
+            for (int base = 0; base < nq; base += DS_LANES) {
                 const int4 it = base + lane < nq ? items[q0 + base + lane] : make_int4(0, 0, 0, DS_ITEM_NONE);
                 const bool dep = it.w == DS_ITEM_MASS || it.w == DS_ITEM_GENERAL;
-                if (!__any_sync(DS_FULL, dep)) continue;
+                if (!ds_any(g, dep)) continue;
                 const double v = dep ? ds_propensity(N, it.x, x, st) : 0.0;
                 if (dep && ds_bad_propensity(v) && it.x < bad) bad = it.x;
                 if (dep) a[it.x] = v;
                 const int bl = it.x >> 5;
-                const int pb = __shfl_up_sync(DS_FULL, bl, 1);
-                const bool pdep = __shfl_up_sync(DS_FULL, (int)dep, 1);
-                const unsigned lead = __ballot_sync(DS_FULL, dep && (lane == 0 || !pdep || pb != bl));
-                __syncwarp();
-                if (L == 0) top = lane < M ? a[lane] : 0.0;
-                else ds_raise_blocks(lv, lead, bl, -1, 0.0, a, M, top, lane);
+                const int pb = ds_shfl_up(g, bl, 1);
+                const bool pdep = ds_shfl_up(g, (int)dep, 1);
+                const unsigned lead = ds_ballot(g, dep && (lane == 0 || !pdep || pb != bl));
+                ds_sync(g);
+                if (L == 0) top = ds_load(g, a, 0, M);
+                else ds_raise_blocks(g, lv, lead, bl, -1, ds_row{}, a, M, top);
             }
-            if (__any_sync(DS_FULL, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_warp_min(bad)); ++e; break; }
+            if (ds_any(g, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad)); ++e; break; }
         }
 #endif
-        __syncwarp();  // the prefix sums written above are visible to every lane
-        cum_top = ds_warp_scan(top, lane);
-        a0 = __shfl_sync(DS_FULL, cum_top, 31);
+        ds_sync(g);  // the sums written above are visible to every lane
+        cum_top = ds_scan(g, top);
+        a0 = ds_shfl(g, cum_top, DS_LANES - 1);
         t = t_new;
         ++e;
     }

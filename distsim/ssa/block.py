@@ -25,6 +25,7 @@ class SSABlock:
     bins: int = 0
     max_events: int = 0
     keep_events: bool = True  # per-realization event counts and error words (else only their summary)
+    ensemble: int = 0  # realizations of the whole run, not this shard's (method 'warp' sizes its groups by it)
 
 
 def join(parts: list[np.ndarray]) -> np.ndarray:

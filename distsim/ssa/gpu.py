@@ -6,8 +6,8 @@
 * any model, any method with a ``cuda_header``: ``kernels/ssa_generic.cu``, the CPU loop with its
   work arrays in global memory and the method's selection code compiled in (bit-identical to the
   CPU; :func:`simulate_generic`);
-* large models (``warp``): ``kernels/ssa_warp.cu``, one warp per realization with 32-way block sums
-  (seed 004); the same random numbers, sums in another order, so equal to the CPU in distribution
+* large models (``warp``): ``kernels/ssa_warp.cu``, one warp (or 16, 8 or 4 of its lanes) per
+  realization with block sums as wide as the group (seed 004); the same random numbers, sums in another order, so equal to the CPU in distribution
   (:func:`simulate_warp`).
 Which method uses which is declared in :mod:`distsim.ssa.methods`.
 All record grid states into a device array that is reduced on the device (sum x, sum x^2,
@@ -33,7 +33,7 @@ from .block import event_summary, join
 
 BLOCK = 128  # threads per block; the fused kernel's limb sums need <= 128 (kernels/ssa_direct.cu)
 CODEGEN_MAX_REACTIONS = 64
-WARPS_PER_BLOCK = 4  # method 'warp': realizations per thread block
+WARPS_PER_BLOCK = 4  # method 'warp': warps per thread block (32 / lanes realizations each)
 WARP_LAUNCH_BYTES = 16 << 30  # method 'warp': device memory of one launch (at most a quarter of the free memory)
 WARP_MAX_STACK = 16  # kinetic-law stack depth of kernels/ssa_warp.cu (DS_MAX_STACK)
 BRANCHLESS_MAX_REACTIONS = 8  # measured: 1.12x on Michaelis-Menten (benchmarks/ssa_kernel_variants.py)
@@ -265,7 +265,7 @@ def simulate_generic(b: Any, method: Any) -> dict:
 
 
 def simulate_warp(b: Any, method: Any) -> dict:
-    """Method 'warp': one warp per realization (kernels/ssa_warp.cu)."""
+    """Method 'warp': one warp (or group of lanes) per realization (kernels/ssa_warp.cu)."""
     import cupy as cp
 
     c: CompiledNetwork = b.compiled
@@ -348,7 +348,7 @@ def warp_levels(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(sizes, np.int32), np.asarray(offs, np.int32)
 
 
-ITEM_CHANGE, ITEM_MASS, ITEM_GENERAL = 0, 1, 2  # kernels/ssa_warp.cu DS_ITEM_*
+ITEM_CHANGE, ITEM_MASS, ITEM_GENERAL, ITEM_NONE = 0, 1, 2, 3  # kernels/ssa_warp.cu DS_ITEM_*
 RCT_SHIFT = 26  # kernels/ssa_warp.cu DS_RCT_SHIFT: a reactant is species | stoichiometry << RCT_SHIFT
 
 
@@ -384,22 +384,58 @@ def warp_items(c: CompiledNetwork) -> tuple[np.ndarray, np.ndarray]:
     return item_start, items
 
 
+WARP_LANES = (4, 8, 16, 32)  # DS_LANES of kernels/ssa_warp.cu
+WARP_MIN_BLOCKS = 8  # DS_MIN_BLOCKS: thread blocks of WARPS_PER_BLOCK warps resident per SM (<= 64 registers)
+WARP_RESIDENT = 132 * WARP_MIN_BLOCKS * WARPS_PER_BLOCK  # warps resident on an H100 / H200 (132 SMs)
+
+
+def warp_lanes(item_start: np.ndarray, ensemble: int) -> int:
+    """Lanes per realization for firing tables starting at ``item_start`` and ``ensemble`` realizations
+    in the whole run: the fewest that hold the longest table (one item per lane) and whose resident
+    realizations (``WARP_RESIDENT`` x 32 / lanes) the ensemble fills to within 25%, else 32. Fewer
+    lanes spend fewer instructions per event but need more realizations to fill the GPU (H200, chain
+    N = 1e3, firings/s: 32 lanes 1.66e9 at 4,096 realizations, 8 lanes 2.75e9 at 16,384, 4 lanes
+    3.36e9 at 65,536; benchmarks/ssa_warp_variants.py). A fixed reference device, not the one present,
+    so that a run's realizations do not depend on where it ran."""
+    longest = int(np.diff(item_start).max(initial=0))
+    fit = [g for g in WARP_LANES if g >= longest and WARP_RESIDENT * 32 // g <= 1.25 * ensemble]
+    return fit[0] if fit else 32
+
+
+def warp_stride(item_start: np.ndarray, general: int) -> int:
+    """Items per reaction of the padded firing table (DS_STRIDE): the longest table rounded up to a power
+    of two, when no table needs the general path (else 0: tables addressed through item_start)."""
+    longest = int(np.diff(item_start).max(initial=1))
+    return 0 if general else 1 << max(longest - 1, 0).bit_length()
+
+
 WARP_SHARED_BYTES = 22 * 1024  # warp kernel: dynamic shared memory per block (+ 5 KiB static: 8 blocks per SM)
 
 
-def warp_placement(S: int, LV: int) -> tuple[int, int]:
+def warp_placement(S: int, LV: int, lanes: int = 32) -> tuple[int, int]:
     """(counts in shared memory, upper levels in shared memory) for the warp kernel: what fits in
-    ``WARP_SHARED_BYTES`` per block of ``WARPS_PER_BLOCK`` realizations, the levels (entries and prefix
-    sums, 2 LV doubles) first."""
-    up = 2 * LV * 8 * WARPS_PER_BLOCK <= WARP_SHARED_BYTES
-    xs = up and (2 * LV + (S + 1) // 2) * 8 * WARPS_PER_BLOCK <= WARP_SHARED_BYTES
+    ``WARP_SHARED_BYTES`` per block of 32 * ``WARPS_PER_BLOCK`` / ``lanes`` realizations, the levels
+    (LV doubles) first."""
+    groups = 32 * WARPS_PER_BLOCK // lanes
+    up = LV * 8 * groups <= WARP_SHARED_BYTES
+    xs = up and (LV + (S + 1) // 2) * 8 * groups <= WARP_SHARED_BYTES
     return int(xs), int(up)
 
 
-def warp_general(item_start: np.ndarray, items: np.ndarray) -> int:
-    """Whether the warp kernel needs its path for long firing tables (more than 32 items) and general
-    dependents (kinetic laws, more than two reactants): 0 compiles it out."""
-    return int(bool(np.diff(item_start).max(initial=0) > 32 or np.any(items[:, 3] == ITEM_GENERAL)))
+def warp_strided(item_start: np.ndarray, items: np.ndarray, stride: int) -> np.ndarray:
+    """The firing table padded to ``stride`` items per reaction (rows j*stride.., ITEM_NONE beyond the end)."""
+    n = np.diff(item_start)
+    out = np.zeros((len(n) * stride, 4), np.int32)
+    out[:, 3] = ITEM_NONE
+    rows = np.repeat(np.arange(len(n)) * stride - item_start[:-1], n) + np.arange(int(item_start[-1]))
+    out[rows] = items
+    return out
+
+
+def warp_general(item_start: np.ndarray, items: np.ndarray, lanes: int = 32) -> int:
+    """Whether the warp kernel needs its path for long firing tables (more than ``lanes`` items) and
+    general dependents (kinetic laws, more than two reactants): 0 compiles it out."""
+    return int(bool(np.diff(item_start).max(initial=0) > lanes or np.any(items[:, 3] == ITEM_GENERAL)))
 
 
 def warp_check(c: CompiledNetwork) -> int:
@@ -413,16 +449,20 @@ def warp_check(c: CompiledNetwork) -> int:
 
 
 def warp_source(x_shared: int = 0, up_shared: int = 0, general: int = 1, check: int = 1,
-                batched: bool = False, levels: int | None = None) -> str:
+                batched: bool = False, levels: int | None = None, lanes: int = 32, stride: int = 0) -> str:
     """kernels/ssa_warp.cu with its placement compiled in, and whether it needs its general path and
     the checks of mass-action propensities (``_needs_check``); ``batched``: many points per launch
     (``DS_BATCHED``, see kernels/ssa_common.cuh); ``levels``: the number of levels above the
-    propensities, fixed so that the level loops unroll (2 to 5% faster; None: a kernel argument)."""
+    propensities, fixed so that the level loops unroll (2 to 5% faster; None: a kernel argument);
+    ``lanes``: lanes per realization (DS_LANES); ``stride``: firing tables padded to this many items
+    (DS_STRIDE, :func:`warp_strided`; 0: addressed through item_start)."""
     return (("#define DS_BATCHED\n" if batched else "") + dsmath.neglog_table_cuda()
+            + f"#define DS_LANES {lanes}\n#define DS_STRIDE {stride}\n"
             + ("" if levels is None else f"#define DS_LEVELS {levels}\n")
             + f"#define DS_X_SHARED {x_shared}\n#define DS_UP_SHARED {up_shared}\n"
             f"#define DS_GENERAL {general}\n#define DS_CHECK_PROPENSITY {check}\n"
-            f"#define DS_WARPS_PER_BLOCK {WARPS_PER_BLOCK}\n#define DS_MAX_STACK {WARP_MAX_STACK}\n"
+            f"#define DS_WARPS_PER_BLOCK {WARPS_PER_BLOCK}\n#define DS_MIN_BLOCKS {WARP_MIN_BLOCKS}\n"
+            f"#define DS_MAX_STACK {WARP_MAX_STACK}\n"
             + cuda.kernel_source("ssa_warp.cu"))
 
 
@@ -431,6 +471,7 @@ class WarpSetup:
     """What one network needs from the warp kernel: its levels, placement, firing table (on the
     device), compiled function and dynamic shared memory; shared by the per-point and batched paths."""
 
+    lanes: int
     L: int
     LV: int
     d_sizes: Any
@@ -442,36 +483,49 @@ class WarpSetup:
     fn: Any
     shared: int
 
+    @property
+    def groups(self) -> int:
+        """Realizations per thread block."""
+        return 32 * WARPS_PER_BLOCK // self.lanes
+
+    def launch(self, n: int, args: tuple) -> None:
+        """Run the kernel for n realizations."""
+        self.fn((-(-n // self.groups),), (32 * WARPS_PER_BLOCK,), args, shared_mem=self.shared)
+
     def per_realization_bytes(self, c: CompiledNetwork, K: int) -> int:
         """Device bytes of one realization's work arrays and grid records."""
         S, M = c.n_species, c.n_reactions
-        return K * S * 4 + 2 * M * 8 + (0 if self.xs_sh else S * 4) + (0 if self.up_sh else 2 * self.LV * 8)
+        return K * S * 4 + M * 8 + (0 if self.xs_sh else S * 4) + (0 if self.up_sh else self.LV * 8)
 
     def work_arrays(self, c: CompiledNetwork, n: int) -> tuple[Any, Any, Any]:
         """(counts, level 0, upper levels) for n realizations (1-entry stand-ins where shared memory holds them)."""
         import cupy as cp
 
         S, M = c.n_species, c.n_reactions
-        return (cp.empty(1 if self.xs_sh else S * n, dtype=cp.int32), cp.empty(2 * M * n, dtype=cp.float64),
-                cp.empty(1 if self.up_sh else max(2 * self.LV, 1) * n, dtype=cp.float64))
+        return (cp.empty(1 if self.xs_sh else S * n, dtype=cp.int32), cp.empty(M * n, dtype=cp.float64),
+                cp.empty(1 if self.up_sh else max(self.LV, 1) * n, dtype=cp.float64))
 
 
-def warp_setup(c: CompiledNetwork, checked: CompiledNetwork | None = None, batched: bool = False) -> WarpSetup:
-    """The warp kernel for network ``c`` (``checked``: the network whose rates decide the propensity
-    checks, e.g. the largest rates over the points of a batch)."""
+def warp_setup(c: CompiledNetwork, ensemble: int, checked: CompiledNetwork | None = None,
+               batched: bool = False) -> WarpSetup:
+    """The warp kernel for network ``c`` in a run of ``ensemble`` realizations (``checked``: the network
+    whose rates decide the propensity checks, e.g. the largest rates over the points of a batch)."""
     import cupy as cp
 
     S, M = c.n_species, c.n_reactions
+    h_start, h_items = warp_items(c)
+    lanes = warp_lanes(h_start, ensemble)
     sizes, offs = warp_levels(M)
     L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
-    xs_sh, up_sh = warp_placement(S, LV)
-    h_start, h_items = warp_items(c)
-    general, check = warp_general(h_start, h_items), warp_check(checked if checked is not None else c)
-    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched, L),
-                 lambda: warp_source(xs_sh, up_sh, general, check, batched, L)).get_function("ssa_warp")
-    shared = (2 * LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * WARPS_PER_BLOCK
-    return WarpSetup(L, LV, cp.asarray(sizes), cp.asarray(offs), xs_sh, up_sh, cp.asarray(h_start),
-                     cp.asarray(h_items), fn, shared)
+    xs_sh, up_sh = warp_placement(S, LV, lanes)
+    general, check = warp_general(h_start, h_items, lanes), warp_check(checked if checked is not None else c)
+    stride = warp_stride(h_start, general)
+    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched, L, lanes, stride),
+                 lambda: warp_source(xs_sh, up_sh, general, check, batched, L, lanes, stride)).get_function("ssa_warp")
+    shared = (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * (32 * WARPS_PER_BLOCK // lanes)
+    items = warp_strided(h_start, h_items, stride) if stride else h_items
+    return WarpSetup(lanes, L, LV, cp.asarray(sizes), cp.asarray(offs), xs_sh, up_sh, cp.asarray(h_start),
+                     cp.asarray(items), fn, shared)
 
 
 def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
@@ -480,9 +534,9 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
 
     c: CompiledNetwork = b.compiled
     S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
-    w = warp_setup(c)
+    w = warp_setup(c, b.ensemble or b.realizations)
     budget = min(WARP_LAUNCH_BYTES, cp.cuda.Device().mem_info[0] // 4)  # the reductions need room too
-    n_chunks = -(-R // max(WARPS_PER_BLOCK, budget // max(w.per_realization_bytes(c, K), 1)))
+    n_chunks = -(-R // max(w.groups, budget // max(w.per_realization_bytes(c, K), 1)))
     chunk = -(-R // n_chunks)  # balanced launches
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
@@ -492,10 +546,9 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
         ev = cp.zeros(n, dtype=cp.uint64)
         er = cp.zeros(n, dtype=cp.int32)
         xs, a, up = w.work_arrays(c, n)
-        w.fn(((n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK,), (32 * WARPS_PER_BLOCK,),
-             (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
-              np.int32(w.L), w.d_offs, w.d_sizes, np.int32(w.LV), *table_args(tb, WARP_TABLES), w.item_start,
-              w.items, grid, np.int64(b.max_events), xs, a, up, rec, firings, ev, er), shared_mem=w.shared)
+        w.launch(n, (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M),
+                     np.int32(K), np.int32(w.L), w.d_offs, w.d_sizes, np.int32(w.LV), *table_args(tb, WARP_TABLES),
+                     w.item_start, w.items, grid, np.int64(b.max_events), xs, a, up, rec, firings, ev, er))
         yield rec.transpose(0, 2, 1), ev, er
 
 

@@ -137,7 +137,7 @@ def _generic_launcher(b: PointsBlock, d: _Device, method: Any) -> tuple[Launch, 
 
 
 def _warp_launcher(b: PointsBlock, d: _Device, method: Any) -> tuple[Launch, int]:
-    """kernels/ssa_warp.cu: one warp per realization."""
+    """kernels/ssa_warp.cu: one warp (or group of lanes) per realization."""
     import cupy as cp
 
     c = b.compiled
@@ -145,21 +145,20 @@ def _warp_launcher(b: PointsBlock, d: _Device, method: Any) -> tuple[Launch, int
     if c.max_stack > gpu.WARP_MAX_STACK:
         raise ValueError(f"method 'warp' evaluates kinetic laws with a stack of at most {gpu.WARP_MAX_STACK}; "
                          f"this model needs {c.max_stack}: use method='tree'")
-    w = gpu.warp_setup(c, d.checked, batched=True)
-    tb, W = d.structure, gpu.WARPS_PER_BLOCK
+    w = gpu.warp_setup(c, b.realizations, d.checked, batched=True)  # as each point's own run
+    tb = d.structure
 
     def launch(p0: int, p1: int, rp: int, fir: Any) -> tuple[Any, Any, Any]:
         G = p1 - p0
         n = G * rp
         rec, ev, er = cp.empty((K, n, S), dtype=cp.int32), cp.zeros(n, dtype=cp.uint64), cp.zeros(n, dtype=cp.int32)
         xs, a, up = w.work_arrays(c, n)
-        w.fn(((n + W - 1) // W,), (32 * W,),
-             (np.int32(n), np.uint64(0), np.uint32(0), np.int32(S), np.int32(M), np.int32(K), np.int32(w.L), w.d_offs,
-              w.d_sizes, np.int32(w.LV),
-              *gpu.table_args(tb, gpu.WARP_TABLES, x0=d.x0[p0:p1], theta=d.theta[p0:p1], law_arg=d.law[p0:p1]),
-              w.item_start, w.items, d.grid,
-              np.int64(b.max_events), xs, a, up, rec, fir[p0:p1], ev, er, np.int32(rp), np.int32(rp),
-              d.seeds[p0:p1], np.int32(d.n_law)), shared_mem=w.shared)
+        w.launch(n, (np.int32(n), np.uint64(0), np.uint32(0), np.int32(S), np.int32(M), np.int32(K), np.int32(w.L),
+                     w.d_offs, w.d_sizes, np.int32(w.LV),
+                     *gpu.table_args(tb, gpu.WARP_TABLES, x0=d.x0[p0:p1], theta=d.theta[p0:p1],
+                                     law_arg=d.law[p0:p1]),
+                     w.item_start, w.items, d.grid, np.int64(b.max_events), xs, a, up, rec, fir[p0:p1], ev, er,
+                     np.int32(rp), np.int32(rp), d.seeds[p0:p1], np.int32(d.n_law)))
         return rec.reshape(K, G, rp, S).transpose(0, 3, 1, 2), ev, er
 
     return launch, 12 + w.per_realization_bytes(c, K)

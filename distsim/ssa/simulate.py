@@ -72,7 +72,7 @@ def simulate(
     ``keep_final`` (default: when realizations x species <= 1e7) keeps every final state, and the
     ``events`` per realization are kept up to 1e6 realizations (or with final states/trajectories),
     ``keep_trajectories`` every grid state. ``method``: 'auto', 'direct' (linear search), 'tree'
-    (O(log M) sum tree), 'warp' (GPU: one warp per realization with 32-way block sums, seed 004;
+    (O(log M) sum tree), 'warp' (GPU: a warp, or part of one, per realization, 32-way block sums, seed 004;
     CPU workers run the tree), 'cr' (O(1) composition-rejection over exponent groups) or 'ar' (seed
     001's parallel acceptance-rejection election with exact exponential ratings); all are exact and
     give the same distribution. ``params``/``initial``
@@ -131,7 +131,7 @@ def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: fl
     hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
                                                                       max_events, max_bins)
     return lambda r: SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist,
-                              max_events, keep_events)
+                              max_events, keep_events, ensemble=realizations)
 
 
 def _check_options(t_end: float, points: int, realizations: int, quantiles: Sequence[float] | None,

@@ -21,9 +21,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 from test_ssa import DSMTS, N, check_dsmts, reference  # noqa: E402
 
+LANES = [32, 16, 8, 4]
 
+
+@pytest.fixture
+def lanes(request, monkeypatch):
+    """Run the warp kernel with this many lanes per realization instead of the automatic choice."""
+    import distsim.ssa.gpu as g
+
+    monkeypatch.setattr(g, "warp_lanes", lambda item_start, ensemble: request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("lanes", LANES, indirect=True)
 @pytest.mark.parametrize("case", ["00003", "00011", "00020", "00030", "00031"])
-def test_warp_dsmts_cases(case):
+def test_warp_dsmts_cases(case, lanes):
     net = load(DSMTS / case / f"{case}-sbml-l3v1.xml")
     t, ref = reference(case)
     ds = simulate(net, t_end=float(t[-1]), points=len(t), realizations=N, seed=300 + int(case), backend="gpu",
@@ -33,8 +45,9 @@ def test_warp_dsmts_cases(case):
         check_dsmts(ds, mu, sd, net.index(sp))
 
 
-@pytest.mark.parametrize("n", [40, 300, 2000])  # one, two and three sum levels
-def test_warp_cyclic_chain_analytic(n):
+@pytest.mark.parametrize("lanes", LANES, indirect=True)
+@pytest.mark.parametrize("n", [40, 300, 2000])  # one, two and three sum levels at 32 lanes
+def test_warp_cyclic_chain_analytic(n, lanes):
     """One molecule per species; each hops along the ring at rate 1, independently. Species i at t is
     a sum of Bernoulli(p_m(t)), p_m = P(Poisson(t) = m mod n); firings per realization ~ Poisson(n t)."""
     assert len(warp_levels(n)[0]) == {40: 2, 300: 2, 2000: 3}[n]
@@ -59,7 +72,8 @@ def test_warp_cyclic_chain_analytic(n):
 
 @pytest.mark.parametrize("make", [lambda: random_network(300, seed=4), lambda: colloidal_aggregation(12)],
                          ids=["random-300", "aggregation-12"])
-def test_warp_equals_cpu_tree_in_distribution(make):
+@pytest.mark.parametrize("lanes", LANES, indirect=True)
+def test_warp_equals_cpu_tree_in_distribution(make, lanes):
     """Heterogeneous propensities: two-sample Z of the final mean of every species and of the events per
     realization, |Z| < 4.5 (two-sided 6.8e-6 each; Bonferroni over <= 301 tests: < 0.3% in all)."""
     net = make()
@@ -89,8 +103,10 @@ def test_warp_auto_on_gpu_and_michaelis_menten():
     assert np.all(np.abs(z) < 4.5), np.round(z, 2)
 
 
-def test_warp_same_seed_same_result_across_chunks(monkeypatch):
-    """A realization depends only on (seed, realization): one launch == several launches."""
+@pytest.mark.parametrize("lanes", [32, 4], indirect=True)
+def test_warp_same_seed_same_result_across_chunks(monkeypatch, lanes):
+    """A realization depends only on (seed, realization): one launch == several launches (of 37
+    realizations: not a whole number of thread blocks at 4 lanes)."""
     import distsim.ssa.gpu as g
 
     net = random_network(100, seed=2)

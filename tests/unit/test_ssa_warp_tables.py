@@ -8,8 +8,9 @@ from distsim.models.compile_reactions import compile_network
 from distsim.models.formats.reaction_text import parse_reactions
 from distsim.models.kinetics import mass_action
 from distsim.ssa.generators import colloidal_aggregation, cyclic_chain, random_network
-from distsim.ssa.gpu import (ITEM_CHANGE, ITEM_GENERAL, ITEM_MASS, RCT_SHIFT, _needs_check, warp_check, warp_general,
-                             warp_items, warp_levels, warp_placement)
+from distsim.ssa.gpu import (ITEM_CHANGE, ITEM_GENERAL, ITEM_MASS, ITEM_NONE, RCT_SHIFT, _needs_check, warp_check,
+                             warp_general, warp_items, warp_lanes, warp_levels, warp_placement, warp_stride,
+                             warp_strided)
 
 LAWS = parse_reactions("0 -> X; 2\nX -> 0; law: 0.1*X/(1+X)\n2 X -> Y; 0.01\nX + Y + Z -> 0; 0.5\n"
                        "Y -> Z; 0.3\nZ -> X; 0.2\ninit: X = 30, Y = 2, Z = 1", name="laws")
@@ -79,6 +80,26 @@ def test_warp_placement():
     assert warp_placement(1000, 0) == (1, 1)
     assert warp_placement(10000, 313) == (0, 1)
     assert warp_placement(50000, 1612) == (0, 0)
+    assert warp_placement(10000, 313, 16) == (0, 1)  # 8 realizations per block: 20 KiB of levels
+    assert warp_placement(10000, 313, 8) == (0, 0)  # 16 per block: 40 KiB
+    assert warp_placement(1000, 0, 8) == (0, 1)  # one level: nothing above level 0, counts 64 KiB
+
+
+def test_warp_strided_tables():
+    """Padded firing tables: reaction j's items at rows j*stride.., ITEM_NONE after them; the stride is
+    the longest table rounded up to a power of two, and 0 (item_start) where the general path is needed."""
+    c = compile_network(random_network(60, seed=3))
+    item_start, items = warp_items(c)
+    stride = warp_stride(item_start, 0)
+    n = np.diff(item_start)
+    assert stride >= n.max() and stride & (stride - 1) == 0 and stride < 2 * n.max()
+    assert warp_stride(item_start, 1) == 0
+    padded = warp_strided(item_start, items, stride)
+    assert padded.shape == (c.n_reactions * stride, 4)
+    for j in range(c.n_reactions):
+        rows = padded[j * stride:(j + 1) * stride]
+        assert np.array_equal(rows[:n[j]], items[item_start[j]:item_start[j + 1]])
+        assert np.all(rows[n[j]:, 3] == ITEM_NONE)
 
 
 @pytest.mark.parametrize("net", [cyclic_chain(70), random_network(60, seed=3), colloidal_aggregation(9),
@@ -93,3 +114,13 @@ def test_warp_compile_time_paths(net):
     assert warp_check(c) == int(any(_needs_check(c, d) for d in range(c.n_reactions)))
     assert warp_general(item_start, items) == {"cyclic_chain_70": 0, "random_60": 0, "colloidal_aggregation_9": 0,
                                               "colloidal_aggregation_40": 1, "laws": 1}[net.name]
+
+
+def test_warp_lanes():
+    """The fewest lanes that hold the longest firing table and that the ensemble fills (4,224 realizations
+    of 32 lanes on the reference device, 33,792 of 4), else 32; never by the shard's size."""
+    chain = warp_items(compile_network(cyclic_chain(100)))[0]  # 4 items per reaction
+    assert [warp_lanes(chain, n) for n in (1, 4096, 8000, 16384, 65536, 10**7)] == [32, 32, 16, 8, 4, 4]
+    start = np.array([0, 12, 20])  # a 12-item table: 16 lanes at least
+    assert [warp_lanes(start, n) for n in (4096, 65536)] == [32, 16]
+    assert warp_lanes(np.array([0, 40]), 10**7) == 32  # longer than any group: the general path at 32

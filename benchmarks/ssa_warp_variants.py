@@ -50,6 +50,11 @@ def new_variants() -> dict[str, dict]:
         "lanes 8, DS_MIN_BLOCKS 6 (85 registers)": {"lanes": 8, "defines": {"DS_MIN_BLOCKS": 6}},
         "lanes 16, DS_MIN_BLOCKS 6 (85 registers)": {"lanes": 16, "defines": {"DS_MIN_BLOCKS": 6}},
         "lanes 4, 2 warps per block": {"lanes": 4, "wpb": 2, "defines": {"DS_MIN_BLOCKS": 16}},
+        "lanes 4, top in registers": {"lanes": 4, "top": 0},
+        "lanes 8, top in registers": {"lanes": 8, "top": 0},
+        "lanes 16, top shared": {"lanes": 16, "top": 1},
+        "lanes4-lineinfo": {"lanes": 4, "options": ("-lineinfo",)},
+        "lanes32-lineinfo": {"lanes": 32, "options": ("-lineinfo",)},
         "new, levels a kernel argument (before DS_LEVELS)": {"levels_arg": True},
         "new, levels and counts in global memory": {"place": (0, 0)},
         "new, no register cap (DS_MIN_BLOCKS 1)": {"defines": {"DS_MIN_BLOCKS": 1}},
@@ -69,14 +74,15 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
     W = variant.get("wpb", gpu.WARPS_PER_BLOCK)
     groups = 32 * W // lanes
-    up_fit = LV * 8 * groups <= gpu.WARP_SHARED_BYTES  # gpu.warp_placement for W warps per block
-    xs_sh, up_sh = variant.get("place", (int(up_fit and (LV + (S + 1) // 2) * 8 * groups
-                                             <= gpu.WARP_SHARED_BYTES), int(up_fit)))
+    top = variant.get("top", gpu.warp_top_shared(lanes))
+    budget = gpu.WARP_SHARED_BYTES - top * 32 * 8 * groups
+    up_fit = LV * 8 * groups <= budget  # gpu.warp_placement for W warps per block
+    xs_sh, up_sh = variant.get("place", (int(up_fit and (LV + (S + 1) // 2) * 8 * groups <= budget), int(up_fit)))
     general = variant.get("general", gpu.warp_general(h_start, h_items, lanes))
     check = variant.get("check", gpu.warp_check(c))
     stride = gpu.warp_stride(h_start, general) if variant.get("stride", True) else 0
     src = gpu.warp_source(xs_sh, up_sh, general, check, levels=None if variant.get("levels_arg") else L, lanes=lanes,
-                          stride=stride)
+                          stride=stride, top_shared=top)
     src = src.replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n", f"#define DS_WARPS_PER_BLOCK {W}\n")
     for k, v in variant.get("defines", {}).items():  # replace the shipped value, or add one
         old = f"#define {k} {gpu.WARP_MIN_BLOCKS}\n" if k == "DS_MIN_BLOCKS" else None

@@ -1,7 +1,7 @@
 // Exact SSA for large models, one warp (or a group of 16, 8 or 4 of its lanes) per realization (after
 // seed 004, Komarov & D'Souza 2012). The propensities (level 0) are grouped into blocks of 32 and summed
 // level by level (level l+1 entry b = the sum of level l entries 32b..32b+31) until a level has at most
-// 32 entries: the top, held in registers. A realization's G = DS_LANES lanes hold E = 32 / G consecutive
+// 32 entries: the top (in registers, or shared memory for 8 or 4 lanes). A realization's G = DS_LANES lanes hold E = 32 / G consecutive
 // entries of a block each; a block's sum is each lane's entries added in order, then the lanes' sums
 // scanned across the group. An event is
 //   time: -log(u1) / a0; lane i computes event (e & ~(G-1)) + i's uniforms once per G events (the
@@ -64,6 +64,9 @@ static_assert(DS_LANES == 32 || DS_LANES == 16 || DS_LANES == 8 || DS_LANES == 4
 #define DS_STRIDE 0  // > 0: reaction j's firing table is items[j * DS_STRIDE ...], padded (no item_start)
 #endif
 static_assert(DS_STRIDE == 0 || (!DS_GENERAL && DS_STRIDE <= DS_LANES), "DS_STRIDE: short, simple tables only");
+#ifndef DS_TOP_SHARED
+#define DS_TOP_SHARED 0  // 1: the top level in shared memory (32 doubles per realization), not registers
+#endif
 #define DS_MAX_LEVELS 6
 #ifndef DS_RAISE_BATCH
 #define DS_RAISE_BATCH (DS_E > 2 ? 1 : 2)  // touched blocks whose entries are read together (registers allowing)
@@ -186,6 +189,37 @@ __device__ __forceinline__ void ds_set(const ds_group& g, ds_row& r, const int i
     for (int e = 0; e < DS_E; ++e) r.v[e] = e == at ? v : r.v[e];  // selects: r stays in registers
 }
 
+// the top level (at most 32 entries, the block above which nothing is summed): in registers with its
+// scan kept from the last update, or (DS_TOP_SHARED, for wide rows that would crowd the registers) in
+// shared memory, read and scanned when needed; written by set (one entry) or assign (a whole row)
+struct ds_top {
+#if DS_TOP_SHARED
+    double* m;
+    __device__ __forceinline__ ds_row row(const ds_group& g) const { return ds_load(g, m, 0, 32); }
+    __device__ __forceinline__ double refresh(const ds_group& g) { return ds_total(g, row(g)); }
+    __device__ __forceinline__ int pick(const ds_group& g, double& target) const {
+        const ds_row r = row(g);
+        return ds_pick(g, r, ds_scan(g, r), target);
+    }
+    __device__ __forceinline__ void set(const ds_group& g, const int i, const double v) { if (g.lane == 0) m[i] = v; }
+    __device__ __forceinline__ void assign(const ds_group& g, const ds_row& r) {
+#pragma unroll
+        for (int e = 0; e < DS_E; ++e) m[g.lane * DS_E + e] = r.v[e];
+    }
+#else
+    ds_row r;
+    double cum;  // ds_scan(r), refreshed after every update
+    __device__ __forceinline__ ds_row row(const ds_group&) const { return r; }
+    __device__ __forceinline__ double refresh(const ds_group& g) {
+        cum = ds_scan(g, r);
+        return ds_shfl(g, cum, DS_LANES - 1);
+    }
+    __device__ __forceinline__ int pick(const ds_group& g, double& target) const { return ds_pick(g, r, cum, target); }
+    __device__ __forceinline__ void set(const ds_group& g, const int i, const double v) { ds_set(g, r, i, v); }
+    __device__ __forceinline__ void assign(const ds_group&, const ds_row& v) { r = v; }
+#endif
+};
+
 // per-realization view of the levels: sizes and offsets (into `up`) of levels 0..L
 struct ds_levels {
     const int* size;
@@ -194,22 +228,22 @@ struct ds_levels {
     int L;
 };
 
-// level 1 entry b is now s (every lane holds it): the sums above it, up to the top (registers)
-__device__ __forceinline__ void ds_raise(const ds_group& g, const ds_levels& lv, int b, double s, ds_row& top) {
+// level 1 entry b is now s (every lane holds it): the sums above it, up to the top
+__device__ __forceinline__ void ds_raise(const ds_group& g, const ds_levels& lv, int b, double s, ds_top& top) {
     for (int l = 1; l < lv.L; ++l) {
         if (g.lane == 0) lv.up[lv.off[l] + b] = s;
         ds_sync(g);
         b >>= 5;
         s = ds_total(g, ds_load(g, lv.up + lv.off[l], b, lv.size[l]));
     }
-    ds_set(g, top, b, s);
+    top.set(g, b, s);
 }
 
 // recompute the level-0 blocks whose lanes lead in `lead` (their block index in `bl`): the fired block
 // b0 from its entries v0 (registers), the others read from a (after the writes), DS_RAISE_BATCH at a time
 __device__ __forceinline__ void ds_raise_blocks(const ds_group& g, const ds_levels& lv, unsigned lead, const int bl,
                                                 const int b0, const ds_row& v0, const double* __restrict__ a,
-                                                const int M, ds_row& top) {
+                                                const int M, ds_top& top) {
     while (lead) {
         int b[DS_RAISE_BATCH];
         ds_row v[DS_RAISE_BATCH];
@@ -250,6 +284,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     __shared__ int lsize[DS_MAX_LEVELS + 1], loff[DS_MAX_LEVELS + 1];
     __shared__ double2 batch[32 * DS_WARPS_PER_BLOCK];  // per group: (-log u1, u2) of events (e & ~(G-1)) + i
+    __shared__ double topsh[DS_TOP_SHARED ? 32 * DS_GROUPS : 1];  // per group: the top level
     extern __shared__ double ds_dyn[];
     ds_neglog_load(logtab);
     if (threadIdx.x <= L) { lsize[threadIdx.x] = level_size[threadIdx.x]; loff[threadIdx.x] = level_off[threadIdx.x]; }
@@ -290,17 +325,21 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     }
     ds_sync(g);
     if (ds_any(g, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad));
-    ds_row top = ds_load(g, a, 0, L == 0 ? M : 0);  // and its scan, cum_top
+    ds_top top;
+#if DS_TOP_SHARED
+    top.m = topsh + w * 32;
+#endif
+    top.assign(g, ds_load(g, a, 0, L == 0 ? M : 0));
+    ds_sync(g);
     for (int l = 0; l < L; ++l) {  // the sums, bottom-up
         for (int b = 0; b < lsize[l + 1]; ++b) {
             const double s = ds_total(g, ds_load(g, l == 0 ? a : up + loff[l], b, lsize[l]));
-            if (l + 1 == L) ds_set(g, top, b, s);
+            if (l + 1 == L) top.set(g, b, s);
             else if (lane == 0) up[loff[l + 1] + b] = s;
         }
         ds_sync(g);
     }
-    double cum_top = ds_scan(g, top);
-    double a0 = ds_shfl(g, cum_top, DS_LANES - 1);
+    double a0 = top.refresh(g);
 
     double t = 0.0;
     int k = 0;
@@ -335,17 +374,15 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
             break;
         }
         // ---- selection, from the top down: one read and one vote per level
-        int blk = ds_pick(g, top, cum_top, target);
+        int blk = top.pick(g, target);
         for (int l = L - 1; l >= 1; --l) {
             const ds_row u = ds_load(g, up + loff[l], blk, lsize[l]);
             blk = (blk << 5) + ds_pick(g, u, ds_scan(g, u), target);
         }
         int j = blk;
-        ds_row v0 = top;  // level 0 entries of the fired reaction's block (registers)
-        if (L > 0) {
-            v0 = ds_load(g, a, blk, M);
-            j = (blk << 5) + ds_pick(g, v0, ds_scan(g, v0), target);
-        }
+        ds_row v0 = ds_load(g, a, blk, L > 0 ? M : 0);  // level 0 entries of the fired reaction's block
+        if (L == 0) v0 = top.row(g);
+        else j = (blk << 5) + ds_pick(g, v0, ds_scan(g, v0), target);
         const int b0 = j >> 5;
 #if DS_STRIDE
         const int q0 = j * DS_STRIDE, nq = DS_STRIDE;  // padded with DS_ITEM_NONE
@@ -406,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                 ds_set(g, v0, ds_shfl(g, it.x, q) & 31, ds_shfl(g, v, q));
             }
             if (L == 0) {
-                top = v0;
+                top.assign(g, v0);
             } else if (in0 == ds_ballot(g, dep)) {  // every dependent is in the fired block (or none)
                 if (in0) ds_raise(g, lv, b0, ds_total(g, v0), top);
             } else {  // dependents are sorted, so each block's first dependent leads it
@@ -443,15 +480,14 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                 const bool pdep = ds_shfl_up(g, (int)dep, 1);
                 const unsigned lead = ds_ballot(g, dep && (lane == 0 || !pdep || pb != bl));
                 ds_sync(g);
-                if (L == 0) top = ds_load(g, a, 0, M);
+                if (L == 0) top.assign(g, ds_load(g, a, 0, M));
                 else ds_raise_blocks(g, lv, lead, bl, -1, ds_row{}, a, M, top);
             }
             if (ds_any(g, bad < M)) { err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad)); ++e; break; }
         }
 #endif
         ds_sync(g);  // the sums written above are visible to every lane
-        cum_top = ds_scan(g, top);
-        a0 = ds_shfl(g, cum_top, DS_LANES - 1);
+        a0 = top.refresh(g);
         t = t_new;
         ++e;
     }

@@ -412,13 +412,21 @@ def warp_stride(item_start: np.ndarray, general: int) -> int:
 WARP_SHARED_BYTES = 22 * 1024  # warp kernel: dynamic shared memory per block (+ 5 KiB static: 8 blocks per SM)
 
 
+def warp_top_shared(lanes: int) -> int:
+    """Whether the top level lives in shared memory (DS_TOP_SHARED): for 8 or 4 lanes, whose rows of 4 or
+    8 entries per lane would otherwise spill registers (H200, chain N = 1e4 at 65,536 realizations and 4
+    lanes: 2.10e9 -> 2.38e9 firings/s)."""
+    return int(lanes <= 8)
+
+
 def warp_placement(S: int, LV: int, lanes: int = 32) -> tuple[int, int]:
     """(counts in shared memory, upper levels in shared memory) for the warp kernel: what fits in
-    ``WARP_SHARED_BYTES`` per block of 32 * ``WARPS_PER_BLOCK`` / ``lanes`` realizations, the levels
-    (LV doubles) first."""
+    ``WARP_SHARED_BYTES`` per block of 32 * ``WARPS_PER_BLOCK`` / ``lanes`` realizations beside the top
+    levels kept there (:func:`warp_top_shared`), the levels (LV doubles) first."""
     groups = 32 * WARPS_PER_BLOCK // lanes
-    up = LV * 8 * groups <= WARP_SHARED_BYTES
-    xs = up and (LV + (S + 1) // 2) * 8 * groups <= WARP_SHARED_BYTES
+    budget = WARP_SHARED_BYTES - warp_top_shared(lanes) * 32 * 8 * groups
+    up = LV * 8 * groups <= budget
+    xs = up and (LV + (S + 1) // 2) * 8 * groups <= budget
     return int(xs), int(up)
 
 
@@ -449,15 +457,17 @@ def warp_check(c: CompiledNetwork) -> int:
 
 
 def warp_source(x_shared: int = 0, up_shared: int = 0, general: int = 1, check: int = 1,
-                batched: bool = False, levels: int | None = None, lanes: int = 32, stride: int = 0) -> str:
+                batched: bool = False, levels: int | None = None, lanes: int = 32, stride: int = 0,
+                top_shared: int = 0) -> str:
     """kernels/ssa_warp.cu with its placement compiled in, and whether it needs its general path and
     the checks of mass-action propensities (``_needs_check``); ``batched``: many points per launch
     (``DS_BATCHED``, see kernels/ssa_common.cuh); ``levels``: the number of levels above the
     propensities, fixed so that the level loops unroll (2 to 5% faster; None: a kernel argument);
     ``lanes``: lanes per realization (DS_LANES); ``stride``: firing tables padded to this many items
-    (DS_STRIDE, :func:`warp_strided`; 0: addressed through item_start)."""
+    (DS_STRIDE, :func:`warp_strided`; 0: addressed through item_start); ``top_shared``: the top level in
+    shared memory (DS_TOP_SHARED)."""
     return (("#define DS_BATCHED\n" if batched else "") + dsmath.neglog_table_cuda()
-            + f"#define DS_LANES {lanes}\n#define DS_STRIDE {stride}\n"
+            + f"#define DS_LANES {lanes}\n#define DS_STRIDE {stride}\n#define DS_TOP_SHARED {top_shared}\n"
             + ("" if levels is None else f"#define DS_LEVELS {levels}\n")
             + f"#define DS_X_SHARED {x_shared}\n#define DS_UP_SHARED {up_shared}\n"
             f"#define DS_GENERAL {general}\n#define DS_CHECK_PROPENSITY {check}\n"
@@ -520,8 +530,10 @@ def warp_setup(c: CompiledNetwork, ensemble: int, checked: CompiledNetwork | Non
     xs_sh, up_sh = warp_placement(S, LV, lanes)
     general, check = warp_general(h_start, h_items, lanes), warp_check(checked if checked is not None else c)
     stride = warp_stride(h_start, general)
-    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched, L, lanes, stride),
-                 lambda: warp_source(xs_sh, up_sh, general, check, batched, L, lanes, stride)).get_function("ssa_warp")
+    top = warp_top_shared(lanes)
+    fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched, L, lanes, stride, top),
+                 lambda: warp_source(xs_sh, up_sh, general, check, batched, L, lanes, stride, top)
+                 ).get_function("ssa_warp")
     shared = (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * (32 * WARPS_PER_BLOCK // lanes)
     items = warp_strided(h_start, h_items, stride) if stride else h_items
     return WarpSetup(lanes, L, LV, cp.asarray(sizes), cp.asarray(offs), xs_sh, up_sh, cp.asarray(h_start),

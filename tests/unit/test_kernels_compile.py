@@ -149,7 +149,8 @@ def test_warp_ssa_kernel_compiles_for_every_choice(tmp_path):
         assert r.returncode == 0, (levels, r.stderr)
     for lanes in (16, 8, 4):  # several realizations per warp, with and without padded firing tables
         for choice, stride in (((0, 1, 0, 0), 4), ((1, 1, 1, 1), 0)):
-            r = _nvcc(warp_source(*choice, levels=2, lanes=lanes, stride=stride), tmp_path)
-            assert r.returncode == 0, (lanes, choice, r.stderr)
+            for top in (0, 1):  # the top level in registers or shared memory
+                r = _nvcc(warp_source(*choice, levels=2, lanes=lanes, stride=stride, top_shared=top), tmp_path)
+                assert r.returncode == 0, (lanes, choice, top, r.stderr)
         r = _nvcc(warp_source(1, 0, 1, 1, batched=True, lanes=lanes), tmp_path)
         assert r.returncode == 0, (lanes, r.stderr)

@@ -83,6 +83,8 @@ def test_warp_placement():
     assert warp_placement(10000, 313, 16) == (0, 1)  # 8 realizations per block: 20 KiB of levels
     assert warp_placement(10000, 313, 8) == (0, 0)  # 16 per block: 40 KiB
     assert warp_placement(1000, 0, 8) == (0, 1)  # one level: nothing above level 0, counts 64 KiB
+    assert warp_placement(2000, 63, 8) == (0, 1)  # 8 KiB of levels beside 4 KiB of top levels
+    assert warp_placement(2000, 63, 4) == (0, 0)  # 16 KiB of levels beside 8 KiB of top levels: > 22 KiB
 
 
 def test_warp_strided_tables():

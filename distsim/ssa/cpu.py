@@ -166,7 +166,7 @@ def run_realization(method, rid, seed, net, grid, max_events, x, a, aux, stack, 
     K = grid.shape[0]
     x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
         law_arg, dep_start, dep_list = net
-    for s in range(x.shape[0]):
+    for s in range(S):
         x[s] = x0[s]
     method_reset(method, aux)
     t = 0.0

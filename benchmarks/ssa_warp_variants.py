@@ -12,6 +12,7 @@ same rule, so they agree realization by realization except where the sums' round
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -53,8 +54,8 @@ def new_variants() -> dict[str, dict]:
         "lanes 4, top in registers": {"lanes": 4, "top": 0},
         "lanes 8, top in registers": {"lanes": 8, "top": 0},
         "lanes 16, top shared": {"lanes": 16, "top": 1},
-        "lanes4-lineinfo": {"lanes": 4, "options": ("-lineinfo",)},
-        "lanes32-lineinfo": {"lanes": 32, "options": ("-lineinfo",)},
+        "lanes 4, -lineinfo (for ncu)": {"lanes": 4, "options": ("-lineinfo",)},
+        "lanes 32, -lineinfo (for ncu)": {"lanes": 32, "options": ("-lineinfo",)},
         "new, levels a kernel argument (before DS_LEVELS)": {"levels_arg": True},
         "new, levels and counts in global memory": {"place": (0, 0)},
         "new, no register cap (DS_MIN_BLOCKS 1)": {"defines": {"DS_MIN_BLOCKS": 1}},
@@ -73,25 +74,22 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     sizes, offs = gpu.warp_levels(M)
     L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
     W = variant.get("wpb", gpu.WARPS_PER_BLOCK)
-    groups = 32 * W // lanes
+    groups = gpu.warp_groups(lanes, W)
     top = variant.get("top", gpu.warp_top_shared(lanes))
-    budget = gpu.WARP_SHARED_BYTES - top * 32 * 8 * groups
-    up_fit = LV * 8 * groups <= budget  # gpu.warp_placement for W warps per block
-    xs_sh, up_sh = variant.get("place", (int(up_fit and (LV + (S + 1) // 2) * 8 * groups <= budget), int(up_fit)))
+    xs_sh, up_sh = variant.get("place", gpu.warp_placement(S, LV, lanes, W, top))
     general = variant.get("general", gpu.warp_general(h_start, h_items, lanes))
     check = variant.get("check", gpu.warp_check(c))
     stride = gpu.warp_stride(h_start, general) if variant.get("stride", True) else 0
     src = gpu.warp_source(xs_sh, up_sh, general, check, levels=None if variant.get("levels_arg") else L, lanes=lanes,
                           stride=stride, top_shared=top)
-    src = src.replace(f"#define DS_WARPS_PER_BLOCK {gpu.WARPS_PER_BLOCK}\n", f"#define DS_WARPS_PER_BLOCK {W}\n")
-    for k, v in variant.get("defines", {}).items():  # replace the shipped value, or add one
-        old = f"#define {k} {gpu.WARP_MIN_BLOCKS}\n" if k == "DS_MIN_BLOCKS" else None
-        src = src.replace(old, f"#define {k} {v}\n") if old and old in src else f"#define {k} {v}\n" + src
+    for k, v in {"DS_WARPS_PER_BLOCK": W, **variant.get("defines", {})}.items():  # the shipped value, or a new one
+        src, n = re.subn(rf"^#define {k} .*$", f"#define {k} {v}", src, count=1, flags=re.M)
+        src = src if n else f"#define {k} {v}\n" + src
     fn = cuda.load_module(src, gpu.OPTIONS + variant.get("options", ())).get_function("ssa_warp")
     tb = gpu._tables(c)
     item_start = cp.asarray(h_start)
     items = cp.asarray(gpu.warp_strided(h_start, h_items, stride) if stride else h_items)
-    shared = (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * groups
+    shared = gpu.warp_shared_bytes(S, LV, xs_sh, up_sh, groups)
     out = dict(rec=cp.empty((K, R, S), cp.int32), ev=cp.zeros(R, cp.uint64), er=cp.zeros(R, cp.int32),
                firings=cp.zeros(M, cp.uint64))
     xs = cp.empty(1 if xs_sh else S * R, cp.int32)

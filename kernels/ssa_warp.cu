@@ -1,9 +1,9 @@
 // Exact SSA for large models, one warp (or a group of 16, 8 or 4 of its lanes) per realization (after
 // seed 004, Komarov & D'Souza 2012). The propensities (level 0) are grouped into blocks of 32 and summed
 // level by level (level l+1 entry b = the sum of level l entries 32b..32b+31) until a level has at most
-// 32 entries: the top (in registers, or shared memory for 8 or 4 lanes). A realization's G = DS_LANES lanes hold E = 32 / G consecutive
-// entries of a block each; a block's sum is each lane's entries added in order, then the lanes' sums
-// scanned across the group. An event is
+// 32 entries: the top (in registers, or shared memory for 8 or 4 lanes). A realization's G = DS_LANES
+// lanes hold E = 32 / G consecutive entries of a block each; a block's sum is each lane's entries added
+// in order, then the lanes' sums scanned across the group. An event is
 //   time: -log(u1) / a0; lane i computes event (e & ~(G-1)) + i's uniforms once per G events (the
 //     same Philox words as every other kernel: key (seed, realization), counter = event);
 //   selection: from the top down, at each level the first entry whose prefix sum exceeds u2 a0: the

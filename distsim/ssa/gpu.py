@@ -7,8 +7,8 @@
   work arrays in global memory and the method's selection code compiled in (bit-identical to the
   CPU; :func:`simulate_generic`);
 * large models (``warp``): ``kernels/ssa_warp.cu``, one warp (or 16, 8 or 4 of its lanes) per
-  realization with block sums as wide as the group (seed 004); the same random numbers, sums in another order, so equal to the CPU in distribution
-  (:func:`simulate_warp`).
+  realization with 32-way block sums (seed 004); the same random numbers, sums in another order, so
+  equal to the CPU in distribution (:func:`simulate_warp`).
 Which method uses which is declared in :mod:`distsim.ssa.methods`.
 All record grid states into a device array that is reduced on the device (sum x, sum x^2,
 histograms, firing counts); only these small results are copied to the host.
@@ -419,12 +419,24 @@ def warp_top_shared(lanes: int) -> int:
     return int(lanes <= 8)
 
 
-def warp_placement(S: int, LV: int, lanes: int = 32) -> tuple[int, int]:
+def warp_groups(lanes: int, warps: int = WARPS_PER_BLOCK) -> int:
+    """Realizations per thread block of ``warps`` warps."""
+    return 32 * warps // lanes
+
+
+def warp_shared_bytes(S: int, LV: int, xs_sh: int, up_sh: int, groups: int) -> int:
+    """Dynamic shared memory of a block of ``groups`` realizations: the upper levels and counts placed there."""
+    return (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * groups
+
+
+def warp_placement(S: int, LV: int, lanes: int = 32, warps: int = WARPS_PER_BLOCK,
+                   top: int | None = None) -> tuple[int, int]:
     """(counts in shared memory, upper levels in shared memory) for the warp kernel: what fits in
-    ``WARP_SHARED_BYTES`` per block of 32 * ``WARPS_PER_BLOCK`` / ``lanes`` realizations beside the top
-    levels kept there (:func:`warp_top_shared`), the levels (LV doubles) first."""
-    groups = 32 * WARPS_PER_BLOCK // lanes
-    budget = WARP_SHARED_BYTES - warp_top_shared(lanes) * 32 * 8 * groups
+    ``WARP_SHARED_BYTES`` per block of ``warps`` warps (:func:`warp_groups` realizations) beside the top
+    levels kept there (``top``, default :func:`warp_top_shared`), the levels (LV doubles) first."""
+    groups = warp_groups(lanes, warps)
+    top = warp_top_shared(lanes) if top is None else top
+    budget = WARP_SHARED_BYTES - top * 32 * 8 * groups
     up = LV * 8 * groups <= budget
     xs = up and (LV + (S + 1) // 2) * 8 * groups <= budget
     return int(xs), int(up)
@@ -496,7 +508,7 @@ class WarpSetup:
     @property
     def groups(self) -> int:
         """Realizations per thread block."""
-        return 32 * WARPS_PER_BLOCK // self.lanes
+        return warp_groups(self.lanes)
 
     def launch(self, n: int, args: tuple) -> None:
         """Run the kernel for n realizations."""
@@ -534,7 +546,7 @@ def warp_setup(c: CompiledNetwork, ensemble: int, checked: CompiledNetwork | Non
     fn = _module(("warp", xs_sh, up_sh, general, check, WARPS_PER_BLOCK, batched, L, lanes, stride, top),
                  lambda: warp_source(xs_sh, up_sh, general, check, batched, L, lanes, stride, top)
                  ).get_function("ssa_warp")
-    shared = (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * (32 * WARPS_PER_BLOCK // lanes)
+    shared = warp_shared_bytes(S, LV, xs_sh, up_sh, warp_groups(lanes))
     items = warp_strided(h_start, h_items, stride) if stride else h_items
     return WarpSetup(lanes, L, LV, cp.asarray(sizes), cp.asarray(offs), xs_sh, up_sh, cp.asarray(h_start),
                      cp.asarray(items), fn, shared)

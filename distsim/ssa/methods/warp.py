@@ -12,7 +12,8 @@ from .base import SSAMethod
 from .tree import METHOD as TREE
 
 METHOD = SSAMethod(
-    name="warp", summary="GPU: a warp (or part of one) per realization, 32-way block sums (seed 004; CPU runs the tree)",
+    name="warp",
+    summary="GPU: a warp (or part of one) per realization, 32-way block sums (seed 004; CPU runs the tree)",
     cpu=TREE.cpu, gpu=gpu.simulate_warp, cuda_header=None, bit_identical=False,
     auto=lambda m, backend: backend == "gpu",
 )

@@ -114,3 +114,27 @@ def test_a_local_cluster_closes_with_its_client():
         cluster = client.cluster
         assert len(client.scheduler_info()["workers"]) == 1
     assert cluster.status.name == "closed"
+
+
+def test_closing_a_local_cluster_quiets_its_workers(monkeypatch):
+    """Before its cluster closes, each worker process raises its own Dask log levels: a heartbeat
+    caught by the closing scheduler is logged in the worker, out of reach of the client's levels."""
+    import logging
+
+    def level() -> int:
+        return logging.getLogger("distributed.worker").getEffectiveLevel()
+
+    client = distsim.connect(gpus=False, n_workers=1)
+    before = client.run(level)
+    real_run, after = client.run, {}
+
+    def spy(fn, *args, **kwargs):  # what the workers' levels are once close() has run its function
+        out = real_run(fn, *args, **kwargs)
+        after.update(real_run(level))
+        return out
+
+    monkeypatch.setattr(client, "run", spy)
+    client.close()
+    assert client.cluster.status.name == "closed"
+    assert all(v < logging.CRITICAL for v in before.values())
+    assert after and all(v == logging.CRITICAL for v in after.values())

@@ -59,8 +59,8 @@ class _LocalClient(Client):
     def close(self, *args: Any, **kwargs: Any) -> Any:
         cluster = getattr(self, "cluster", None)
         if cluster is not None and self.status == "running":
-            with contextlib.suppress(Exception):
-                self.run(_quiet_worker)
+            with contextlib.suppress(Exception):  # bounded: a worker whose task holds the GIL answers late
+                self.sync(self._run, _quiet_worker, on_error="ignore", callback_timeout=5)
         with quiet_dask_logs():
             out = super().close(*args, **kwargs)
             if cluster is not None:

@@ -126,14 +126,14 @@ def test_closing_a_local_cluster_quiets_its_workers(monkeypatch):
 
     client = distsim.connect(gpus=False, n_workers=1)
     before = client.run(level)
-    real_run, after = client.run, {}
+    real_run, after = client._run, {}
 
-    def spy(fn, *args, **kwargs):  # what the workers' levels are once close() has run its function
-        out = real_run(fn, *args, **kwargs)
-        after.update(real_run(level))
+    async def spy(fn, *args, **kwargs):  # what the workers' levels are once close() has run its function
+        out = await real_run(fn, *args, **kwargs)
+        after.update(await real_run(level))
         return out
 
-    monkeypatch.setattr(client, "run", spy)
+    monkeypatch.setattr(client, "_run", spy)
     client.close()
     assert client.cluster.status.name == "closed"
     assert all(v < logging.CRITICAL for v in before.values())

@@ -30,10 +30,13 @@ from distributed.diagnostics.plugin import WorkerPlugin
 dask.config.update_defaults({"distsim": {"backend": "auto", "retries": 3}})
 
 
+DASK_LOGGERS = ("distributed", "tornado", "asyncio")  # where Dask's shutdown chatter is logged
+
+
 @contextlib.contextmanager
 def quiet_dask_logs() -> Iterator[None]:
     """Dask's shutdown chatter (heartbeats to a closing scheduler, cancelled tasks) stays off stderr."""
-    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+    loggers = [logging.getLogger(n) for n in DASK_LOGGERS]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL)
@@ -48,7 +51,7 @@ def _quiet_worker() -> None:
     """Run in each worker process just before its cluster closes: a heartbeat caught mid-flight by
     the closing scheduler is logged there, with a traceback, as an ERROR (seen on a loaded 2-core CI
     host); the logger levels of the client's process do not reach the workers."""
-    for name in ("distributed", "tornado", "asyncio"):
+    for name in DASK_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 

@@ -72,7 +72,7 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     h_start, h_items = gpu.warp_items(c)
     lanes = variant.get("lanes") or gpu.warp_lanes(h_start, R)
     sizes, offs = gpu.warp_levels(M)
-    L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
+    L, LV = len(sizes) - 1, int(offs[-1])
     W = variant.get("wpb", gpu.WARPS_PER_BLOCK)
     groups = gpu.warp_groups(lanes, W)
     top = variant.get("top", gpu.warp_top_shared(lanes))
@@ -93,7 +93,7 @@ def _launch_new(c, K, R, grid, variant: dict, seed: int):
     out = dict(rec=cp.empty((K, R, S), cp.int32), ev=cp.zeros(R, cp.uint64), er=cp.zeros(R, cp.int32),
                firings=cp.zeros(M, cp.uint64))
     xs = cp.empty(1 if xs_sh else S * R, cp.int32)
-    a = cp.empty(M * R, cp.float64)
+    a = cp.empty(gpu.warp_padded(M) * R, cp.float64)
     up = cp.empty(1 if up_sh else max(LV, 1) * R, cp.float64)
     args = (np.int32(R), np.uint64(0), np.uint32(seed), np.int32(S), np.int32(M), np.int32(K), np.int32(L),
             cp.asarray(offs), cp.asarray(sizes), np.int32(LV), *gpu.table_args(tb, gpu.WARP_TABLES), item_start, items,

@@ -2,8 +2,9 @@
 // seed 004, Komarov & D'Souza 2012). The propensities (level 0) are grouped into blocks of 32 and summed
 // level by level (level l+1 entry b = the sum of level l entries 32b..32b+31) until a level has at most
 // 32 entries: the top (in registers, or shared memory for 8 or 4 lanes). A realization's G = DS_LANES
-// lanes hold E = 32 / G consecutive entries of a block each; a block's sum is each lane's entries added
-// in order, then the lanes' sums scanned across the group. An event is
+// lanes hold E = 32 / G entries of a block each, in pairs (DS_POS: one 16-byte load per pair, the group's
+// loads contiguous); a block's sum is each lane's entries added in order, then the lanes' sums scanned
+// across the group, and selection takes the entries in that order (lane, entry). An event is
 //   time: -log(u1) / a0; lane i computes event (e & ~(G-1)) + i's uniforms once per G events (the
 //     same Philox words as every other kernel: key (seed, realization), counter = event);
 //   selection: from the top down, at each level the first entry whose prefix sum exceeds u2 a0: the
@@ -27,7 +28,7 @@
 // leaves out the path for long firing tables and general dependents when a model has none (then
 // DS_STRIDE > 0 pads every firing table to DS_STRIDE items, so none needs item_start), and
 // DS_CHECK_PROPENSITY 0 the checks of mass-action propensities that cannot be bad. Level 0 is global
-// (a[M] per realization). Grid states go to rec[(k * R + r) * S + s] (coalesced across species).
+// (a[Mp] per realization, M padded with zeros to whole blocks). Grid states go to rec[(k * R + r) * S + s] (coalesced across species).
 #include "ssa_common.cuh"
 
 #ifndef DS_LANES
@@ -38,6 +39,12 @@ static_assert(DS_LANES == 32 || DS_LANES == 16 || DS_LANES == 8 || DS_LANES == 4
 #define DS_E (32 / DS_LANES)  // entries of a block per lane
 #define DS_LOG_E (5 - DS_LOG_LANES)
 #define DS_LOW (DS_LANES == 32 ? 0xffffffffu : (1u << DS_LANES) - 1u)  // a group's lanes, from its first
+// lane i of a group holds entries e = 0..E-1 of a block at positions DS_POS(i, e): pairs, the group's
+// lanes side by side (lane i: 2i, 2i+1, then 2i+2G, 2i+2G+1, ...), so one 16-byte load per pair and the
+// group reads 16 G contiguous bytes per load; the block's entries are taken in the order (lane, e)
+#define DS_POS(i, e) (DS_E == 1 ? (i) : (((e) >> 1) << (DS_LOG_LANES + 1)) | ((i) << 1) | ((e) & 1))
+#define DS_LANE_OF(p) (DS_E == 1 ? (p) : ((p) >> 1) & (DS_LANES - 1))
+#define DS_ENTRY_OF(p) (DS_E == 1 ? 0 : (((p) >> (DS_LOG_LANES + 1)) << 1) | ((p) & 1))
 #ifndef DS_MAX_STACK
 #define DS_MAX_STACK 16
 #endif
@@ -105,12 +112,22 @@ struct ds_row {
     double v[DS_E];
 };
 
-// block b of a level of n entries at src (0 past the end)
+// block b of a level of n entries at src (0 past the end; every level is 16-byte aligned and padded
+// with zeros to whole blocks, so a pair starting before n is read whole)
 __device__ __forceinline__ ds_row ds_load(const ds_group& g, const double* src, const int b, const int n) {
     ds_row r;
-    const int c = (b << 5) + g.lane * DS_E;
+#if DS_E == 1
+    const int c = (b << 5) + g.lane;
+    r.v[0] = c < n ? src[c] : 0.0;
+#else
 #pragma unroll
-    for (int e = 0; e < DS_E; ++e) r.v[e] = c + e < n ? src[c + e] : 0.0;
+    for (int e = 0; e < DS_E; e += 2) {
+        const int c = (b << 5) + DS_POS(g.lane, e);
+        const double2 p = c < n ? *reinterpret_cast<const double2*>(src + c) : make_double2(0.0, 0.0);
+        r.v[e] = p.x;
+        r.v[e + 1] = p.y;
+    }
+#endif
     return r;
 }
 
@@ -178,13 +195,13 @@ __device__ __forceinline__ int ds_pick(const ds_group& g, const ds_row& r, const
         if (k < 0) k = 0;
     }
     target = ds_shfl(g, rest, f);
-    return f * DS_E + ds_shfl(g, k, f);
+    return DS_POS(f, ds_shfl(g, k, f));
 #endif
 }
 
-// entry i (< 32) of a block the group holds is now v
+// entry i (< 32, a position) of a block the group holds is now v
 __device__ __forceinline__ void ds_set(const ds_group& g, ds_row& r, const int i, const double v) {
-    const int at = g.lane == i >> DS_LOG_E ? i & (DS_E - 1) : -1;
+    const int at = g.lane == DS_LANE_OF(i) ? DS_ENTRY_OF(i) : -1;
 #pragma unroll
     for (int e = 0; e < DS_E; ++e) r.v[e] = e == at ? v : r.v[e];  // selects: r stays in registers
 }
@@ -204,7 +221,7 @@ struct ds_top {
     __device__ __forceinline__ void set(const ds_group& g, const int i, const double v) { if (g.lane == 0) m[i] = v; }
     __device__ __forceinline__ void assign(const ds_group& g, const ds_row& r) {
 #pragma unroll
-        for (int e = 0; e < DS_E; ++e) m[g.lane * DS_E + e] = r.v[e];
+        for (int e = 0; e < DS_E; ++e) m[DS_POS(g.lane, e)] = r.v[e];
     }
 #else
     ds_row r;
@@ -284,8 +301,8 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     __shared__ int lsize[DS_MAX_LEVELS + 1], loff[DS_MAX_LEVELS + 1];
     __shared__ double2 batch[32 * DS_WARPS_PER_BLOCK];  // per group: (-log u1, u2) of events (e & ~(G-1)) + i
-    __shared__ double topsh[DS_TOP_SHARED ? 32 * DS_GROUPS : 1];  // per group: the top level
-    extern __shared__ double ds_dyn[];
+    __shared__ __align__(16) double topsh[DS_TOP_SHARED ? 32 * DS_GROUPS : 2];  // per group: the top level
+    extern __shared__ __align__(16) double ds_dyn[];
     ds_neglog_load(logtab);
     if (threadIdx.x <= L) { lsize[threadIdx.x] = level_size[threadIdx.x]; loff[threadIdx.x] = level_off[threadIdx.x]; }
     __syncthreads();
@@ -301,13 +318,14 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     if (!DS_LIVE(r, R)) return;
     DS_POINT_TABLES(S, M)
 #endif
-    // this realization's arrays: a_ holds level 0 (M), up_ (or dynamic shared memory, per group) levels
-    // 1..L-1 (LV), then x (if placed there)
-    const int wdoubles = (DS_UP_SHARED ? LV : 0) + (DS_X_SHARED ? (S + 1) / 2 : 0);
+    // this realization's arrays: a_ holds level 0 (M, padded to Mp), up_ (or dynamic shared memory, per
+    // group) levels 1..L-1 (LV, each padded to whole blocks), then x (if placed there, padded to 16 bytes)
+    const int Mp = (M + 31) & ~31;
+    const int wdoubles = (DS_UP_SHARED ? LV : 0) + (DS_X_SHARED ? (S + 3) / 4 * 2 : 0);
     double* const mine = ds_dyn + (unsigned long long)w * wdoubles;
     double* const up = DS_UP_SHARED ? mine : up_ + (unsigned long long)r * LV;
     int* const x = DS_X_SHARED ? (int*)(mine + (DS_UP_SHARED ? LV : 0)) : xs_ + (unsigned long long)r * S;
-    double* const a = a_ + (unsigned long long)r * M;
+    double* const a = a_ + (unsigned long long)r * Mp;
     const ds_levels lv{lsize, loff, up, L};
     const uint32_t rid = DS_RID(real0, r);
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
@@ -323,6 +341,8 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
         if (ds_bad_propensity(v) && d < bad) bad = d;
         a[d] = v;
     }
+    for (int d = M + lane; d < Mp; d += DS_LANES) a[d] = 0.0;  // the padding
+    for (int d = lane; d < LV; d += DS_LANES) up[d] = 0.0;  // the levels' padding (their entries follow)
     ds_sync(g);
     if (ds_any(g, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad));
     ds_top top;

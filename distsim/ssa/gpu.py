@@ -335,16 +335,22 @@ def _thread_chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any
         yield rec, ev, er
 
 
+def warp_padded(n: int) -> int:
+    """n entries of a warp-kernel level padded to whole blocks of 32 (kernels/ssa_warp.cu reads pairs)."""
+    return -(-n // 32) * 32
+
+
 def warp_levels(m: int) -> tuple[np.ndarray, np.ndarray]:
     """Sizes of the warp kernel's sum levels (the m propensities, then sums of 32 entries of the level
-    below, until a level has at most 32 entries: the top, kept in registers) and the offsets of levels
-    1..L-1 in one realization's array of upper levels (level 0 and the top have their own places)."""
+    below, until a level has at most 32 entries: the top) and the offsets of levels 1..L-1, each padded
+    to whole blocks, in one realization's array of upper levels (level 0 and the top have their own
+    places); the last offset is that array's length (LV)."""
     sizes = [m]
     while sizes[-1] > 32:
         sizes.append(-(-sizes[-1] // 32))
     offs = [0] * len(sizes)
     for level in range(2, len(sizes)):
-        offs[level] = offs[level - 1] + sizes[level - 1]
+        offs[level] = offs[level - 1] + warp_padded(sizes[level - 1])
     return np.asarray(sizes, np.int32), np.asarray(offs, np.int32)
 
 
@@ -426,7 +432,12 @@ def warp_groups(lanes: int, warps: int = WARPS_PER_BLOCK) -> int:
 
 def warp_shared_bytes(S: int, LV: int, xs_sh: int, up_sh: int, groups: int) -> int:
     """Dynamic shared memory of a block of ``groups`` realizations: the upper levels and counts placed there."""
-    return (LV * up_sh + (S + 1) // 2 * xs_sh) * 8 * groups
+    return (LV * up_sh + _x_doubles(S) * xs_sh) * 8 * groups
+
+
+def _x_doubles(S: int) -> int:
+    """Doubles of shared memory that hold a realization's S int32 counts (padded to 16 bytes)."""
+    return (S + 3) // 4 * 2
 
 
 def warp_placement(S: int, LV: int, lanes: int = 32, warps: int = WARPS_PER_BLOCK,
@@ -438,7 +449,7 @@ def warp_placement(S: int, LV: int, lanes: int = 32, warps: int = WARPS_PER_BLOC
     top = warp_top_shared(lanes) if top is None else top
     budget = WARP_SHARED_BYTES - top * 32 * 8 * groups
     up = LV * 8 * groups <= budget
-    xs = up and (LV + (S + 1) // 2) * 8 * groups <= budget
+    xs = up and (LV + _x_doubles(S)) * 8 * groups <= budget
     return int(xs), int(up)
 
 
@@ -517,14 +528,14 @@ class WarpSetup:
     def per_realization_bytes(self, c: CompiledNetwork, K: int) -> int:
         """Device bytes of one realization's work arrays and grid records."""
         S, M = c.n_species, c.n_reactions
-        return K * S * 4 + M * 8 + (0 if self.xs_sh else S * 4) + (0 if self.up_sh else self.LV * 8)
+        return K * S * 4 + warp_padded(M) * 8 + (0 if self.xs_sh else S * 4) + (0 if self.up_sh else self.LV * 8)
 
     def work_arrays(self, c: CompiledNetwork, n: int) -> tuple[Any, Any, Any]:
         """(counts, level 0, upper levels) for n realizations (1-entry stand-ins where shared memory holds them)."""
         import cupy as cp
 
         S, M = c.n_species, c.n_reactions
-        return (cp.empty(1 if self.xs_sh else S * n, dtype=cp.int32), cp.empty(M * n, dtype=cp.float64),
+        return (cp.empty(1 if self.xs_sh else S * n, dtype=cp.int32), cp.empty(warp_padded(M) * n, dtype=cp.float64),
                 cp.empty(1 if self.up_sh else max(self.LV, 1) * n, dtype=cp.float64))
 
 
@@ -538,7 +549,7 @@ def warp_setup(c: CompiledNetwork, ensemble: int, checked: CompiledNetwork | Non
     h_start, h_items = warp_items(c)
     lanes = warp_lanes(h_start, ensemble)
     sizes, offs = warp_levels(M)
-    L, LV = len(sizes) - 1, int(sizes[1:-1].sum()) if len(sizes) > 2 else 0
+    L, LV = len(sizes) - 1, int(offs[-1])
     xs_sh, up_sh = warp_placement(S, LV, lanes)
     general, check = warp_general(h_start, h_items, lanes), warp_check(checked if checked is not None else c)
     stride = warp_stride(h_start, general)

@@ -17,11 +17,11 @@ LAWS = parse_reactions("0 -> X; 2\nX -> 0; law: 0.1*X/(1+X)\n2 X -> Y; 0.01\nX +
 
 
 @pytest.mark.parametrize("m,sizes,offs", [(3, [3], [0]), (32, [32], [0]), (33, [33, 2], [0, 0]),
-                                          (1024, [1024, 32], [0, 0]), (10000, [10000, 313, 10], [0, 0, 313]),
-                                          (50000, [50000, 1563, 49, 2], [0, 0, 1563, 1612])])
+                                          (1024, [1024, 32], [0, 0]), (10000, [10000, 313, 10], [0, 0, 320]),
+                                          (50000, [50000, 1563, 49, 2], [0, 0, 1568, 1632])])
 def test_warp_levels(m, sizes, offs):
-    """Level l+1 has ceil(size_l / 32) entries until one has <= 32 (the top, in registers); levels
-    1..L-1 are laid out one after the other."""
+    """Level l+1 has ceil(size_l / 32) entries until one has <= 32 (the top); levels 1..L-1 are laid
+    out one after the other, each padded to whole blocks of 32 (the kernel reads 16-byte pairs)."""
     s, o = warp_levels(m)
     assert s.tolist() == sizes and o.tolist() == offs
 
@@ -78,13 +78,13 @@ def test_warp_items_laws_are_general():
 def test_warp_placement():
     """Levels and counts go to shared memory while a block of realizations fits the budget, the levels first."""
     assert warp_placement(1000, 0) == (1, 1)
-    assert warp_placement(10000, 313) == (0, 1)
-    assert warp_placement(50000, 1612) == (0, 0)
-    assert warp_placement(10000, 313, 16) == (0, 1)  # 8 realizations per block: 20 KiB of levels
-    assert warp_placement(10000, 313, 8) == (0, 0)  # 16 per block: 40 KiB
+    assert warp_placement(10000, 320) == (0, 1)
+    assert warp_placement(50000, 1632) == (0, 0)
+    assert warp_placement(10000, 320, 16) == (0, 1)  # 8 realizations per block: 20 KiB of levels
+    assert warp_placement(10000, 320, 8) == (0, 0)  # 16 per block: 40 KiB
     assert warp_placement(1000, 0, 8) == (0, 1)  # one level: nothing above level 0, counts 64 KiB
-    assert warp_placement(2000, 63, 8) == (0, 1)  # 8 KiB of levels beside 4 KiB of top levels
-    assert warp_placement(2000, 63, 4) == (0, 0)  # 16 KiB of levels beside 8 KiB of top levels: > 22 KiB
+    assert warp_placement(2000, 64, 8) == (0, 1)  # 8 KiB of levels beside 4 KiB of top levels
+    assert warp_placement(2000, 64, 4) == (0, 0)  # 16 KiB of levels beside 8 KiB of top levels: > 22 KiB
 
 
 def test_warp_strided_tables():

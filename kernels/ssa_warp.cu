@@ -42,9 +42,19 @@ static_assert(DS_LANES == 32 || DS_LANES == 16 || DS_LANES == 8 || DS_LANES == 4
 // lane i of a group holds entries e = 0..E-1 of a block at positions DS_POS(i, e): pairs, the group's
 // lanes side by side (lane i: 2i, 2i+1, then 2i+2G, 2i+2G+1, ...), so one 16-byte load per pair and the
 // group reads 16 G contiguous bytes per load; the block's entries are taken in the order (lane, e)
+// (DS_PAIRS 0, to measure against: lane i holds E consecutive entries, E i .. E i + E - 1)
+#ifndef DS_PAIRS
+#define DS_PAIRS 1
+#endif
+#if DS_PAIRS
 #define DS_POS(i, e) (DS_E == 1 ? (i) : (((e) >> 1) << (DS_LOG_LANES + 1)) | ((i) << 1) | ((e) & 1))
 #define DS_LANE_OF(p) (DS_E == 1 ? (p) : ((p) >> 1) & (DS_LANES - 1))
 #define DS_ENTRY_OF(p) (DS_E == 1 ? 0 : (((p) >> (DS_LOG_LANES + 1)) << 1) | ((p) & 1))
+#else
+#define DS_POS(i, e) ((i) * DS_E + (e))
+#define DS_LANE_OF(p) ((p) >> DS_LOG_E)
+#define DS_ENTRY_OF(p) ((p) & (DS_E - 1))
+#endif
 #ifndef DS_MAX_STACK
 #define DS_MAX_STACK 16
 #endif
@@ -116,9 +126,12 @@ struct ds_row {
 // with zeros to whole blocks, so a pair starting before n is read whole)
 __device__ __forceinline__ ds_row ds_load(const ds_group& g, const double* src, const int b, const int n) {
     ds_row r;
-#if DS_E == 1
-    const int c = (b << 5) + g.lane;
-    r.v[0] = c < n ? src[c] : 0.0;
+#if DS_E == 1 || !DS_PAIRS
+#pragma unroll
+    for (int e = 0; e < DS_E; ++e) {
+        const int c = (b << 5) + DS_POS(g.lane, e);
+        r.v[e] = c < n ? src[c] : 0.0;
+    }
 #else
 #pragma unroll
     for (int e = 0; e < DS_E; e += 2) {

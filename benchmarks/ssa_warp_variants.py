@@ -56,6 +56,7 @@ def new_variants() -> dict[str, dict]:
         "lanes 16, top shared": {"lanes": 16, "top": 1},
         "lanes 4, consecutive entries (DS_PAIRS 0)": {"lanes": 4, "defines": {"DS_PAIRS": 0}},
         "lanes 8, consecutive entries (DS_PAIRS 0)": {"lanes": 8, "defines": {"DS_PAIRS": 0}},
+        "lanes 4, top stride 40 (DS_TOP_STRIDE, no bank conflicts)": {"lanes": 4, "defines": {"DS_TOP_STRIDE": 40}},
         "lanes 4, DS_MIN_BLOCKS 10 (48 registers)": {"lanes": 4, "defines": {"DS_MIN_BLOCKS": 10}},
         "lanes 8, DS_MIN_BLOCKS 10 (48 registers)": {"lanes": 8, "defines": {"DS_MIN_BLOCKS": 10}},
         "lanes 4, DS_PAIRS 0, -lineinfo (for ncu)": {"lanes": 4, "options": ("-lineinfo",), "defines": {"DS_PAIRS": 0}},

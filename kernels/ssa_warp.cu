@@ -84,6 +84,9 @@ static_assert(DS_STRIDE == 0 || (!DS_GENERAL && DS_STRIDE <= DS_LANES), "DS_STRI
 #ifndef DS_TOP_SHARED
 #define DS_TOP_SHARED 0  // 1: the top level in shared memory (32 doubles per realization), not registers
 #endif
+#ifndef DS_TOP_STRIDE
+#define DS_TOP_STRIDE 32  // doubles between groups' shared top levels (40: groups of 4 lanes on other banks)
+#endif
 #define DS_MAX_LEVELS 6
 #ifndef DS_RAISE_BATCH
 #define DS_RAISE_BATCH (DS_E > 2 ? 1 : 2)  // touched blocks whose entries are read together (registers allowing)
@@ -314,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     __shared__ int lsize[DS_MAX_LEVELS + 1], loff[DS_MAX_LEVELS + 1];
     __shared__ double2 batch[32 * DS_WARPS_PER_BLOCK];  // per group: (-log u1, u2) of events (e & ~(G-1)) + i
-    __shared__ __align__(16) double topsh[DS_TOP_SHARED ? 32 * DS_GROUPS : 2];  // per group: the top level
+    __shared__ __align__(16) double topsh[DS_TOP_SHARED ? DS_TOP_STRIDE * DS_GROUPS : 2];  // per group: the top level
     extern __shared__ __align__(16) double ds_dyn[];
     ds_neglog_load(logtab);
     if (threadIdx.x <= L) { lsize[threadIdx.x] = level_size[threadIdx.x]; loff[threadIdx.x] = level_off[threadIdx.x]; }
@@ -360,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     if (ds_any(g, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad));
     ds_top top;
 #if DS_TOP_SHARED
-    top.m = topsh + w * 32;
+    top.m = topsh + w * DS_TOP_STRIDE;
 #endif
     top.assign(g, ds_load(g, a, 0, L == 0 ? M : 0));
     ds_sync(g);

@@ -37,24 +37,13 @@
 #define DS_LOG_LANES (DS_LANES == 32 ? 5 : DS_LANES == 16 ? 4 : DS_LANES == 8 ? 3 : 2)
 static_assert(DS_LANES == 32 || DS_LANES == 16 || DS_LANES == 8 || DS_LANES == 4, "DS_LANES: 32, 16, 8 or 4");
 #define DS_E (32 / DS_LANES)  // entries of a block per lane
-#define DS_LOG_E (5 - DS_LOG_LANES)
 #define DS_LOW (DS_LANES == 32 ? 0xffffffffu : (1u << DS_LANES) - 1u)  // a group's lanes, from its first
 // lane i of a group holds entries e = 0..E-1 of a block at positions DS_POS(i, e): pairs, the group's
 // lanes side by side (lane i: 2i, 2i+1, then 2i+2G, 2i+2G+1, ...), so one 16-byte load per pair and the
 // group reads 16 G contiguous bytes per load; the block's entries are taken in the order (lane, e)
-// (DS_PAIRS 0, to measure against: lane i holds E consecutive entries, E i .. E i + E - 1)
-#ifndef DS_PAIRS
-#define DS_PAIRS 1
-#endif
-#if DS_PAIRS
 #define DS_POS(i, e) (DS_E == 1 ? (i) : (((e) >> 1) << (DS_LOG_LANES + 1)) | ((i) << 1) | ((e) & 1))
 #define DS_LANE_OF(p) (DS_E == 1 ? (p) : ((p) >> 1) & (DS_LANES - 1))
 #define DS_ENTRY_OF(p) (DS_E == 1 ? 0 : (((p) >> (DS_LOG_LANES + 1)) << 1) | ((p) & 1))
-#else
-#define DS_POS(i, e) ((i) * DS_E + (e))
-#define DS_LANE_OF(p) ((p) >> DS_LOG_E)
-#define DS_ENTRY_OF(p) ((p) & (DS_E - 1))
-#endif
 #ifndef DS_MAX_STACK
 #define DS_MAX_STACK 16
 #endif
@@ -84,9 +73,6 @@ static_assert(DS_STRIDE == 0 || (!DS_GENERAL && DS_STRIDE <= DS_LANES), "DS_STRI
 #ifndef DS_TOP_SHARED
 #define DS_TOP_SHARED 0  // 1: the top level in shared memory (32 doubles per realization), not registers
 #endif
-#ifndef DS_TOP_STRIDE
-#define DS_TOP_STRIDE 32  // doubles between groups' shared top levels (40: groups of 4 lanes on other banks)
-#endif
 #define DS_MAX_LEVELS 6
 #ifndef DS_RAISE_BATCH
 #define DS_RAISE_BATCH (DS_E > 2 ? 1 : 2)  // touched blocks whose entries are read together (registers allowing)
@@ -108,8 +94,21 @@ struct ds_group {
     int base, lane;
 };
 
+// bit i: lane i of the group. For groups narrower than a warp the ballot is taken by shuffles: a vote
+// whose mask differs between the warp's groups is run once per group (nvcc 13, sm_90: 8 times at
+// G = 4), a shuffle once for the warp when it is converged (DS_VOTE_SHFL 0: the vote, to measure)
+#ifndef DS_VOTE_SHFL
+#define DS_VOTE_SHFL 1
+#endif
 __device__ __forceinline__ unsigned ds_ballot(const ds_group& g, const bool p) {
-    return (__ballot_sync(g.mask, p) >> g.base) & DS_LOW;  // bit i: lane i of the group
+#if DS_VOTE_SHFL && DS_LANES < 32
+    unsigned b = (unsigned)p << g.lane;
+#pragma unroll
+    for (int m = 1; m < DS_LANES; m <<= 1) b |= __shfl_xor_sync(g.mask, b, m, DS_LANES);
+    return b;
+#else
+    return (__ballot_sync(g.mask, p) >> g.base) & DS_LOW;
+#endif
 }
 template <class T> __device__ __forceinline__ T ds_shfl(const ds_group& g, const T v, const int src) {
     return __shfl_sync(g.mask, v, src, DS_LANES);
@@ -117,10 +116,16 @@ template <class T> __device__ __forceinline__ T ds_shfl(const ds_group& g, const
 template <class T> __device__ __forceinline__ T ds_shfl_up(const ds_group& g, const T v, const int d) {
     return __shfl_up_sync(g.mask, v, d, DS_LANES);
 }
-__device__ __forceinline__ bool ds_any(const ds_group& g, const bool p) { return __any_sync(g.mask, p); }
+__device__ __forceinline__ bool ds_any(const ds_group& g, const bool p) {
+#if DS_VOTE_SHFL && DS_LANES < 32
+    return ds_ballot(g, p) != 0u;
+#else
+    return __any_sync(g.mask, p);
+#endif
+}
 __device__ __forceinline__ void ds_sync(const ds_group& g) { __syncwarp(g.mask); }
 
-// a block of 32 entries as the group holds it: lane i has entries E i .. E i + E - 1
+// a block of 32 entries as the group holds it: lane i has entries DS_POS(i, 0 .. E - 1)
 struct ds_row {
     double v[DS_E];
 };
@@ -129,7 +134,7 @@ struct ds_row {
 // with zeros to whole blocks, so a pair starting before n is read whole)
 __device__ __forceinline__ ds_row ds_load(const ds_group& g, const double* src, const int b, const int n) {
     ds_row r;
-#if DS_E == 1 || !DS_PAIRS
+#if DS_E == 1
 #pragma unroll
     for (int e = 0; e < DS_E; ++e) {
         const int c = (b << 5) + DS_POS(g.lane, e);
@@ -317,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     __shared__ double2 logtab[DS_NEGLOG_ENTRIES];
     __shared__ int lsize[DS_MAX_LEVELS + 1], loff[DS_MAX_LEVELS + 1];
     __shared__ double2 batch[32 * DS_WARPS_PER_BLOCK];  // per group: (-log u1, u2) of events (e & ~(G-1)) + i
-    __shared__ __align__(16) double topsh[DS_TOP_SHARED ? DS_TOP_STRIDE * DS_GROUPS : 2];  // per group: the top level
+    __shared__ __align__(16) double topsh[DS_TOP_SHARED ? 32 * DS_GROUPS : 2];  // per group: the top level
     extern __shared__ __align__(16) double ds_dyn[];
     ds_neglog_load(logtab);
     if (threadIdx.x <= L) { lsize[threadIdx.x] = level_size[threadIdx.x]; loff[threadIdx.x] = level_off[threadIdx.x]; }
@@ -363,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
     if (ds_any(g, bad < M)) err = DS_ERROR_WORD(ERR_PROPENSITY, ds_group_min(g, bad));
     ds_top top;
 #if DS_TOP_SHARED
-    top.m = topsh + w * DS_TOP_STRIDE;
+    top.m = topsh + w * 32;
 #endif
     top.assign(g, ds_load(g, a, 0, L == 0 ? M : 0));
     ds_sync(g);

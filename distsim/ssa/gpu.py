@@ -397,14 +397,17 @@ WARP_RESIDENT = 132 * WARP_MIN_BLOCKS * WARPS_PER_BLOCK  # warps resident on an 
 
 def warp_lanes(item_start: np.ndarray, ensemble: int) -> int:
     """Lanes per realization for firing tables starting at ``item_start`` and ``ensemble`` realizations
-    in the whole run: the fewest that hold the longest table (one item per lane) and whose resident
-    realizations (``WARP_RESIDENT`` x 32 / lanes) the ensemble fills to within 25%, else 32. Fewer
-    lanes spend fewer instructions per event but need more realizations to fill the GPU (H200, chain
-    N = 1e3, firings/s: 32 lanes 1.66e9 at 4,096 realizations, 8 lanes 2.75e9 at 16,384, 4 lanes
-    3.36e9 at 65,536; benchmarks/ssa_warp_variants.py). A fixed reference device, not the one present,
-    so that a run's realizations do not depend on where it ran."""
+    in the whole run: the fewest whose resident realizations (``WARP_RESIDENT`` x 32 / lanes) the
+    ensemble fills to within 25%, else 32; at least 8 where a table is longer than 4 items. Fewer lanes
+    spend fewer instructions per event but need more realizations to fill the GPU; a table longer than
+    the group is fired G items at a time, which 8 lanes do faster than 16 or 32 and 4 lanes slower
+    (H200, firings/s at 65,536 realizations, 4 / 8 / 32 lanes: chain N = 1e3 4.37e9 / 3.27e9 / -,
+    random N = 1e3 4.34e8 / 4.71e8 / 4.04e8, aggregation 40 4.22e8 / 5.44e8 / 5.04e8;
+    benchmarks/ssa_warp_variants.py). A fixed reference device, not the one present, so that a run's
+    realizations do not depend on where it ran."""
     longest = int(np.diff(item_start).max(initial=0))
-    fit = [g for g in WARP_LANES if g >= longest and WARP_RESIDENT * 32 // g <= 1.25 * ensemble]
+    least = 4 if longest <= 4 else 8
+    fit = [g for g in WARP_LANES if g >= least and WARP_RESIDENT * 32 // g <= 1.25 * ensemble]
     return fit[0] if fit else 32
 
 

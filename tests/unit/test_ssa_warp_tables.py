@@ -119,10 +119,11 @@ def test_warp_compile_time_paths(net):
 
 
 def test_warp_lanes():
-    """The fewest lanes that hold the longest firing table and that the ensemble fills (4,224 realizations
-    of 32 lanes on the reference device, 33,792 of 4), else 32; never by the shard's size."""
+    """The fewest lanes that the ensemble fills (4,224 realizations of 32 lanes on the reference device,
+    33,792 of 4), else 32, and 8 at least for tables longer than 4 items; never by the shard's size."""
     chain = warp_items(compile_network(cyclic_chain(100)))[0]  # 4 items per reaction
     assert [warp_lanes(chain, n) for n in (1, 4096, 8000, 16384, 65536, 10**7)] == [32, 32, 16, 8, 4, 4]
-    start = np.array([0, 12, 20])  # a 12-item table: 16 lanes at least
-    assert [warp_lanes(start, n) for n in (4096, 65536)] == [32, 16]
-    assert warp_lanes(np.array([0, 40]), 10**7) == 32  # longer than any group: the general path at 32
+    start = np.array([0, 12, 20])  # a 12-item table: the general path, 8 lanes at least
+    assert [warp_lanes(start, n) for n in (4096, 8000, 16384, 65536)] == [32, 16, 8, 8]
+    assert warp_lanes(np.array([0, 5]), 10**7) == 8
+    assert warp_lanes(np.array([0, 40]), 10**7) == 8

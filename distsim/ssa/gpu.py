@@ -566,6 +566,18 @@ def warp_setup(c: CompiledNetwork, ensemble: int, checked: CompiledNetwork | Non
                      cp.asarray(items), fn, shared)
 
 
+def warp_chunk(R: int, fits: int, resident: int) -> int:
+    """Realizations per launch of the warp kernel: at most ``fits`` (device memory), in whole waves of the
+    ``resident`` realizations the device runs at once where more than one wave fits, then balanced. The
+    realizations of a run take about equal times, so a launch of 1.3 waves takes as long as 2 (H200, random
+    N = 1e4, 65,536 realizations of 8 lanes in launches of 21,846: 2.34e8 firings/s; in 16,384: see
+    benchmarks/RESULTS.md). Results do not depend on it: a realization is keyed by its index."""
+    if fits >= resident:
+        fits -= fits % resident
+    n_chunks = -(-R // max(fits, 1))
+    return -(-R // n_chunks)
+
+
 def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     """One warp per realization (kernels/ssa_warp.cu): yields (grid states (K, S, n), events, errors)."""
     import cupy as cp
@@ -574,8 +586,8 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     S, M, K, R = c.n_species, c.n_reactions, len(b.grid), b.realizations
     w = warp_setup(c, b.ensemble or b.realizations)
     budget = min(WARP_LAUNCH_BYTES, cp.cuda.Device().mem_info[0] // 4)  # the reductions need room too
-    n_chunks = -(-R // max(w.groups, budget // max(w.per_realization_bytes(c, K), 1)))
-    chunk = -(-R // n_chunks)  # balanced launches
+    fits = max(w.groups, budget // max(w.per_realization_bytes(c, K), 1))
+    chunk = warp_chunk(R, fits, int(cp.cuda.Device().attributes["MultiProcessorCount"]) * WARP_MIN_BLOCKS * w.groups)
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
     for start in range(0, R, chunk):

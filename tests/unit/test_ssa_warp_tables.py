@@ -9,7 +9,7 @@ from distsim.models.formats.reaction_text import parse_reactions
 from distsim.models.kinetics import mass_action
 from distsim.ssa.generators import colloidal_aggregation, cyclic_chain, random_network
 from distsim.ssa.gpu import (ITEM_CHANGE, ITEM_GENERAL, ITEM_MASS, ITEM_NONE, RCT_SHIFT, _needs_check, warp_check,
-                             warp_general, warp_items, warp_lanes, warp_levels, warp_placement, warp_stride,
+                             warp_chunk, warp_general, warp_items, warp_lanes, warp_levels, warp_placement, warp_stride,
                              warp_strided)
 
 LAWS = parse_reactions("0 -> X; 2\nX -> 0; law: 0.1*X/(1+X)\n2 X -> Y; 0.01\nX + Y + Z -> 0; 0.5\n"
@@ -127,3 +127,14 @@ def test_warp_lanes():
     assert [warp_lanes(start, n) for n in (4096, 8000, 16384, 65536)] == [32, 16, 8, 8]
     assert warp_lanes(np.array([0, 5]), 10**7) == 8
     assert warp_lanes(np.array([0, 40]), 10**7) == 8
+
+
+def test_warp_chunk():
+    """Launches hold whole waves of resident realizations where more than one fits, then are balanced."""
+    assert warp_chunk(65536, 26000, 16896) == 16384  # 4 launches of one wave, not 3 of 1.3
+    assert warp_chunk(65536, 10**9, 33792) == 65536  # one launch
+    assert warp_chunk(65536, 1000, 33792) == 993  # less than a wave fits: as many as fit, balanced
+    assert warp_chunk(100, 26000, 16896) == 100
+    for R, fits, resident in [(65536, 26000, 16896), (10**6, 70000, 33792), (5, 2, 4)]:
+        chunk = warp_chunk(R, fits, resident)
+        assert chunk <= fits and -(-R // chunk) * chunk - R < -(-R // chunk)  # balanced: launches differ by < 1

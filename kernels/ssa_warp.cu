@@ -28,7 +28,8 @@
 // leaves out the path for long firing tables and general dependents when a model has none (then
 // DS_STRIDE > 0 pads every firing table to DS_STRIDE items, so none needs item_start), and
 // DS_CHECK_PROPENSITY 0 the checks of mass-action propensities that cannot be bad. Level 0 is global
-// (a[Mp] per realization, M padded with zeros to whole blocks). Grid states go to rec[(k * R + r) * S + s] (coalesced across species).
+// (a[Mp] per realization, M padded with zeros to whole blocks). Grid states go to rec[(k * R + r) * S + s]
+// (coalesced across species).
 #include "ssa_common.cuh"
 
 #ifndef DS_LANES

@@ -278,6 +278,14 @@ __device__ __forceinline__ void ds_raise(const ds_group& g, const ds_levels& lv,
     top.set(g, b, s);
 }
 
+// the lanes whose dependent (of level-0 block bl) leads its block: dependents are sorted, so each
+// block's first one
+__device__ __forceinline__ unsigned ds_leads(const ds_group& g, const bool dep, const int bl) {
+    const int pb = ds_shfl_up(g, bl, 1);
+    const bool pdep = ds_shfl_up(g, (int)dep, 1);
+    return ds_ballot(g, dep && (g.lane == 0 || !pdep || pb != bl));
+}
+
 // recompute the level-0 blocks whose lanes lead in `lead` (their block index in `bl`): the fired block
 // b0 from its entries v0 (registers), the others read from a (after the writes), DS_RAISE_BATCH at a time
 __device__ __forceinline__ void ds_raise_blocks(const ds_group& g, const ds_levels& lv, unsigned lead, const int bl,
@@ -488,10 +496,8 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                 top.assign(g, v0);
             } else if (in0 == ds_ballot(g, dep)) {  // every dependent is in the fired block (or none)
                 if (in0) ds_raise(g, lv, b0, ds_total(g, v0), top);
-            } else {  // dependents are sorted, so each block's first dependent leads it
-                const int pb = ds_shfl_up(g, bl, 1);
-                const bool pdep = ds_shfl_up(g, (int)dep, 1);
-                const unsigned lead = ds_ballot(g, dep && (lane == 0 || !pdep || pb != bl));
+            } else {
+                const unsigned lead = ds_leads(g, dep, bl);
                 ds_sync(g);  // the propensities written above are visible to every lane
                 ds_raise_blocks(g, lv, lead, bl, b0, v0, a, M, top);
             }
@@ -518,9 +524,7 @@ extern "C" __global__ void __launch_bounds__(32 * DS_WARPS_PER_BLOCK, DS_MIN_BLO
                 if (dep && ds_bad_propensity(v) && it.x < bad) bad = it.x;
                 if (dep) a[it.x] = v;
                 const int bl = it.x >> 5;
-                const int pb = ds_shfl_up(g, bl, 1);
-                const bool pdep = ds_shfl_up(g, (int)dep, 1);
-                const unsigned lead = ds_ballot(g, dep && (lane == 0 || !pdep || pb != bl));
+                const unsigned lead = ds_leads(g, dep, bl);
                 ds_sync(g);
                 if (L == 0) top.assign(g, ds_load(g, a, 0, M));
                 else ds_raise_blocks(g, lv, lead, bl, -1, ds_row{}, a, M, top);

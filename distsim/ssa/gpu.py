@@ -392,12 +392,17 @@ def warp_items(c: CompiledNetwork) -> tuple[np.ndarray, np.ndarray]:
 
 WARP_LANES = (4, 8, 16, 32)  # DS_LANES of kernels/ssa_warp.cu
 WARP_MIN_BLOCKS = 8  # DS_MIN_BLOCKS: thread blocks of WARPS_PER_BLOCK warps resident per SM (<= 64 registers)
-WARP_RESIDENT = 132 * WARP_MIN_BLOCKS * WARPS_PER_BLOCK  # warps resident on an H100 / H200 (132 SMs)
+WARP_REFERENCE_SMS = 132  # the device warp_lanes sizes groups for (H100 / H200), whatever device is present
+
+
+def warp_resident(lanes: int, sms: int = WARP_REFERENCE_SMS) -> int:
+    """Realizations of ``lanes`` lanes resident at once on a device of ``sms`` SMs."""
+    return sms * WARP_MIN_BLOCKS * warp_groups(lanes)
 
 
 def warp_lanes(item_start: np.ndarray, ensemble: int) -> int:
     """Lanes per realization for firing tables starting at ``item_start`` and ``ensemble`` realizations
-    in the whole run: the fewest whose resident realizations (``WARP_RESIDENT`` x 32 / lanes) the
+    in the whole run: the fewest whose resident realizations (:func:`warp_resident`) the
     ensemble fills to within 25%, else 32; at least 8 where a table is longer than 4 items. Fewer lanes
     spend fewer instructions per event but need more realizations to fill the GPU; a table longer than
     the group is fired G items at a time, which 8 lanes do faster than 16 or 32 and 4 lanes slower
@@ -407,7 +412,7 @@ def warp_lanes(item_start: np.ndarray, ensemble: int) -> int:
     realizations do not depend on where it ran."""
     longest = int(np.diff(item_start).max(initial=0))
     least = 4 if longest <= 4 else 8
-    fit = [g for g in WARP_LANES if g >= least and WARP_RESIDENT * 32 // g <= 1.25 * ensemble]
+    fit = [g for g in WARP_LANES if g >= least and warp_resident(g) <= 1.25 * ensemble]
     return fit[0] if fit else 32
 
 
@@ -587,7 +592,7 @@ def _warp_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     w = warp_setup(c, b.ensemble or b.realizations)
     budget = min(WARP_LAUNCH_BYTES, cp.cuda.Device().mem_info[0] // 4)  # the reductions need room too
     fits = max(w.groups, budget // max(w.per_realization_bytes(c, K), 1))
-    chunk = warp_chunk(R, fits, int(cp.cuda.Device().attributes["MultiProcessorCount"]) * WARP_MIN_BLOCKS * w.groups)
+    chunk = warp_chunk(R, fits, warp_resident(w.lanes, int(cp.cuda.Device().attributes["MultiProcessorCount"])))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = _tables(c)
     for start in range(0, R, chunk):

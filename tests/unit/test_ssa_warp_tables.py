@@ -9,8 +9,8 @@ from distsim.models.formats.reaction_text import parse_reactions
 from distsim.models.kinetics import mass_action
 from distsim.ssa.generators import colloidal_aggregation, cyclic_chain, random_network
 from distsim.ssa.gpu import (ITEM_CHANGE, ITEM_GENERAL, ITEM_MASS, ITEM_NONE, RCT_SHIFT, _needs_check, warp_check,
-                             warp_chunk, warp_general, warp_items, warp_lanes, warp_levels, warp_placement, warp_stride,
-                             warp_strided)
+                             warp_chunk, warp_general, warp_items, warp_lanes, warp_levels, warp_placement, warp_resident,
+                             warp_stride, warp_strided)
 
 LAWS = parse_reactions("0 -> X; 2\nX -> 0; law: 0.1*X/(1+X)\n2 X -> Y; 0.01\nX + Y + Z -> 0; 0.5\n"
                        "Y -> Z; 0.3\nZ -> X; 0.2\ninit: X = 30, Y = 2, Z = 1", name="laws")
@@ -121,6 +121,7 @@ def test_warp_compile_time_paths(net):
 def test_warp_lanes():
     """The fewest lanes that the ensemble fills (4,224 realizations of 32 lanes on the reference device,
     33,792 of 4), else 32, and 8 at least for tables longer than 4 items; never by the shard's size."""
+    assert (warp_resident(32), warp_resident(4), warp_resident(4, sms=114)) == (4224, 33792, 29184)
     chain = warp_items(compile_network(cyclic_chain(100)))[0]  # 4 items per reaction
     assert [warp_lanes(chain, n) for n in (1, 4096, 8000, 16384, 65536, 10**7)] == [32, 32, 16, 8, 4, 4]
     start = np.array([0, 12, 20])  # a 12-item table: the general path, 8 lanes at least

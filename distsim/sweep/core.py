@@ -10,8 +10,11 @@ with the same store computes only the chunks not marked done.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -22,7 +25,7 @@ from .. import engine, results
 from ..rng import check_seed, derive_seeds
 from .adapters import Adapter, adapter_for, check_fixed
 from .points import SCALE_KEYS, Points, as_points
-from .store import SweepStore
+from .store import StoreRepaired, SweepStore, locked, point_ranges
 
 
 @dataclass(frozen=True)
@@ -167,24 +170,55 @@ def sweep(
               "points_sha256": pts.digest()}
     coords = {name: pts.column(name) for name in pts.names}
     coords["seed"] = seeds.astype(np.int64)
-
-    with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
-        st = SweepStore(store, config, pts.n, chunk_size or 1) if store is not None else None
-        plan = _plan(adapter, model, fixed, pts, seeds, _chunk_size(adapter, model, fixed, pts, seeds, run, st,
-                                                                    chunk_size), st)
-        run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
-                           f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
-        run.progress.update(plan.resumed)
-        parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size))
-    ds = st.load() if st is not None else _assemble(parts, coords, _attrs(adapter, model, config, plan.chunk_size))
+    fields = dict(workload="sweep", seed=seed, model_name=getattr(model, "name", None),
+                  model_sha256=config["model_sha256"], analysis=adapter.name, points=pts.n,
+                  fixed=json.dumps(config["fixed"], sort_keys=True), store=os.fspath(store) if store is not None else None)
+    with contextlib.ExitStack() as stack:
+        st, repaired = None, 0
+        if store is not None:
+            note = stack.enter_context(locked(store))
+            if note:
+                warnings.warn(StoreRepaired(f"{store}: {note}"), stacklevel=2)
+            st = SweepStore(store, config, pts.n, chunk_size or 1, coords, lambda n: pts.prefix(n).digest())
+            repaired = _report(st)
+            if st.exists and st.done_chunks().all():  # a finished sweep: its result, nothing computed
+                t0 = time.perf_counter()
+                ds = st.load(verify=False)
+                ds.attrs.update(results.provenance(
+                    executor="none (every point is in the store)", wall_time_s=time.perf_counter() - t0,
+                    chunk_size=st.chunk_size, tasks=0, points_computed=0, points_resumed=pts.n, points_repaired=0,
+                    task_seconds=0.0, **fields))
+                return ds
+        with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
+            C = _chunk_size(adapter, model, fixed, pts, seeds, run, st, chunk_size)
+            plan = _plan(adapter, model, fixed, pts, seeds, C, st)
+            run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
+                               f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
+            run.progress.update(plan.resumed)
+            parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size))
+        ds = st.load() if st is not None else _assemble(parts, coords, _attrs(adapter, model, config, plan.chunk_size))
     ds.attrs.update(run.provenance(
-        workload="sweep", seed=seed, model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
-        analysis=adapter.name, points=pts.n, chunk_size=plan.chunk_size, tasks=len(plan.tasks),
-        points_computed=sum(len(t.points) for t in plan.tasks), points_resumed=plan.resumed,
-        task_seconds=float(sum(m["seconds"] for m in run.metas)), fixed=json.dumps(config["fixed"], sort_keys=True),
-        store=os.fspath(store) if store is not None else None,
-    ))
+        chunk_size=plan.chunk_size, tasks=len(plan.tasks), points_computed=sum(len(t.points) for t in plan.tasks),
+        points_resumed=plan.resumed, points_repaired=repaired,
+        task_seconds=float(sum(m["seconds"] for m in run.metas)), **fields))
     return ds
+
+
+def _report(st: SweepStore) -> int:
+    """Warn of the damaged chunks of a store that the sweep recomputes (naming their points and files)
+    and of the old points recomputed because the store grew; returns the number of damaged points."""
+    v = st.verified
+    if v is None:
+        return 0
+    C = st.chunk_size
+    points = {k: list(range(k * C, min((k + 1) * C, st.n))) for k in v.damaged}
+    if v.damaged:
+        parts = [f"points {point_ranges(points[k])} ({why})" for k, why in sorted(v.damaged.items())]
+        warnings.warn(StoreRepaired(f"{st.path} is damaged; recomputing " + "; ".join(parts)), stacklevel=3)
+    if v.regrown:
+        warnings.warn(StoreRepaired(f"{st.path} grows to {st.n} points; its last chunk was partial, so points "
+                                    f"{point_ranges(v.regrown)} are recomputed with the new ones"), stacklevel=3)
+    return sum(len(p) for p in points.values())
 
 
 def _check_arguments(adapter: Adapter, model: Any, pts: Points, fixed: dict, chunk_size: int | None) -> None:

@@ -47,6 +47,10 @@ class Points:
     def digest(self) -> str:
         return hashlib.sha256(json.dumps([self.names, self.columns]).encode()).hexdigest()
 
+    def prefix(self, n: int) -> Points:
+        """The first ``n`` points."""
+        return Points(self.names, tuple(col[:n] for col in self.columns))
+
     def swept(self) -> list[str]:
         """Names of the swept columns (``parameter``/``factor`` stand for the scaled parameters)."""
         return [n for n in self.names if n not in SCALE_KEYS]

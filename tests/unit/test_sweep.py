@@ -258,7 +258,7 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path, mm):
     script.write_text(SCRIPT.replace("{GRID}", repr(RESUME_GRID)).replace("{FIXED}", repr(SSA_FIXED)))
     marks, store = tmp_path / "marks", tmp_path / "s.zarr"
     marks.mkdir()
-    env = dict(os.environ, DISTSIM_DISABLE_GPU="1")
+    env = dict(os.environ, DISTSIM_DISABLE_GPU="1", PYTHONPATH=str(ROOT))  # this checkout's distsim
     proc = subprocess.Popen([sys.executable, str(script), str(marks), str(store), "0.25", str(MM)], env=env)
     deadline = time.time() + 60
     while len(os.listdir(marks)) < 7 and proc.poll() is None and time.time() < deadline:

@@ -1,0 +1,218 @@
+"""Sweep stores that verify themselves: each damage of the issue (flipped bytes in a chunk, a deleted
+chunk, a deleted variable's zarr.json, a truncated chunk) is recomputed, naming its points and file,
+or refused naming the store and the file -- never a NaN or a missing variable; one sweep per store
+(the lock names its holder; a dead holder's lock is taken over); reruns and grown grids."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import distsim
+import distsim.ssa as ssa
+from distsim.engine import LocalExecutor
+from distsim.sweep import StoreDamaged, StoreLocked, StoreMismatch, StoreRepaired, open_store
+from distsim.sweep.store import locked
+
+ROOT = Path(__file__).resolve().parents[2]
+MM = ROOT / "examples" / "ssa" / "michaelis_menten.rxn"
+FIXED = dict(t_end=10.0, points=3, realizations=64)
+GRID = {"k1": [1e-3, 3e-3], "S": [100, 301]}  # 4 points, 2 chunks of 2
+NONDETERMINISTIC = ("wall_time_s",)
+
+
+def same(a: xr.Dataset, b: xr.Dataset) -> None:
+    """Equal variables (bit for bit, NaN where NaN) and per-point coordinates."""
+    assert sorted(a.data_vars) == sorted(b.data_vars)
+    for v in a.data_vars:
+        if v not in NONDETERMINISTIC:
+            assert np.array_equal(a[v].values, b[v].values, equal_nan=a[v].dtype.kind == "f"), v
+    for c in ("point", "seed", "k1", "S", "time", "species"):
+        assert np.array_equal(a[c].values, b[c].values), c
+
+
+def run(store: Path, grid: dict = GRID, **kw) -> xr.Dataset:
+    return distsim.sweep(ssa.simulate, MM, grid, seed=9, store=store, chunk_size=2, client=LocalExecutor("cpu"),
+                         **FIXED, **kw)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> tuple[Path, xr.Dataset]:
+    """A finished store of GRID and the same sweep without a store."""
+    store = tmp_path_factory.mktemp("finished") / "s.zarr"
+    run(store)
+    fresh = distsim.sweep(ssa.simulate, MM, GRID, seed=9, chunk_size=2, client=LocalExecutor("cpu"), **FIXED)
+    return store, fresh
+
+
+@pytest.fixture
+def store(tmp_path, finished) -> Path:
+    path = tmp_path / "s.zarr"
+    shutil.copytree(finished[0], path)
+    return path
+
+
+def rerun_repairs(store: Path, fresh: xr.Dataset, file: str, why: str) -> None:
+    """The rerun warns that points 2-3 (chunk 1) are recomputed, naming ``file`` and ``why``; it
+    computes those two points only, and the result and the store read back equal the fresh sweep."""
+    with pytest.warns(StoreRepaired) as record:
+        ds = run(store)
+    text = " ".join(str(w.message) for w in record)
+    assert f"{store} is damaged; recomputing points 2-3 ({file} {why}" in text, text
+    assert ds.attrs["points_computed"] == 2 and ds.attrs["points_repaired"] == 2 and ds.attrs["points_resumed"] == 2
+    same(ds, fresh)
+    assert not np.isnan(ds["mean"].values).any()
+    same(open_store(store), fresh)
+
+
+# ---- damage: recomputed, naming the points and the file; refused by a read ---------------------------
+
+def test_flipped_bytes_in_a_chunk(store, finished):
+    chunk = store / "mean" / "c" / "1" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    for i in (len(data) // 3, len(data) // 2, 2 * len(data) // 3):
+        data[i] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    with pytest.raises(StoreDamaged, match=rf"^{store}: chunk 1 \(points 2-3\): mean/c/1/0/0 "):
+        open_store(store)
+    with pytest.warns(StoreRepaired) as record:
+        ds = run(store)
+    text = str(record[0].message)
+    # zstd may fail to decode the flipped frame or decode other numbers: either way, named and recomputed
+    assert ("mean/c/1/0/0 cannot be read" in text or "mean/c/1/0/0 does not match its checksum" in text), text
+    assert "recomputing points 2-3" in text and ds.attrs["points_computed"] == 2
+    same(ds, finished[1])
+    same(open_store(store), finished[1])
+
+
+def test_other_numbers_in_a_chunk(store, finished):
+    """Numbers that decode but are not those written (a bit rot below the compression)."""
+    import zarr
+
+    group = zarr.open_group(str(store), mode="r+")
+    group["variance"][2:4] = group["variance"][2:4] + 1.0
+    with pytest.raises(StoreDamaged, match=r"variance/c/1/0/0 does not match its checksum"):
+        open_store(store)
+    rerun_repairs(store, finished[1], "variance/c/1/0/0", "does not match its checksum")
+
+
+def test_deleted_chunk(store, finished):
+    (store / "mean" / "c" / "1" / "0" / "0").unlink()
+    with pytest.raises(StoreDamaged, match=rf"^{store}: chunk 1 \(points 2-3\): mean/c/1/0/0 is missing"):
+        open_store(store)
+    rerun_repairs(store, finished[1], "mean/c/1/0/0", "is missing")
+
+
+def test_truncated_chunk(store, finished):
+    chunk = store / "mean" / "c" / "1" / "0" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:10])
+    with pytest.raises(StoreDamaged, match=r"mean/c/1/0/0 cannot be read"):
+        open_store(store)
+    rerun_repairs(store, finished[1], "mean/c/1/0/0", "cannot be read")
+
+
+def test_deleted_checksums_of_a_done_chunk(store, finished):
+    (store / "chunk_digest" / "c" / "1" / "0").unlink()
+    rerun_repairs(store, finished[1], "chunk_digest/c/1/0", "holds no checksums, though its points are marked done")
+
+
+def test_deleted_variable_metadata_is_restored(store, finished):
+    """A deleted mean/zarr.json is rewritten from the store's record: its chunks verify, nothing is lost."""
+    (store / "mean" / "zarr.json").unlink()
+    with pytest.warns(StoreRepaired, match=r"restored mean/zarr.json from the store's record"):
+        ds = run(store)
+    assert ds.attrs["points_computed"] == 0 and "mean" in ds
+    same(ds, finished[1])
+    (store / "variance" / "zarr.json").write_text("{not json")
+    with pytest.warns(StoreRepaired, match="restored variance/zarr.json"):
+        same(open_store(store), finished[1])
+
+
+def test_damaged_coordinates(store, finished):
+    """A per-point coordinate is rewritten from the sweep's points; any other is refused, naming it."""
+    (store / "k1" / "c" / "0").unlink()
+    with pytest.raises(StoreDamaged, match=r"coordinate 'k1' \(k1/\) does not match its checksum"):
+        open_store(store)  # a read alone does not know the points
+    with pytest.warns(StoreRepaired, match="coordinate 'k1' does not match its checksum; rewritten"):
+        ds = run(store)
+    assert ds.attrs["points_computed"] == 0
+    same(ds, finished[1])
+    (store / "time" / "c" / "0").unlink()
+    with pytest.raises(StoreDamaged, match=rf"^{store}: coordinate 'time' \(time/\) does not match its checksum; "
+                                           "restore it or remove the store"):
+        run(store)
+
+
+def test_unreadable_root_and_old_stores_are_refused(store, tmp_path):
+    import zarr
+
+    old = tmp_path / "old.zarr"
+    shutil.copytree(store, old)
+    group = zarr.open_group(str(old), mode="r+")
+    del group.attrs["distsim_sweep_record"]
+    with pytest.raises(StoreDamaged, match=rf"^{old}: was written by an older distsim, without checksums"):
+        run(old)
+    (store / "zarr.json").unlink()
+    with pytest.raises(StoreDamaged, match=rf"^{store}: exists and is not a readable zarr store"):
+        run(store)
+
+
+def test_a_kill_during_creation_leaves_no_store(tmp_path, finished):
+    """The store is laid out in a hidden folder and renamed into place: a leftover is replaced."""
+    store = tmp_path / "s.zarr"
+    (tmp_path / ".s.zarr.creating").mkdir()
+    (tmp_path / ".s.zarr.creating" / "junk").write_text("x")
+    same(run(store), finished[1])
+    assert not (tmp_path / ".s.zarr.creating").exists()
+
+
+# ---- one sweep per store ------------------------------------------------------------------------------
+
+def test_second_sweep_on_a_store_is_refused_naming_the_holder(store):
+    with locked(store):
+        with pytest.raises(StoreLocked) as e:
+            run(store)
+    msg = str(e.value)
+    assert msg.startswith(f"{store}: in use by another sweep: process {os.getpid()} on host "
+                          f"{socket.gethostname()}, since 20"), msg
+    assert not Path(f"{store}.lock").exists()  # released
+    run(store)  # and free again
+
+
+def test_lock_of_a_dead_sweep_is_taken_over(store):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    Path(f"{store}.lock").write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid,
+                                                 "since": "2026-01-01T00:00:00Z"}))
+    with pytest.warns(StoreRepaired, match=rf"took over the lock of a sweep that is no longer running \(process "
+                                           rf"{dead.pid} on host"):
+        ds = run(store)
+    assert ds.attrs["points_computed"] == 0
+
+
+def test_lock_held_by_another_process(store):
+    code = ("import sys, time; from distsim.sweep.store import locked\n"
+            "with locked(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(store)], stdout=subprocess.PIPE, text=True,
+                              cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreLocked, match=rf"process {holder.pid} on host {socket.gethostname()}, since"):
+            run(store)
+    finally:
+        holder.kill()
+        holder.wait()
+    with warnings.catch_warnings(record=True) as w:  # killed: the kernel released its lock
+        warnings.simplefilter("always")
+        assert run(store).attrs["points_computed"] == 0
+    assert any("took over the lock" in str(x.message) for x in w)

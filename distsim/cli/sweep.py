@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
                    help="write the final Dataset (.nc or .zarr; overrides the file's 'output')")
     p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                    help="points per task (overrides the file's 'chunk_size')")
-    p.add_argument("--check", action="store_true", help="validate the configuration and exit")
+    p.add_argument("--check", action="store_true", help="validate the configuration as a run does (every point's "
+                   "values and the analysis's own checks) and exit")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
                    client=dask_client, store=store, chunk_size=chunk, backend=backend(args), progress=progress(args),
                    **cfg.fixed)
     a = ds.attrs
-    print(f"{a['points']} points: {a['points_computed']} computed, {a['points_resumed']} resumed from the store, "
-          f"{a['tasks']} tasks of <= {a['chunk_size']} points on {a.get('backend', '-')}")
+    if a["tasks"] == 0:
+        print(f"{a['points']} points: every one is in the store {store}, verified; nothing computed")
+    else:
+        repaired = f" ({a['points_repaired']} of them repaired)" if a["points_repaired"] else ""
+        print(f"{a['points']} points: {a['points_computed']} computed{repaired}, {a['points_resumed']} resumed from the "
+              f"store, {a['tasks']} tasks of <= {a['chunk_size']} points on {a.get('backend', '-')}")
     return finish(args, ds, output, t0)

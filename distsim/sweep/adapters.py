@@ -45,6 +45,10 @@ class Adapter:
     # (model, point resolved) -> None, raising what ``apply`` would for a bad point, faster (the
     # sweep checks every distinct value before any work); default: ``apply``
     check: Callable[[Any, Point], None] | None = None
+    # (model, point resolved, fixed kwargs) -> None, raising what the analysis raises for these
+    # arguments before it runs (its option checks); run by the sweep before any work and by
+    # ``distsim sweep --check``, so that a bad value never fails only at run time
+    validate: Callable[[Any, Point, dict], None] | None = None
 
     def resolve(self) -> Callable[..., xr.Dataset]:
         module, _, attr = self.function.partition(":")
@@ -59,6 +63,14 @@ class Adapter:
                 out[key] = ((), ds.attrs[key])
         out.attrs = {}
         return out
+
+
+def _call_args(fn: Callable[..., Any], given: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """The arguments ``names`` of a call of ``fn``: those given, else ``fn``'s defaults."""
+    import inspect
+
+    params = inspect.signature(fn).parameters
+    return {n: given[n] if n in given else params[n].default for n in names}
 
 
 # ---- SSA ------------------------------------------------------------------------------------------
@@ -83,6 +95,15 @@ def _ssa_check(net: Any, point: Point) -> None:
     """What ``_ssa_apply`` raises for a bad point, checking only the reactions that its parameters reach."""
     params, _ = _ssa_split(net, point)
     net.check_parameters(**params)
+
+
+def _ssa_validate(net: Any, point: Point, fixed: dict) -> None:
+    """ssa.simulate's option checks (t_end, points, realizations, quantiles, plot, time_limit)."""
+    from ..ssa.simulate import _check_options, simulate
+
+    if "t_end" in fixed:
+        _check_options(**_call_args(simulate, fixed, ("t_end", "points", "realizations", "quantiles", "plot",
+                                                      "time_limit")))
 
 
 def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]]:
@@ -157,7 +178,7 @@ SSA_SIMULATE = Adapter(
     scalars=("wall_time_s", "firings_total", "mean_firings_per_realization", "truncated_realizations"),
     reserved=("seed", "client", "backend", "progress", "plot", "params", "initial", "keep_trajectories",
               "keep_final"),
-    run_chunk=_ssa_run_chunk, plan_chunk=_ssa_plan_chunk, check=_ssa_check,
+    run_chunk=_ssa_run_chunk, plan_chunk=_ssa_plan_chunk, check=_ssa_check, validate=_ssa_validate,
 )
 
 
@@ -274,6 +295,21 @@ def _grn_apply(problem: Any, point: Point) -> tuple[Any, dict]:
     return problem, extra
 
 
+def _grn_validate(problem: Any, point: Point, fixed: dict) -> None:
+    """grn.infer's checks of the GA settings (model, selection, mode, population, islands, migration,
+    mutation probabilities, generations) for the point's settings and the fixed ones."""
+    import inspect
+
+    from ..grn.infer import _params, infer
+
+    _, extra = _grn_apply(problem, point)
+    names = [n for n in inspect.signature(_params).parameters if n not in ("problem", "seed")]
+    _params(problem, seed=0, **_call_args(infer, {**fixed, **extra}, names))
+    time_limit = {**fixed, **extra}.get("time_limit")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+
+
 def _grn_baseline(problem: Any, name: str) -> float:
     import inspect
 
@@ -291,7 +327,7 @@ GRN_INFER = Adapter(
     drop_dims=("island", "generation"),
     scalars=("wall_time_s", "fitness", "node_mismatches", "link_mismatches", "link_changes", "generations",
              "reached_target", "best_generation", "evaluations"),
-    max_chunk=8,
+    max_chunk=8, validate=_grn_validate,
 )
 
 
@@ -369,10 +405,12 @@ def adapter_for(analysis: str | Callable[..., Any] | Adapter) -> Adapter:
 
 
 def check_fixed(adapter: Adapter, fixed: Mapping[str, Any], swept: Sequence[str] = ()) -> list[str]:
-    """Problems with the fixed keyword arguments: unknown to the analysis, set by the sweep, or swept."""
+    """Problems with the fixed keyword arguments: unknown to the analysis, set by the sweep, swept, or
+    a required argument missing."""
     import inspect
 
-    accepted = set(list(inspect.signature(adapter.resolve()).parameters)[1:])  # all but the model
+    params = list(inspect.signature(adapter.resolve()).parameters.values())[1:]  # all but the model
+    accepted = {p.name for p in params}
     problems = []
     for key in fixed:
         if key in adapter.reserved:
@@ -382,4 +420,7 @@ def check_fixed(adapter: Adapter, fixed: Mapping[str, Any], swept: Sequence[str]
                             f"{', '.join(sorted(accepted - set(adapter.reserved)))})")
         elif key in swept:
             problems.append(f"{key!r} is both fixed and swept")
+    problems += [f"{p.name!r} is a required argument of {adapter.name} (give it under fixed)"
+                 for p in params if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_KEYWORD,
+                 p.VAR_POSITIONAL) and p.name not in fixed and p.name not in swept and p.name not in adapter.reserved]
     return problems

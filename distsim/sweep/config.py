@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ KEYS = ("analysis", "model", "model_options", "seed", "fixed", "grid", "table", 
 POINT_KEYS = ("grid", "table", "one_at_a_time")
 MAX_DEPTH = 32  # nesting of YAML collections (a sweep needs 3)
 MAX_VALUES = 1_000_000  # YAML values after expanding aliases (a guard against alias bombs)
+MAX_BYTES = 1 << 20  # a sweep file (larger tables go in a .csv: table: points.csv)
+MAX_LINE = 65_536  # characters in one line of it
 _MAX_INT_DIGITS = 30
 
 __all__ = ["ConfigError", "SweepConfig", "load_config", "KEYS", "POINT_KEYS"]
@@ -85,6 +88,11 @@ class _Loader(yaml.SafeLoader):
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+# numbers as scientists write them: YAML 1.1 reads 2e-3 and 1E5 as text (it wants 2.0e-3, 1.0e+5);
+# YAML 1.2 (and this loader) reads them as floats. Asked after YAML 1.1's own resolvers.
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+                              list("-+0123456789."))
 
 _OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
          yaml.BlockMappingStartToken)
@@ -152,9 +160,19 @@ def _yaml_error(e: yaml.YAMLError, text: str, p: Path) -> ConfigError:
 
 def _parse_yaml(p: Path) -> tuple[Any, _Lines]:
     try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise ConfigError(f"the file has {size:,} bytes; a sweep configuration has at most {MAX_BYTES:,} "
+                              "(put a large table in a .csv file: table: points.csv)", file=str(p))
         text = read_text(p, error=ConfigError)
     except FileNotFoundError:
         raise ConfigError("cannot read the sweep configuration (no such file)", file=str(p)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read the sweep configuration ({e.strerror or e})", file=str(p)) from None
+    for n, line in enumerate(text.split("\n"), 1):
+        if len(line) > MAX_LINE:
+            raise ConfigError(f"line of {len(line):,} characters; a line has at most {MAX_LINE:,}", file=str(p),
+                              line=n)
     loader = None
     try:
         _check_depth(text, p)
@@ -244,8 +262,8 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     model = _load_model(doc, adapter)
     seed, chunk, store, output = _settings(doc)
     key, points = _points(doc, adapter, model)
-    _check_names(adapter, model, points, key, doc.fail)
-    fixed = _fixed(doc, adapter, points)
+    fixed = _fixed(doc, adapter, model, points)
+    _check_names(adapter, model, points, fixed, key, doc.fail)
     return SweepConfig(p, adapter, model, points, seed, fixed, chunk, store, output)
 
 
@@ -373,7 +391,7 @@ def _one_at_a_time(doc: _Doc, spec: Any, adapter: Adapter, model: Any) -> Any:
         raise doc.fail("one_at_a_time", str(e)) from None
 
 
-def _fixed(doc: _Doc, adapter: Adapter, points: Points) -> dict[str, Any]:
+def _fixed(doc: _Doc, adapter: Adapter, model: Any, points: Points) -> dict[str, Any]:
     fixed = doc.raw.get("fixed") or {}
     if not isinstance(fixed, dict):
         raise doc.fail("fixed", "expected a mapping of keyword arguments")
@@ -384,27 +402,47 @@ def _fixed(doc: _Doc, adapter: Adapter, points: Points) -> dict[str, Any]:
     if problems:
         bad = next((k for k in fixed if repr(k) in problems[0]), None)
         raise doc.fail(f"fixed.{bad}" if bad is not None else "fixed", problems[0])
+    from .core import validate
+
+    fixed = _integers(adapter, fixed)
+    try:
+        validate(adapter, model, {}, fixed)
+    except (ValueError, KeyError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        bad = next((k for k in fixed if msg.startswith(k) or repr(k) in msg), None)
+        raise doc.fail(f"fixed.{bad}" if bad is not None else "fixed", msg) from None
     return dict(fixed)
 
 
-def _check_names(adapter: Adapter, model: Any, points: Points, key: str, fail: Any) -> None:
-    """Every distinct value of every column, applied to the model once: errors name the key."""
-    from .core import resolve_point
+def _integers(adapter: Adapter, fixed: dict[str, Any]) -> dict[str, Any]:
+    """Whole numbers written as floats (``realizations: 1e5``) become integers where the analysis
+    takes an integer."""
+    import inspect
+
+    params = inspect.signature(adapter.resolve()).parameters
+    return {k: int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2**63
+            and params[k].annotation in ("int", int) else v for k, v in fixed.items()}
+
+
+def _check_names(adapter: Adapter, model: Any, points: Points, fixed: dict[str, Any], key: str, fail: Any) -> None:
+    """Every distinct value of every column, checked as the sweep checks it before a run
+    (:func:`distsim.sweep.core.check_point`): errors name the key."""
+    from .core import check_point, singles
 
     seen: set = set()
     for i in range(points.n):
-        pt = points.point(i)
-        checks = [(f"{key}.{n}" if key == "grid" else f"table[{i}].{n}", {n: pt[n]}) for n in points.swept()]
-        if "parameter" in pt:
-            where = f"{key}.parameters" if key == "one_at_a_time" else f"table[{i}].parameter"
-            checks.append((where, {"parameter": pt["parameter"], "factor": pt["factor"]}))
-        for where, single in checks:
+        for single in singles(points.point(i)):
             token = tuple(single.items())
             if token in seen:
                 continue
             seen.add(token)
+            if "parameter" in single:
+                where = f"{key}.parameters" if key == "one_at_a_time" else f"table[{i}].parameter"
+            else:
+                (name,) = single
+                where = f"{key}.{name}" if key == "grid" else f"table[{i}].{name}"
             try:
-                adapter.apply(model, resolve_point(adapter, model, single))
+                check_point(adapter, model, single, fixed)
             except (ValueError, KeyError) as e:
                 msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
                 raise fail(where, msg) from None

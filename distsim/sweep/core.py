@@ -226,7 +226,7 @@ def _check_arguments(adapter: Adapter, model: Any, pts: Points, fixed: dict, chu
     problems = check_fixed(adapter, fixed, pts.swept())
     if problems:
         raise ValueError("fixed arguments: " + "; ".join(problems))
-    _check_values(adapter, model, pts)
+    _check_values(adapter, model, pts, fixed)
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
 
@@ -278,26 +278,51 @@ def _collect(run: engine.Run, plan: _Plan, st: SweepStore | None, coords: dict[s
     return parts
 
 
-def _check_values(adapter: Adapter, model: Any, pts: Points) -> None:
-    """Every distinct value of every column is applied once on the client, so unknown names and bad
-    values fail before any work (naming the first point that has them)."""
+def _check_values(adapter: Adapter, model: Any, pts: Points, fixed: dict) -> None:
+    """Every distinct value of every column is applied once on the client, and the analysis's own
+    checks (``adapter.validate``) run with it and the fixed arguments, so unknown names and bad values
+    fail before any work (naming the first point that has them)."""
+    try:
+        validate(adapter, model, {}, fixed)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"fixed arguments: {_message(e)}") from None
     seen: set = set()
-    check = adapter.check or (lambda m, point: adapter.apply(m, point))
     for i in range(pts.n):
         point = pts.point(i)
-        items = [(k, v) for k, v in point.items() if k not in SCALE_KEYS]
-        if "parameter" in point:
-            items.append((point["parameter"], ("factor", point["factor"])))
-        for k, v in items:
-            if (k, v) in seen:
+        for single in singles(point):
+            token = tuple(single.items())
+            if token in seen:
                 continue
-            seen.add((k, v))
-            single = {"parameter": k, "factor": v[1]} if isinstance(v, tuple) else {k: v}
+            seen.add(token)
             try:
-                check(model, resolve_point(adapter, model, single))
+                check_point(adapter, model, single, fixed)
             except (ValueError, KeyError) as e:
-                msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-                raise ValueError(f"point {i} {point}: {msg}") from None
+                raise ValueError(f"point {i} {point}: {_message(e)}") from None
+
+
+def singles(point: dict[str, Any]) -> list[dict[str, Any]]:
+    """A point's settings one by one (a scaled parameter with its factor)."""
+    out = [{k: v} for k, v in point.items() if k not in SCALE_KEYS]
+    if "parameter" in point:
+        out.append({"parameter": point["parameter"], "factor": point["factor"]})
+    return out
+
+
+def check_point(adapter: Adapter, model: Any, point: dict[str, Any], fixed: dict) -> None:
+    """What running ``point`` would raise before any work: the adapter's check (or apply), then the
+    analysis's own checks with the fixed arguments."""
+    resolved = resolve_point(adapter, model, point)
+    (adapter.check or adapter.apply)(model, resolved)
+    validate(adapter, model, resolved, fixed)
+
+
+def validate(adapter: Adapter, model: Any, point: dict[str, Any], fixed: dict) -> None:
+    if adapter.validate is not None:
+        adapter.validate(model, point, dict(fixed))
+
+
+def _message(e: Exception) -> str:
+    return e.args[0] if isinstance(e, KeyError) and e.args else str(e)
 
 
 def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int) -> dict[str, Any]:

@@ -318,7 +318,7 @@ class SweepStore:
             var = first[name]
             shape = (N,) + var.shape[1:]
             text = var.dtype.kind in "OUST"
-            fill, dtype = ("", object) if text else (np.nan if var.dtype.kind in "fc" else 0, var.dtype)
+            fill, dtype = ("", np.dtypes.StringDType()) if text else (np.nan if var.dtype.kind in "fc" else 0, var.dtype)
             data[name] = (var.dims, da.full(shape, fill, dtype=dtype, chunks=(C,) + var.shape[1:]), var.attrs)
         data[DIGEST] = (("sweep_chunk", "sweep_variable"),
                         da.zeros((n_chunks, len(names)), dtype=np.uint64, chunks=(1, len(names))),
@@ -331,7 +331,7 @@ class SweepStore:
             co[k] = ("point", v)
         tmpl = xr.Dataset(data, coords=co)
         for name in list(tmpl.variables):
-            if tmpl[name].dtype.kind in "UT":  # zarr v3: variable-length strings
+            if tmpl[name].dtype.kind == "U":  # zarr v3: variable-length strings
                 tmpl[name] = tmpl[name].astype(object)
         tmpl.attrs = dict(attrs, chunk_size=C)
         encoding = {name: {"chunks": (C,) + tmpl[name].shape[1:]} for name in names + [DONE]}

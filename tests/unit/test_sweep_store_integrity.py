@@ -216,3 +216,110 @@ def test_lock_held_by_another_process(store):
         warnings.simplefilter("always")
         assert run(store).attrs["points_computed"] == 0
     assert any("took over the lock" in str(x.message) for x in w)
+
+
+def test_grn_sweep_with_a_store(tmp_path):
+    """GRN results hold text (each gene's rule name): the store keeps it; a rerun computes nothing."""
+    import distsim.grn as grn
+
+    problem = grn.load(ROOT / "examples" / "grn" / "mouse_eye.toml")
+    kw = dict(seed=2, client=LocalExecutor("cpu"), islands=2, generations=4)
+    grid = {"population": [32, 48], "link_mutation": [0.3]}
+    ref = distsim.sweep(grn.infer, problem, grid, **kw)
+    ds = distsim.sweep(grn.infer, problem, grid, store=tmp_path / "g.zarr", chunk_size=1, **kw)
+    assert ds.best_rule_name.dtype.kind in "OT" and ds.best_rule_name.values[0, 0] == ref.best_rule_name.values[0, 0]
+    for v in ("fitness", "best_links", "best_rule_name"):
+        assert np.array_equal(ds[v].values.astype(ref[v].dtype), ref[v].values), v
+    again = distsim.sweep(grn.infer, problem, grid, store=tmp_path / "g.zarr", **kw)
+    assert again.attrs["points_computed"] == 0 and again.attrs["tasks"] == 0
+    assert np.array_equal(again.best_rule_name.values, ds.best_rule_name.values)
+
+
+# ---- the YAML file: checked as a run checks it, numbers as written, bounded -----------------------------
+
+GRN_YAML = f"""\
+analysis: grn.infer
+model: {ROOT / "examples" / "grn" / "mouse_eye.toml"}
+fixed:
+  generations: 4
+  islands: 2
+grid:
+  population: [32]
+  link_mutation: [0.3]
+"""
+
+
+@pytest.mark.parametrize("edit,line,key,problem", [
+    (("  islands: 2", "  islands: 2\n  selection: tournament"), 6, "fixed.selection", "selection must be one of"),
+    (("[0.3]", "[0.3, 2.0]"), 8, "grid.link_mutation", "link_mutation must be a probability in [0, 1], got 2.0"),
+    (("[32]", "[32, 33]"), 7, "grid.population", "population must be even"),
+])
+def test_check_runs_the_checks_of_a_run(tmp_path, capsys, edit, line, key, problem):
+    """Values that grn.infer refuses fail `distsim sweep --check` (and the run, before any work), naming
+    the file, the line and the key."""
+    from distsim.cli import main
+
+    f = tmp_path / "grn.yaml"
+    f.write_text(GRN_YAML)
+    assert main(["sweep", str(f), "--check"]) == 0
+    f.write_text(GRN_YAML.replace(*edit))
+    assert main(["sweep", str(f), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert f"distsim: error: {f}:{line}: key {key!r}: {problem}" in err, err
+    import distsim.grn as grn
+
+    fixed = {"generations": 4, "islands": 2}
+    grid = {"population": [32], "link_mutation": [0.3]}
+    if key == "fixed.selection":
+        fixed["selection"] = "tournament"
+    else:
+        grid[key.split(".")[1]] = [32, 33] if key == "grid.population" else [0.3, 2.0]
+    with pytest.raises(ValueError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        distsim.sweep(grn.infer, ROOT / "examples" / "grn" / "mouse_eye.toml", grid, client=LocalExecutor("cpu"),
+                      store=tmp_path / "never.zarr", **fixed)
+    assert not (tmp_path / "never.zarr").exists()
+
+
+def test_missing_required_argument_is_named(tmp_path):
+    from distsim.sweep.config import ConfigError, load_config
+
+    f = tmp_path / "mm.yaml"
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\nfixed:\n  points: 3\ngrid:\n  k1: [0.001]\n")
+    with pytest.raises(ConfigError, match=rf"^{f}:3: key 'fixed': 't_end' is a required argument of ssa.simulate"):
+        load_config(f)
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\nfixed:\n  t_end: -1\ngrid:\n  k1: [0.001]\n")
+    with pytest.raises(ConfigError, match=rf"^{f}:4: key 'fixed.t_end': t_end must be positive"):
+        load_config(f)
+
+
+def test_yaml_numbers_as_scientists_write_them(tmp_path):
+    """2e-3, 1E5 and .5 are numbers (YAML 1.1 reads the first two as text); whole numbers written so
+    are integers where the analysis takes an integer."""
+    from distsim.sweep.config import load_config
+
+    f = tmp_path / "mm.yaml"
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\nfixed:\n  t_end: 1E1\n  points: 3\n  realizations: 6.4e1\n"
+                 f"grid:\n  k1: [2e-3, .5e-3, 1.0e-3]\n  S: [1e2, 3E+2]\n")
+    cfg = load_config(f)
+    assert cfg.fixed == {"t_end": 10.0, "points": 3, "realizations": 64}
+    assert isinstance(cfg.fixed["realizations"], int)
+    assert list(cfg.points.column("k1")) == [2e-3, 2e-3, 0.5e-3, 0.5e-3, 1e-3, 1e-3]
+    assert list(cfg.points.column("S")) == [100.0, 300.0] * 3
+
+
+def test_yaml_size_and_line_length_are_bounded(tmp_path):
+    """A 10 MB comment is refused from the file's size, before any parsing; a very long line by number."""
+    import time
+
+    from distsim.sweep.config import MAX_BYTES, MAX_LINE, ConfigError, load_config
+
+    f = tmp_path / "big.yaml"
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\n# " + "x" * 10_000_000 + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=rf"^{f}: the file has 10,000,\d+ bytes; a sweep configuration has at most "
+                                          f"{MAX_BYTES:,}"):
+        load_config(f)
+    assert time.perf_counter() - t0 < 5
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\n# " + "x" * MAX_LINE + "\n")
+    with pytest.raises(ConfigError, match=rf"^{f}:3: line of {MAX_LINE + 2:,} characters; a line has at most"):
+        load_config(f)

@@ -323,3 +323,59 @@ def test_yaml_size_and_line_length_are_bounded(tmp_path):
     f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\n# " + "x" * MAX_LINE + "\n")
     with pytest.raises(ConfigError, match=rf"^{f}:3: line of {MAX_LINE + 2:,} characters; a line has at most"):
         load_config(f)
+
+
+# ---- reruns and grown sweeps ----------------------------------------------------------------------------
+
+def test_rerun_of_a_finished_sweep_computes_nothing(tmp_path, capsys):
+    """`distsim sweep` run twice: the second run reads the store back (verified) and says so."""
+    from distsim.cli import main
+
+    f = tmp_path / "mm.yaml"
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\nseed: 9\nchunk_size: 2\nfixed:\n  t_end: 10\n  points: 3\n"
+                 f"  realizations: 64\ngrid:\n  k1: [1e-3, 3e-3]\n  S: [100, 301]\nstore: {tmp_path / 's.zarr'}\n")
+    assert main(["--in-process", "--cpu", "--quiet", "sweep", str(f)]) == 0
+    assert "4 points: 4 computed, 0 resumed" in capsys.readouterr().out
+    assert main(["--in-process", "--cpu", "--quiet", "sweep", str(f), "-o", str(tmp_path / "out.nc")]) == 0
+    assert f"4 points: every one is in the store {tmp_path / 's.zarr'}, verified; nothing computed" in \
+        capsys.readouterr().out
+    out = xr.open_dataset(tmp_path / "out.nc", engine="h5netcdf")
+    assert out.sizes["point"] == 4 and out.attrs["points_computed"] == 0
+
+
+def test_grown_grid_computes_only_the_new_points(store, finished):
+    """A grid that grows in its first parameter keeps every old point at its index (and seed): only
+    the new points are computed, and the result equals a fresh sweep of the grown grid."""
+    grown = {"k1": [1e-3, 3e-3, 5e-3], "S": [100, 301]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StoreRepaired)  # nothing is damaged, no old point recomputed
+        ds = run(store, grown)
+    assert ds.attrs["points_computed"] == 2 and ds.attrs["points_resumed"] == 4 and ds.sizes["point"] == 6
+    fresh = distsim.sweep(ssa.simulate, MM, grown, seed=9, chunk_size=2, client=LocalExecutor("cpu"), **FIXED)
+    same(ds, fresh)
+    same(open_store(store), fresh)
+    assert run(store, grown).attrs["points_computed"] == 0
+    with pytest.raises(StoreMismatch, match=r"holds a different sweep \(n_points: store has 6, this sweep has 4; "):
+        run(store)  # a store does not shrink
+
+
+def test_grown_table_recomputes_the_partial_last_chunk(tmp_path):
+    """Old points in a partial last chunk are recomputed with the new points of that chunk (said so)."""
+    rows = [{"k1": 1e-3, "S": s} for s in (100, 150, 200, 250, 300)]
+    store = tmp_path / "t.zarr"
+    kw = dict(seed=3, client=LocalExecutor("cpu"), chunk_size=3, **FIXED)
+    distsim.sweep(ssa.simulate, MM, rows[:4], store=store, **kw)  # chunks: points 0-2, 3
+    with pytest.warns(StoreRepaired, match=rf"{store} grows to 5 points; its last chunk was partial, so points 3 "
+                                           "are recomputed"):
+        ds = distsim.sweep(ssa.simulate, MM, rows, store=store, **kw)
+    assert ds.attrs["points_computed"] == 2 and ds.attrs["points_resumed"] == 3
+    same_points = distsim.sweep(ssa.simulate, MM, rows, seed=3, client=LocalExecutor("cpu"), chunk_size=3, **FIXED)
+    for v in ("mean", "variance", "firings"):
+        assert np.array_equal(ds[v].values, same_points[v].values), v
+    assert np.array_equal(ds.S.values, [100, 150, 200, 250, 300])
+
+
+def test_grid_grown_elsewhere_is_refused_with_the_reason(store):
+    with pytest.raises(StoreMismatch, match=r"a sweep may extend a store only by adding points after its points: "
+                                            r"a grid by new values of its first parameter"):
+        run(store, {"k1": [1e-3, 3e-3], "S": [100, 301, 500]})

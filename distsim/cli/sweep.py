@@ -54,6 +54,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{a['points']} points: every one is in the store {store}, verified; nothing computed")
     else:
         repaired = f" ({a['points_repaired']} of them repaired)" if a["points_repaired"] else ""
-        print(f"{a['points']} points: {a['points_computed']} computed{repaired}, {a['points_resumed']} resumed from the "
-              f"store, {a['tasks']} tasks of <= {a['chunk_size']} points on {a.get('backend', '-')}")
+        print(f"{a['points']} points: {a['points_computed']} computed{repaired}, {a['points_resumed']} resumed from "
+              f"the store, {a['tasks']} tasks of <= {a['chunk_size']} points on {a.get('backend', '-')}")
     return finish(args, ds, output, t0)

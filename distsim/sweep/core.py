@@ -4,8 +4,9 @@ Points are packed into chunks of consecutive points; each chunk is one Dask task
 analysis in-process on its worker (the worker's backend: its GPU when it has one). Point i uses the
 seed ``derive_seeds(seed, i)`` (a Philox-keyed permutation, so points never share a stream), so the
 result depends neither on the number of workers nor on the chunking nor on the order of completion.
-Results are collected as tasks finish and, with ``store``, written to zarr chunk by chunk; a rerun
-with the same store computes only the chunks not marked done.
+Results are collected as tasks finish and, with ``store``, written to zarr chunk by chunk with their
+checksums; a rerun with the same store computes only the chunks whose data are not there or do not
+verify (:mod:`distsim.sweep.store`).
 """
 
 from __future__ import annotations
@@ -148,13 +149,18 @@ def sweep(
     initial counts by name; PBN points set ``perturbation`` and ``select.NODE.K``. ``fixed``: keyword
     arguments of the analysis shared by every point (``t_end=``, ``realizations=``, ``target=`` ...).
     Point i gets the seed ``derive_seeds(seed, i)``. ``store`` (``.zarr``): results are written as
-    they arrive and a rerun with the same store computes only the missing points (a store of another
-    sweep is refused). ``chunk_size``: points per task (default: for SSA, whose chunks run batched,
-    one launch's worth from a pilot of the first point and the worker's device,
-    :func:`distsim.ssa.batch.chunk_points`; else about 4 tasks per worker, capped per analysis).
-    ``analysis``, ``model`` and ``points`` are positional, so the analysis's own
-    ``points=`` (SSA time points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and ``seed``) as
-    coordinates on it, and each point's results as variables.
+    they arrive with a checksum per chunk and variable, and a rerun with the same store computes only
+    the points that are missing or whose data fail their checksums (warning :class:`StoreRepaired`,
+    naming them); a finished store is read back (verified) without computing; a sweep whose points
+    extend the store's (appended: a grid grown in its first parameter, a table by rows) computes only
+    the new ones; a store of another sweep is refused, and so is a store that another sweep holds
+    (:class:`StoreLocked`, naming its host, process and start). ``chunk_size``: points per task
+    (default: for SSA, whose chunks run batched, one launch's worth from a pilot of the first point
+    and the worker's device, :func:`distsim.ssa.batch.chunk_points`; else about 4 tasks per worker,
+    capped per analysis).
+    ``analysis``, ``model`` and ``points`` are positional, so the analysis's own ``points=`` (SSA time
+    points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and
+    ``seed``) as coordinates on it, and each point's results as variables.
     """
     adapter = adapter_for(analysis)
     if not hasattr(model, "digest"):
@@ -172,7 +178,8 @@ def sweep(
     coords["seed"] = seeds.astype(np.int64)
     fields = dict(workload="sweep", seed=seed, model_name=getattr(model, "name", None),
                   model_sha256=config["model_sha256"], analysis=adapter.name, points=pts.n,
-                  fixed=json.dumps(config["fixed"], sort_keys=True), store=os.fspath(store) if store is not None else None)
+                  fixed=json.dumps(config["fixed"], sort_keys=True),
+                  store=os.fspath(store) if store is not None else None)
     with contextlib.ExitStack() as stack:
         st, repaired = None, 0
         if store is not None:

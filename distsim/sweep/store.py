@@ -118,10 +118,7 @@ class SweepStore:
         self.exists = False
         self.verified: Verified | None = None
         self._record: dict[str, Any] = {}
-        if self.path.suffix.lower() != ".zarr":
-            raise ValueError(f"{self.path}: a sweep store is a folder ending in .zarr")
-        if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
-            raise ValueError(f"{self.path}: folder {self.path.parent} does not exist")
+        check_path(self.path)
         if self.path.exists():
             self._check_existing(prefix_digest)
 
@@ -222,8 +219,8 @@ class SweepStore:
                 warnings.warn(StoreRepaired(f"{self.path}: coordinate {name!r} {why}; rewritten from the "
                                             "sweep's points"), stacklevel=4)
                 continue
-            raise StoreDamaged(f"coordinate {name!r} ({self._files(name)}) {why}; restore it or remove the store to "
-                               "recompute every point", file=str(self.path))
+            raise StoreDamaged(f"coordinate {name!r} ({self._files(name)}) {why}; restore it or remove the store "
+                               "to recompute every point", file=str(self.path))
 
     # ---- verification ----------------------------------------------------------------------------
 
@@ -317,8 +314,10 @@ class SweepStore:
         for name in names:
             var = first[name]
             shape = (N,) + var.shape[1:]
-            text = var.dtype.kind in "OUST"
-            fill, dtype = ("", np.dtypes.StringDType()) if text else (np.nan if var.dtype.kind in "fc" else 0, var.dtype)
+            if var.dtype.kind in "OUST":  # text (GRN rule names): variable-length strings
+                fill, dtype = "", np.dtypes.StringDType()
+            else:
+                fill, dtype = (np.nan if var.dtype.kind in "fc" else 0), var.dtype
             data[name] = (var.dims, da.full(shape, fill, dtype=dtype, chunks=(C,) + var.shape[1:]), var.attrs)
         data[DIGEST] = (("sweep_chunk", "sweep_variable"),
                         da.zeros((n_chunks, len(names)), dtype=np.uint64, chunks=(1, len(names))),
@@ -401,6 +400,15 @@ class SweepStore:
         return ds.drop_vars(list(_INTERNAL))
 
 
+def check_path(path: str | os.PathLike) -> None:
+    """A store is a folder ending in .zarr in a folder that exists."""
+    p = Path(path)
+    if p.suffix.lower() != ".zarr":
+        raise ValueError(f"{p}: a sweep store is a folder ending in .zarr")
+    if not (p.parent if str(p.parent) else Path(".")).is_dir():
+        raise ValueError(f"{p}: folder {p.parent} does not exist")
+
+
 def open_store(path: str | os.PathLike) -> xr.Dataset:
     """A sweep store read back and verified (:meth:`SweepStore.load`): every point computed and its
     data matching their checksums, else :class:`StoreDamaged` naming the chunk's file."""
@@ -424,6 +432,7 @@ def locked(path: str | os.PathLike) -> Iterator[str | None]:
     yields a note about the lock of a dead sweep taken over, or None. A lock held elsewhere raises
     :class:`StoreLocked` naming the host, process and start of its holder."""
     store = Path(path)
+    check_path(store)
     lock = store.with_name(store.name + ".lock")
     fd, note = _acquire(store, lock)
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -207,20 +208,36 @@ class SweepStore:
         expected = dict(self.coords, point=np.arange(self.n))
         for name, want in self._record["static"].items():
             try:
-                ok = digest(group[name][:]) == want
-            except Exception as e:  # noqa: BLE001 -- an unreadable chunk is damage like any other
-                ok, why = False, f"cannot be read ({_one_line(e)})"
-            else:
-                why = "does not match its checksum"
-            if ok:
-                continue
+                if digest(group[name][:]) == want:
+                    continue
+            except Exception:  # noqa: BLE001 -- an unreadable chunk is damage like any other
+                pass
+            why = f"does not match its checksum ({self._static_damage(name)})"
             if name in expected and digest(np.asarray(expected[name], dtype=group[name].dtype)) == want:
                 group[name][:] = expected[name]
                 warnings.warn(StoreRepaired(f"{self.path}: coordinate {name!r} {why}; rewritten from the "
                                             "sweep's points"), stacklevel=4)
                 continue
-            raise StoreDamaged(f"coordinate {name!r} ({self._files(name)}) {why}; restore it or remove the store "
-                               "to recompute every point", file=str(self.path))
+            raise StoreDamaged(f"coordinate {name!r} {why}; restore it or remove the store to recompute every "
+                               "point", file=str(self.path))
+
+    def _static_damage(self, name: str) -> str:
+        """Which chunk files of an array are missing or unreadable (else: its chunks hold other values)."""
+        meta = self._record["arrays"][name]
+        shape, cs = meta["shape"], meta["chunk_grid"]["configuration"]["chunk_shape"]
+        sep = meta["chunk_key_encoding"].get("configuration", {}).get("separator", "/")
+        arr = _open_group(self.path)[name]
+        bad = []
+        for idx in itertools.product(*(range(-(-s // c)) for s, c in zip(shape, cs))):
+            key = f"{name}/" + sep.join(["c", *map(str, idx)])
+            try:
+                arr[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, cs))]
+            except Exception as e:  # noqa: BLE001
+                bad.append(f"{key} cannot be read: {_one_line(e)}")
+                continue
+            if not (self.path / key).exists():
+                bad.append(f"{key} is missing")
+        return "; ".join(bad) if bad else f"the values in {name}/c/ differ"
 
     # ---- verification ----------------------------------------------------------------------------
 

@@ -42,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"{cfg.adapter.name} on {getattr(cfg.model, 'name', '') or cfg.path.name}: {cfg.points.n} points "
           f"({', '.join(cfg.points.names)}), seed {cfg.seed}" + (f", store {store}" if store else ""))
     if args.check:
+        if store is not None:
+            from ..sweep.core import store_status
+
+            print(store_status(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], store,
+                               seed=cfg.seed, **cfg.fixed))
         print("configuration ok")
         return 0
     t0 = time.perf_counter()

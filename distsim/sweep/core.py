@@ -171,11 +171,7 @@ def sweep(
     seed = check_seed(seed)
     _check_arguments(adapter, model, pts, fixed, chunk_size)
     seeds = derive_seeds(seed, np.arange(pts.n))
-    config = {"analysis": adapter.name, "model_sha256": _model_digest(model), "seed": seed,
-              "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n,
-              "points_sha256": pts.digest()}
-    coords = {name: pts.column(name) for name in pts.names}
-    coords["seed"] = seeds.astype(np.int64)
+    config, coords = _config(adapter, model, pts, seed, fixed)
     fields = dict(workload="sweep", seed=seed, model_name=getattr(model, "name", None),
                   model_sha256=config["model_sha256"], analysis=adapter.name, points=pts.n,
                   fixed=json.dumps(config["fixed"], sort_keys=True),
@@ -186,7 +182,7 @@ def sweep(
             note = stack.enter_context(locked(store))
             if note:
                 warnings.warn(StoreRepaired(f"{store}: {note}"), stacklevel=2)
-            st = SweepStore(store, config, pts.n, chunk_size or 1, coords, lambda n: pts.prefix(n).digest())
+            st = _open_store(store, config, coords, pts, chunk_size)
             repaired = _report(st)
             if st.exists and st.done_chunks().all():  # a finished sweep: its result, nothing computed
                 t0 = time.perf_counter()
@@ -209,6 +205,46 @@ def sweep(
         points_resumed=plan.resumed, points_repaired=repaired,
         task_seconds=float(sum(m["seconds"] for m in run.metas)), **fields))
     return ds
+
+
+def _config(adapter: Adapter, model: Any, pts: Points, seed: int,
+            fixed: dict) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A sweep's identity in its store (analysis, model digest, seed, fixed arguments, points) and its
+    per-point coordinates (swept values and seeds)."""
+    config = {"analysis": adapter.name, "model_sha256": _model_digest(model), "seed": seed,
+              "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n,
+              "points_sha256": pts.digest()}
+    coords = {name: pts.column(name) for name in pts.names}
+    coords["seed"] = derive_seeds(seed, np.arange(pts.n)).astype(np.int64)
+    return config, coords
+
+
+def _open_store(store: str | os.PathLike, config: dict[str, Any], coords: dict[str, np.ndarray], pts: Points,
+                chunk_size: int | None, grow: bool = True) -> SweepStore:
+    return SweepStore(store, config, pts.n, chunk_size or 1, coords, lambda n: pts.prefix(n).digest(), grow)
+
+
+def store_status(analysis: str | Adapter, model: Any, points: Any, store: str | os.PathLike, /, *, seed: int = 0,
+                 **fixed: Any) -> str:
+    """What a sweep would find in ``store`` (``distsim sweep --check``): a line saying how many points
+    are done and verified and how many it would compute; warns of damage as a run does; raises
+    :class:`StoreMismatch` for a store of another sweep and :class:`StoreLocked` while one runs."""
+    adapter = adapter_for(analysis)
+    pts = as_points(points)
+    config, coords = _config(adapter, model, pts, check_seed(seed), fixed)
+    with locked(store):
+        st = _open_store(store, config, coords, pts, None, grow=False)
+        if not st.exists:
+            return f"store {store}: none yet; the sweep computes all {pts.n} points"
+        if st.grows_from is not None:
+            return (f"store {store}: holds this sweep's first {st.grows_from} points (verified when it runs); the "
+                    f"sweep adds {pts.n - st.grows_from}")
+        damaged = _report(st)
+        C, done = st.chunk_size, st.done_chunks()
+        n_done = sum(min((k + 1) * C, pts.n) - k * C for k in np.flatnonzero(done))
+    extra = f", {damaged} of them damaged" if damaged else ""
+    return (f"store {store}: {n_done} of {pts.n} points done and verified; the sweep computes {pts.n - n_done}"
+            f"{extra}")
 
 
 def _report(st: SweepStore) -> int:

@@ -106,11 +106,12 @@ class Verified:
 class SweepStore:
     """A sweep's zarr store at ``path`` (created on the first result; see the module docstring).
     ``coords``: the per-point coordinates (the swept values and seeds); ``prefix_digest(n)``: the
-    points digest of this sweep's first ``n`` points (to recognise a store that this sweep extends)."""
+    points digest of this sweep's first ``n`` points (to recognise a store that this sweep extends;
+    ``grow=False``: recognise it but leave it as it is, with :attr:`grows_from` set)."""
 
     def __init__(self, path: str | os.PathLike, config: dict[str, Any], n_points: int, chunk_size: int,
                  coords: dict[str, np.ndarray] | None = None,
-                 prefix_digest: Callable[[int], str] | None = None):
+                 prefix_digest: Callable[[int], str] | None = None, grow: bool = True):
         self.path = Path(path)
         self.config = config
         self.n = n_points
@@ -118,14 +119,15 @@ class SweepStore:
         self.coords = coords or {}
         self.exists = False
         self.verified: Verified | None = None
+        self.grows_from: int | None = None  # the store's points, when this sweep extends them
         self._record: dict[str, Any] = {}
         check_path(self.path)
         if self.path.exists():
-            self._check_existing(prefix_digest)
+            self._check_existing(prefix_digest, grow)
 
     # ---- opening: configuration, record, growth ------------------------------------------------
 
-    def _check_existing(self, prefix_digest: Callable[[int], str] | None) -> None:
+    def _check_existing(self, prefix_digest: Callable[[int], str] | None, grow: bool) -> None:
         try:
             group = _open_group(self.path)
             attrs = dict(group.attrs)
@@ -154,6 +156,10 @@ class SweepStore:
             raise StoreMismatch(f"{self.path} holds a different sweep ({details}){hint}; use a new store or the "
                                 "same configuration to resume")
         self.exists = True
+        if grows:
+            self.grows_from = old["n_points"]
+            if not grow:  # only asked what the store holds: it is left as it is
+                return
         restored = self._restore_metadata()
         regrown = self._grow(old["n_points"]) if grows else []
         self._check_coordinates()

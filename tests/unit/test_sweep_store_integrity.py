@@ -381,3 +381,37 @@ def test_grid_grown_elsewhere_is_refused_with_the_reason(store):
     with pytest.raises(StoreMismatch, match=r"a sweep may extend a store only by adding points after its points: "
                                             r"a grid by new values of its first parameter"):
         run(store, {"k1": [1e-3, 3e-3], "S": [100, 301, 500]})
+
+
+def test_check_says_what_the_store_holds(tmp_path, store, capsys):
+    """`sweep --check` reports the store's verified points, its damage, and a store of another sweep,
+    and changes nothing (a grown grid is not grown)."""
+    from distsim.cli import main
+
+    f = tmp_path / "mm.yaml"
+    text = (f"analysis: ssa.simulate\nmodel: {MM}\nseed: 9\nchunk_size: 2\nfixed:\n  t_end: 10\n  points: 3\n"
+            f"  realizations: 64\ngrid:\n  k1: [1e-3, 3e-3]\n  S: [100, 301]\nstore: {store}\n")
+    f.write_text(text)
+    assert main(["sweep", str(f), "--check"]) == 0
+    assert f"store {store}: 4 of 4 points done and verified; the sweep computes 0\nconfiguration ok" in \
+        capsys.readouterr().out
+    (store / "mean" / "c" / "1" / "0" / "0").unlink()
+    with pytest.warns(StoreRepaired, match=r"recomputing points 2-3 \(mean/c/1/0/0 is missing\)"):
+        assert main(["sweep", str(f), "--check"]) == 0
+    assert "2 of 4 points done and verified; the sweep computes 2, 2 of them damaged" in capsys.readouterr().out
+    f.write_text(text.replace("k1: [1e-3, 3e-3]", "k1: [1e-3, 3e-3, 5e-3]"))
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    assert main(["sweep", str(f), "--check"]) == 0
+    assert "holds this sweep's first 4 points (verified when it runs); the sweep adds 2" in capsys.readouterr().out
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    f.write_text(text.replace("seed: 9", "seed: 8"))
+    assert main(["sweep", str(f), "--check"]) == 2
+    assert "holds a different sweep (seed: store has 9, this sweep has 8)" in capsys.readouterr().err
+
+
+def test_deleted_done_flags_are_rewritten_from_verified_data(store, finished):
+    (store / "done" / "c" / "1").unlink()
+    ds = run(store)
+    assert ds.attrs["points_computed"] == 0
+    same(ds, finished[1])
+    assert (store / "done" / "c" / "1").exists()

@@ -434,30 +434,39 @@ def check_path(path: str | os.PathLike) -> None:
 
 def open_store(path: str | os.PathLike) -> xr.Dataset:
     """A sweep store read back and verified (:meth:`SweepStore.load`): every point computed and its
-    data matching their checksums, else :class:`StoreDamaged` naming the chunk's file."""
+    data matching their checksums, else :class:`StoreDamaged` naming the chunk's file. A store that a
+    sweep is writing is refused (:class:`StoreLocked`)."""
     p = Path(path)
-    try:
-        config = json.loads(dict(_open_group(p).attrs)[CONFIG_ATTR])
-    except KeyError:
-        raise ValueError(f"{p} was not written by distsim.sweep") from None
-    except Exception as e:  # noqa: BLE001
-        raise StoreDamaged(f"is not a readable zarr store ({_one_line(e)})", file=str(p)) from e
-    st = SweepStore(p, config, config["n_points"], 1)
-    return st.load()
+    with locked(p, readonly_ok=True):
+        try:
+            config = json.loads(dict(_open_group(p).attrs)[CONFIG_ATTR])
+        except KeyError:
+            raise ValueError(f"{p} was not written by distsim.sweep") from None
+        except Exception as e:  # noqa: BLE001
+            raise StoreDamaged(f"is not a readable zarr store ({_one_line(e)})", file=str(p)) from e
+        st = SweepStore(p, config, config["n_points"], 1)
+        return st.load(verify=False)
 
 
 # ---- the lock -----------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def locked(path: str | os.PathLike) -> Iterator[str | None]:
+def locked(path: str | os.PathLike, readonly_ok: bool = False) -> Iterator[str | None]:
     """Hold ``<store>.lock`` (an exclusive ``flock``, released by the kernel when the process dies);
     yields a note about the lock of a dead sweep taken over, or None. A lock held elsewhere raises
-    :class:`StoreLocked` naming the host, process and start of its holder."""
+    :class:`StoreLocked` naming the host, process and start of its holder. ``readonly_ok``: a reader
+    in a folder it cannot write goes on without the lock."""
     store = Path(path)
     check_path(store)
     lock = store.with_name(store.name + ".lock")
-    fd, note = _acquire(store, lock)
+    try:
+        fd, note = _acquire(store, lock)
+    except PermissionError:
+        if not readonly_ok:
+            raise
+        yield None
+        return
     try:
         yield note
     finally:

@@ -184,6 +184,8 @@ def test_second_sweep_on_a_store_is_refused_naming_the_holder(store):
     with locked(store):
         with pytest.raises(StoreLocked) as e:
             run(store)
+        with pytest.raises(StoreLocked):
+            open_store(store)  # a store being written is not read
     msg = str(e.value)
     assert msg.startswith(f"{store}: in use by another sweep: process {os.getpid()} on host "
                           f"{socket.gethostname()}, since 20"), msg

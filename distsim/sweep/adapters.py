@@ -250,6 +250,37 @@ def _pbn_batched(kind: str) -> Callable[..., list[xr.Dataset]]:
     return run_chunk
 
 
+def _pbn_validate(kind: str) -> Callable[[Any, Point, dict], None]:
+    """``validate`` of a PBN analysis: its option checks with the fixed arguments (targets, mode,
+    counts, initial states, precision ...), once; a point's own values are checked by ``apply``."""
+    def validate(net: Any, point: Point, fixed: dict) -> None:
+        import inspect
+        import warnings
+
+        if point:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a run warns (p = 0 ...); a check only raises
+            if kind == "steady_states":
+                from ..pbn.steady import prepare
+
+                if "target" in fixed:
+                    accepted = inspect.signature(prepare).parameters
+                    prepare(net, **{k: v for k, v in fixed.items() if k in accepted}, build=False)
+            elif "steps" in fixed and "trajectories" in fixed:
+                from ..pbn import inputs
+
+                args = _call_args(PBN_SIMULATE.resolve(), fixed, ("perturbation", "fixed", "mode", "initial",
+                                                                   "targets"))
+                pbn = inputs.as_network(net, perturbation=args["perturbation"], fixed=args["fixed"])
+                inputs.check_mode(inputs.resolve_mode(args["mode"], pbn))
+                inputs.check_count("steps", fixed["steps"], 1, 2**62)
+                inputs.check_count("trajectories", fixed["trajectories"], 1, 2**32)
+                inputs.parse_targets(args["targets"], pbn)
+                inputs.initial_state(args["initial"], pbn)
+    return validate
+
+
 _PBN_RESERVED = ("seed", "client", "backend", "progress", "plot", "perturbation")
 
 PBN_STEADY_STATE = Adapter(
@@ -257,13 +288,14 @@ PBN_STEADY_STATE = Adapter(
     parameters=_pbn_parameters, baseline=_pbn_baseline, drop_dims=("round",),
     scalars=("wall_time_s", "chains", "chain_length", "steps_simulated", "rounds", "converged"),
     reserved=_PBN_RESERVED, max_chunk=256, run_chunk=_pbn_batched("steady_states"),
+    validate=_pbn_validate("steady_states"),
 )
 
 PBN_SIMULATE = Adapter(
     name="pbn.simulate", function="distsim.pbn:simulate", load=_pbn_load, apply=_pbn_apply,
     parameters=_pbn_parameters, baseline=_pbn_baseline, drop_dims=("trajectory",),
     scalars=("wall_time_s", "steps_simulated"), reserved=_PBN_RESERVED + ("keep_states",), max_chunk=256,
-    run_chunk=_pbn_batched("simulations"),
+    run_chunk=_pbn_batched("simulations"), validate=_pbn_validate("simulations"),
 )
 
 # ---- GRN inference --------------------------------------------------------------------------------

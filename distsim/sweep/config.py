@@ -409,9 +409,16 @@ def _fixed(doc: _Doc, adapter: Adapter, model: Any, points: Points) -> dict[str,
         validate(adapter, model, {}, fixed)
     except (ValueError, KeyError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        bad = next((k for k in fixed if msg.startswith(k) or repr(k) in msg), None)
+        bad = _named(msg, fixed)
         raise doc.fail(f"fixed.{bad}" if bad is not None else "fixed", msg) from None
     return dict(fixed)
+
+
+def _named(msg: str, keys: Any) -> str | None:
+    """The key that an analysis's message is about: its first word ('target: ...' for 'targets'), or quoted."""
+    word = re.split(r"[\s:]", msg, maxsplit=1)[0]
+    return next((k for k in keys if k.rstrip("s") == word.rstrip("s")), None) or \
+        next((k for k in keys if repr(k) in msg), None)
 
 
 def _integers(adapter: Adapter, fixed: dict[str, Any]) -> dict[str, Any]:

@@ -417,3 +417,21 @@ def test_deleted_done_flags_are_rewritten_from_verified_data(store, finished):
     assert ds.attrs["points_computed"] == 0
     same(ds, finished[1])
     assert (store / "done" / "c" / "1").exists()
+
+
+@pytest.mark.parametrize("analysis,fixed,key,problem", [
+    ("pbn.steady_state", "  target: [x9=1]\n  precision: 0.05", "fixed.target", "x9"),
+    ("pbn.steady_state", "  target: [x1=1]\n  precision: 0.7", "fixed.precision", "precision must be in (0, 0.5)"),
+    ("pbn.simulate", "  steps: 0\n  trajectories: 64", "fixed.steps", "steps"),
+    ("pbn.simulate", "  steps: 10\n  trajectories: 64\n  targets: x7=1", "fixed.targets", "x7"),
+])
+def test_check_runs_the_pbn_checks(tmp_path, analysis, fixed, key, problem):
+    from distsim.sweep.config import ConfigError, load_config
+
+    model = ROOT / "examples" / "pbn" / "bnmpy_shmulevich2002_examplePBN_3n.txt"
+    f = tmp_path / "pbn.yaml"
+    f.write_text(f"analysis: {analysis}\nmodel: {model}\nfixed:\n{fixed}\ngrid:\n  perturbation: [0.01]\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(f)
+    msg = str(e.value)
+    assert msg.startswith(f"{f}:") and f"key {key!r}" in msg and problem in msg, msg

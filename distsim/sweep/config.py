@@ -42,7 +42,8 @@ POINT_KEYS = ("grid", "table", "one_at_a_time")
 MAX_DEPTH = 32  # nesting of YAML collections (a sweep needs 3)
 MAX_VALUES = 1_000_000  # YAML values after expanding aliases (a guard against alias bombs)
 MAX_BYTES = 1 << 20  # a sweep file (larger tables go in a .csv: table: points.csv)
-MAX_LINE = 65_536  # characters in one line of it
+MAX_LINE = 65_536  # characters in one line of it (and of a table .csv)
+MAX_TABLE_BYTES = 1 << 30  # a table .csv
 _MAX_INT_DIGITS = 30
 
 __all__ = ["ConfigError", "SweepConfig", "load_config", "KEYS", "POINT_KEYS"]
@@ -458,7 +459,14 @@ def _check_names(adapter: Adapter, model: Any, points: Points, fixed: dict[str, 
 def _read_csv(path: Path, doc: _Doc) -> list[dict[str, Any]]:
     """A table of points: a header of names, then one row of numbers per point."""
     f = str(path)
+    size = path.stat().st_size
+    if size > MAX_TABLE_BYTES:
+        raise ConfigError(f"the table has {size:,} bytes; at most {MAX_TABLE_BYTES:,}", file=f)
     lines = [(n, ln) for n, ln in enumerate(read_text(path, error=ConfigError).split("\n"), 1) if ln.strip()]
+    long = next(((n, ln) for n, ln in lines if len(ln) > MAX_LINE), None)
+    if long is not None:
+        raise ConfigError(f"line of {len(long[1]):,} characters; a line has at most {MAX_LINE:,}", file=f,
+                          line=long[0])
     if len(lines) < 2:
         raise doc.fail("table", f"{path} has no rows")
     rows = []

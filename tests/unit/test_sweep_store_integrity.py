@@ -327,6 +327,11 @@ def test_yaml_size_and_line_length_are_bounded(tmp_path):
     f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\n# " + "x" * MAX_LINE + "\n")
     with pytest.raises(ConfigError, match=rf"^{f}:3: line of {MAX_LINE + 2:,} characters; a line has at most"):
         load_config(f)
+    t = tmp_path / "t.csv"
+    t.write_text("k1,S\n0.001," + "1" * MAX_LINE + "\n")
+    f.write_text(f"analysis: ssa.simulate\nmodel: {MM}\nfixed:\n  t_end: 1\ntable: t.csv\n")
+    with pytest.raises(ConfigError, match=rf"^{t}:2: line of {MAX_LINE + 6:,} characters"):
+        load_config(f)
 
 
 # ---- reruns and grown sweeps ----------------------------------------------------------------------------

@@ -39,8 +39,8 @@ FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_V
 
 class SimulationError(DistsimError, RuntimeError):
     """A realization stopped on an error (a bad propensity or a negative count); the message names
-    the reaction, the time and the state. A :class:`~distsim.errors.DistsimError` (``file``: the
-    model's source, when known) and, as before, a ``RuntimeError``."""
+    the reaction, the time and the state. A :class:`~distsim.errors.DistsimError` (without a file:
+    ``str()`` is the message) and, as before, a ``RuntimeError``."""
 
 
 @numba.njit(inline="always", cache=True)
@@ -88,7 +88,7 @@ def raise_if_failed(net: ReactionNetwork, counts: dict[int, int], first: tuple[i
         if w2 == word:
             t, x, value = t2, x2, v2
     lead = f"{n_failed} of {'the first ' if pilot else ''}{realizations} realizations stopped"
-    raise SimulationError(describe(net, word, realization, lead, seed, t, x, value), file=net.source or None)
+    raise SimulationError(describe(net, word, realization, lead, seed, t, x, value))
 
 
 def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed: int, t: float | None,

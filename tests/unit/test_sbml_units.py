@@ -365,3 +365,26 @@ def test_biomd12_item_units_read_as_before():
     assert net.initial[net.index("Y")] == 20
     assert dict(net.metadata)["system_size"] == "1.0" and "item" in dict(net.metadata)["substance_unit"]
     assert net.digest() == ssa.load(path, system_size=1).digest()
+
+
+# ------------------------------------------------------------------------------------------------
+# fractional stoichiometry
+
+def test_fractional_stoichiometry_is_a_fraction_of_an_extent_per_firing():
+    """0.5 A -> 1.5 B at law v: every stoichiometry is a whole multiple of q = 1/2, so a firing is half an
+    extent: A -> 3 B at propensity v / 2 (the rate equations are unchanged: dA/dt = -0.5 v,
+    dB/dt = 1.5 v)."""
+    text = doc(sp("A", 40.0) + sp("B", 0.0), rx("r", {"A": 0.5}, {"B": 1.5}, "k * A"), {"k": 0.2})
+    with pytest.warns(SBMLWarning, match=r"fractional stoichiometries: r: a firing is 1/2 of the law's extent"):
+        net = read_sbml_string(text)
+    r = net.reactions[0]
+    assert r.reactants == ((0, 1),) and r.products == ((1, 3),)
+    x = np.array([[40.0, 0.0], [7.0, 3.0]])
+    a = net.propensities(x)[:, 0]
+    np.testing.assert_allclose(a, 0.5 * 0.2 * x[:, 0], rtol=1e-15)
+    drift = a[:, None] * net.stoichiometry()[0]  # firings/time x change per firing
+    np.testing.assert_allclose(drift, np.stack([-0.5 * 0.2 * x[:, 0], 1.5 * 0.2 * x[:, 0]], axis=1), rtol=1e-15)
+    assert "fractional_stoichiometry" in dict(net.metadata)
+    with pytest.raises(ModelError, match=r"stoichiometry of reactant 'A' is 0.1234567, neither a whole number nor a "
+                                         r"fraction p/q with q <= 1000; a firing moves whole molecules"):
+        read_sbml_string(doc(sp("A", 40.0), rx("r", {"A": 0.1234567}, {}, "k * A"), {"k": 0.2}))

@@ -3,13 +3,41 @@
 :func:`read_sbml` (a file) and :func:`read_sbml_string` turn an SBML model (Level 3 Version 2 or 1,
 Level 2, Level 1) into a :class:`~distsim.models.reactions.ReactionNetwork`.
 
+**Amounts from units.** Every species becomes a count of molecules. Omega, the number of
+molecules per substance unit, is one number for the whole model:
+
+* ``system_size=`` (``--system-size``) when the user gives it (every species' amount x Omega);
+* else from the substance units: a species' ``substanceUnits`` (Level 1: ``units``), else the
+  model's ``substanceUnits`` (Level 3), else -- Levels 1 and 2 -- the built-in ``substance``, the
+  **mole** unless the model redefines it. A unit definition of one ``mole`` (or ``avogadro``) or
+  ``item`` unit of exponent 1, times dimensionless ones, gives Omega = (multiplier x 10^scale)^exponent
+  products, x 6.02214076e23 (:data:`AVOGADRO`) for a mole, x 1 for an item; species with units of
+  different sizes, a Level 3 ``extentUnits`` of another size, or a unit of another kind (gram)
+  are refused (pass ``system_size=``);
+* Omega = 1 when a Level 3 model declares no substance units (amounts are molecules, as before).
+
+A count is amount x Omega (``initialConcentration`` x size x Omega). It must be a whole number
+(within 1e-9, relative); otherwise the species, its value and its conversion are named in a
+:class:`ModelError` -- also for a non-zero amount that would become 0 molecules (BIOMD0000000001's
+``B`` = 1.66e-21 mol used to become 0). ``rounding="nearest"`` (``--rounding nearest``) rounds
+instead; each rounding is recorded in the network's ``metadata`` (``rounded``) and so in the SSA
+result's attrs (``model_rounded``), and a non-zero amount rounded to 0 warns. Counts above 2**53,
+and -- when Omega comes from the units (Avogadro) -- an initial state whose propensities sum to
+more than :data:`MAX_UNITS_FIRING_RATE` firings per unit of model time, are refused with that
+number and the option that helps (``system_size=``; ``system_size=1`` reads each amount as a number
+of molecules, the convention of GillesPy2 -- whose SBML export says ``substanceUnits="mole"`` --
+and of libRoadRunner's ``gillespie``). The metadata also records ``system_size`` (Omega), where it
+came from (``system_size_source``) and the ``substance_unit``.
+
 **Stochastic convention.** SBML kinetic laws are written as deterministic rates (substance per
-time). For SSA they are read the way the SBML discrete stochastic test suite (DSMTS, Evans,
-Gillespie & Wilkinson 2008), GillesPy2 (``gillespy2.sbml.SBMLimport``: the law becomes the
-reaction's ``propensity_function`` verbatim) and libRoadRunner's ``gillespie`` integrator (the law's
-value is the reaction's propensity) read them: **the value of the kinetic law, with species
-symbols standing for amounts in molecules, is the propensity** (firings per unit time). No factor
-is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at ``k x^2``, not at the
+time); species symbols stand for amounts (in substance units) or concentrations (below). With
+counts x, a symbol stands for x / Omega (amount) or x / (Omega x size) (concentration), and the
+propensity (firings per unit time) is **Omega x the law's value**. With Omega = 1 this is how the
+SBML discrete stochastic test suite (DSMTS, Evans, Gillespie & Wilkinson 2008), GillesPy2
+(``gillespy2.sbml.SBMLimport``: the law becomes the reaction's ``propensity_function`` verbatim) and
+libRoadRunner's ``gillespie`` integrator (the law's value is the reaction's propensity) read them:
+**the value of the kinetic law, with species symbols standing for amounts in molecules, is the
+propensity**. No other factor is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at ``k x^2``, not at the
 combinatorial ``k x (x-1)/2``: for the stochastic mass-action rate constant of distsim's
 convention (theta ``C(x, 2)``) write ``k * A * (A - 1) / 2`` (theta = ``k``); GillesPy2's own
 mass action writes ``k * A * (A - 1) / vol`` (theta = ``2k/vol``). A species symbol stands for its
@@ -23,13 +51,21 @@ factorial of each reactant, times numbers and compartment sizes that multiply to
 mass-action reaction with ``rate=<that parameter>`` -- e.g. ``k1 * E * S``, or ``cell * k1 * E * S``
 in a compartment of size 1 -- so rate inference (:func:`distsim.mcmc.infer_rates`) can use it; a
 law of numbers and compartments only (``0.5 * A``) gets a numeric rate. Every other law is a
-general law with the same propensity. Either way the propensity is the law's value.
+general law with the same propensity. Either way the propensity is the law's value. With Omega != 1
+a mass-action law stays mass action: Omega x theta x prod_i (x_i / (Omega V_i))^(r_i) (V_i = 1 for
+amounts) is theta' x prod_i x_i^(r_i) with theta' = theta x Omega^(1 - order) x prod_i V_i^(-r_i) (order =
+sum r_i; e.g. ``k * A * B`` in mmol: theta' = k / (6.02214076e20); a first-order law keeps theta' = theta).
+theta' becomes its own parameter ``<parameter>__stochastic`` (recorded in the metadata's
+``derived_rates``) where nothing else (another law, an event, a rule) reads the model parameter,
+which is then no longer a parameter of the network (``with_parameters`` of it is an error, never a
+stale copy); elsewhere the reaction keeps its general law (same propensity).
 
 **Reversible reactions** (``reversible=`` policy):
 
 * ``"split"`` (default): a law ``F - B`` (possibly times common factors, ``cell * (kf*A*B - kr*C)``)
   whose terms are mass-action shaped for the two directions becomes two reactions ``<id>_f``
-  (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B).
+  (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B); a rate
+  that events or rules change counts as a rate here (the two laws then stay general laws).
   A mass-action law of the forward direction alone is accepted as it is (GillesPy2 and antimony
   mark most reactions reversible). Any other law of a reversible reaction is used as the
   forward propensity, with one :class:`SBMLWarning` listing such reactions (a run stops with an
@@ -38,9 +74,7 @@ general law with the same propensity. Either way the propensity is the law's val
   libRoadRunner do).
 * ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
 
-**Species** become counts. Initial count = ``initialAmount`` if set, else ``initialConcentration
-* compartment size``; it must be a non-negative integer (within 1e-9, relative for large values).
-Species with ``boundaryCondition="true"`` or ``constant="true"`` are *fixed* (read, never changed).
+**Species** become counts (above). Species with ``boundaryCondition="true"`` or ``constant="true"`` are *fixed* (read, never changed).
 All species are kept, in document order.
 
 **Parameters**: global parameters keep their ids; a reaction's local parameters are renamed
@@ -48,10 +82,15 @@ All species are kept, in document order.
 compartments that a general law, an event or a rule uses (or a mass-action rate) are kept;
 ``with_parameters(cell=...)`` changes a compartment size seen by general laws.
 
+**Initial assignments** (any math a kinetic law may use) to species and parameters are evaluated
+at load, in SBML order except that one follows the assignments whose targets it reads (a cycle is an
+error); a species' value is converted to molecules like an initial amount (or concentration) and
+must then be whole (above). Assignments to compartments are refused.
+
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
 (:mod:`distsim.models.events`): time- and state-triggered events without delay (``initialValue``,
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``), assignments to species (as counts:
-concentrations are multiplied by the compartment size) and to parameters; assignment rules for
+the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
 rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
 (:mod:`distsim.models.events`); rate inference refuses them.
@@ -67,17 +106,21 @@ chained) and logic (and, or, xor, not, true, false); events and rules may use ``
 a compartment or parameter (constant unless a rule or event assigns it), a missing ``reversible``
 (taken as true, the Level 2 default, then the policy above applies). libsbml's internal
 ``l3v2extendedmath`` package, which it reports as enabled and required on every L3V2 document,
-is not a requirement of the model and is ignored.
+is not a requirement of the model and is ignored. The drawing packages ``layout`` and ``render``
+never change the model: they are ignored, even when marked required, and libsbml's errors about
+their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): event delays, rate and algebraic rules, initial assignments, ``time``
+its id, the file and line): event delays, rate and algebraic rules, ``time``
 or ``delay`` in kinetic laws, piecewise / relational / logical / trigonometric math in kinetic
 laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
 kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
 ``distrib``, ...). Constraints are ignored.
 
-**Untrusted input.** Before libsbml sees a document it is parsed with Python's expat (no
-recursion): it must be well-formed XML without a DOCTYPE (so no entity expansion) and nest at most
+**Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
+is parsed with Python's expat (no recursion): it must be well-formed XML without a DOCTYPE (so no
+entity expansion), no attribute value may exceed :data:`MAX_ATTRIBUTE_CHARS` characters (libsbml
+spends minutes, uninterruptibly, on a 10 MB one), and elements must nest at most
 :data:`MAX_XML_DEPTH` elements deep, with at most :data:`MAX_XML_MATH_ELEMENTS` elements in one
 ``<math>`` (libsbml recurses over them when it frees a document). Errors are checked before the model is touched, the
 SBMLDocument stays referenced while its children are used, and math is converted without
@@ -93,6 +136,7 @@ from __future__ import annotations
 
 import math
 import os
+from fractions import Fraction
 import warnings
 import xml.parsers.expat as expat
 from pathlib import Path
@@ -123,6 +167,7 @@ MAX_MATH_DEPTH = 256  # nesting of one converted expression (n-ary plus of k ter
 MAX_MATH_NODES = 100_000  # nodes of one expression after inlining function definitions
 _MAX_CONDITION_DEPTH = 64
 _INT_TOL = 1e-9
+_MAX_DENOMINATOR = 1000  # of a fractional stoichiometry
 _MAX_INLINE_DEPTH = 64
 _IGNORED_PACKAGES = {"l3v2extendedmath"}  # libsbml-internal: enabled and "required" on every L3V2 document
 _NON_SEMANTIC_PACKAGES = {"layout", "render"}  # drawings: their errors are warnings, the packages are ignored
@@ -304,6 +349,7 @@ class _Converter:
         self.system_size = None if system_size is None else float(system_size)
         self.rounding = rounding
         self.rounded: list[str] = []  # "species: value -> count" for each rounding done
+        self.rescaled: list[str] = []  # reactions with fractional stoichiometries
         self.derived: dict[str, tuple[str, float]] = {}  # mass-action rate in molecules: name -> (parameter, factor)
         self.fallback: dict[int, tuple[Reaction, Reaction]] = {}  # id(mass-action reaction) -> (it, its general law)
         self.doc = doc  # keeps the document (and so every element below) alive
@@ -358,6 +404,9 @@ class _Converter:
             warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
                           "two mass-action terms; it is used as the propensity of the forward direction (a run "
                           "stops if it becomes negative)", SBMLWarning, stacklevel=4)
+        if self.rescaled:
+            warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
+                          stacklevel=4)
         reactions = self._keep_derived_rates(reactions, rules, events)
         params = self._parameters(reactions, rules, events)
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
@@ -610,6 +659,8 @@ class _Converter:
             out["derived_rates"] = "; ".join(f"{k} = {p} x {f!r}" for k, (p, f) in self.derived.items())
         if self.rounded:
             out["rounded"] = "; ".join(self.rounded)
+        if self.rescaled:
+            out["fractional_stoichiometry"] = "; ".join(self.rescaled)
         return out
 
     def _has_rule(self, sid: str) -> bool:
@@ -685,9 +736,11 @@ class _Converter:
             local[pid] = new
             if p.isSetValue() and math.isfinite(p.getValue()):
                 self.local_value[new] = p.getValue()
-        reac = self._side(r, r.getListOfReactants(), label, "reactant")
-        prod = self._side(r, r.getListOfProducts(), label, "product")
+        reac, prod, q = self._sides(r, label)
         law = self._math(kl.getMath(), local, label, kl)
+        if q != 1:  # a firing is q extents: n_i = s_i / q molecules
+            law = BinOp("*", Num(float(q)), law)
+            self.rescaled.append(f"{rid}: a firing is {q} of the law's extent (stoichiometries x {1 / q})")
         if self.omega != 1.0:  # substance per time -> firings per time
             law = BinOp("*", Num(self.omega), law)
         reversible = r.getReversible() if r.isSetReversible() else True
@@ -765,8 +818,30 @@ class _Converter:
         self.derived = {k: v for k, v in self.derived.items() if k in used}
         return out
 
-    def _side(self, r: Any, refs: Any, label: str, what: str) -> tuple[tuple[int, int], ...]:
-        out: dict[int, int] = {}
+    def _sides(self, r: Any, label: str) -> tuple[tuple, tuple, Fraction]:
+        """(reactants, products, q): whole stoichiometries n_i = s_i / q. q = 1 when every s_i is whole;
+        else q is the largest fraction (denominator <= _MAX_DENOMINATOR) of which every s_i is a whole
+        multiple: a firing is then q extents of the reaction (propensity x q, changes n_i)."""
+        sides = [self._side(r, r.getListOfReactants(), label, "reactant"),
+                 self._side(r, r.getListOfProducts(), label, "product")]
+        values = [v for side in sides for v, _, _ in side.values()]
+        q = Fraction(1)
+        if any(v.denominator != 1 for v in values):
+            q = Fraction(math.gcd(*(v.numerator for v in values)), math.lcm(*(v.denominator for v in values)))
+        out = []
+        for side, what in zip(sides, ("reactant", "product")):
+            for i, (v, sr, sid) in side.items():
+                n = v / q
+                if n > MAX_STOICHIOMETRY:
+                    extra = f" ({v} / {q}: a firing is {q} extents of the reaction)" if q != 1 else ""
+                    raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
+                                   f"{n}{extra}", sr)
+            out.append(tuple((i, int(v / q)) for i, (v, _, _) in side.items()))
+        return out[0], out[1], q
+
+    def _side(self, r: Any, refs: Any, label: str, what: str) -> dict[int, tuple[Fraction, Any, str]]:
+        """Species index -> (stoichiometry, as an exact fraction; its element; species id)."""
+        out: dict[int, tuple[Fraction, Any, str]] = {}
         for k in range(refs.size()):
             sr = refs.get(k)
             sid = sr.getSpecies()
@@ -779,16 +854,17 @@ class _Converter:
             value = sr.getStoichiometry()
             if self.level == 1:
                 value = value / sr.getDenominator()
-            n = round(value) if math.isfinite(value) else 0
-            if not math.isfinite(value) or n <= 0 or abs(value - n) > _INT_TOL * max(1.0, abs(value)):
-                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be a positive integer, got {value!r}",
-                               sr)
+            if not (math.isfinite(value) and value > 0):
+                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be positive, got {value!r}", sr)
+            f = Fraction(round(value)) if abs(value - round(value)) <= _INT_TOL * max(1.0, value) else \
+                Fraction(value).limit_denominator(_MAX_DENOMINATOR)
+            if f == 0 or abs(float(f) - value) > _INT_TOL * max(1.0, value):
+                raise self.err(f"{label}: stoichiometry of {what} {sid!r} is {value!r}, neither a whole number nor a "
+                               f"fraction p/q with q <= {_MAX_DENOMINATOR}; a firing moves whole molecules, so it has "
+                               "no exact stochastic meaning", sr)
             i = self.index[sid]
-            out[i] = out.get(i, 0) + int(n)
-            if out[i] > MAX_STOICHIOMETRY:
-                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
-                               f"{out[i]}", sr)
-        return tuple(out.items())
+            out[i] = (out[i][0] + f if i in out else f, sr, sid)
+        return out
 
     # ---- events and rules ------------------------------------------------------------------------
 

@@ -178,6 +178,9 @@ def test_rounding_is_on_request_and_recorded_in_the_result():
     ds = ssa.simulate(net, t_end=0.5, points=3, realizations=64, seed=1, quantiles=None, backend="cpu")
     assert ds.attrs["model_rounded"] == "species 'A': 10.4 -> 10"
     assert ds.attrs["model_system_size"] == "1.0"
+    batch = ssa.simulate_batch(net, [{"k": 1.0}, {"k": 2.0}], seeds=[1, 2], t_end=0.5, points=3, realizations=64,
+                               quantiles=None, backend="cpu")
+    assert batch.attrs["model_rounded"] == "species 'A': 10.4 -> 10"
 
 
 def test_astronomical_counts_are_refused_with_the_firings_and_the_option():

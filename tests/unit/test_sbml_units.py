@@ -58,7 +58,8 @@ def doc(species: str, reactions: str, params: dict[str, float] | None = None, *,
             + extra + f"\n<listOfReactions>{reactions}</listOfReactions>\n</model>\n</sbml>\n")
 
 
-MMOL_UNIT = '<unitDefinition id="mmol"><listOfUnits><unit kind="mole" exponent="1" scale="-3" multiplier="1"/></listOfUnits></unitDefinition>'
+MMOL_UNIT = ('<unitDefinition id="mmol"><listOfUnits><unit kind="mole" exponent="1" scale="-3" multiplier="1"/>'
+             '</listOfUnits></unitDefinition>')
 
 
 def _amount(count: int, omega: float) -> float:
@@ -207,13 +208,17 @@ def test_initial_assignments_in_dependency_order():
     net = read_sbml_string(text)
     assert net.initial == (8, 8)  # k = 4; A = 2 k = 8; B (a concentration) = A/4 + V = 4, x V (2) = 8
     assert net.params["k"] == 4.0 and net.reactions[0].rate == "k"
+    with pytest.raises(ModelError, match=r"species 'A': initial assignment to 'A' \(2.0 \* k\) = 8.5 molecules is not a "
+                                         "whole number"):
+        read_sbml_string(text.replace('id="j" value="3.0"', 'id="j" value="3.25"'))
     net10 = read_sbml_string(text, system_size=10)
     # amounts: A = 2 k = 8 units = 80 molecules; B = (A/4 + V) = (8/4 + 2) = 4 per volume x 2 x 10 = 80
     assert net10.initial == (80, 80)
 
 
 def test_initial_assignment_to_a_compartment_is_refused():
-    ias = f'<listOfInitialAssignments><initialAssignment symbol="V">{mathml("3")}</initialAssignment></listOfInitialAssignments>'
+    ias = (f'<listOfInitialAssignments><initialAssignment symbol="V">{mathml("3")}</initialAssignment>'
+           '</listOfInitialAssignments>')
     with pytest.raises(ModelError, match="assignments to compartment 'V' are not supported"):
         read_sbml_string(doc(sp("A", 1.0), rx("r", {"A": 1}, {}, "k * A"), {"k": 1.0}, extra=ias))
 

@@ -10,10 +10,10 @@ molecules per substance unit, is one number for the whole model:
 * else from the substance units: a species' ``substanceUnits`` (Level 1: ``units``), else the
   model's ``substanceUnits`` (Level 3), else -- Levels 1 and 2 -- the built-in ``substance``, the
   **mole** unless the model redefines it. A unit definition of one ``mole`` (or ``avogadro``) or
-  ``item`` unit of exponent 1, times dimensionless ones, gives Omega = (multiplier x 10^scale)^exponent
-  products, x 6.02214076e23 (:data:`AVOGADRO`) for a mole, x 1 for an item; species with units of
-  different sizes, a Level 3 ``extentUnits`` of another size, or a unit of another kind (gram)
-  are refused (pass ``system_size=``);
+  ``item`` unit of exponent 1, times dimensionless ones, gives Omega = the product over its units of
+  (multiplier x 10^scale)^exponent, times 6.02214076e23 (:data:`AVOGADRO`) for a mole (``mmol``:
+  6.02214076e20). Species with units of different sizes, a Level 3 ``extentUnits`` of another
+  size, or a unit of another kind (gram) are refused (pass ``system_size=``);
 * Omega = 1 when a Level 3 model declares no substance units (amounts are molecules, as before).
 
 A count is amount x Omega (``initialConcentration`` x size x Omega). It must be a whole number
@@ -37,8 +37,8 @@ SBML discrete stochastic test suite (DSMTS, Evans, Gillespie & Wilkinson 2008), 
 (``gillespy2.sbml.SBMLimport``: the law becomes the reaction's ``propensity_function`` verbatim) and
 libRoadRunner's ``gillespie`` integrator (the law's value is the reaction's propensity) read them:
 **the value of the kinetic law, with species symbols standing for amounts in molecules, is the
-propensity**. No other factor is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at ``k x^2``, not at the
-combinatorial ``k x (x-1)/2``: for the stochastic mass-action rate constant of distsim's
+propensity**. No other factor is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at
+``k x^2``, not at the combinatorial ``k x (x-1)/2``: for the stochastic mass-action rate constant of distsim's
 convention (theta ``C(x, 2)``) write ``k * A * (A - 1) / 2`` (theta = ``k``); GillesPy2's own
 mass action writes ``k * A * (A - 1) / vol`` (theta = ``2k/vol``). A species symbol stands for its
 **amount** when ``hasOnlySubstanceUnits="true"`` (or its compartment has ``spatialDimensions=0``),
@@ -52,9 +52,11 @@ mass-action reaction with ``rate=<that parameter>`` -- e.g. ``k1 * E * S``, or `
 in a compartment of size 1 -- so rate inference (:func:`distsim.mcmc.infer_rates`) can use it; a
 law of numbers and compartments only (``0.5 * A``) gets a numeric rate. Every other law is a
 general law with the same propensity. Either way the propensity is the law's value. With Omega != 1
-a mass-action law stays mass action: Omega x theta x prod_i (x_i / (Omega V_i))^(r_i) (V_i = 1 for
-amounts) is theta' x prod_i x_i^(r_i) with theta' = theta x Omega^(1 - order) x prod_i V_i^(-r_i) (order =
-sum r_i; e.g. ``k * A * B`` in mmol: theta' = k / (6.02214076e20); a first-order law keeps theta' = theta).
+a mass-action law ``c * k * prod_i s_i`` (s_i the reactants' symbols, c numbers and compartment
+sizes) stays mass action: Omega c k prod_i x_i / (Omega V_i) (V_i = 1 for an amount, its size for a
+concentration) is theta' prod_i x_i with theta' = k c Omega^(1 - order) / prod_i V_i (order: the
+number of reactant molecules; ``k * A * B`` in mmol: theta' = k / 6.02214076e20; first order with
+c = V: theta' = k).
 theta' becomes its own parameter ``<parameter>__stochastic`` (recorded in the metadata's
 ``derived_rates``) where nothing else (another law, an event, a rule) reads the model parameter,
 which is then no longer a parameter of the network (``with_parameters`` of it is an error, never a
@@ -74,8 +76,8 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   libRoadRunner do).
 * ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
 
-**Species** become counts (above). Species with ``boundaryCondition="true"`` or ``constant="true"`` are *fixed* (read, never changed).
-All species are kept, in document order.
+**Species** become counts (above). Species with ``boundaryCondition="true"`` or ``constant="true"``
+are *fixed* (read, never changed). All species are kept, in document order.
 
 **Parameters**: global parameters keep their ids; a reaction's local parameters are renamed
 ``<reaction id>__<parameter id>`` (``_2``, ``_3``, ... appended on a clash). Only parameters and
@@ -597,7 +599,7 @@ class _Converter:
                 value = float(evaluate(target, x, env, 0.0)[0])
             if sp >= 0:
                 values[sp] = value
-                self.value_of[sp] = (f"species {var!r}: {label} ({to_text(expr, self.species)}) gives", ia)
+                self.value_of[sp] = (f"species {var!r}: {label} ({to_text(expr, self.species)})", ia)
             elif not math.isfinite(value):
                 raise self.err(f"{label}: the value is not finite ({value!r})", ia)
             else:
@@ -805,7 +807,8 @@ class _Converter:
         keep their own rate parameter only where nothing else reads the model parameter (so that
         changing it can never leave a stale copy); elsewhere they go back to their general law."""
         exprs = [r.law for r in reactions if r.law is not None] + [r.expr for r in rules]
-        exprs += [a.expr for e in events for a in e.assignments] + [n for e in events for n in condition_nodes(e.trigger)]
+        exprs += [a.expr for e in events for a in e.assignments]
+        exprs += [n for e in events for n in condition_nodes(e.trigger)]
         exprs += [e.priority for e in events if e.priority is not None]
         read = {p for x in exprs for p in params_of(x)} | self.assigned
         out = []

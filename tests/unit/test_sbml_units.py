@@ -396,3 +396,16 @@ def test_fractional_stoichiometry_is_a_fraction_of_an_extent_per_firing():
     with pytest.raises(ModelError, match=r"stoichiometry of reactant 'A' is 0.1234567, neither a whole number nor a "
                                          r"fraction p/q with q <= 1000; a firing moves whole molecules"):
         read_sbml_string(doc(sp("A", 40.0), rx("r", {"A": 0.1234567}, {}, "k * A"), {"k": 0.2}))
+
+
+@pytest.mark.gpu
+def test_biomd1_cpu_equals_gpu():
+    """Laws rescaled by Omega = Avogadro (and the model's event) give the same bits on both backends."""
+    net = ssa.load(BIOMODELS / "BIOMD0000000001.xml", rounding="nearest")
+    kw = dict(t_end=2e-3, points=5, realizations=512, seed=7, keep_trajectories=True, keep_final=True)
+    for method in ("direct", "tree"):
+        a = ssa.simulate(net, backend="cpu", method=method, **kw)
+        b = ssa.simulate(net, backend="gpu", method=method, **kw)
+        assert b.attrs["backend"] == "gpu"
+        for v in ("trajectory", "final_state", "firings", "mean", "variance"):
+            assert np.array_equal(a[v].values, b[v].values), (method, v)

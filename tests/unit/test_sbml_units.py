@@ -409,3 +409,15 @@ def test_biomd1_cpu_equals_gpu():
         assert b.attrs["backend"] == "gpu"
         for v in ("trajectory", "final_state", "firings", "mean", "variance"):
             assert np.array_equal(a[v].values, b[v].values), (method, v)
+
+
+def test_sbml_qual_files_are_bounded_too(tmp_path):
+    from distsim.models.formats.sbml_qual import read_sbml_qual
+
+    path = tmp_path / "q.sbml"
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" '
+                    'xmlns:qual="http://www.sbml.org/sbml/level3/version1/qual/version1" level="3" version="1" '
+                    'qual:required="true">\n<model id="m" name="' + "x" * 200_000 + '"/>\n</sbml>\n')
+    with pytest.raises(ModelError, match="attribute 'name' of <model> has 200000 characters") as info:
+        read_sbml_qual(path)
+    assert info.value.file == str(path) and info.value.line == 3

@@ -153,7 +153,7 @@ from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Log
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
 from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
-__all__ = ["read_sbml", "read_sbml_string", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
+__all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
            "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
            "MAX_ATTRIBUTE_CHARS", "MAX_UNITS_FIRING_RATE"]
 
@@ -192,11 +192,7 @@ def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size
         raise FileNotFoundError(f"model file not found: {file}")
     if not Path(file).is_file():
         raise IsADirectoryError(f"not a file: {file}")
-    size = Path(file).stat().st_size
-    if size > MAX_SBML_BYTES:
-        raise ModelError(f"the file has {size} bytes, more than the {MAX_SBML_BYTES} an SBML document may have",
-                         file=file)
-    _prescan(Path(file).read_bytes(), file)
+    check_sbml_file(file)
     libsbml = _libsbml(file)
     doc = libsbml.readSBMLFromFile(file)
     return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding)
@@ -221,6 +217,17 @@ def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str 
                              file=file) from None
     doc = libsbml.readSBMLFromString(text)
     return _document(libsbml, doc, file, reversible, name, system_size, rounding)
+
+
+def check_sbml_file(file: str) -> None:
+    """The bounds an SBML file (reactions or SBML-qual) must meet before libsbml reads it: at most
+    :data:`MAX_SBML_BYTES` bytes, well-formed XML without a DOCTYPE, attributes of at most
+    :data:`MAX_ATTRIBUTE_CHARS` characters, bounded nesting (module docstring); else :class:`ModelError`."""
+    size = Path(file).stat().st_size
+    if size > MAX_SBML_BYTES:
+        raise ModelError(f"the file has {size} bytes, more than the {MAX_SBML_BYTES} an SBML document may have",
+                         file=file)
+    _prescan(Path(file).read_bytes(), file)
 
 
 def _check_options(reversible: str, system_size: float | None, rounding: str) -> None:

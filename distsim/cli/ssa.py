@@ -22,6 +22,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--reversible", choices=["split", "forward", "error"], default="split",
                    help="SBML reversible reactions: split a law kf*A - kr*B into two reactions, take the law as the "
                    "forward propensity, or refuse")
+    p.add_argument("--system-size", type=positive_float, default=None, metavar="N",
+                   help="SBML/antimony: molecules per substance unit (default: from the model's units: a mole is "
+                        "Avogadro's number of molecules; no units declared: 1)")
+    p.add_argument("--rounding", choices=["error", "nearest"], default="error",
+                   help="SBML/antimony amounts that are not whole numbers of molecules: refuse (default), or round "
+                        "to the nearest count (recorded in the result's attrs)")
     p.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end of the simulated time")
     p.add_argument("--points", type=positive_int, default=101, help="time points on the output grid, 0 to T")
     p.add_argument("--realizations", "-n", type=positive_int, default=1000, metavar="N", help="number of realizations")
@@ -46,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args, data=[args.output], figures=[args.plot])
     params = parse_assignments(args.param, "--param")
-    net = load(args.model, format=args.format, reversible=args.reversible)
+    net = load(args.model, format=args.format, reversible=args.reversible, system_size=args.system_size,
+               rounding=args.rounding)
     if params:
         net = net.with_parameters(**params)
     if args.points < 2:

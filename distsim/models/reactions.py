@@ -7,6 +7,10 @@ and theta_j is the *stochastic* rate constant, given by a parameter name or a nu
 parameters (a parsed tree, never Python code). Species in ``fixed`` (SBML boundary or constant
 species) keep their count: reactions read them but do not change them.
 
+``metadata`` holds (name, text) pairs that describe how a file was read -- the SBML reader records
+the molecules per substance unit (``system_size``), where it came from, and any rounding of
+amounts to whole molecules -- and :func:`distsim.ssa.simulate` copies them into its result's attrs.
+
 A network may also carry SBML **events** (``events``) and **assignment rules** (``rules``); see
 :mod:`distsim.models.events` for their layout and semantics. The SSA simulates them exactly; rate
 inference (MCMC) refuses such networks (:meth:`ReactionNetwork.require_plain`).
@@ -68,6 +72,7 @@ class ReactionNetwork:
     source: str = ""
     events: tuple[Event, ...] = ()
     rules: tuple[AssignmentRule, ...] = ()
+    metadata: tuple[tuple[str, str], ...] = ()  # how the model was read (not part of the digest)
     _params: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
     _digest: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
@@ -75,7 +80,8 @@ class ReactionNetwork:
     def create(cls, species: Sequence[str], initial: Sequence[int] | Mapping[str, int],
                reactions: Sequence[Reaction], parameters: Mapping[str, float] | None = None, *,
                fixed: Iterable[int | str] = (), name: str = "", source: str = "",
-               events: Sequence[Event] = (), rules: Sequence[AssignmentRule] = ()) -> "ReactionNetwork":
+               events: Sequence[Event] = (), rules: Sequence[AssignmentRule] = (),
+               metadata: Mapping[str, str] | None = None) -> "ReactionNetwork":
         species = tuple(species)
         if isinstance(initial, Mapping):
             unknown = [k for k in initial if k not in species]
@@ -85,7 +91,7 @@ class ReactionNetwork:
         fx = {species.index(f) if isinstance(f, str) else int(f) for f in fixed}
         params = tuple((str(k), float(v)) for k, v in (parameters or {}).items())
         return cls(species, tuple(int(x) for x in initial), tuple(reactions), params, frozenset(fx), name, source,
-                   tuple(events), tuple(rules))
+                   tuple(events), tuple(rules), tuple((str(k), str(v)) for k, v in (metadata or {}).items()))
 
     def __post_init__(self) -> None:
         src = self.source or None

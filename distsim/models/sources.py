@@ -8,8 +8,9 @@
   ``format=``, else the extension (``.ant`` -> antimony, ``.xml`` -> SBML, ``.rxn`` -> text), else
   the content.
 
-``reversible`` is the SBML reversible-reaction policy (``"split"``, ``"forward"``, ``"error"``; see
-:mod:`distsim.models.formats.sbml`); it also applies to antimony, which goes through SBML.
+``reversible`` (the reversible-reaction policy), ``system_size`` (molecules per substance unit) and
+``rounding`` are the SBML reader's options (:mod:`distsim.models.formats.sbml`); they also apply to
+antimony, which goes through SBML, and are refused for other sources when not at their defaults.
 """
 
 from __future__ import annotations
@@ -27,22 +28,29 @@ from .reactions import ReactionNetwork
 __all__ = ["load_network"]
 
 
-def load_network(source: Any, *, format: str | None = None, reversible: str = "split") -> ReactionNetwork:
+def load_network(source: Any, *, format: str | None = None, reversible: str = "split",
+                 system_size: float | None = None, rounding: str = "error") -> ReactionNetwork:
     """A :class:`ReactionNetwork` from a network, a GillesPy2 model, model text or a path (module docstring)."""
-    if isinstance(source, ReactionNetwork):
-        return source
-    if is_gillespy2_model(source):
-        return from_gillespy2(source)
+    sbml = {"reversible": reversible, "system_size": system_size, "rounding": rounding}
+    if isinstance(source, ReactionNetwork) or is_gillespy2_model(source):
+        if system_size is not None or rounding != "error":
+            raise ValueError("system_size= and rounding= apply to SBML and antimony models, not to a "
+                             f"{type(source).__name__}")
+        return source if isinstance(source, ReactionNetwork) else from_gillespy2(source)
     if isinstance(source, str) and (source.lstrip("\ufeff \t\r\n").startswith("<") or "\n" in source):
         kind = registry.get(format, kind="reaction", file="<text>").name if format is not None else None
         if source.lstrip("\ufeff \t\r\n").startswith("<") and kind in (None, "sbml"):
-            return read_sbml_string(source, reversible=reversible)
+            return read_sbml_string(source, **sbml)
         if kind == "text":
             return parse_reactions(source)
         if kind == "antimony":
-            return parse_antimony(source, reversible=reversible)
+            return parse_antimony(source, **sbml)
         raise ValueError("model text that is not SBML needs format='rxn' or format='antimony'")
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"expected a path, model text, a ReactionNetwork or a gillespy2.Model, got "
                         f"{type(source).__name__}")
-    return registry.load(source, kind="reaction", format=format, reversible=reversible)
+    if (system_size is not None or rounding != "error") and os.path.isfile(source):
+        fmt = registry.get(format, kind="reaction") if format is not None else registry.detect(source, kind="reaction")
+        if "system_size" not in fmt.options:
+            raise ValueError(f"system_size= and rounding= apply to SBML and antimony models, not to {fmt.name} files")
+    return registry.load(source, kind="reaction", format=format, **sbml)

@@ -86,6 +86,7 @@ def simulate_batch(
     ds = _dataset(net, whole, res, wall)
     ds.attrs = run.provenance(workload="ssa.simulate_batch", model_name=net.name, model_sha256=net.digest(),
                               method=method, points=len(params), realizations=realizations, t_end=float(t_end))
+    ds.attrs.update({f"model_{k}": v for k, v in net.metadata})  # how the model was read (SBML units, rounding)
     return ds
 
 

@@ -25,6 +25,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from ..errors import DistsimError
 from ..models.arith import species_of, to_text
 from ..models.events import MAX_CASCADE
 from ..models.reactions import ReactionNetwork
@@ -36,9 +37,10 @@ ERR_MASK = (1 << ERR_BITS) - 1
 FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP)
 
 
-class SimulationError(RuntimeError):
+class SimulationError(DistsimError, RuntimeError):
     """A realization stopped on an error (a bad propensity or a negative count); the message names
-    the reaction, the time and the state."""
+    the reaction, the time and the state. A :class:`~distsim.errors.DistsimError` (without a file:
+    ``str()`` is the message) and, as before, a ``RuntimeError``."""
 
 
 @numba.njit(inline="always", cache=True)

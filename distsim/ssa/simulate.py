@@ -31,14 +31,18 @@ PILOT = 256
 WAVES, WAVE_MIN = 8, 8192  # CPU shards per worker (at most), realizations per shard (at least)
 
 
-def load(source: Any, *, format: str | None = None, reversible: str = "split") -> ReactionNetwork:
+def load(source: Any, *, format: str | None = None, reversible: str = "split", system_size: float | None = None,
+         rounding: str = "error") -> ReactionNetwork:
     """Load a reaction network from a path (SBML ``.xml``/``.sbml``, antimony ``.ant``, distsim's text
     format), model text (an SBML string; antimony or ``.rxn`` text with ``format=``), a
-    ``gillespy2.Model`` or a network. ``reversible``: SBML reversible-reaction policy, ``"split"``
-    (default), ``"forward"`` or ``"error"`` (see :mod:`distsim.models.formats.sbml`)."""
+    ``gillespy2.Model`` or a network. SBML and antimony options (see :mod:`distsim.models.formats.sbml`):
+    ``reversible``, the reversible-reaction policy, ``"split"`` (default), ``"forward"`` or ``"error"``;
+    ``system_size``, molecules per substance unit (default: from the model's units); ``rounding``,
+    ``"error"`` (default: an amount that is not a whole number of molecules is refused) or
+    ``"nearest"`` (rounded, and recorded in the network's metadata and the result's attrs)."""
     from ..models.sources import load_network
 
-    return load_network(source, format=format, reversible=reversible)
+    return load_network(source, format=format, reversible=reversible, system_size=system_size, rounding=rounding)
 
 
 def simulate(
@@ -266,6 +270,7 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
         truncated_realizations=truncated, max_events=b.max_events,
         parameters=", ".join(f"{k}={v:g}" for k, v in net.params.items()), shards=len(ens.blocks),
     )
+    ds.attrs.update({f"model_{k}": v for k, v in net.metadata})  # how the model was read (SBML units, rounding)
     return ds
 
 

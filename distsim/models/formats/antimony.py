@@ -24,8 +24,9 @@ __all__ = ["read_antimony", "parse_antimony", "antimony_to_sbml", "FORMAT"]
 _LOCK = threading.Lock()  # libantimony keeps global state
 
 
-def read_antimony(path: str | os.PathLike, *, reversible: str = "split") -> ReactionNetwork:
-    """Read an antimony file (``.ant``)."""
+def read_antimony(path: str | os.PathLike, *, reversible: str = "split", system_size: float | None = None,
+                  rounding: str = "error") -> ReactionNetwork:
+    """Read an antimony file (``.ant``); the options are the SBML reader's (:func:`.sbml.read_sbml`)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"model file not found: {os.fspath(path)}")
@@ -35,13 +36,15 @@ def read_antimony(path: str | os.PathLike, *, reversible: str = "split") -> Reac
         text = p.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise ModelError(f"not a UTF-8 text file ({e.reason} at byte {e.start})", file=os.fspath(path)) from None
-    return parse_antimony(text, file=os.fspath(path), reversible=reversible, name=p.stem)
+    return parse_antimony(text, file=os.fspath(path), reversible=reversible, name=p.stem, system_size=system_size,
+                          rounding=rounding)
 
 
-def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split",
-                   name: str = "") -> ReactionNetwork:
+def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split", name: str = "",
+                   system_size: float | None = None, rounding: str = "error") -> ReactionNetwork:
     """Read antimony model text held in memory (the main module of the text)."""
-    net = read_sbml_string(antimony_to_sbml(text, file=file), file=file, reversible=reversible, name=name)
+    net = read_sbml_string(antimony_to_sbml(text, file=file), file=file, reversible=reversible, name=name,
+                           system_size=system_size, rounding=rounding)
     if name and net.name == "__main":  # antimony's name for an unnamed model: the file's stem says more
         net = dataclasses.replace(net, name=name)
     return net
@@ -70,4 +73,5 @@ def antimony_to_sbml(text: str, *, file: str = "<antimony>") -> str:
 
 
 FORMAT = Format("antimony", "reaction", (".ant", ".antimony"), lambda path, head: False, read_antimony,
-                "antimony text (by extension .ant, or format='antimony')", aliases=("ant",), options=("reversible",))
+                "antimony text (by extension .ant, or format='antimony')", aliases=("ant",),
+                options=("reversible", "system_size", "rounding"))

@@ -35,7 +35,7 @@ def _sniff_sbml(path: str | os.PathLike, head: bytes) -> bool:
 
 
 SBML = Format("sbml", "reaction", (".xml", ".sbml"), _sniff_sbml, read_sbml, "an SBML document ('<?xml' or '<sbml')",
-              aliases=("xml",), options=("reversible",))
+              aliases=("xml",), options=("reversible", "system_size", "rounding"))
 
 FORMATS: tuple[Format, ...] = (
     SBML,
@@ -105,7 +105,7 @@ def load(path: str | os.PathLike, *, kind: str | None = None, format: str | None
     """Read a model file: a :class:`~distsim.models.pbn.PBN` (kind ``"boolean"``) or a
     :class:`~distsim.models.reactions.ReactionNetwork` (kind ``"reaction"``).
 
-    ``options`` go to the reader (``inputs=`` for bnet/BoolNet/BNMPy, ``reversible=`` for SBML);
+    ``options`` go to the reader (``inputs=`` for bnet/BoolNet/BNMPy, ``reversible=``, ``system_size=``, ``rounding=`` for SBML);
     an option that another format of the kind takes is ignored by a reader that does not (ASSA
     files have no free inputs). A missing file raises :class:`FileNotFoundError`; everything
     wrong with the file raises :class:`~distsim.errors.ModelError`.

@@ -3,14 +3,42 @@
 :func:`read_sbml` (a file) and :func:`read_sbml_string` turn an SBML model (Level 3 Version 2 or 1,
 Level 2, Level 1) into a :class:`~distsim.models.reactions.ReactionNetwork`.
 
+**Amounts from units.** Every species becomes a count of molecules. Omega, the number of
+molecules per substance unit, is one number for the whole model:
+
+* ``system_size=`` (``--system-size``) when the user gives it (every species' amount x Omega);
+* else from the substance units: a species' ``substanceUnits`` (Level 1: ``units``), else the
+  model's ``substanceUnits`` (Level 3), else -- Levels 1 and 2 -- the built-in ``substance``, the
+  **mole** unless the model redefines it. A unit definition of one ``mole`` (or ``avogadro``) or
+  ``item`` unit of exponent 1, times dimensionless ones, gives Omega = the product over its units of
+  (multiplier x 10^scale)^exponent, times 6.02214076e23 (:data:`AVOGADRO`) for a mole (``mmol``:
+  6.02214076e20). Species with units of different sizes, a Level 3 ``extentUnits`` of another
+  size, or a unit of another kind (gram) are refused (pass ``system_size=``);
+* Omega = 1 when a Level 3 model declares no substance units (amounts are molecules, as before).
+
+A count is amount x Omega (``initialConcentration`` x size x Omega). It must be a whole number
+(within 1e-9, relative); otherwise the species, its value and its conversion are named in a
+:class:`ModelError` -- also for a non-zero amount that would become 0 molecules (BIOMD0000000001's
+``B`` = 1.66e-21 mol used to become 0). ``rounding="nearest"`` (``--rounding nearest``) rounds
+instead; each rounding is recorded in the network's ``metadata`` (``rounded``) and so in the SSA
+result's attrs (``model_rounded``), and a non-zero amount rounded to 0 warns. Counts above 2**53,
+and -- when Omega comes from the units (Avogadro) -- an initial state whose propensities sum to
+more than :data:`MAX_UNITS_FIRING_RATE` firings per unit of model time, are refused with that
+number and the option that helps (``system_size=``; ``system_size=1`` reads each amount as a number
+of molecules, the convention of GillesPy2 -- whose SBML export says ``substanceUnits="mole"`` --
+and of libRoadRunner's ``gillespie``). The metadata also records ``system_size`` (Omega), where it
+came from (``system_size_source``) and the ``substance_unit``.
+
 **Stochastic convention.** SBML kinetic laws are written as deterministic rates (substance per
-time). For SSA they are read the way the SBML discrete stochastic test suite (DSMTS, Evans,
-Gillespie & Wilkinson 2008), GillesPy2 (``gillespy2.sbml.SBMLimport``: the law becomes the
-reaction's ``propensity_function`` verbatim) and libRoadRunner's ``gillespie`` integrator (the law's
-value is the reaction's propensity) read them: **the value of the kinetic law, with species
-symbols standing for amounts in molecules, is the propensity** (firings per unit time). No factor
-is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at ``k x^2``, not at the
-combinatorial ``k x (x-1)/2``: for the stochastic mass-action rate constant of distsim's
+time); species symbols stand for amounts (in substance units) or concentrations (below). With
+counts x, a symbol stands for x / Omega (amount) or x / (Omega x size) (concentration), and the
+propensity (firings per unit time) is **Omega x the law's value**. With Omega = 1 this is how the
+SBML discrete stochastic test suite (DSMTS, Evans, Gillespie & Wilkinson 2008), GillesPy2
+(``gillespy2.sbml.SBMLimport``: the law becomes the reaction's ``propensity_function`` verbatim) and
+libRoadRunner's ``gillespie`` integrator (the law's value is the reaction's propensity) read them:
+**the value of the kinetic law, with species symbols standing for amounts in molecules, is the
+propensity**. No other factor is added or removed, so a law ``k * A^2`` on ``2A -> B`` fires at
+``k x^2``, not at the combinatorial ``k x (x-1)/2``: for the stochastic mass-action rate constant of distsim's
 convention (theta ``C(x, 2)``) write ``k * A * (A - 1) / 2`` (theta = ``k``); GillesPy2's own
 mass action writes ``k * A * (A - 1) / vol`` (theta = ``2k/vol``). A species symbol stands for its
 **amount** when ``hasOnlySubstanceUnits="true"`` (or its compartment has ``spatialDimensions=0``),
@@ -23,13 +51,23 @@ factorial of each reactant, times numbers and compartment sizes that multiply to
 mass-action reaction with ``rate=<that parameter>`` -- e.g. ``k1 * E * S``, or ``cell * k1 * E * S``
 in a compartment of size 1 -- so rate inference (:func:`distsim.mcmc.infer_rates`) can use it; a
 law of numbers and compartments only (``0.5 * A``) gets a numeric rate. Every other law is a
-general law with the same propensity. Either way the propensity is the law's value.
+general law with the same propensity. Either way the propensity is the law's value. With Omega != 1
+a mass-action law ``c * k * prod_i s_i`` (s_i the reactants' symbols, c numbers and compartment
+sizes) stays mass action: Omega c k prod_i x_i / (Omega V_i) (V_i = 1 for an amount, its size for a
+concentration) is theta' prod_i x_i with theta' = k c Omega^(1 - order) / prod_i V_i (order: the
+number of reactant molecules; ``k * A * B`` in mmol: theta' = k / 6.02214076e20; first order with
+c = V: theta' = k).
+theta' becomes its own parameter ``<parameter>__stochastic`` (recorded in the metadata's
+``derived_rates``) where nothing else (another law, an event, a rule) reads the model parameter,
+which is then no longer a parameter of the network (``with_parameters`` of it is an error, never a
+stale copy); elsewhere the reaction keeps its general law (same propensity).
 
 **Reversible reactions** (``reversible=`` policy):
 
 * ``"split"`` (default): a law ``F - B`` (possibly times common factors, ``cell * (kf*A*B - kr*C)``)
   whose terms are mass-action shaped for the two directions becomes two reactions ``<id>_f``
-  (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B).
+  (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B); a rate
+  that events or rules change counts as a rate here (the two laws then stay general laws).
   A mass-action law of the forward direction alone is accepted as it is (GillesPy2 and antimony
   mark most reactions reversible). Any other law of a reversible reaction is used as the
   forward propensity, with one :class:`SBMLWarning` listing such reactions (a run stops with an
@@ -38,20 +76,23 @@ general law with the same propensity. Either way the propensity is the law's val
   libRoadRunner do).
 * ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
 
-**Species** become counts. Initial count = ``initialAmount`` if set, else ``initialConcentration
-* compartment size``; it must be a non-negative integer (within 1e-9, relative for large values).
-Species with ``boundaryCondition="true"`` or ``constant="true"`` are *fixed* (read, never changed).
-All species are kept, in document order.
+**Species** become counts (above). Species with ``boundaryCondition="true"`` or ``constant="true"``
+are *fixed* (read, never changed). All species are kept, in document order.
 
 **Parameters**: global parameters keep their ids; a reaction's local parameters are renamed
 ``<reaction id>__<parameter id>`` (``_2``, ``_3``, ... appended on a clash). Only parameters and
 compartments that a general law, an event or a rule uses (or a mass-action rate) are kept;
 ``with_parameters(cell=...)`` changes a compartment size seen by general laws.
 
+**Initial assignments** (any math a kinetic law may use) to species and parameters are evaluated
+at load, in SBML order except that one follows the assignments whose targets it reads (a cycle is an
+error); a species' value is converted to molecules like an initial amount (or concentration) and
+must then be whole (above). Assignments to compartments are refused.
+
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
 (:mod:`distsim.models.events`): time- and state-triggered events without delay (``initialValue``,
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``), assignments to species (as counts:
-concentrations are multiplied by the compartment size) and to parameters; assignment rules for
+the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
 rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
 (:mod:`distsim.models.events`); rate inference refuses them.
@@ -67,17 +108,21 @@ chained) and logic (and, or, xor, not, true, false); events and rules may use ``
 a compartment or parameter (constant unless a rule or event assigns it), a missing ``reversible``
 (taken as true, the Level 2 default, then the policy above applies). libsbml's internal
 ``l3v2extendedmath`` package, which it reports as enabled and required on every L3V2 document,
-is not a requirement of the model and is ignored.
+is not a requirement of the model and is ignored. The drawing packages ``layout`` and ``render``
+never change the model: they are ignored, even when marked required, and libsbml's errors about
+their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): event delays, rate and algebraic rules, initial assignments, ``time``
+its id, the file and line): event delays, rate and algebraic rules, ``time``
 or ``delay`` in kinetic laws, piecewise / relational / logical / trigonometric math in kinetic
 laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
 kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
 ``distrib``, ...). Constraints are ignored.
 
-**Untrusted input.** Before libsbml sees a document it is parsed with Python's expat (no
-recursion): it must be well-formed XML without a DOCTYPE (so no entity expansion) and nest at most
+**Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
+is parsed with Python's expat (no recursion): it must be well-formed XML without a DOCTYPE (so no
+entity expansion), no attribute value may exceed :data:`MAX_ATTRIBUTE_CHARS` characters (libsbml
+spends minutes, uninterruptibly, on a 10 MB one), and elements must nest at most
 :data:`MAX_XML_DEPTH` elements deep, with at most :data:`MAX_XML_MATH_ELEMENTS` elements in one
 ``<math>`` (libsbml recurses over them when it frees a document). Errors are checked before the model is touched, the
 SBMLDocument stays referenced while its children are used, and math is converted without
@@ -93,58 +138,75 @@ from __future__ import annotations
 
 import math
 import os
+from fractions import Fraction
 import warnings
 import xml.parsers.expat as expat
 from pathlib import Path
 from typing import Any
 
 from ...errors import ModelError, SBMLWarning
-from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, params_of, to_text
+import numpy as np
+
+from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, evaluate, params_of, species_of, to_text
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, rule_order)
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
-from ..reactions import MAX_STOICHIOMETRY, Reaction, ReactionNetwork
+from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
-__all__ = ["read_sbml", "read_sbml_string", "REVERSIBLE_POLICIES", "SBMLWarning", "MAX_XML_DEPTH",
-           "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES"]
+__all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
+           "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
+           "MAX_ATTRIBUTE_CHARS", "MAX_UNITS_FIRING_RATE"]
 
 REVERSIBLE_POLICIES = ("split", "forward", "error")
+ROUNDING_POLICIES = ("error", "nearest")
+AVOGADRO = 6.02214076e23  # molecules per mole (SI 2019, exact)
+MAX_UNITS_FIRING_RATE = 1e9  # initial firings per unit of model time above which units-derived counts are refused
+MAX_SBML_BYTES = 256 * 2**20  # a document's size
+MAX_ATTRIBUTE_CHARS = 100_000  # one XML attribute value (libsbml takes > 75 s over a 10 MB one)
 MAX_XML_DEPTH = 1000  # nested XML elements (libsbml reads MathML recursively)
 MAX_XML_MATH_ELEMENTS = 50_000  # elements in one <math> (libsbml's destructor overflows the C stack near 200,000)
 MAX_MATH_DEPTH = 256  # nesting of one converted expression (n-ary plus of k terms nests k deep)
 MAX_MATH_NODES = 100_000  # nodes of one expression after inlining function definitions
 _MAX_CONDITION_DEPTH = 64
 _INT_TOL = 1e-9
+_MAX_DENOMINATOR = 1000  # of a fractional stoichiometry
 _MAX_INLINE_DEPTH = 64
 _IGNORED_PACKAGES = {"l3v2extendedmath"}  # libsbml-internal: enabled and "required" on every L3V2 document
+_NON_SEMANTIC_PACKAGES = {"layout", "render"}  # drawings: their errors are warnings, the packages are ignored
 # libsbml errors about a missing attribute whose default does not change the stochastic reading
 _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("constant",)}
 
 
-def read_sbml(path: str | os.PathLike, *, reversible: str = "split") -> ReactionNetwork:
+def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size: float | None = None,
+              rounding: str = "error") -> ReactionNetwork:
     """Read an SBML file as a reaction network for SSA (see the module docstring for semantics).
 
-    ``reversible``: ``"split"`` (default), ``"forward"`` or ``"error"`` (module docstring). A missing
+    ``reversible``: ``"split"`` (default), ``"forward"`` or ``"error"``; ``system_size``: molecules
+    per substance unit (default: from the model's units); ``rounding``: ``"error"`` (default) or
+    ``"nearest"`` for amounts that are not whole numbers of molecules (module docstring). A missing
     file raises :class:`FileNotFoundError`; everything else raises :class:`ModelError`.
     """
     file = os.fspath(path)
-    _check_policy(reversible)
+    _check_options(reversible, system_size, rounding)
     if not Path(file).exists():
         raise FileNotFoundError(f"model file not found: {file}")
     if not Path(file).is_file():
         raise IsADirectoryError(f"not a file: {file}")
-    _prescan(Path(file).read_bytes(), file)
+    check_sbml_file(file)
     libsbml = _libsbml(file)
     doc = libsbml.readSBMLFromFile(file)
-    return _document(libsbml, doc, file, reversible, Path(file).stem)
+    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding)
 
 
 def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str = "<string>",
-                     name: str = "") -> ReactionNetwork:
+                     name: str = "", system_size: float | None = None, rounding: str = "error") -> ReactionNetwork:
     """Read an SBML document held in memory (``file`` names it in errors; ``name`` is the
-    network's name when the model has neither name nor id)."""
-    _check_policy(reversible)
+    network's name when the model has neither name nor id; the options are :func:`read_sbml`'s)."""
+    _check_options(reversible, system_size, rounding)
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    if len(data) > MAX_SBML_BYTES:
+        raise ModelError(f"the document has {len(data)} bytes, more than the {MAX_SBML_BYTES} an SBML document "
+                         "may have", file=file)
     _prescan(data, file)
     libsbml = _libsbml(file)
     if isinstance(text, bytes):
@@ -154,12 +216,28 @@ def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str 
             raise ModelError(f"SBML bytes are not UTF-8 ({e.reason} at byte {e.start}); pass a str",
                              file=file) from None
     doc = libsbml.readSBMLFromString(text)
-    return _document(libsbml, doc, file, reversible, name)
+    return _document(libsbml, doc, file, reversible, name, system_size, rounding)
 
 
-def _check_policy(reversible: str) -> None:
+def check_sbml_file(file: str) -> None:
+    """The bounds an SBML file (reactions or SBML-qual) must meet before libsbml reads it: at most
+    :data:`MAX_SBML_BYTES` bytes, well-formed XML without a DOCTYPE, attributes of at most
+    :data:`MAX_ATTRIBUTE_CHARS` characters, bounded nesting (module docstring); else :class:`ModelError`."""
+    size = Path(file).stat().st_size
+    if size > MAX_SBML_BYTES:
+        raise ModelError(f"the file has {size} bytes, more than the {MAX_SBML_BYTES} an SBML document may have",
+                         file=file)
+    _prescan(Path(file).read_bytes(), file)
+
+
+def _check_options(reversible: str, system_size: float | None, rounding: str) -> None:
     if reversible not in REVERSIBLE_POLICIES:
         raise ValueError(f"unknown reversible policy {reversible!r}; expected one of {', '.join(REVERSIBLE_POLICIES)}")
+    if rounding not in ROUNDING_POLICIES:
+        raise ValueError(f"unknown rounding {rounding!r}; expected one of {', '.join(ROUNDING_POLICIES)}")
+    if system_size is not None and (isinstance(system_size, bool) or not isinstance(system_size, (int, float))
+                                    or not (0 < system_size < math.inf)):
+        raise ValueError(f"system_size must be a positive number of molecules per substance unit, got {system_size!r}")
 
 
 def _libsbml(file: str) -> Any:
@@ -187,6 +265,10 @@ def _prescan(data: bytes, file: str) -> None:
 
     def start(name: str, attrs: Any) -> None:
         nonlocal depth, in_math, math_elements
+        for key, value in attrs.items():
+            if len(value) > MAX_ATTRIBUTE_CHARS:
+                raise _Refused(f"attribute {key!r} of <{name}> has {len(value)} characters, more than "
+                               f"{MAX_ATTRIBUTE_CHARS}", p.CurrentLineNumber, p.CurrentColumnNumber + 1)
         depth += 1
         if depth > MAX_XML_DEPTH:
             raise _Refused(f"XML elements nest more than {MAX_XML_DEPTH} deep", p.CurrentLineNumber,
@@ -225,7 +307,8 @@ def _prescan(data: bytes, file: str) -> None:
         raise ModelError(f"invalid SBML ({e})", file=file, line=1) from None
 
 
-def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str) -> ReactionNetwork:
+def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str, system_size: float | None,
+              rounding: str) -> ReactionNetwork:
     """Check libsbml's errors before touching the model; ``doc`` stays referenced while the model is read."""
     if doc is None:
         raise ModelError("libsbml could not read the document", file=file)
@@ -235,6 +318,10 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
         if not (e.isError() or e.isFatal()):
             continue
         msg = _error_text(e)
+        if e.getPackage() in _NON_SEMANTIC_PACKAGES and not e.isFatal():
+            warnings.warn(f"{file}:{e.getLine()}: {msg} (the {e.getPackage()} package does not change the model; "
+                          "it is ignored)", SBMLWarning, stacklevel=3)
+            continue
         attrs = _LENIENT.get(e.getErrorId(), ())
         missing = [a for a in attrs if f"required attribute '{a}' is missing" in msg]
         if missing and not e.isFatal():
@@ -248,7 +335,7 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
     model = doc.getModel()
     if model is None:
         raise ModelError("the SBML document has no <model>", file=file)
-    return _Converter(libsbml, doc, model, file, reversible, default_name).network()
+    return _Converter(libsbml, doc, model, file, reversible, default_name, system_size, rounding).network()
 
 
 def _lenient_default(attr: str) -> str:
@@ -265,8 +352,15 @@ def _error_text(e: Any) -> str:
 
 
 class _Converter:
-    def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str):
+    def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str,
+                 system_size: float | None, rounding: str):
         self.L = libsbml
+        self.system_size = None if system_size is None else float(system_size)
+        self.rounding = rounding
+        self.rounded: list[str] = []  # "species: value -> count" for each rounding done
+        self.rescaled: list[str] = []  # reactions with fractional stoichiometries
+        self.derived: dict[str, tuple[str, float]] = {}  # mass-action rate in molecules: name -> (parameter, factor)
+        self.fallback: dict[int, tuple[Reaction, Reaction]] = {}  # id(mass-action reaction) -> (it, its general law)
         self.doc = doc  # keeps the document (and so every element below) alive
         self.model = model
         self.file = file
@@ -293,7 +387,9 @@ class _Converter:
         m = self.model
         self._check_unsupported()
         self._compartments()
-        initial, fixed = self._species()
+        self.initial_assigned = {m.getInitialAssignment(i).getSymbol() for i in range(m.getNumInitialAssignments())}
+        fixed = self._species()
+        self._units()
         self.global_value: dict[str, float | None] = {}
         for i in range(m.getNumParameters()):
             p = m.getParameter(i)
@@ -303,6 +399,8 @@ class _Converter:
         self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
         self.local_value: dict[str, float] = {}
         self.assigned = self._assigned_ids()
+        values = self._initial_values()
+        initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
         events = self._events()
         reactions: list[Reaction] = []
@@ -315,18 +413,25 @@ class _Converter:
             warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
                           "two mass-action terms; it is used as the propensity of the forward direction (a run "
                           "stops if it becomes negative)", SBMLWarning, stacklevel=4)
+        if self.rescaled:
+            warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
+                          stacklevel=4)
+        reactions = self._keep_derived_rates(reactions, rules, events)
         params = self._parameters(reactions, rules, events)
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
         name = m.getName() or m.getId() or self.default_name
-        return ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
-                                      source=self.file, events=events, rules=rules)
+        net = ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
+                                     source=self.file, events=events, rules=rules, metadata=self._metadata())
+        self._check_firing_rate(net)
+        return net
 
     def _check_unsupported(self) -> None:
         m, doc = self.model, self.doc
         if self.level >= 3:  # packages exist only in Level 3 (L2 layout is an annotation)
             for i in range(doc.getNumPlugins()):
                 pkg = doc.getPlugin(i).getPackageName()
-                if pkg and pkg not in _IGNORED_PACKAGES and doc.isPackageEnabled(pkg) and doc.getPackageRequired(pkg):
+                if (pkg and pkg not in _IGNORED_PACKAGES | _NON_SEMANTIC_PACKAGES and doc.isPackageEnabled(pkg)
+                        and doc.getPackageRequired(pkg)):
                     raise self.err(f"the model requires the SBML package {pkg!r}, which is not supported", m)
             for i in range(doc.getNumUnknownPackages()):
                 uri = doc.getUnknownPackageURI(i)
@@ -338,9 +443,6 @@ class _Converter:
                 kind = "rate rule" if r.isRate() else "algebraic rule"
                 target = f" for {r.getVariable()!r}" if r.getVariable() else ""
                 raise self.err(f"rules are not supported ({kind}{target}); assignment rules are", r)
-        if m.getNumInitialAssignments():
-            ia = m.getInitialAssignment(0)
-            raise self.err(f"initial assignments are not supported (initial assignment to {ia.getSymbol()!r})", ia)
         if self.level >= 3 and m.isSetConversionFactor():
             raise self.err("model conversion factors are not supported", m)
 
@@ -359,13 +461,13 @@ class _Converter:
             self.comp_size[c.getId()] = size
             self.comp_dims[c.getId()] = c.getSpatialDimensionsAsDouble() if self.level >= 2 else 3.0
 
-    def _species(self) -> tuple[list[int], list[int]]:
+    def _species(self) -> list[int]:
+        """Species ids, compartments and symbol meanings; the indices of fixed species."""
         m = self.model
         self.species: list[str] = []
         self.index: dict[str, int] = {}
         self.amount_symbol: dict[str, bool] = {}  # True: symbol = amount; False: concentration
         self.species_comp: dict[str, str] = {}
-        initial: list[int] = []
         fixed: list[int] = []
         for i in range(m.getNumSpecies()):
             s = m.getSpecies(i)
@@ -381,37 +483,194 @@ class _Converter:
             self.species.append(sid)
             self.species_comp[sid] = comp
             self.amount_symbol[sid] = bool(s.getHasOnlySubstanceUnits()) or self.comp_dims[comp] == 0
-            initial.append(self._initial_count(s, comp))
             if s.getBoundaryCondition() or s.getConstant():
                 fixed.append(len(self.species) - 1)
         if not self.species:
             raise self.err("the model has no species", m)
-        return initial, fixed
+        return fixed
 
-    def _initial_count(self, s: Any, comp: str) -> int:
-        sid = s.getId()
-        if s.isSetInitialAmount():
-            value = s.getInitialAmount()
-            what = "initial amount"
-        elif s.isSetInitialConcentration():
-            size = self._size(comp, f"species {sid!r} has an initial concentration", s)
-            value = s.getInitialConcentration() * size
-            what = f"initial amount (concentration {s.getInitialConcentration()!r} x size {size!r})"
-        else:
-            if self._has_rule(sid):
-                return 0  # set from the rule
-            raise self.err(f"species {sid!r} has no initial amount or concentration", s)
-        return self._count(value, f"species {sid!r}: {what}", s)
+    # ---- units and amounts -----------------------------------------------------------------------
+
+    def _units(self) -> None:
+        """``self.omega``, the molecules per substance unit: ``system_size`` when given, else from the
+        species' substance units (one value for the whole model), else 1 when no units are declared."""
+        m = self.model
+        self.unit_text = "given"
+        if self.system_size is not None:
+            self.omega, self.omega_source = self.system_size, "system_size"
+            return
+        found: dict[float, tuple[str, str]] = {}  # omega -> (species, unit text)
+        for i in range(m.getNumSpecies()):
+            s = m.getSpecies(i)
+            if self.level >= 3:
+                uid = s.getSubstanceUnits() or m.getSubstanceUnits()
+            else:
+                uid = (s.getUnits() if self.level == 1 else s.getSubstanceUnits()) or "substance"
+            omega, text = self._molecules_per_unit(uid, f"species {s.getId()!r}", s)
+            found.setdefault(omega, (s.getId(), text))
+        if len(found) > 1:
+            parts = "; ".join(f"{sid!r} in {text} ({om:.6g} molecules each)" for om, (sid, text) in found.items())
+            raise self.err(f"the species use substance units of different sizes ({parts}); distsim needs one "
+                           "number of molecules per substance unit: pass system_size= (--system-size)", m)
+        self.omega, (_, self.unit_text) = next(iter(found.items()))
+        self.omega_source = "undeclared units (amounts are molecules)" if self.unit_text == "" else "units"
+        if self.level >= 3 and m.isSetExtentUnits():
+            extent, text = self._molecules_per_unit(m.getExtentUnits(), "the model's extentUnits", m)
+            if extent != self.omega:
+                raise self.err(f"the model's extent unit ({text}) differs from the species' substance unit "
+                               f"({self.unit_text or 'undeclared'}); kinetic laws would need a conversion, which is "
+                               "not supported: pass system_size= (--system-size)", m)
+
+    def _molecules_per_unit(self, uid: str, who: str, element: Any) -> tuple[float, str]:
+        """(molecules per unit, the unit in words) of a substance unit id ("" undeclared: 1 molecule)."""
+        L = self.L
+        if not uid:
+            return 1.0, ""
+        ud = self.model.getUnitDefinition(uid)
+        if ud is None:
+            builtin = {"item": 1.0, "dimensionless": 1.0, "mole": AVOGADRO, "avogadro": AVOGADRO}
+            if uid == "substance" and self.level < 3:
+                return AVOGADRO, "mole (the Level 1/2 default substance unit)"
+            if uid in builtin:
+                return builtin[uid], uid
+            raise self.err(f"{who}: unknown substance unit {uid!r}", element)
+        factor, base, parts = 1.0, None, []
+        for k in range(ud.getNumUnits()):
+            u = ud.getUnit(k)
+            kind = L.UnitKind_toString(u.getKind())
+            exponent = u.getExponentAsDouble() if self.level >= 3 else float(u.getExponent())
+            mult = u.getMultiplier() if self.level >= 2 else 1.0
+            scale = (mult * 10.0 ** u.getScale()) ** exponent
+            parts.append(f"{kind}" + (f" x {scale:g}" if scale != 1.0 else "") +
+                         (f"^{exponent:g}" if exponent != 1.0 else ""))
+            if kind in ("mole", "item", "avogadro") and exponent == 1.0 and base is None:
+                base = AVOGADRO if kind in ("mole", "avogadro") else 1.0
+            elif kind != "dimensionless":
+                raise self.err(f"{who}: substance unit {uid!r} ({', '.join(parts)}) is not an amount of mole or "
+                               "item; pass system_size= (--system-size) to give the molecules per substance unit",
+                               element)
+            factor *= scale
+        omega = factor * (1.0 if base is None else base)
+        if not (math.isfinite(omega) and omega > 0):
+            raise self.err(f"{who}: substance unit {uid!r} is {omega!r} molecules", element)
+        return omega, f"{uid!r} ({' '.join(parts) or 'dimensionless'})"
+
+    def _initial_values(self) -> list[float]:
+        """Each species' initial value in molecules (not yet checked to be whole), with the initial
+        assignments applied (in SBML order, except that one follows those whose targets it reads; to
+        species and parameters); ``self.value_of``: what each value is, for messages."""
+        m = self.model
+        om = self.omega
+        values: list[float] = []
+        self.value_of: list[tuple[str, Any]] = []
+        per = "" if om == 1.0 else f" x {om:.10g} molecules per substance unit"
+        for sid in self.species:
+            s = m.getSpecies(sid)
+            comp = self.species_comp[sid]
+            if s.isSetInitialAmount():
+                value, what = s.getInitialAmount() * om, f"initial amount {s.getInitialAmount()!r}{per}"
+            elif s.isSetInitialConcentration():
+                size = self._size(comp, f"species {sid!r} has an initial concentration", s)
+                value = s.getInitialConcentration() * size * om
+                what = f"initial concentration {s.getInitialConcentration()!r} x size {size!r}{per}"
+            elif self._has_rule(sid) or sid in self.initial_assigned:
+                value, what = 0.0, "value"  # set below or by its rule
+            else:
+                raise self.err(f"species {sid!r} has no initial amount or concentration", s)
+            values.append(value)
+            self.value_of.append((f"species {sid!r}: {what}", s))
+        assignments = []
+        for i in range(m.getNumInitialAssignments()):
+            ia = m.getInitialAssignment(i)
+            var = ia.getSymbol()
+            label = f"initial assignment to {var!r}"
+            if not ia.isSetMath():
+                raise self.err(f"{label} has no math", ia)
+            if self._has_rule(var):
+                raise self.err(f"{label}: {var!r} also has an assignment rule", ia)
+            expr = self._math(ia.getMath(), {}, label, ia)
+            sp, target = self._target(var, expr, label, ia)
+            assignments.append((AssignmentRule(var, var, sp, target), expr, label, ia))
+        try:  # SBML order, except that an assignment follows those whose targets it reads
+            order = rule_order([a[0] for a in assignments], self.species)
+        except RuleCycle as c:
+            raise self.err(f"initial assignments depend on each other in a cycle ({assignments[c.index][2]})",
+                           assignments[c.index][3]) from None
+        for k in order:
+            rule, expr, label, ia = assignments[k]
+            sp, target, var = rule.species, rule.expr, rule.target
+            env = {c: v for c, v in self.comp_size.items() if v is not None}
+            env.update({p: v for p, v in self.global_value.items() if v is not None})
+            x = np.array([values], dtype=np.float64)
+            with np.errstate(all="ignore"):
+                value = float(evaluate(target, x, env, 0.0)[0])
+            if sp >= 0:
+                values[sp] = value
+                self.value_of[sp] = (f"species {var!r}: {label} ({to_text(expr, self.species)})", ia)
+            elif not math.isfinite(value):
+                raise self.err(f"{label}: the value is not finite ({value!r})", ia)
+            else:
+                self.global_value[var] = value
+        return values
 
     def _count(self, value: float, what: str, element: Any) -> int:
+        """A whole number of molecules; an amount that is not one is refused, or rounded with
+        ``rounding="nearest"`` (recorded; a non-zero amount that becomes 0 also warns)."""
         if not math.isfinite(value):
             raise self.err(f"{what} is not finite ({value!r})", element)
         r = round(value)
-        if abs(value - r) > _INT_TOL * max(1.0, abs(value)):
-            raise self.err(f"{what} {value!r} is not a whole number of molecules", element)
-        if r < 0:
-            raise self.err(f"{what} {value!r} is negative", element)
+        if r < 0 or (r == 0 and value < 0):
+            raise self.err(f"{what} = {value!r} molecules is negative", element)
+        if r > MAX_COUNT:
+            raise self.err(f"{what} = {value:.4g} molecules is more than exact simulation can count (2**53); exact "
+                           f"simulation fires one reaction at a time, so changing it by 1% alone takes "
+                           f"{value / 100:.3g} firings. {self._size_hint()}", element)
+        if abs(value - r) <= _INT_TOL * max(1.0, abs(value)) and not (r == 0 and value != 0):
+            return int(r)
+        if self.rounding != "nearest":
+            zero = " (it would become 0 molecules)" if r == 0 else ""
+            raise self.err(f"{what} = {value!r} molecules is not a whole number{zero}; pass rounding='nearest' "
+                           f"(--rounding nearest) to round counts (recorded in the result's attrs). "
+                           f"{self._size_hint()}", element)
+        self.rounded.append(f"{what.split(':')[0]}: {value!r} -> {r}")
+        if r == 0:
+            warnings.warn(f"{self.file}: {what} = {value!r} molecules, rounded to 0", SBMLWarning, stacklevel=5)
         return int(r)
+
+    def _size_hint(self) -> str:
+        if self.omega_source == "system_size":
+            return f"(system_size={self.omega:g} molecules per substance unit was given.)"
+        if self.omega_source == "units":
+            return (f"The model's substance unit is {self.unit_text}, {self.omega:.10g} molecules each; pass "
+                    "system_size= (--system-size) to choose the molecules per substance unit (system_size=1 reads "
+                    "each amount as a number of molecules, as GillesPy2 and libRoadRunner's gillespie do).")
+        return ("The model declares no substance units, so amounts are read as molecules; pass system_size= "
+                "(--system-size) to give the molecules per substance unit.")
+
+    def _check_firing_rate(self, net: ReactionNetwork) -> None:
+        """Refuse units-derived counts (Avogadro) that fire more than MAX_UNITS_FIRING_RATE reactions per
+        unit of model time at t = 0: far more firings than an exact simulation can do."""
+        if self.omega_source != "units" or self.omega == 1.0:
+            return
+        with np.errstate(all="ignore"):
+            rate = float(np.sum(net.propensities(np.asarray(net.initial, dtype=np.float64))))
+        if math.isfinite(rate) and rate > MAX_UNITS_FIRING_RATE:
+            big = max(range(net.n_species), key=lambda i: net.initial[i])
+            raise self.err(f"at t = 0 the reactions fire about {rate:.3g} times per unit of model time "
+                           f"({net.species[big]!r} starts with {net.initial[big]:.3g} molecules): far too many for "
+                           f"exact simulation. {self._size_hint()}", self.model)
+
+    def _metadata(self) -> dict[str, str]:
+        out = {"system_size": repr(self.omega), "system_size_source": self.omega_source}
+        if self.unit_text and self.omega_source == "units":
+            out["substance_unit"] = self.unit_text
+        if self.derived:
+            out["derived_rates"] = "; ".join(f"{k} = {p} x {f!r}" for k, (p, f) in self.derived.items())
+        if self.rounded:
+            out["rounded"] = "; ".join(self.rounded)
+        if self.rescaled:
+            out["fractional_stoichiometry"] = "; ".join(self.rescaled)
+        return out
 
     def _has_rule(self, sid: str) -> bool:
         m = self.model
@@ -486,21 +745,25 @@ class _Converter:
             local[pid] = new
             if p.isSetValue() and math.isfinite(p.getValue()):
                 self.local_value[new] = p.getValue()
-        reac = self._side(r, r.getListOfReactants(), label, "reactant")
-        prod = self._side(r, r.getListOfProducts(), label, "product")
+        reac, prod, q = self._sides(r, label)
         law = self._math(kl.getMath(), local, label, kl)
+        if q != 1:  # a firing is q extents: n_i = s_i / q molecules
+            law = BinOp("*", Num(float(q)), law)
+            self.rescaled.append(f"{rid}: a firing is {q} of the law's extent (stoichiometries x {1 / q})")
+        if self.omega != 1.0:  # substance per time -> firings per time
+            law = BinOp("*", Num(self.omega), law)
         reversible = r.getReversible() if r.isSetReversible() else True
         if not reversible or self.reversible == "forward":
             return [self._direction(rid, reac, prod, law)]
         parts = split_difference(law)
-        if parts is not None:
-            fwd, bwd = self._shape(parts[0]), self._shape(parts[1])
+        if parts is not None:  # (a rate that events or rules change: the split's laws stay general laws)
+            fwd, bwd = self._shape(parts[0], lenient=True), self._shape(parts[1], lenient=True)
             if fwd is not None and bwd is not None and fwd.orders == dict(reac) and bwd.orders == dict(prod):
-                return [self._direction(f"{rid}_f", reac, prod, parts[0], fwd),
-                        self._direction(f"{rid}_r", prod, reac, parts[1], bwd)]
-        shape = self._shape(law)
+                return [self._direction(f"{rid}_f", reac, prod, parts[0]),
+                        self._direction(f"{rid}_r", prod, reac, parts[1])]
+        shape = self._shape(law, lenient=True)
         if shape is not None and shape.orders == dict(reac):
-            return [self._direction(rid, reac, prod, law, shape)]  # one direction only: accepted
+            return [self._direction(rid, reac, prod, law)]  # one direction only: accepted
         if self.reversible == "error":
             raise self.err(f"{label} is reversible and its kinetic law ({to_text(law, self.species)}) is not a "
                            "difference of two mass-action terms, one per direction; split it into two "
@@ -509,10 +772,13 @@ class _Converter:
         self.forward_only.append(rid)
         return [Reaction(reac, prod, law=law, name=rid)]
 
-    def _shape(self, law: Node) -> MassActionShape | None:
+    def _shape(self, law: Node, lenient: bool = False) -> MassActionShape | None:
+        """The law's mass-action shape; ``lenient``: a parameter that events or rules assign may be the
+        rate (the shape of each direction of a reversible law)."""
         consts = {c: float(v) for c, v in self.comp_size.items() if v is not None and math.isfinite(v) and v > 0}
         consts = {c: v for c, v in consts.items() if c not in self.assigned}
-        rate = {p for p, v in self.global_value.items() if v is not None and p not in self.assigned}
+        rate = {p for p, v in self.global_value.items() if (v is not None or lenient) and
+                (lenient or p not in self.assigned)}
         rate |= set(self.local_value)
         return mass_action_shape(law, consts, rate)
 
@@ -520,15 +786,72 @@ class _Converter:
                    ) -> Reaction:
         """A reaction whose propensity is ``law``: mass action when the law is exactly theta * h(x)."""
         shape = self._shape(law) if shape is None else shape
+        general = Reaction(reac, prod, law=law, name=name)
         if shape is not None and shape.orders == dict(reac):
             if shape.param is None:
                 return Reaction(reac, prod, rate=shape.factor, name=name)
             if shape.is_unit():
                 return Reaction(reac, prod, rate=shape.param, name=name)
-        return Reaction(reac, prod, law=law, name=name)
+            if self.omega != 1.0:  # theta = factor x parameter, a parameter of its own (see _keep_derived_rates)
+                key = next((k for k, v in self.derived.items() if v == (shape.param, shape.factor)), None)
+                if key is None:
+                    key = base = f"{shape.param}__stochastic"
+                    n = 2
+                    while key in self.taken:
+                        key, n = f"{base}_{n}", n + 1
+                    self.taken.add(key)
+                    value = self.local_value.get(shape.param, self.global_value.get(shape.param))
+                    self.derived[key] = (shape.param, shape.factor)
+                    self.local_value[key] = shape.factor * float(value)  # type: ignore[arg-type]
+                mass = Reaction(reac, prod, rate=key, name=name)
+                self.fallback[id(mass)] = (mass, general)
+                return mass
+        return general
 
-    def _side(self, r: Any, refs: Any, label: str, what: str) -> tuple[tuple[int, int], ...]:
-        out: dict[int, int] = {}
+    def _keep_derived_rates(self, reactions: list[Reaction], rules: list[AssignmentRule], events: list[Event]
+                            ) -> list[Reaction]:
+        """Mass-action reactions whose rate constant is a model parameter times a factor (omega != 1)
+        keep their own rate parameter only where nothing else reads the model parameter (so that
+        changing it can never leave a stale copy); elsewhere they go back to their general law."""
+        exprs = [r.law for r in reactions if r.law is not None] + [r.expr for r in rules]
+        exprs += [a.expr for e in events for a in e.assignments]
+        exprs += [n for e in events for n in condition_nodes(e.trigger)]
+        exprs += [e.priority for e in events if e.priority is not None]
+        read = {p for x in exprs for p in params_of(x)} | self.assigned
+        out = []
+        for r in reactions:
+            mass, general = self.fallback.get(id(r), (None, None))
+            if mass is r and self.derived[r.rate][0] in read:  # type: ignore[index]
+                r = general
+            out.append(r)
+        used = {r.rate for r in out if r.law is None}
+        self.derived = {k: v for k, v in self.derived.items() if k in used}
+        return out
+
+    def _sides(self, r: Any, label: str) -> tuple[tuple, tuple, Fraction]:
+        """(reactants, products, q): whole stoichiometries n_i = s_i / q. q = 1 when every s_i is whole;
+        else q is the largest fraction (denominator <= _MAX_DENOMINATOR) of which every s_i is a whole
+        multiple: a firing is then q extents of the reaction (propensity x q, changes n_i)."""
+        sides = [self._side(r, r.getListOfReactants(), label, "reactant"),
+                 self._side(r, r.getListOfProducts(), label, "product")]
+        values = [v for side in sides for v, _, _ in side.values()]
+        q = Fraction(1)
+        if any(v.denominator != 1 for v in values):
+            q = Fraction(math.gcd(*(v.numerator for v in values)), math.lcm(*(v.denominator for v in values)))
+        out = []
+        for side, what in zip(sides, ("reactant", "product")):
+            for i, (v, sr, sid) in side.items():
+                n = v / q
+                if n > MAX_STOICHIOMETRY:
+                    extra = f" ({v} / {q}: a firing is {q} extents of the reaction)" if q != 1 else ""
+                    raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
+                                   f"{n}{extra}", sr)
+            out.append(tuple((i, int(v / q)) for i, (v, _, _) in side.items()))
+        return out[0], out[1], q
+
+    def _side(self, r: Any, refs: Any, label: str, what: str) -> dict[int, tuple[Fraction, Any, str]]:
+        """Species index -> (stoichiometry, as an exact fraction; its element; species id)."""
+        out: dict[int, tuple[Fraction, Any, str]] = {}
         for k in range(refs.size()):
             sr = refs.get(k)
             sid = sr.getSpecies()
@@ -541,16 +864,17 @@ class _Converter:
             value = sr.getStoichiometry()
             if self.level == 1:
                 value = value / sr.getDenominator()
-            n = round(value) if math.isfinite(value) else 0
-            if not math.isfinite(value) or n <= 0 or abs(value - n) > _INT_TOL * max(1.0, abs(value)):
-                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be a positive integer, got {value!r}",
-                               sr)
+            if not (math.isfinite(value) and value > 0):
+                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be positive, got {value!r}", sr)
+            f = Fraction(round(value)) if abs(value - round(value)) <= _INT_TOL * max(1.0, value) else \
+                Fraction(value).limit_denominator(_MAX_DENOMINATOR)
+            if f == 0 or abs(float(f) - value) > _INT_TOL * max(1.0, value):
+                raise self.err(f"{label}: stoichiometry of {what} {sid!r} is {value!r}, neither a whole number nor a "
+                               f"fraction p/q with q <= {_MAX_DENOMINATOR}; a firing moves whole molecules, so it has "
+                               "no exact stochastic meaning", sr)
             i = self.index[sid]
-            out[i] = out.get(i, 0) + int(n)
-            if out[i] > MAX_STOICHIOMETRY:
-                raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
-                               f"{out[i]}", sr)
-        return tuple(out.items())
+            out[i] = (out[i][0] + f if i in out else f, sr, sid)
+        return out
 
     # ---- events and rules ------------------------------------------------------------------------
 
@@ -565,11 +889,11 @@ class _Converter:
     def _target(self, var: str, expr: Node, label: str, element: Any) -> tuple[int, Node]:
         """(species index or -1, value expression as a count for species) of an assignment to ``var``."""
         if var in self.index:
-            if self.amount_symbol[var]:
-                return self.index[var], expr
-            comp = self.species_comp[var]
-            self._size(comp, f"{label}: species {var!r} is a concentration", element)
-            return self.index[var], BinOp("*", expr, Param(comp))
+            if not self.amount_symbol[var]:
+                comp = self.species_comp[var]
+                self._size(comp, f"{label}: species {var!r} is a concentration", element)
+                expr = BinOp("*", expr, Param(comp))
+            return self.index[var], expr if self.omega == 1.0 else BinOp("*", expr, Num(self.omega))
         if var in self.global_value:
             return -1, expr
         if var in self.comp_size:
@@ -833,19 +1157,20 @@ class _Converter:
             if new not in self.local_value:
                 raise self.err(f"{label}: local parameter {name!r} has no (finite) value", where)
             return Param(new)
-        if name in self.index:
+        if name in self.index:  # amount = count / omega; concentration = amount / size
             i = self.index[name]
+            node: Node = Species(i) if self.omega == 1.0 else BinOp("/", Species(i), Num(self.omega))
             if self.amount_symbol[name]:
-                return Species(i)
+                return node
             comp = self.species_comp[name]
             self._size(comp, f"{label}: species {name!r} is a concentration (hasOnlySubstanceUnits=false)", where)
-            return BinOp("/", Species(i), Param(comp))
+            return BinOp("/", node, Param(comp))
         if name in self.comp_size:
             self._size(name, f"{label}: the math uses compartment {name!r}", where)
             return Param(name)
         if name in self.global_value:
             v = self.global_value[name]
-            if (v is None or not math.isfinite(v)) and not self._has_rule(name):
+            if (v is None or not math.isfinite(v)) and not self._has_rule(name) and name not in self.initial_assigned:
                 raise self.err(f"{label}: parameter {name!r} has no (finite) value", where)
             return Param(name)
         if name in self.reaction_ids:

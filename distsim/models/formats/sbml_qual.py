@@ -37,6 +37,7 @@ from .base import Format
 from ..logic import Cmp, Cond, Logic, Term, TooComplex, mk_and, mk_not, mk_or, satisfiable, to_bool
 from ..pbn import PBN, Predictor
 from .boolnet import INPUT_POLICIES, input_predictors
+from .sbml import check_sbml_file
 
 __all__ = ["read_sbml_qual", "is_sbml_qual"]
 
@@ -63,6 +64,7 @@ def read_sbml_qual(path: str | os.PathLike, *, inputs: str = "keep") -> PBN:
     except ImportError:
         raise ModelError("reading SBML-qual needs python-libsbml; install it with 'pip install python-libsbml'",
                          file=file) from None
+    check_sbml_file(file)  # size, attribute length, nesting: before libsbml sees the file
     doc = libsbml.readSBMLFromFile(file)
     _check(libsbml, doc, file)
     model = doc.getModel()

@@ -24,8 +24,8 @@ Biodivine exports write long conjunctions; :func:`to_text` and the compiled bit 
 same either way), and ``!!x`` is ``x``.
 
 Limits (a clear :class:`~distsim.errors.ModelError` beyond them, never a crash or a hang):
-parentheses, calls and negations nest at most :data:`MAX_DEPTH` deep (a guard on memory, far
-beyond any real model), and a threshold function (``maj``/``sumgt``/``sumlt``: n arguments,
+parentheses, calls and negations nest at most :data:`MAX_DEPTH` deep (a guard on memory, ten times
+the deepest Biodivine model), and a threshold function (``maj``/``sumgt``/``sumlt``: n arguments,
 threshold k) has n * k <= :data:`MAX_THRESHOLD_WORK`, the size of its expansion into and/or gates
 when compiled. Readers also bound the length of a line (:data:`MAX_LINE_CHARS`); tokenising is
 linear in the length of the text.
@@ -393,7 +393,7 @@ def truth_table(expr: Expr, parents: tuple[int, ...] | None = None) -> np.ndarra
 _TOKEN = re.compile(r"\s*(?:(?P<op>[&|!^(),])|(?P<name>[^\s&|!^(),=:]+))")
 _SPACE = re.compile(r"\s*")
 _FUNCS = {"all", "any", "maj", "sumgt", "sumlt"}
-MAX_DEPTH = 100_000  # open parentheses and calls (a guard on memory: the deepest Biodivine model nests 10,192)
+MAX_DEPTH = 100_000  # open parentheses, calls and '!' (a guard on memory: the deepest Biodivine model nests 10,192)
 MAX_THRESHOLD_WORK = 1_000_000
 MAX_LINE_CHARS = 4_000_000  # one line of a model file (the longest Biodivine line has 1.3 million)
 
@@ -447,17 +447,13 @@ class _Frame:
 
 
 def _join(cls: type, items: list[Expr]) -> Expr:
-    """``cls(items)``; a first item of the same operator is merged in (``(a & b) & c`` is ``a & b & c``)."""
-    if len(items) == 1:
-        return items[0]
-    first = items[0]
-    if type(first) is cls:
-        return cls(first.args + tuple(items[1:]))  # type: ignore[attr-defined]
-    return cls(tuple(items))
+    return items[0] if len(items) == 1 else cls(tuple(items))
 
 
 def _negated(e: Expr, nots: int) -> Expr:
-    return Not(e) if nots % 2 else e
+    for _ in range(nots):
+        e = Not(e)
+    return e
 
 
 def parse_expression(
@@ -527,6 +523,7 @@ def parse_expression(
         return _threshold(terms, len(terms) // 2 + 1, fname, col, err)  # maj: more than half
 
     stack = [_Frame(0)]
+    pending = 0  # '!'s whose operand is not finished yet (they nest like parentheses)
     operand = True  # whether an operand comes next (else an operator, ',' or ')')
     seen = False
     while True:
@@ -543,6 +540,10 @@ def parse_expression(
             if kind == "op":
                 if val == "!":
                     f.nots += 1
+                    pending += 1
+                    if len(stack) + pending > MAX_DEPTH:
+                        raise err(f"expression nested too deeply (parentheses, calls and '!' more than {MAX_DEPTH:,} "
+                                  "deep)", col)
                     continue
                 if val != "(":
                     raise err(f"unexpected {val!r} where an operand was expected", col)
@@ -556,6 +557,7 @@ def parse_expression(
                       and nxt is not None and nxt[0] == "op" and nxt[1] == ")"):
                     take()  # the threshold closes the call
                     stack.pop()
+                    pending -= f.outer
                     done = _negated(call(f, (val, col)), f.outer)
                     f = stack[-1]
                     opened = None
@@ -565,12 +567,13 @@ def parse_expression(
             if opened is not None:
                 f.nots = 0
                 stack.append(opened)
-                if len(stack) > MAX_DEPTH:
-                    raise err(f"expression nested too deeply (parentheses and calls more than {MAX_DEPTH:,} deep)",
-                              col)
+                if len(stack) + pending > MAX_DEPTH:
+                    raise err(f"expression nested too deeply (parentheses, calls and '!' more than {MAX_DEPTH:,} "
+                              "deep)", col)
                 continue
             assert done is not None
             f.ands.append(_negated(done, f.nots))
+            pending -= f.nots
             f.nots = 0
             operand = False
             continue
@@ -601,8 +604,8 @@ def parse_expression(
                     f.args.append(e)
                     e = call(f, None)
                 stack.pop()
-                parent = stack[-1]
-                parent.ands.append(_negated(e, f.outer))
+                pending -= f.outer
+                stack[-1].ands.append(_negated(e, f.outer))
                 continue
         if f.kind == 0:
             raise err(f"unexpected {val[:80]!r} after a complete expression", col)

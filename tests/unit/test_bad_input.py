@@ -59,6 +59,7 @@ BDEEP = MAX_BOOLEAN_DEPTH + 1
 @pytest.mark.parametrize("name,text,line,phrase", [
     # nesting is bounded by memory (issue 30), beyond MAX_DEPTH: see test_parsers_bounded.py for what loads
     ("deep_parens.bnet", "A, B\nB, " + "(" * BDEEP + "A" + ")" * BDEEP + "\n", 2, "nested too deeply"),
+    ("deep_not.bnet", "A, B\nB, " + "!" * BDEEP + "A\n", 2, "nested too deeply"),
     ("deep_calls.txt", "A = B\nB = " + "maj(" * BDEEP + "A" + ")" * BDEEP + "\n", 2, "nested too deeply"),
     ("deep.pbn", "n=1\nnodeNames\nx\nendNodeNames\nnode x\n1 : " + "(" * BDEEP + "x" + ")" * BDEEP + "\nendNode\n",
      6, "nested too deeply"),

@@ -5,16 +5,27 @@ Antimony translates the text to SBML Level 3 Version 2, which :mod:`.sbml` then 
 stochastic convention (the kinetic law's value is the propensity; antimony's ``->`` marks a reaction
 reversible, ``=>`` irreversible; species are concentrations in ``default_compartment`` of size 1
 unless declared otherwise, so ``J1: E + S -> ES; k1*E*S`` is mass action with theta = ``k1``).
+
+**Imports.** libantimony opens ``import "file"`` itself, from the current directory first, so an
+import could read any local file (and echo its first token in an error). distsim reads imported
+files itself instead and hands libantimony one text without imports: an ``import "file"`` line
+(alone on its line) names a file relative to the importing file's folder, which must lie inside the
+model's folder or one of ``import_dirs`` (a model held in memory has no folder: only
+``import_dirs``). Imported files are UTF-8 and are placed before the text that imports them (each
+once, at most :data:`MAX_IMPORTS` files); antimony's errors name the file and line they come from.
+Any other use of the word ``import`` outside a ``//`` comment is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import threading
 from pathlib import Path
+from typing import Sequence
 
-from ...errors import ModelError
+from ...errors import ModelError, decode_text
 from ..reactions import ReactionNetwork
 from .base import Format
 from .sbml import read_sbml_string
@@ -22,52 +33,152 @@ from .sbml import read_sbml_string
 __all__ = ["read_antimony", "parse_antimony", "antimony_to_sbml", "FORMAT"]
 
 _LOCK = threading.Lock()  # libantimony keeps global state
+MAX_IMPORTS = 100  # files one model may import, directly or not
+_IMPORT_LINE = re.compile(r'[ \t]*import[ \t]+"([^"\n]*)"[ \t]*;?[ \t]*(?://.*)?')
+_IMPORT_WORD = re.compile(r"\bimport\b")
+_ERROR_LINE = re.compile(r"line (\d+)")
 
 
-def read_antimony(path: str | os.PathLike, *, reversible: str = "split") -> ReactionNetwork:
-    """Read an antimony file (``.ant``)."""
+def read_antimony(path: str | os.PathLike, *, reversible: str = "split",
+                  import_dirs: Sequence[str | os.PathLike] = ()) -> ReactionNetwork:
+    """Read an antimony file (``.ant``); imports may come from its folder and ``import_dirs``."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"model file not found: {os.fspath(path)}")
     if not p.is_file():
         raise IsADirectoryError(f"not a file: {os.fspath(path)}")
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ModelError(f"not a UTF-8 text file ({e.reason} at byte {e.start})", file=os.fspath(path)) from None
-    return parse_antimony(text, file=os.fspath(path), reversible=reversible, name=p.stem)
+    text = decode_text(p.read_bytes(), file=os.fspath(path))
+    return parse_antimony(text, file=os.fspath(path), reversible=reversible, name=p.stem, import_dirs=import_dirs,
+                          folder=p.resolve().parent)
 
 
-def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split",
-                   name: str = "") -> ReactionNetwork:
-    """Read antimony model text held in memory (the main module of the text)."""
-    net = read_sbml_string(antimony_to_sbml(text, file=file), file=file, reversible=reversible, name=name)
+def parse_antimony(text: str, *, file: str = "<antimony>", reversible: str = "split", name: str = "",
+                   import_dirs: Sequence[str | os.PathLike] = (), folder: str | os.PathLike | None = None
+                   ) -> ReactionNetwork:
+    """Read antimony model text held in memory (the main module of the text); imports may come from
+    ``folder`` (where relative ones start; None: the current directory) and ``import_dirs``."""
+    sbml = antimony_to_sbml(text, file=file, import_dirs=import_dirs, folder=folder)
+    net = read_sbml_string(sbml, file=file, reversible=reversible, name=name)
     if name and net.name == "__main":  # antimony's name for an unnamed model: the file's stem says more
         net = dataclasses.replace(net, name=name)
     return net
 
 
-def antimony_to_sbml(text: str, *, file: str = "<antimony>") -> str:
-    """The SBML (L3V2) string antimony makes of ``text``; errors become :class:`ModelError`."""
+class _Piece:
+    """Lines ``first``.. of the text handed to libantimony come from line 1.. of ``file``."""
+
+    def __init__(self, file: str, first: int, lines: int):
+        self.file, self.first, self.lines = file, first, lines
+
+
+def _imports(text: str, file: str, folder: Path | None) -> tuple[str, list[tuple[Path, int]]]:
+    """``text`` with its import lines blanked, and the files they name (with the line)."""
+    out, found = [], []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        m = _IMPORT_LINE.fullmatch(line.rstrip("\r"))
+        if m:
+            target = Path(m.group(1))
+            if not target.is_absolute():
+                if folder is None:
+                    target = Path.cwd() / target
+                else:
+                    target = folder / target
+            found.append((target, lineno))
+            out.append("")
+            continue
+        code = line.split("//", 1)[0]
+        if _IMPORT_WORD.search(code):
+            raise ModelError("an import must be a line 'import \"file\"' of its own", file=file, line=lineno)
+        out.append(line)
+    return "\n".join(out), found
+
+
+def _inline(text: str, file: str, folder: Path | None, import_dirs: Sequence[str | os.PathLike]
+            ) -> tuple[str, list[_Piece]]:
+    """One text without imports (imported files first, each once) and where its lines come from."""
+    allowed = ([folder] if folder is not None else []) + [Path(d).resolve() for d in import_dirs]
+    order: list[tuple[str, str]] = []  # (file, text without imports), dependencies first
+    done: set[Path] = set()
+    body, found = _imports(text, file, folder)
+    stack: list[tuple[Path | None, str, str, list[tuple[Path, int]]]] = [(None, file, body, found)]
+    while stack:
+        real, cur, cur_body, pending = stack[-1]
+        if not pending:
+            stack.pop()
+            order.append((cur, cur_body))
+            if real is not None:
+                done.add(real)
+            continue
+        target, lineno = pending.pop(0)
+        real = target.resolve()
+        if not any(real == d or d in real.parents for d in allowed):
+            where = ", ".join(str(d) for d in allowed) or "nowhere (text held in memory: pass import_dirs)"
+            raise ModelError(f"import of {str(target)[:200]!r}: imports may only come from {where}", file=cur,
+                             line=lineno)
+        if real in done:
+            continue
+        if any(entry[0] == real for entry in stack):
+            raise ModelError(f"import of {str(target)[:200]!r} is circular", file=cur, line=lineno)
+        if len(done) + len(stack) > MAX_IMPORTS:
+            raise ModelError(f"more than {MAX_IMPORTS} imported files", file=cur, line=lineno)
+        if not real.is_file():
+            raise ModelError(f"imported file {str(target)[:200]!r} not found", file=cur, line=lineno)
+        sub = str(real)
+        sub_body, sub_found = _imports(decode_text(real.read_bytes(), file=sub), sub, real.parent)
+        stack.append((real, sub, sub_body, sub_found))
+    pieces, parts, first = [], [], 1
+    for f, t in order:
+        n = t.count("\n") + 1
+        pieces.append(_Piece(f, first, n))
+        parts.append(t)
+        first += n
+    return "\n".join(parts), pieces
+
+
+def _located(msg: str, pieces: list[_Piece], file: str) -> ModelError:
+    """antimony's error, naming the file and line of the text it points at."""
+    m = _ERROR_LINE.search(msg)
+    if m:
+        n = int(m.group(1))
+        for p in pieces:
+            if p.first <= n < p.first + p.lines:
+                line = n - p.first + 1
+                return ModelError(f"antimony: {msg[:m.start()]}line {line}{msg[m.end():]}", file=p.file, line=line)
+    return ModelError(f"antimony: {msg}", file=file)
+
+
+def antimony_to_sbml(text: str, *, file: str = "<antimony>", import_dirs: Sequence[str | os.PathLike] = (),
+                     folder: str | os.PathLike | None = None) -> str:
+    """The SBML (L3V2) string antimony makes of ``text``; errors become :class:`ModelError`.
+
+    ``folder``: where relative imports of ``text`` start (the model file's folder; None: the current
+    directory); imports may come from ``folder`` and ``import_dirs``."""
     try:
         import antimony  # noqa: PLC0415 (optional dependency)
     except ImportError:
         raise ModelError("reading antimony needs the antimony package; install it with "
                          "\"pip install 'distsim[antimony]'\" (or 'pip install antimony')", file=file) from None
     if "\x00" in text:
-        raise ModelError("antimony text contains a NUL character", file=file)
-    with _LOCK:
-        antimony.clearPreviousLoads()
-        if antimony.loadAntimonyString(text) < 0:
-            msg = (antimony.getLastError() or "antimony could not read the text").strip()
-            raise ModelError(f"antimony: {' '.join(msg.split())}", file=file)
-        module = antimony.getMainModuleName()
-        sbml = antimony.getSBMLString(module) if module else ""
-        antimony.clearPreviousLoads()
+        raise ModelError("antimony text contains a NUL character", file=file,
+                         line=text.count("\n", 0, text.index("\x00")) + 1)
+    whole, pieces = _inline(text, file, None if folder is None else Path(folder).resolve(), import_dirs)
+    if "\x00" in whole:
+        raise ModelError("an imported antimony file contains a NUL character", file=file)
+    try:
+        with _LOCK:
+            antimony.clearPreviousLoads()
+            if antimony.loadAntimonyString(whole) < 0:
+                msg = (antimony.getLastError() or "antimony could not read the text").strip()
+                raise _located(" ".join(msg.split()), pieces, file)
+            module = antimony.getMainModuleName()
+            sbml = antimony.getSBMLString(module) if module else ""
+            antimony.clearPreviousLoads()
+    except UnicodeDecodeError as e:  # libantimony handed back bytes that are not UTF-8
+        raise ModelError(f"antimony returned text that is not UTF-8 ({e.reason})", file=file) from None
     if not sbml:
         raise ModelError("antimony produced no SBML (no model in the text?)", file=file)
     return sbml
 
 
 FORMAT = Format("antimony", "reaction", (".ant", ".antimony"), lambda path, head: False, read_antimony,
-                "antimony text (by extension .ant, or format='antimony')", aliases=("ant",), options=("reversible",))
+                "antimony text (by extension .ant, or format='antimony')", aliases=("ant",), options=("reversible", "import_dirs"))

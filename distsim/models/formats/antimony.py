@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ...errors import ModelError, decode_text
 from ..reactions import ReactionNetwork
@@ -147,6 +147,22 @@ def _located(msg: str, pieces: list[_Piece], file: str) -> ModelError:
     return ModelError(f"antimony: {msg}", file=file)
 
 
+def _last_error(antimony: Any, text: str) -> str:
+    """antimony's last error on one line. Its message may quote the text cut inside a UTF-8 character
+    (SWIG then raises UnicodeDecodeError): the text with every non-ASCII character as '?' (the same
+    lines) is read again for a message that names the line."""
+    try:
+        msg = antimony.getLastError() or ""
+    except UnicodeDecodeError:
+        antimony.clearPreviousLoads()
+        antimony.loadAntimonyString(text.encode("ascii", "replace").decode("ascii"))
+        try:
+            msg = antimony.getLastError() or ""
+        except UnicodeDecodeError:
+            msg = ""
+    return " ".join(msg.split()) or "antimony could not read the text"
+
+
 def antimony_to_sbml(text: str, *, file: str = "<antimony>", import_dirs: Sequence[str | os.PathLike] = (),
                      folder: str | os.PathLike | None = None) -> str:
     """The SBML (L3V2) string antimony makes of ``text``; errors become :class:`ModelError`.
@@ -164,17 +180,13 @@ def antimony_to_sbml(text: str, *, file: str = "<antimony>", import_dirs: Sequen
     whole, pieces = _inline(text, file, None if folder is None else Path(folder).resolve(), import_dirs)
     if "\x00" in whole:
         raise ModelError("an imported antimony file contains a NUL character", file=file)
-    try:
-        with _LOCK:
-            antimony.clearPreviousLoads()
-            if antimony.loadAntimonyString(whole) < 0:
-                msg = (antimony.getLastError() or "antimony could not read the text").strip()
-                raise _located(" ".join(msg.split()), pieces, file)
-            module = antimony.getMainModuleName()
-            sbml = antimony.getSBMLString(module) if module else ""
-            antimony.clearPreviousLoads()
-    except UnicodeDecodeError as e:  # libantimony handed back bytes that are not UTF-8
-        raise ModelError(f"antimony returned text that is not UTF-8 ({e.reason})", file=file) from None
+    with _LOCK:
+        antimony.clearPreviousLoads()
+        if antimony.loadAntimonyString(whole) < 0:
+            raise _located(_last_error(antimony, whole), pieces, file)
+        module = antimony.getMainModuleName()
+        sbml = antimony.getSBMLString(module) if module else ""
+        antimony.clearPreviousLoads()
     if not sbml:
         raise ModelError("antimony produced no SBML (no model in the text?)", file=file)
     return sbml

@@ -16,7 +16,9 @@ python-libsbml.
   has no function term) is a free input, handled by the ``inputs`` policy of :mod:`.boolnet`.
 * Other initial levels, layout, names and annotations are not used.
 
-The document is checked first: a fatal libsbml error, an XML error, an identifier or MathML
+The document is checked first, as SBML core documents are (:mod:`.sbml`): parsed with expat (no
+recursion) it must be well-formed, without a DOCTYPE, and nest at most ``MAX_XML_DEPTH`` elements
+deep; its MathML is then converted with explicit stacks. Then a fatal libsbml error, an XML error, an identifier or MathML
 error refuses it (with file and line). Schema errors that do not touch what is read (a missing
 ``qual:compartment``, an unknown attribute, an empty ``listOfInputs``, as in several public
 exports) are reported in one :class:`UserWarning`. The :class:`SBMLDocument` stays alive while
@@ -64,7 +66,10 @@ def read_sbml_qual(path: str | os.PathLike, *, inputs: str = "keep") -> PBN:
     except ImportError:
         raise ModelError("reading SBML-qual needs python-libsbml; install it with 'pip install python-libsbml'",
                          file=file) from None
-    prescan(Path(file).read_bytes(), file)  # expat, no recursion: depth, size and DOCTYPE, before libsbml
+    data = Path(file).read_bytes()
+    if not data.strip():
+        raise ModelError("the SBML document is empty", file=file, line=1)
+    prescan(data, file)  # expat, no recursion: depth, size and DOCTYPE, before libsbml
     doc = libsbml.readSBMLFromFile(file)
     _check(libsbml, doc, file)
     model = doc.getModel()
@@ -73,7 +78,7 @@ def read_sbml_qual(path: str | os.PathLike, *, inputs: str = "keep") -> PBN:
     qual = model.getPlugin("qual")
     if qual is None or qual.getNumQualitativeSpecies() == 0:
         raise ModelError("not an SBML-qual model (no qual:qualitativeSpecies); SBML reaction models are read by "
-                         "distsim.ssa", file=file)
+                         "distsim.ssa", file=file, line=model.getLine() or 1)
     return _Reader(libsbml, doc, qual, file, inputs).network()
 
 

@@ -541,7 +541,7 @@ def parse_expression(
                 if val == "!":
                     f.nots += 1
                     pending += 1
-                    if len(stack) + pending > MAX_DEPTH:
+                    if len(stack) - 1 + pending > MAX_DEPTH:
                         raise err(f"expression nested too deeply (parentheses, calls and '!' more than {MAX_DEPTH:,} "
                                   "deep)", col)
                     continue
@@ -567,7 +567,7 @@ def parse_expression(
             if opened is not None:
                 f.nots = 0
                 stack.append(opened)
-                if len(stack) + pending > MAX_DEPTH:
+                if len(stack) - 1 + pending > MAX_DEPTH:
                     raise err(f"expression nested too deeply (parentheses, calls and '!' more than {MAX_DEPTH:,} "
                               "deep)", col)
                 continue

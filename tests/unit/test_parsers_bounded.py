@@ -226,6 +226,17 @@ def test_a_line_beyond_the_limit_is_refused_at_once(tmp_path, fname, text, line)
     assert (e.value.file, e.value.line) == (str(p), line)
 
 
+def test_a_file_beyond_the_size_limit_is_refused_unread(tmp_path):
+    from distsim.models.formats.assa import MAX_FILE_BYTES
+
+    p = tmp_path / "huge.bnet"
+    with open(p, "wb") as fh:  # sparse: nothing is written
+        fh.truncate(MAX_FILE_BYTES + 1)
+    with pytest.raises(ModelError, match="more than the limit") as e:
+        pbn.load(p)
+    assert e.value.file == str(p)
+
+
 def test_a_long_line_within_the_limit_parses_in_linear_time():
     def seconds(n: int) -> float:
         text = "A | " * n + "A"

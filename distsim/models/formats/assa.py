@@ -43,6 +43,7 @@ TYPES = frozenset({"synchronous", "asynchronous", "rog", "rmg", "rmgrm", "rmgro"
 UPDATE = {"synchronous": "sync", "asynchronous": "async"}  # the header's type as PBN.update (others kept as written)
 _BAD_NAME_CHARS = re.compile(r"[\s&!|^=:(),\[\]\x00-\x1f\x7f]")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # linear time: no nested repeats
+MAX_FILE_BYTES = 256 << 20  # a Boolean-network text file (the largest Biodivine model has 1.5 MB)
 _START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
 
 
@@ -54,9 +55,16 @@ def read_lines(path: str | os.PathLike) -> tuple[str, list[str]]:
     """Read ``path`` as UTF-8 text; return ``(path string, lines)`` (line ``k`` is ``lines[k-1]``).
 
     A missing file raises :class:`FileNotFoundError`; bytes that are not UTF-8 raise
-    :class:`ModelError` naming the line.
+    :class:`ModelError` naming the line; a file over :data:`MAX_FILE_BYTES` raises one naming the file.
     """
     file = str(path)
+    try:
+        size = os.stat(file).st_size
+    except OSError:
+        size = 0  # read_text says what is wrong
+    if size > MAX_FILE_BYTES:
+        raise ModelError(f"the file has {size:,} bytes, more than the limit of {MAX_FILE_BYTES:,} for a Boolean "
+                         "network", file=file)
     return file, [ln.rstrip("\r") for ln in read_text(file).split("\n")]
 
 

@@ -18,10 +18,9 @@ above followed by ``(`` is the function.
 Nothing here recurses on the nesting depth (issue 30: Biodivine models nest 10,000 deep): the parser
 keeps its open parentheses and calls on an explicit stack, and every walk of a tree (equality,
 hashing, pickling, ``repr``, :func:`remap`, :func:`to_text`, :func:`evaluate`) uses an explicit
-stack or a post-order list. The parser keeps the tree shallow where that changes nothing:
-``(a & b) & c`` is the one node ``a & b & c`` (left-nested runs of one operator, the way the
-Biodivine exports write long conjunctions; :func:`to_text` and the compiled bit program are the
-same either way), and ``!!x`` is ``x``.
+stack or a post-order list. The tree has the shape of the text (``(a & b) & c`` is two nodes, ``!!x``
+two negations), so compiled bit programs do not change. Downstream walkers must not recurse either:
+:func:`postorder` lists a tree's nodes, children first.
 
 Limits (a clear :class:`~distsim.errors.ModelError` beyond them, never a crash or a hang):
 parentheses, calls and negations nest at most :data:`MAX_DEPTH` deep (a guard on memory, ten times

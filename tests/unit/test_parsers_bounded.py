@@ -337,6 +337,14 @@ def test_antimony_errors_name_the_file_and_line_they_come_from(tmp_path):
     assert (e.value.file, e.value.line) == (str(p), 2)
 
 
+@pytest.mark.parametrize("expr", ["k*" + "!" * 5000 + "A", "(" * 300 + "k*A" + ")" * 300, "k*" + "- " * 400 + "A"])
+def test_antimony_nesting_that_kills_libantimony_is_refused_first(runner, expr):
+    _antimony()
+    text = f"model m\n  J1: A -> B; {expr}\n  k = 1; A = 10; B = 0\nend\n"
+    outcome, detail, _ = runner.run("antimony", {"model.ant": text.encode()})
+    assert outcome == "clean" and ":2: " in detail, detail  # 5,000 '!' was SIGSEGV in libantimony
+
+
 @pytest.mark.parametrize("text,line", [("A, B\nB, A\x00x\n", 2), ("A\x00, B\nB, A\n", 1), ("A, B\nB, A\x07\n", 2)])
 def test_control_characters_in_node_names_are_refused(tmp_path, text, line):
     p = tmp_path / "m.bnet"

@@ -13,7 +13,8 @@ files itself instead and hands libantimony one text without imports: an ``import
 model's folder or one of ``import_dirs`` (a model held in memory has no folder: only
 ``import_dirs``). Imported files are UTF-8 and are placed before the text that imports them (each
 once, at most :data:`MAX_IMPORTS` files); antimony's errors name the file and line they come from.
-Any other use of the word ``import`` outside a ``//`` comment is refused.
+Any other use of the word ``import`` outside a ``//`` comment is refused. Parentheses and runs of
+``!``/``-``/``+`` nest at most :data:`MAX_NESTING` deep (libantimony recurses on them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ MAX_IMPORTS = 100  # files one model may import, directly or not
 _IMPORT_LINE = re.compile(r'[ \t]*import[ \t]+"([^"\n]*)"[ \t]*;?[ \t]*(?://.*)?')
 _IMPORT_WORD = re.compile(r"\bimport\b")
 _ERROR_LINE = re.compile(r"line (\d+)")
+MAX_NESTING = 256  # parentheses, and '!', '-' or '+' in a row: libantimony recurses (5,000 '!' kill the process)
+_UNARY_RUN = re.compile(r"[!+-][!+\-\s]*")  # one character class repeated: linear, no backtracking stack
+_PAREN = re.compile(r"[()\n]")
 
 
 def read_antimony(path: str | os.PathLike, *, reversible: str = "split",
@@ -135,6 +139,30 @@ def _inline(text: str, file: str, folder: Path | None, import_dirs: Sequence[str
     return "\n".join(parts), pieces
 
 
+def _check_nesting(text: str, pieces: list[_Piece], file: str) -> None:
+    """ModelError when parentheses or unary operators nest deeper than MAX_NESTING (before libantimony,
+    which recurses on them; read_sbml would refuse such math anyway)."""
+    def where(pos: int) -> tuple[str, int]:
+        n = text.count("\n", 0, pos) + 1
+        p = next((p for p in pieces if p.first <= n < p.first + p.lines), None)
+        return (file, n) if p is None else (p.file, n - p.first + 1)
+
+    for m in _UNARY_RUN.finditer(text):
+        run = m.group()
+        if len(run) > MAX_NESTING and sum(run.count(c) for c in "!+-") > MAX_NESTING:
+            f, line = where(m.start())
+            raise ModelError(f"more than {MAX_NESTING} operators '!', '-' or '+' in a row", file=f, line=line)
+    depth = 0
+    for m in _PAREN.finditer(text):
+        if m.group() == "(":
+            depth += 1
+            if depth > MAX_NESTING:
+                f, line = where(m.start())
+                raise ModelError(f"parentheses nest more than {MAX_NESTING} deep", file=f, line=line)
+        elif m.group() == ")":
+            depth = max(depth - 1, 0)
+
+
 def _located(msg: str, pieces: list[_Piece], file: str) -> ModelError:
     """antimony's error, naming the file and line of the text it points at."""
     m = _ERROR_LINE.search(msg)
@@ -178,6 +206,7 @@ def antimony_to_sbml(text: str, *, file: str = "<antimony>", import_dirs: Sequen
         raise ModelError("antimony text contains a NUL character", file=file,
                          line=text.count("\n", 0, text.index("\x00")) + 1)
     whole, pieces = _inline(text, file, None if folder is None else Path(folder).resolve(), import_dirs)
+    _check_nesting(whole, pieces, file)
     if "\x00" in whole:
         raise ModelError("an imported antimony file contains a NUL character", file=file)
     with _LOCK:

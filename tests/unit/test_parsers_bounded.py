@@ -167,6 +167,8 @@ def test_deep_biodivine_models_load_and_equal_their_flat_formulas(name):
     net = pbn.load(DEEP / f"{name}.bnet")  # refused before: "nested too deeply (... more than 100 deep)"
     deepest = max(_depth(p.expr) for row in net.predictors for p in row)
     assert deepest > 100
+    back = pickle.loads(pickle.dumps(net))  # as Dask sends it to workers
+    assert [p.expr for row in back.predictors for p in row] == [p.expr for row in net.predictors for p in row]
     flat = parse_boolnet(_flat_text(net), file="flat.bnet")
     assert flat.nodes == net.nodes
     assert max(_depth(p.expr) for row in flat.predictors for p in row) < 20

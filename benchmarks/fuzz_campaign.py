@@ -1,4 +1,4 @@
-"""A mutation-fuzzing campaign over all eleven input formats (issue 19), outside the test suite.
+"""A fuzzing campaign over every input format (issues 19 and 6), outside the test suite.
 
     python benchmarks/fuzz_campaign.py [--inputs 200] [--seed 1] [--timeout 10] [--formats "SBML,.rxn"]
 

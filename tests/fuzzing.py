@@ -1,10 +1,12 @@
-"""A small mutation fuzzer for distsim's input formats (used by ``tests/unit/test_fuzz.py`` and
-``benchmarks/fuzz_campaign.py``).
+"""A small mutation and grammar fuzzer for distsim's input formats (used by ``tests/unit/test_fuzz.py``
+and ``benchmarks/fuzz_campaign.py``).
 
 Each format has seed files from the repository (``examples/``, ``tests/data/``); :func:`mutate`
 applies one to three random mutations (byte flips, truncation, duplicated / deleted / swapped
 lines, huge and non-finite numbers, unicode, invalid UTF-8, deep nesting, injected code, very
-long fields, YAML alias bombs) with a fixed seed. :class:`Runner` loads every input through the
+long fields, YAML alias bombs) with a fixed seed. Two formats are written from a grammar instead
+(:func:`sweep_yaml`, :func:`observations_csv`: random but mostly well-formed documents, which reach
+the checks behind the parser), then mutated once in three. :class:`Runner` loads every input through the
 public loader in a separate worker process, one input at a time, with a time limit: a hang or a
 native crash (SIGSEGV) of the loader shows up as an outcome, not as a dead test session.
 
@@ -27,6 +29,7 @@ import tomllib
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -48,6 +51,7 @@ class FuzzFormat:
     mutable: tuple[str, ...]  # file names that may be mutated (one is picked per input)
     nesting: str  # how deep nesting is written in this format: "paren" | "bracket" | "yaml" | "xml"
     support: bool = False  # whether the input folder needs the SUPPORT files
+    generate: Callable[[random.Random], dict[str, bytes]] | None = None  # a grammar: inputs made from scratch
 
 
 def _read(p: Path) -> bytes:
@@ -68,8 +72,45 @@ def _grn_json_seeds() -> list[bytes]:
     return [json.dumps(d, indent=1).encode(), json.dumps(links).encode(), json.dumps(small, indent=2).encode()]
 
 
+def _qual_doc(math: str, doctype: str = "") -> bytes:
+    """A two-species SBML-qual document: y's function term is ``math``."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>{doctype}
+<sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" level="3" version="1"
+      xmlns:qual="http://www.sbml.org/sbml/level3/version1/qual/version1" qual:required="true">
+<model id="m"><listOfCompartments><compartment id="c" constant="true"/></listOfCompartments>
+<qual:listOfQualitativeSpecies>
+<qual:qualitativeSpecies qual:id="x" qual:compartment="c" qual:constant="false" qual:maxLevel="1"/>
+<qual:qualitativeSpecies qual:id="y" qual:compartment="c" qual:constant="false" qual:maxLevel="1"/>
+</qual:listOfQualitativeSpecies>
+<qual:listOfTransitions><qual:transition qual:id="t">
+<qual:listOfInputs><qual:input qual:id="i" qual:qualitativeSpecies="x" qual:transitionEffect="none"
+  qual:thresholdLevel="1"/></qual:listOfInputs>
+<qual:listOfOutputs><qual:output qual:qualitativeSpecies="y" qual:transitionEffect="assignmentLevel"/></qual:listOfOutputs>
+<qual:listOfFunctionTerms><qual:defaultTerm qual:resultLevel="0"/>
+<qual:functionTerm qual:resultLevel="1"><math xmlns="http://www.w3.org/1998/Math/MathML">{math}</math></qual:functionTerm>
+</qual:listOfFunctionTerms></qual:transition></qual:listOfTransitions></model></sbml>
+""".encode()
+
+
+_BND = b"""Node x {
+  logic = (y & !z) | x;
+  rate_up = @logic ? $u : 0;
+  rate_down = @logic ? 0 : 1;
+}
+Node y { logic = !x; rate_up = @logic ? 2.0 : 0; rate_down = @logic ? 0 : 1; }
+Node z { logic = x ^ y; }
+"""
+_CFG = b"""$u = 1.5;
+x.istate = 1;
+y.istate = 0.3 [1], 0.7 [0];
+time_tick = 0.5;
+max_time = 10;
+sample_count = 100;
+"""
+
+
 def formats() -> list[FuzzFormat]:
-    """The eleven formats and their seeds (files of the repository)."""
+    """The formats and their seeds (files of the repository, a few written here) or grammars."""
     pbn = EX / "pbn"
     bad = DATA / "bad"
 
@@ -105,7 +146,110 @@ def formats() -> list[FuzzFormat]:
         FuzzFormat("MCMC observations CSV", ({"obs.csv": _read(EX / "mcmc" / "mm_observations.csv")},), ("obs.csv",),
                    "paren", support=True),
         FuzzFormat("sweep YAML", tuple(sweep_seeds), ("sweeps/config.yaml",), "yaml", support=True),
+        FuzzFormat("SBML-qual", ({"model.sbml": _read(pbn / "bbm023_faure2006_mammalian_cell_cycle_10n.sbml")},
+                                 {"model.sbml": _qual_doc("<apply><geq/><ci>x</ci><ci>i</ci></apply>")},
+                                 {"model.sbml": _qual_doc("<apply><not/>" * 300 + "<ci>x</ci>" + "</apply>" * 300)},
+                                 {"model.sbml": _qual_doc(
+                                     "<piecewise><piece><cn>1</cn><apply><eq/><ci>x</ci><cn>0</cn></apply></piece>"
+                                     "<otherwise><apply><divide/><cn>0</cn><cn>0</cn></apply></otherwise>"
+                                     "</piecewise>")}),
+                   ("model.sbml",), "xml"),
+        FuzzFormat("MaBoSS", ({"model.bnd": _read(pbn / "maboss_calzone2010_cell_fate_28n.bnd"),
+                               "model.cfg": _read(pbn / "maboss_calzone2010_cell_fate_28n.cfg")},
+                              {"model.bnd": _BND, "model.cfg": _CFG}),
+                   ("model.bnd", "model.cfg"), "paren"),
+        one("antimony", sorted((DATA / "ecosystem").glob("*.ant")), "model.ant", "paren"),
+        FuzzFormat("sweep YAML (grammar)", (), ("sweeps/config.yaml",), "yaml", support=True, generate=sweep_yaml),
+        FuzzFormat("observations CSV (grammar)", (), ("obs.csv",), "paren", support=True, generate=observations_csv),
     ]
+
+
+# ------------------------------------------------------------------------------------------------
+# grammars: random documents that are mostly well-formed, so that they reach the checks after parsing
+
+_SCALARS = ["0", "1", "-1", "2.5", "1e-3", "1e300", "-1e309", ".nan", ".inf", "-.inf", "null", "true", "false", "~",
+            "''", "x", "'k1'", "\"S\"", "0x1F", "1_000", "9" * 40, "2024-01-01", "[]", "{}", "é"]
+
+
+def _yaml_value(rnd: random.Random, depth: int) -> str:
+    r = rnd.random()
+    if depth > 2 or r < 0.5:
+        return rnd.choice(_SCALARS)
+    if r < 0.8:
+        return "[" + ", ".join(_yaml_value(rnd, depth + 1) for _ in range(rnd.randrange(0, 5))) + "]"
+    return "{" + ", ".join(f"{rnd.choice(_PARAMS)}: {_yaml_value(rnd, depth + 1)}" for _ in range(rnd.randrange(0, 4))) \
+        + "}"
+
+
+_PARAMS = ["k1", "k2", "k3", "S", "E", "ES", "P", "t_end", "points", "realizations", "perturbation", "select.x1.0",
+           "fix.x1", "fix.x9", "target", "precision", "chains", "quantiles", "steps", "trajectories", "bogus", "k1.x"]
+_MODELS = ["../ssa/michaelis_menten.rxn", "../pbn/bnmpy_shmulevich2002_examplePBN_3n.txt", "missing.rxn", "/etc/passwd",
+           "..", "../ssa", "", "../ssa/michaelis_menten.rxn\x00"]
+_ANALYSES = ["ssa.simulate", "pbn.steady_state", "pbn.simulate", "mcmc.sample", "grn.optimize", "ssa", "", "os.system"]
+
+
+def sweep_yaml(rnd: random.Random) -> dict[str, bytes]:
+    """A sweep configuration from the grammar of ``distsim.sweep.config`` (keys, points, settings)."""
+    lines = []
+    keys = ["analysis", "model", "seed", "fixed", rnd.choice(["grid", "table", "one_at_a_time", "grid"]), "chunk_size",
+            "store", "output"]
+    if rnd.random() < 0.2:
+        keys.append(rnd.choice(["grid", "table", "bogus", "seed", "Analysis"]))  # a second kind of points, a duplicate
+    rnd.shuffle(keys)
+    for key in keys:
+        if rnd.random() < 0.1:
+            continue
+        if key == "analysis":
+            lines.append(f"analysis: {rnd.choice(_ANALYSES)}")
+        elif key == "model":
+            lines.append(f"model: {rnd.choice(_MODELS)!r}" if rnd.random() < 0.3 else f"model: {rnd.choice(_MODELS)}")
+        elif key == "fixed":
+            lines.append("fixed:")
+            lines += [f"  {rnd.choice(_PARAMS)}: {_yaml_value(rnd, 1)}" for _ in range(rnd.randrange(0, 5))]
+        elif key == "grid":
+            lines.append("grid:")
+            for _ in range(rnd.randrange(0, 4)):
+                vals = ", ".join(rnd.choice(_SCALARS[:8]) for _ in range(rnd.randrange(0, 5)))
+                lines.append(f"  {rnd.choice(_PARAMS)}: [{vals}]")
+        elif key == "table":
+            lines.append("table:")
+            for _ in range(rnd.randrange(0, 4)):
+                row = ", ".join(f"{rnd.choice(_PARAMS)}: {rnd.choice(_SCALARS[:8])}" for _ in range(rnd.randrange(0, 3)))
+                lines.append(f"  - {{{row}}}")
+        elif key == "one_at_a_time":
+            lines.append("one_at_a_time:")
+            lines.append(f"  factors: {_yaml_value(rnd, 1)}")
+            if rnd.random() < 0.5:
+                lines.append(f"  {rnd.choice(['parameters', 'bogus'])}: [{rnd.choice(_PARAMS)}]")
+        elif key in ("store", "output"):
+            lines.append(f"{key}: {rnd.choice(['out.nc', 'out.zarr', '/dev/null', '../x.nc', 'x.txt', '', '[]'])}")
+        else:
+            lines.append(f"{key}: {rnd.choice(_SCALARS)}")
+    return {"sweeps/config.yaml": ("\n".join(lines) + "\n").encode()}
+
+
+_COLUMNS = ["E", "S", "ES", "P", "e", "X", "time", "", "S ", "\"S\""]
+_CELLS = ["0", "1", "120", "301", "-1", "2.5", "", "nan", "inf", "1e300", "x", "1e3", " 7", "\"5\"", "9" * 30]
+
+
+def observations_csv(rnd: random.Random) -> dict[str, bytes]:
+    """A CSV of observations from its grammar: a ``time`` column, species columns, numeric rows."""
+    cols = ["time"] + rnd.sample(_COLUMNS, rnd.randrange(0, 5))
+    if rnd.random() < 0.1:
+        rnd.shuffle(cols)
+    lines = []
+    if rnd.random() < 0.3:
+        lines.append("# " + rnd.choice(["comment", "time,E", ""]))
+    lines.append(",".join(cols))
+    t = 0.0
+    for _ in range(rnd.randrange(0, 12)):
+        t += rnd.choice([0.0, 1.0, 10.0, -5.0, 0.5])
+        cells = [repr(t) if rnd.random() < 0.9 else rnd.choice(_CELLS)]
+        cells += [rnd.choice(_CELLS[:6]) if rnd.random() < 0.8 else rnd.choice(_CELLS) for _ in cols[1:]]
+        if rnd.random() < 0.05:
+            cells.append("1")  # a ragged row
+        lines.append(",".join(cells))
+    return {"obs.csv": ("\n".join(lines) + rnd.choice(["\n", "", "\r\n"])).encode()}
 
 
 # files the input folders of formats with support=True get (sweep YAML seeds name models relative to their
@@ -226,9 +370,15 @@ def cases(fmt: FuzzFormat, n: int, seed: int, others: list[bytes]) -> list[tuple
     out = []
     for i in range(n):
         rnd = random.Random(f"{fmt.name}/{seed}/{i}")
-        files = dict(rnd.choice(fmt.seeds))
-        target = rnd.choice(fmt.mutable)
-        files[target] = mutate(files[target], rnd, fmt.nesting, others)
+        if fmt.generate is not None:
+            files = fmt.generate(rnd)
+            if rnd.random() < 1 / 3:
+                target = rnd.choice(fmt.mutable)
+                files[target] = _mutate_once(files[target], rnd, fmt.nesting, others)[:MAX_BYTES]
+        else:
+            files = dict(rnd.choice(fmt.seeds))
+            target = rnd.choice(fmt.mutable)
+            files[target] = mutate(files[target], rnd, fmt.nesting, others)
         out.append((f"{fmt.name}/{seed}/{i}", files))
     return out
 
@@ -249,11 +399,15 @@ def _load(fmt: str, d: Path) -> object:
         os.kill(os.getpid(), signal.SIGSEGV)
     if fmt == "selftest: hang":
         time.sleep(3600)
-    if fmt in ("ASSA .pbn", ".bnet", "BoolNet", "BNMPy"):
+    if fmt in ("ASSA .pbn", ".bnet", "BoolNet", "BNMPy", "SBML-qual"):
         import distsim.pbn as pbn
 
         return pbn.load(next(p for p in d.iterdir() if p.is_file() and p.name.startswith("model")))
-    if fmt in (".rxn", "SBML"):
+    if fmt == "MaBoSS":
+        import distsim.pbn as pbn
+
+        return pbn.load(d / "model.bnd")
+    if fmt in (".rxn", "SBML", "antimony"):
         import distsim.ssa as ssa
 
         return ssa.load(next(p for p in d.iterdir() if p.is_file() and p.name.startswith("model")))
@@ -265,12 +419,12 @@ def _load(fmt: str, d: Path) -> object:
         from distsim.grn.problem import load
 
         return load(d / "links.csv", states=d / "states.csv")
-    if fmt == "MCMC observations CSV":
+    if fmt in ("MCMC observations CSV", "observations CSV (grammar)"):
         import distsim.ssa as ssa
         from distsim.mcmc import as_observations
 
         return as_observations(ssa.load(d / "ssa" / "michaelis_menten.rxn"), d / "obs.csv")
-    if fmt == "sweep YAML":
+    if fmt in ("sweep YAML", "sweep YAML (grammar)"):
         from distsim.sweep.config import load_config
 
         return load_config(d / "sweeps" / "config.yaml")
@@ -310,7 +464,9 @@ WARM = ("distsim.grn.problem", "distsim.mcmc", "distsim.pbn", "distsim.ssa", "di
 def _worker(conn, warm: tuple[str, ...]) -> None:
     import importlib
     import os
+    import sys
 
+    sys.path.insert(0, str(ROOT))  # the checkout these tests belong to, not another installed copy
     os.chdir(tempfile.gettempdir())
     for module in warm:  # imported before the first timed input
         importlib.import_module(module)

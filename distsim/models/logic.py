@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
 from .arith import BinOp, Call, Neg, Num
-from .boolean import FALSE, TRUE, And, AtLeast, Const, Expr, Not, Or, Var, Xor, evaluate, variables
+from .boolean import FALSE, TRUE, And, AtLeast, Const, Expr, Not, Or, Var, Xor, evaluate, postorder, variables
 
 MAX_CASES = 4096  # distinct (value, condition) pairs one term may have
 MAX_EXACT_VARS = 20  # truth-table checks (pruning, equivalence) up to this many variables
@@ -107,22 +107,28 @@ def mk_xor(*args: Expr) -> Expr:
 
 
 def substitute(e: Expr, i: int, value: bool) -> Expr:
-    """``e`` with node ``i`` replaced by the constant ``value``, folded."""
-    if isinstance(e, Var):
-        return Const(bool(value)) if e.index == i else e
-    if isinstance(e, Const):
-        return e
-    if isinstance(e, Not):
-        return mk_not(substitute(e.arg, i, value))
-    args = tuple(substitute(a, i, value) for a in e.args)  # type: ignore[attr-defined]
-    if isinstance(e, And):
-        return mk_and(*args)
-    if isinstance(e, Or):
-        return mk_or(*args)
-    if isinstance(e, Xor):
-        return mk_xor(*args)
-    assert isinstance(e, AtLeast)
-    return AtLeast(args, e.k)
+    """``e`` with node ``i`` replaced by the constant ``value``, folded (no recursion on depth)."""
+    new: dict[int, Expr] = {}
+    for x in postorder(e):
+        if isinstance(x, Var):
+            r: Expr = Const(bool(value)) if x.index == i else x
+        elif isinstance(x, Const):
+            r = x
+        elif isinstance(x, Not):
+            r = mk_not(new[id(x.arg)])
+        else:
+            args = tuple(new[id(a)] for a in x.args)  # type: ignore[attr-defined]
+            if isinstance(x, And):
+                r = mk_and(*args)
+            elif isinstance(x, Or):
+                r = mk_or(*args)
+            elif isinstance(x, Xor):
+                r = mk_xor(*args)
+            else:
+                assert isinstance(x, AtLeast)
+                r = AtLeast(args, x.k)
+        new[id(x)] = r
+    return new[id(e)]
 
 
 def _table(e: Expr, over: tuple[int, ...]) -> np.ndarray:
@@ -203,22 +209,91 @@ def cases(t: Term) -> dict[float, Expr]:
     Conditions that no state satisfies are dropped when they have at most
     :data:`MAX_EXACT_VARS` variables. A NaN value (0/0) is kept under the key ``math.nan``.
     """
+    return _walk(t, _CASES)
+
+
+def to_bool(t: Term) -> Expr:
+    """The condition under which ``t`` is non-zero (NaN counts as true, as in C)."""
+    return _walk(t, _BOOL)
+
+
+_CASES, _BOOL = 0, 1
+
+
+def _term_children(t: Term) -> tuple[Term, ...]:
+    if isinstance(t, Logic):
+        return t.args
+    if isinstance(t, Cond):
+        return (t.test, t.then, t.other)
+    if isinstance(t, Neg):
+        return (t.arg,)
+    if isinstance(t, (BinOp, Cmp)):
+        return (t.left, t.right)
+    if isinstance(t, Call):
+        return tuple(t.args)
+    if isinstance(t, (Num, Var)):
+        return ()
+    raise TypeError(f"not a term: {t!r}")
+
+
+def _needs(t: Term, want: int) -> list[tuple[Term, int]]:
+    """What computing ``want`` (cases or condition) of ``t`` needs first, of its operands."""
+    if isinstance(t, (Num, Var)):
+        return []
+    if want == _BOOL:
+        if isinstance(t, Logic):
+            return [(a, _BOOL) for a in t.args]
+        if isinstance(t, Cond):
+            return [(t.test, _BOOL), (t.then, _BOOL), (t.other, _BOOL)]
+        if isinstance(t, Cmp) and _compare_node(t) is not None:
+            return []
+        return [(t, _CASES)]
+    if isinstance(t, Logic):
+        return [(t, _BOOL)]
+    if isinstance(t, Cond):
+        return [(t.test, _BOOL), (t.then, _CASES), (t.other, _CASES)]
+    return [(a, _CASES) for a in _term_children(t)]
+
+
+def _walk(root: Term, want: int) -> Any:
+    """The cases or the condition of ``root``, computed with an explicit stack (MathML and MaBoSS
+    terms may nest deeper than Python's recursion limit)."""
+    memo: dict[tuple[int, int], Any] = {}
+    stack: list[tuple[Term, int, bool]] = [(root, want, False)]
+    while stack:
+        t, w, ready = stack.pop()
+        key = (id(t), w)
+        if key in memo:
+            continue
+        if not ready:
+            stack.append((t, w, True))
+            stack.extend((c, cw, False) for c, cw in reversed(_needs(t, w)) if (id(c), cw) not in memo)
+            continue
+        memo[key] = _one_bool(t, memo) if w == _BOOL else _one_cases(t, memo)
+    return memo[(id(root), want)]
+
+
+def _one_cases(t: Term, memo: dict) -> dict[float, Expr]:
+    """The cases of ``t`` from those (and conditions) of its operands in ``memo``."""
+    def sub(a: Term) -> dict[float, Expr]:
+        return memo[(id(a), _CASES)]
+
     if isinstance(t, Num):
         return {_key(float(t.value)): TRUE}
     if isinstance(t, Var):
         return {1.0: t, 0.0: Not(t)}
     if isinstance(t, Logic):
-        b = to_bool(t)
+        b = memo[(id(t), _BOOL)]
         return _merge([(1.0, b), (0.0, mk_not(b))])
     if isinstance(t, Cond):
-        b = to_bool(t.test)
-        pairs = [(v, mk_and(b, g)) for v, g in cases(t.then).items()]
-        pairs += [(v, mk_and(mk_not(b), g)) for v, g in cases(t.other).items()]
+        b = memo[(id(t.test), _BOOL)]
+        pairs = [(v, mk_and(b, g)) for v, g in sub(t.then).items()]
+        pairs += [(v, mk_and(mk_not(b), g)) for v, g in sub(t.other).items()]
         return _prune(_merge(pairs))
     if isinstance(t, Neg):
-        return _merge([(_arith("-", 0.0, v), g) for v, g in cases(t.arg).items()])
+        return _merge([(_arith("-", 0.0, v), g) for v, g in sub(t.arg).items()])
     if isinstance(t, (BinOp, Cmp)):
-        left, right = cases(t.left), cases(t.right)
+        left, right = sub(t.left), sub(t.right)
         if len(left) * len(right) > MAX_CASES:
             raise TooComplex(f"the expression takes more than {MAX_CASES} distinct values")
         if isinstance(t, BinOp):
@@ -229,7 +304,7 @@ def cases(t: Term) -> dict[float, Expr]:
     if isinstance(t, Call):
         combos: list[tuple[list[float], Expr]] = [([], TRUE)]
         for a in t.args:
-            ca = cases(a)
+            ca = sub(a)
             if len(combos) * len(ca) > MAX_CASES:
                 raise TooComplex(f"the expression takes more than {MAX_CASES} distinct values")
             combos = [(vs + [v], mk_and(g, ga)) for vs, g in combos for v, ga in ca.items()]
@@ -241,25 +316,25 @@ def _prune(table: dict[float, Expr]) -> dict[float, Expr]:
     return {v: g for v, g in table.items() if satisfiable(g)}
 
 
-def to_bool(t: Term) -> Expr:
-    """The condition under which ``t`` is non-zero (NaN counts as true, as in C)."""
+def _one_bool(t: Term, memo: dict) -> Expr:
+    """The condition of ``t`` from those (or its own cases) in ``memo``."""
     if isinstance(t, Num):
         return Const(float(t.value) != 0 or math.isnan(float(t.value)))
     if isinstance(t, Var):
         return t
     if isinstance(t, Logic):
-        args = [to_bool(a) for a in t.args]
+        args = [memo[(id(a), _BOOL)] for a in t.args]
         if t.op == "not":
             return mk_not(args[0])
         return {"and": mk_and, "or": mk_or, "xor": mk_xor}[t.op](*args)
     if isinstance(t, Cond):
-        b = to_bool(t.test)
-        return mk_or(mk_and(b, to_bool(t.then)), mk_and(mk_not(b), to_bool(t.other)))
+        b, then, other = (memo[(id(x), _BOOL)] for x in (t.test, t.then, t.other))
+        return mk_or(mk_and(b, then), mk_and(mk_not(b), other))
     if isinstance(t, Cmp):
         simple = _compare_node(t)
         if simple is not None:
             return simple
-    return mk_or(*[g for v, g in cases(t).items() if v != 0])
+    return mk_or(*[g for v, g in memo[(id(t), _CASES)].items() if v != 0])
 
 
 def _compare_node(t: Cmp) -> Expr | None:

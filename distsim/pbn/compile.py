@@ -159,29 +159,47 @@ class _ProgramBuilder:
             return self.not_(a)
         return self._emit(OP_XOR, a, b)
 
-    def expr(self, e: Expr) -> int:
-        if isinstance(e, Var):
-            return e.index
-        if isinstance(e, Const):
-            return self.ones if e.value else self.zero
-        if isinstance(e, Not):
-            return self.not_(self.expr(e.arg))
-        if isinstance(e, (And, Or, Xor)):
-            op = {And: self.and_, Or: self.or_, Xor: self.xor}[type(e)]
-            regs = [self.expr(a) for a in e.args]
-            acc = regs[0]
-            for r in regs[1:]:
-                acc = op(acc, r)
-            return acc
-        if isinstance(e, AtLeast):
-            # t[j] = "at least j of the arguments seen so far"
-            t = [self.ones] + [self.zero] * e.k
-            for a in e.args:
-                x = self.expr(a)
+    def expr(self, root: Expr) -> int:
+        """The register of ``root``'s value, emitted in the order of a recursive walk (an explicit stack:
+        formulas of real models nest hundreds deep)."""
+        ret = 0
+        stack: list[list] = [[root, 0, None]]  # node, operands done, state (their registers; AtLeast: its table)
+        while stack:
+            fr = stack[-1]
+            e, i, st = fr
+            if isinstance(e, Var):
+                ret = e.index
+                stack.pop()
+                continue
+            if isinstance(e, Const):
+                ret = self.ones if e.value else self.zero
+                stack.pop()
+                continue
+            if not isinstance(e, (Not, And, Or, Xor, AtLeast)):
+                raise TypeError(f"not an expression: {e!r}")
+            kids = (e.arg,) if isinstance(e, Not) else e.args
+            if i == 0:
+                st = fr[2] = [self.ones] + [self.zero] * e.k if isinstance(e, AtLeast) else []
+            elif isinstance(e, AtLeast):  # t[j] = "at least j of the arguments seen so far"
                 for j in range(e.k, 0, -1):
-                    t[j] = self.or_(t[j], self.and_(t[j - 1], x))
-            return t[e.k]
-        raise TypeError(f"not an expression: {e!r}")
+                    st[j] = self.or_(st[j], self.and_(st[j - 1], ret))
+            else:
+                st.append(ret)
+            if i < len(kids):
+                fr[1] = i + 1
+                stack.append([kids[i], 0, None])
+                continue
+            stack.pop()
+            if isinstance(e, Not):
+                ret = self.not_(st[0])
+            elif isinstance(e, AtLeast):
+                ret = st[e.k]
+            else:
+                op = {And: self.and_, Or: self.or_, Xor: self.xor}[type(e)]
+                ret = st[0]
+                for r in st[1:]:
+                    ret = op(ret, r)
+        return ret
 
 
 @dataclass(frozen=True)

@@ -32,17 +32,18 @@ import re
 from pathlib import Path
 
 from ...errors import ModelError, read_text
-from ..boolean import Expr, parse_expression, to_text
+from ..boolean import MAX_LINE_CHARS, Expr, parse_expression, to_text
 from ..pbn import PBN, Predictor
 from .base import Format, first_content_line
 
-__all__ = ["read_assa", "parse_assa", "to_assa_text", "write_assa", "check_name", "read_lines",
+__all__ = ["read_assa", "parse_assa", "to_assa_text", "write_assa", "check_name", "check_line", "read_lines",
            "parse_probability", "TYPES", "FORMAT"]
 
 TYPES = frozenset({"synchronous", "asynchronous", "rog", "rmg", "rmgrm", "rmgro", "rmgrorm", "aro"})
 UPDATE = {"synchronous": "sync", "asynchronous": "async"}  # the header's type as PBN.update (others kept as written)
-_BAD_NAME_CHARS = re.compile(r"[\s&!|^=:(),\[\]]")
+_BAD_NAME_CHARS = re.compile(r"[\s&!|^=:(),\[\]\x00-\x1f\x7f]")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # linear time: no nested repeats
+MAX_FILE_BYTES = 256 << 20  # a Boolean-network text file (the largest Biodivine model has 1.5 MB)
 _START = re.compile(r"(type|n|perturbation)\s*=|nodeNames\s*$")
 
 
@@ -54,10 +55,25 @@ def read_lines(path: str | os.PathLike) -> tuple[str, list[str]]:
     """Read ``path`` as UTF-8 text; return ``(path string, lines)`` (line ``k`` is ``lines[k-1]``).
 
     A missing file raises :class:`FileNotFoundError`; bytes that are not UTF-8 raise
-    :class:`ModelError` naming the line.
+    :class:`ModelError` naming the line; a file over :data:`MAX_FILE_BYTES` raises one naming the file.
     """
     file = str(path)
+    try:
+        size = os.stat(file).st_size
+    except OSError:
+        size = 0  # read_text says what is wrong
+    if size > MAX_FILE_BYTES:
+        raise ModelError(f"the file has {size:,} bytes, more than the limit of {MAX_FILE_BYTES:,} for a Boolean "
+                         "network", file=file)
     return file, [ln.rstrip("\r") for ln in read_text(file).split("\n")]
+
+
+def check_line(raw: str, *, file: str | None, line: int) -> None:
+    """Raise :class:`ModelError` when a line is longer than :data:`~distsim.models.boolean.MAX_LINE_CHARS`
+    (checked before the line is split or tokenised)."""
+    if len(raw) > MAX_LINE_CHARS:
+        raise ModelError(f"the line has {len(raw):,} characters, more than the limit of {MAX_LINE_CHARS:,}",
+                         file=file, line=line)
 
 
 def check_name(name: str, *, file: str | None, line: int | None, column: int | None = None) -> None:
@@ -68,8 +84,9 @@ def check_name(name: str, *, file: str | None, line: int | None, column: int | N
         raise ModelError(f"node names cannot start with a digit: {name!r}", file=file, line=line, column=column)
     m = _BAD_NAME_CHARS.search(name)
     if m:
-        raise ModelError(f"node name {name!r} contains the character {m.group()!r}, which is not allowed "
-                         "(not allowed: white space and & ! | ^ = : ( ) , [ ])", file=file, line=line, column=column)
+        raise ModelError(f"node name {name[:80]!r} contains the character {m.group()!r}, which is not allowed "
+                         "(not allowed: white space, control characters and & ! | ^ = : ( ) , [ ])", file=file,
+                         line=line, column=column)
     if name.lower() in ("true", "false"):
         raise ModelError(f"{name!r} is a constant and cannot be a node name", file=file, line=line, column=column)
 
@@ -107,6 +124,7 @@ def _parse(lines: list[str], *, file: str, name: str) -> PBN:
     r = _Reader(file)
     last = 0
     for lineno, raw in enumerate(lines, start=1):
+        check_line(raw, file=file, line=lineno)
         cut = raw.find("//")
         content = raw if cut < 0 else raw[:cut]
         s = content.strip()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ...errors import ModelError
 from ..pbn import PBN
-from .assa import check_name, parse_probability, read_lines
+from .assa import check_line, check_name, parse_probability, read_lines
 from .base import Format, first_content_line
 from .boolnet import Entry, build_network, split_fields
 
@@ -39,6 +39,7 @@ def parse_bnmpy(text: str, *, file: str = "<string>", name: str = "", inputs: st
 def _parse(lines: list[str], *, file: str, name: str, inputs: str) -> PBN:
     entries: list[Entry] = []
     for lineno, raw in enumerate(lines, start=1):
+        check_line(raw, file=file, line=lineno)
         s = raw.strip()
         if not s or s.startswith("#"):
             continue

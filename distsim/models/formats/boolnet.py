@@ -44,7 +44,7 @@ from typing import NamedTuple
 from ...errors import ModelError
 from ..boolean import FALSE, TRUE, parse_expression, to_text
 from ..pbn import PBN, Predictor, identity
-from .assa import check_name, parse_probability, read_lines
+from .assa import check_line, check_name, parse_probability, read_lines
 from .base import Format, first_content_line
 
 __all__ = ["read_boolnet", "parse_boolnet", "INPUT_POLICIES", "input_predictors", "split_fields",
@@ -155,6 +155,7 @@ def _parse(lines: list[str], *, file: str, name: str, inputs: str) -> PBN:
     header: bool | None = None  # None: no content line yet; then whether the header had probabilities
     prob_column = True
     for lineno, raw in enumerate(lines, start=1):
+        check_line(raw, file=file, line=lineno)
         s = raw.strip()
         if not s or s.startswith("#"):
             continue

@@ -259,7 +259,7 @@ def _prescan(data: bytes, file: str) -> None:
     """Well-formed XML, no DOCTYPE, at most MAX_XML_DEPTH nested elements and MAX_XML_MATH_ELEMENTS
     elements in one <math> (expat is not recursive)."""
     if not data.strip():
-        raise ModelError("the SBML document is empty", file=file)
+        raise ModelError("the SBML document is empty", file=file, line=1)
     p = expat.ParserCreate()
     depth = in_math = math_elements = 0
 

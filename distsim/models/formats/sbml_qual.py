@@ -16,7 +16,9 @@ python-libsbml.
   has no function term) is a free input, handled by the ``inputs`` policy of :mod:`.boolnet`.
 * Other initial levels, layout, names and annotations are not used.
 
-The document is checked first: a fatal libsbml error, an XML error, an identifier or MathML
+The document is checked first, as SBML core documents are (:mod:`.sbml`): parsed with expat (no
+recursion) it must be well-formed, without a DOCTYPE, and nest at most ``MAX_XML_DEPTH`` elements
+deep; its MathML is then converted with explicit stacks. Then a fatal libsbml error, an XML error, an identifier or MathML
 error refuses it (with file and line). Schema errors that do not touch what is read (a missing
 ``qual:compartment``, an unknown attribute, an empty ``listOfInputs``, as in several public
 exports) are reported in one :class:`UserWarning`. The :class:`SBMLDocument` stays alive while
@@ -28,7 +30,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..arith import BinOp, Neg, Num
 from ..boolean import Const, Expr, Var
@@ -73,7 +75,7 @@ def read_sbml_qual(path: str | os.PathLike, *, inputs: str = "keep") -> PBN:
     qual = model.getPlugin("qual")
     if qual is None or qual.getNumQualitativeSpecies() == 0:
         raise ModelError("not an SBML-qual model (no qual:qualitativeSpecies); SBML reaction models are read by "
-                         "distsim.ssa", file=file)
+                         "distsim.ssa", file=file, line=model.getLine() or 1)
     return _Reader(libsbml, doc, qual, file, inputs).network()
 
 
@@ -213,39 +215,51 @@ class _Reader:
                            term)
         return int(lv)
 
-    def _term(self, ast: Any, thresholds: dict[str, int], where: Any) -> Term:
-        """The term of the MathML ``ast`` of a function term (errors point at the element ``where``)."""
+    def _term(self, root: Any, thresholds: dict[str, int], where: Any) -> Term:
+        """The term of the MathML ``root`` of a function term, converted with an explicit stack (the
+        pre-check bounds the depth at MAX_XML_DEPTH; errors point at the element ``where``)."""
         L = self.L
-        kind = ast.getType()
-        kids = [ast.getChild(k) for k in range(ast.getNumChildren())]
-
-        def sub(a: Any) -> Term:
-            return self._term(a, thresholds, where)
-
-        if kind == L.AST_NAME:
-            return self._name(ast.getName(), thresholds, where)
-        if kind in (L.AST_INTEGER, L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL, L.AST_CONSTANT_TRUE,
-                    L.AST_CONSTANT_FALSE):
-            return self._number(ast, kind)
         logic = {L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor", L.AST_LOGICAL_NOT: "not"}
-        if kind in logic:
-            if not kids:
-                return Num(1.0 if logic[kind] == "and" else 0.0)
-            return Logic(logic[kind], tuple(sub(a) for a in kids))
         rel = {L.AST_RELATIONAL_EQ: "==", L.AST_RELATIONAL_NEQ: "!=", L.AST_RELATIONAL_LT: "<",
                L.AST_RELATIONAL_LEQ: "<=", L.AST_RELATIONAL_GT: ">", L.AST_RELATIONAL_GEQ: ">="}
-        if kind in rel:
-            if len(kids) < 2:
-                raise self.err("a relational operator needs two operands", where)
-            parts = [Cmp(rel[kind], sub(a), sub(b)) for a, b in zip(kids, kids[1:])]
-            return parts[0] if len(parts) == 1 else Logic("and", tuple(parts))
         arith = {L.AST_PLUS: "+", L.AST_MINUS: "-", L.AST_TIMES: "*", L.AST_DIVIDE: "/"}
-        if kind in arith:
-            return _arithmetic(arith[kind], kids, sub)
-        if kind == L.AST_FUNCTION_PIECEWISE:
-            return _piecewise(kids, sub)
-        raise self.err(f"unsupported math element <{ast.getName() or L.formulaToL3String(ast)}> in a function term",
-                       where)
+        numbers = (L.AST_INTEGER, L.AST_REAL, L.AST_REAL_E, L.AST_RATIONAL, L.AST_CONSTANT_TRUE, L.AST_CONSTANT_FALSE)
+        out: list[Term] = []  # converted operands
+        todo: list[tuple[Any, bool]] = [(root, False)]
+        while todo:
+            ast, built = todo.pop()
+            kind = ast.getType()
+            if not built:
+                if kind == L.AST_NAME:
+                    out.append(self._name(ast.getName(), thresholds, where))
+                elif kind in numbers:
+                    out.append(self._number(ast, kind))
+                elif kind in logic or kind in rel or kind in arith or kind == L.AST_FUNCTION_PIECEWISE:
+                    if kind in rel and ast.getNumChildren() < 2:
+                        raise self.err("a relational operator needs two operands", where)
+                    todo.append((ast, True))
+                    for k in reversed(range(ast.getNumChildren())):
+                        child = ast.getChild(k)
+                        if child is None:
+                            raise self.err("malformed math", where)
+                        todo.append((child, False))
+                else:
+                    raise self.err(f"unsupported math element <{ast.getName() or L.formulaToL3String(ast)}> in a "
+                                   "function term", where)
+                continue
+            n = ast.getNumChildren()
+            kids = out[len(out) - n:] if n else []
+            del out[len(out) - n:]
+            if kind in logic:
+                out.append(Logic(logic[kind], tuple(kids)) if kids else Num(1.0 if logic[kind] == "and" else 0.0))
+            elif kind in rel:
+                parts = [Cmp(rel[kind], a, b) for a, b in zip(kids, kids[1:])]
+                out.append(parts[0] if len(parts) == 1 else Logic("and", tuple(parts)))
+            elif kind in arith:
+                out.append(_arithmetic(arith[kind], kids))
+            else:
+                out.append(_piecewise(kids))
+        return out[0]
 
     def _name(self, nm: str, thresholds: dict[str, int], where: Any) -> Term:
         """A species (its variable) or an input's thresholdLevel (a number)."""
@@ -265,22 +279,22 @@ class _Reader:
         return Num(1.0 if kind == L.AST_CONSTANT_TRUE else 0.0)
 
 
-def _arithmetic(op: str, kids: list[Any], sub: Callable[[Any], Term]) -> Term:
+def _arithmetic(op: str, kids: list[Term]) -> Term:
     """``+ - * /`` over any number of operands, left to right (one operand of ``-``: a negation)."""
     if op == "-" and len(kids) == 1:
-        return Neg(sub(kids[0]))
+        return Neg(kids[0])
     if not kids:
         return Num(0.0 if op == "+" else 1.0)
-    acc = sub(kids[0])
+    acc = kids[0]
     for a in kids[1:]:
-        acc = BinOp(op, acc, sub(a))
+        acc = BinOp(op, acc, a)
     return acc
 
 
-def _piecewise(kids: list[Any], sub: Callable[[Any], Term]) -> Term:
+def _piecewise(kids: list[Term]) -> Term:
     """``piecewise``: value, condition pairs, then the optional otherwise value (default 0)."""
-    pieces = [(sub(kids[k]), sub(kids[k + 1])) for k in range(0, len(kids) - 1, 2)]
-    acc: Term = sub(kids[-1]) if len(kids) % 2 else Num(0.0)
+    pieces = [(kids[k], kids[k + 1]) for k in range(0, len(kids) - 1, 2)]
+    acc: Term = kids[-1] if len(kids) % 2 else Num(0.0)
     for value, cond in reversed(pieces):
         acc = Cond(cond, value, acc)
     return acc

@@ -90,17 +90,34 @@ def _own_store(p: Path) -> bool:
     return False
 
 
+def check_folder(path: str | os.PathLike) -> Path:
+    """The folder that output ``path`` goes to exists, is a folder and can be written (a probe file is
+    created there and removed), so that a run never ends unable to write what it computed. Returns it."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        first = next((a for a in [parent, *parent.parents] if a.exists() or a.is_symlink()), None)
+        if first is not None and not first.is_dir():
+            raise OutputError(f"{first} is a file, not a folder", file=str(p))
+        raise OutputError(f"folder {parent} does not exist", file=str(p))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".probe", dir=parent)
+    except OSError as e:
+        raise OutputError(f"folder {parent} cannot be written ({e.strerror or e})", file=str(p)) from None
+    os.close(fd)
+    os.unlink(probe)
+    return parent
+
+
 def check_output_path(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-    """Validate an output path before any work is done: a known extension, an existing parent folder,
-    and nothing in the way unless ``overwrite`` (and even then, only a file, or a zarr store that
-    distsim wrote: other folders are never replaced)."""
+    """Validate an output path before any work is done: a known extension, a writable parent folder
+    (:func:`check_folder`), and nothing in the way unless ``overwrite`` (and even then, only a file, or
+    a zarr store that distsim wrote: other folders are never replaced)."""
     p = Path(path)
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise OutputError(f"unknown output format {p.suffix!r}; use one of {', '.join(sorted(FORMATS))}", file=str(p))
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise OutputError(f"folder {parent} does not exist", file=str(p))
+    check_folder(p)
     if p.exists() or p.is_symlink():
         if p.is_dir() and not (fmt == "zarr" and _own_store(p)):
             raise OutputError("a folder that is not a result store written by distsim; it is never replaced", file=str(p))
@@ -117,8 +134,9 @@ def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -
     p = check_output_path(path, overwrite=overwrite)
     fmt = FORMATS[p.suffix.lower()]
     parent = p.parent if str(p.parent) else Path(".")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
+    tmp: Path | None = None
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
         target = tmp / p.name
         if fmt == "netcdf":
             ds.to_netcdf(target, engine="h5netcdf")
@@ -132,8 +150,11 @@ def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -
         if p.is_dir():  # an old distsim store: move it aside, put the new one in place, then delete the old
             os.replace(p, tmp / "replaced")
         os.replace(target, p)
+    except OSError as e:  # full disk, a folder made read-only meanwhile: name the user's path, not ours
+        raise OutputError(f"could not be written ({e.strerror or type(e).__name__})", file=str(p)) from e
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return p
 
 

@@ -217,8 +217,8 @@ def parse_assignments(items: list[str], option: str) -> dict[str, float]:
 def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None] = (),
                   figures: list[str | None] = (), files: list[str | None] = ()) -> None:
     """Every output path is checked before any work: ``data`` (result Datasets: known formats),
-    ``figures`` (.png) and other ``files``; existing folders, nothing replaced without --overwrite,
-    no path used twice."""
+    ``figures`` (.png) and other ``files``; existing, writable folders, nothing replaced without
+    --overwrite, no path used twice."""
     from .. import results
 
     given = [Path(p) for p in [*data, *figures, *files] if p is not None]
@@ -236,8 +236,7 @@ def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None]
         f = Path(p)
         if p in figures and f.suffix.lower() != ".png":
             raise UsageError(f"{f}: figures are written as .png")
-        if not (f.parent if str(f.parent) else Path(".")).is_dir():
-            raise UsageError(f"{f}: folder {f.parent} does not exist")
+        results.check_folder(f)
         if f.is_dir() or (f.exists() and not args.overwrite):
             raise UsageError(f"{f} exists; choose another path or allow replacing it (--overwrite)")
 

@@ -4,8 +4,8 @@ Workloads (imported on first use, PEP 562): ``distsim.pbn`` (probabilistic Boole
 ``distsim.ssa`` (exact stochastic simulation), ``distsim.grn`` (GRN inference by genetic
 algorithms), ``distsim.mcmc`` (Bayesian rate inference). ``distsim.sweep(analysis, model, points,
 ...)`` runs parameter sweeps; ``distsim.connect()`` gives a Dask client (local CPU cores, local
-GPUs, or a scheduler address). ``distsim.examples_dir()`` is the folder of the example models
-(shipped in the wheel).
+GPUs, or a scheduler address). ``distsim.export(ds)`` is any result's summary as a tidy table;
+``distsim.examples_dir()`` is the folder of the example models (shipped in the wheel).
 
 The distribution is ``distsim-bio`` (``pip install distsim-bio``); this is the one place its version
 is written (pyproject.toml reads it).
@@ -21,7 +21,7 @@ __version__ = "0.2.0"
 
 _SUBMODULES = ("pbn", "ssa", "grn", "mcmc", "sweep", "models", "engine", "backends", "results", "rng", "cluster")
 
-__all__ = ["__version__", "connect", "examples_dir", *_SUBMODULES]
+__all__ = ["__version__", "connect", "export", "examples_dir", *_SUBMODULES]
 
 
 def examples_dir() -> Path:
@@ -37,10 +37,12 @@ def examples_dir() -> Path:
 def __getattr__(name: str) -> Any:
     if name == "connect":  # distsim.cluster.connect, without importing Dask up front
         return importlib.import_module(".cluster", __name__).connect
+    if name == "export":  # distsim.results.to_table, without importing xarray up front
+        return importlib.import_module(".results", __name__).to_table
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'distsim' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"connect", *_SUBMODULES})
+    return sorted(set(globals()) | {"connect", "export", *_SUBMODULES})

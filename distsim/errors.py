@@ -111,3 +111,17 @@ def read_text(path, *, error: type[DistsimError] = ModelError) -> str:
     except OSError as e:
         raise error(f"cannot read the file ({e.strerror or e})", file=file) from None
     return decode_text(data, file=file, error=error)
+
+
+def did_you_mean(name: str, known) -> str:
+    """`` (did you mean 'x'?)`` for the names in ``known`` closest to ``name`` (difflib), else ``""``: the
+    one suffix of every "unknown name" message (nodes, species, parameters, variables)."""
+    import difflib
+
+    names = [str(k) for k in known]
+    close = difflib.get_close_matches(str(name), names, n=3, cutoff=0.6)
+    if not close:  # a prefix the names share and the user left out (BBM nodes are v_Casp3, not Casp3)
+        close = [k for k in names if k.lower().endswith(str(name).lower()) and len(str(name)) >= 2][:3]
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"

@@ -23,7 +23,7 @@ ex="$root/examples"
 run() { echo "+ distsim $*"; "$bin/distsim" "$@" > "$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }; }
 run --help
 for c in "pbn simulate" "pbn steady-state" "pbn influence" "pbn convert" "ssa simulate" "grn infer" \
-         "mcmc rates" "sweep" "info"; do
+         "mcmc rates" "sweep" "export" "info"; do
   run $c --help
 done
 run info
@@ -32,6 +32,7 @@ run --in-process -q pbn simulate "$ex/pbn/bnmpy_shmulevich2002_examplePBN_3n.txt
 run --cpu --workers 2 -q pbn steady-state "$ex/pbn/bnmpy_shmulevich2002_examplePBN_3n.txt" -p 0.01 \
     --target x1=1 -r 1e-2 -o ss.nc
 run --in-process -q ssa simulate "$ex/ssa/michaelis_menten.rxn" --t-end 10 --points 3 -n 100 -o ssa.nc
+run export ssa.nc -o ssa.csv
 run --in-process -q grn infer "$ex/grn/mouse_eye.toml" -g 16 --population 32 -o grn.nc
 run --in-process -q mcmc rates "$ex/mcmc/michaelis_menten.rxn" --data "$ex/mcmc/mm_observations.csv" \
     --iterations 6 --burn-in 2 --chains 2 --prior k1=gamma:2,1000 --prior k2=gamma:2,10 --prior k3=gamma:2,10 \

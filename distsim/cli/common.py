@@ -45,7 +45,8 @@ def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
     g.add_argument("--workers", type=positive_int, metavar="N", help="workers of the local cluster (default: one per "
                    "GPU, else one per CPU core)", **({"default": None} | d))
     g.add_argument("--quiet", "-q", action="store_true", help="no progress output", **d)
-    g.add_argument("--progress", action="store_true", help="progress output even when stderr is not a terminal", **d)
+    g.add_argument("--progress", action="store_true", help="progress lines from the start when stderr is not a "
+                   "terminal (by default a run that lasts prints one every 30 s)", **d)
     g.add_argument("--overwrite", action="store_true", help="replace existing output files", **d)
 
 

@@ -22,15 +22,18 @@ CONNECT_TIMEOUT_S = 10
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows an option's default after its help when the default is something (not None/False)."""
+    """Shows the default of every option that takes a value and is not required (``none`` for None or
+    an empty list; 0 is a default like any other), unless the help already says it."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" not in text and action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
-                and "default" not in text):
-            text += " (default: %(default)s)"
-        return text
+        if (not action.option_strings or action.required or action.nargs == 0 or default is argparse.SUPPRESS
+                or "%(default)" in text or "default" in text):
+            return text
+        if default is None or (isinstance(default, list) and not default):
+            return text + " (default: none)"
+        return text + " (default: %(default)s)"
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:

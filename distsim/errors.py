@@ -14,6 +14,8 @@ so code that catches ``ValueError`` keeps working.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class DistsimError(Exception):
     """Base class: a bad input, located by ``file``, ``line`` and ``column`` where known."""
@@ -113,15 +115,17 @@ def read_text(path, *, error: type[DistsimError] = ModelError) -> str:
     return decode_text(data, file=file, error=error)
 
 
-def did_you_mean(name: str, known) -> str:
-    """`` (did you mean 'x'?)`` for the names in ``known`` closest to ``name`` (difflib), else ``""``: the
-    one suffix of every "unknown name" message (nodes, species, parameters, variables)."""
+def did_you_mean(name: object, known: Iterable[object]) -> str:
+    """`` (did you mean 'x'?)`` naming the entries of ``known`` closest to ``name``, else ``""``: the one
+    suffix of every "unknown name" message (nodes, species, parameters, variables). A name that only
+    lacks a prefix the names share (BBM nodes are ``v_Casp3``, not ``Casp3``) or differs in case is named alone."""
     import difflib
 
     names = [str(k) for k in known]
-    close = difflib.get_close_matches(str(name), names, n=3, cutoff=0.6)
-    if not close:  # a prefix the names share and the user left out (BBM nodes are v_Casp3, not Casp3)
-        close = [k for k in names if k.lower().endswith(str(name).lower()) and len(str(name)) >= 2][:3]
+    text = str(name)
+    low = text.lower()
+    same = [k for k in names if k.lower() == low or (len(text) >= 2 and k.lower().endswith("_" + low))]
+    close = same or difflib.get_close_matches(text, names, n=3, cutoff=0.6)
     if not close:
         return ""
-    return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close[:3]) + "?)"

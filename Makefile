@@ -9,8 +9,9 @@ BIN := $(VENV)/bin
 # GPU machines (nvidia-smi works) get the CuPy + dask-cuda extra
 EXTRAS := $(shell nvidia-smi -L >/dev/null 2>&1 && echo "plot,gpu" || echo "plot")
 comma := ,
-# the editable install is redone only when this stamp is older than pyproject.toml
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))-test
+# an editable install is redone only when its stamp is older than pyproject.toml (`run` needs no test extra)
+RUN_STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+TEST_STAMP := $(RUN_STAMP)-test
 
 .PHONY: run test gpu-test bench install clean
 
@@ -18,27 +19,30 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),test]"
-	@rm -f $(VENV)/.installed-*
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	@touch $@
 
-install: $(STAMP)
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS),test]"
+	@touch $@ $(RUN_STAMP)
 
-run: install
+install: $(TEST_STAMP)
+
+run: $(RUN_STAMP)
 	@mkdir -p results
 	$(BIN)/distsim pbn steady-state examples/pbn/bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet \
 	    --perturbation 1e-3 --target v_Casp3=1 --target "v_Casp3=0,v_Casp8=1" --precision 1e-3 \
 	    --output results/sizek_steady_state.nc --plot results/sizek_convergence.png --overwrite
 
-test: install
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 # On a lent GPU machine with the wheels in .whl/ (see README, "GPU tests"):
 gpu-test:
 	bash scripts/gpu-test.sh
 
-bench: install
+bench: $(RUN_STAMP)
 	$(BIN)/python benchmarks/pbn_sim.py
 	$(BIN)/python benchmarks/pbn_steady_state.py
 

@@ -74,25 +74,33 @@ def test_pyproject_reads_the_one_version():
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_reinstalls_only_when_pyproject_changes(tmp_path):
-    """`make run` twice: the second does not reinstall (the stamp is newer than pyproject.toml), and the
-    main job replaces its own results."""
+    """`make run` twice: the second does not reinstall (its stamp is newer than pyproject.toml) and
+    replaces its own results; `make run` installs no test extra, `make test` does, once."""
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(sys.executable)
+    newer = (ROOT / "pyproject.toml").stat().st_mtime + 10
 
-    def dry_run() -> str:
-        r = subprocess.run(["make", "-n", "run", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
+    def dry_run(target: str) -> tuple[str, list[Path]]:
+        r = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin"})
         assert r.returncode == 0, r.stderr
-        return r.stdout
+        stamps = [Path(p) for line in r.stdout.splitlines() if line.startswith("touch ") for p in line.split()[1:]]
+        return r.stdout, stamps
 
-    first = dry_run()
-    assert "pip install -q -e" in first and "--overwrite" in first
-    stamps = [line for line in first.splitlines() if line.startswith("touch ")]
-    assert len(stamps) == 1
-    stamp = Path(stamps[0].split()[1])
-    stamp.touch()
-    mtime = (ROOT / "pyproject.toml").stat().st_mtime
-    os.utime(stamp, (mtime + 10, mtime + 10))
-    second = dry_run()
+    def install(stamps: list[Path]) -> None:  # what the recipe's touch does
+        for stamp in stamps:
+            stamp.touch()
+            os.utime(stamp, (newer, newer))
+
+    first, stamps = dry_run("run")
+    assert "pip install -q -e" in first and ",test]" not in first and "--overwrite" in first
+    install(stamps)
+    second, _ = dry_run("run")
     assert "pip install" not in second and "distsim pbn steady-state" in second and "--overwrite" in second
+    test, stamps = dry_run("test")
+    assert "pip install -q -e" in test and ",test]" in test and "pytest" in test
+    install(stamps)
+    assert "pip install" not in dry_run("test")[0] and "pip install" not in dry_run("run")[0]
+    os.utime(stamps[0], (newer - 20, newer - 20))  # pyproject.toml changed since: install again
+    assert "pip install" in dry_run("test")[0]

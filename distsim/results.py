@@ -20,7 +20,7 @@ from typing import Any
 
 import xarray as xr
 
-from .errors import OutputError, did_you_mean
+from .errors import DataError, OutputError, did_you_mean
 
 FORMATS = {".nc": "netcdf", ".nc4": "netcdf", ".h5": "netcdf", ".zarr": "zarr"}
 
@@ -212,16 +212,22 @@ def to_table(ds: xr.Dataset | str | os.PathLike, variables: list[str] | None = N
     if not isinstance(ds, xr.Dataset):
         file = os.fspath(ds)
         if not os.path.exists(file):
-            raise OutputError("no such result", file=file)
-        ds = open_result(file)
+            raise FileNotFoundError(f"{file}: no such result")
+        if Path(file).suffix.lower() not in FORMATS:
+            raise DataError(f"not a result ({', '.join(sorted(FORMATS))})", file=file)
+        try:
+            ds = open_result(file)
+        except (OSError, ValueError) as e:
+            raise DataError(f"cannot be read as a result ({str(e).splitlines()[0] if str(e) else type(e).__name__})",
+                            file=file) from None
     if variables is None:
         chosen = [n for n in ds.data_vars if not set(ds[n].dims) & set(DETAIL_DIMS)]
     else:
         chosen = list(variables)
         unknown = [n for n in chosen if n not in ds.data_vars]
         if unknown:
-            raise OutputError(f"no variable {unknown[0]!r} in this result{did_you_mean(unknown[0], ds.data_vars)}; "
-                              f"it has {', '.join(map(str, ds.data_vars))}", file=file)
+            raise KeyError(f"{file + ': ' if file else ''}no variable {unknown[0]!r} in this result"
+                           f"{did_you_mean(unknown[0], ds.data_vars)}; it has {', '.join(map(str, ds.data_vars))}")
     arrays = {str(n): ds[n] for n in chosen}
     draws = [n for n in arrays if "draw" in arrays[n].dims]
     if draws and variables is None:  # a posterior: its summary, per variable
@@ -235,7 +241,7 @@ def to_table(ds: xr.Dataset | str | os.PathLike, variables: list[str] | None = N
         if len(dims) > 1:
             groups = "; ".join(f"({', '.join(d)}): " + ", ".join(n for n, a in arrays.items() if tuple(sorted(a.dims)) == d)
                                for d in sorted(dims))
-            raise OutputError(f"a wide table needs variables of the same dimensions; choose among {groups}")
+            raise ValueError(f"a wide table needs variables of the same dimensions; choose among {groups}")
         return xr.Dataset(arrays).to_dataframe().reset_index()
     parts = []
     for name, da in arrays.items():

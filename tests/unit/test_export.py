@@ -15,7 +15,6 @@ import xarray as xr
 
 import distsim
 from distsim.cli import main
-from distsim.errors import OutputError
 from distsim.results import open_result, to_table, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,9 +110,9 @@ def test_wide_and_errors(results):
     wide = to_table(ds, ["mean", "variance"], wide=True)
     assert wide.columns.tolist() == ["time", "species", "mean", "variance"]
     assert wide["mean"].tolist() == ds["mean"].values.ravel().tolist()
-    with pytest.raises(OutputError, match=r"same dimensions; choose among .*\(species, time\): mean, variance"):
+    with pytest.raises(ValueError, match=r"same dimensions; choose among .*\(species, time\): mean, variance"):
         to_table(ds, wide=True)
-    with pytest.raises(OutputError, match=r"ssa\.nc: no variable 'meen' in this result \(did you mean 'mean'"):
+    with pytest.raises(KeyError, match=r"ssa\.nc: no variable 'meen' in this result \(did you mean 'mean'"):
         to_table(results["ssa"], ["meen"])
 
 
@@ -133,6 +132,14 @@ def test_cli_export(results, tmp_path, capsys):
     assert main(["export", str(results["ssa"]), "-o", str(tmp_path / "t.xlsx")]) == 2
     assert main(["export", str(tmp_path / "missing.nc")]) == 2
     assert "missing.nc: no such result" in capsys.readouterr().err
+    model = EX / "ssa" / "michaelis_menten.rxn"
+    assert main(["export", str(model)]) == 2
+    assert f"{model}: not a result (.h5, .nc, .nc4, .zarr)" in capsys.readouterr().err
+    fake = tmp_path / "fake.nc"
+    fake.write_text("not netCDF")
+    assert main(["export", str(fake)]) == 2
+    assert f"{fake}: cannot be read as a result (" in capsys.readouterr().err
+    fake.unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.parquet", "t.tsv"]
 
 

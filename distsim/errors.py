@@ -14,6 +14,8 @@ so code that catches ``ValueError`` keeps working.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class DistsimError(Exception):
     """Base class: a bad input, located by ``file``, ``line`` and ``column`` where known."""
@@ -111,3 +113,19 @@ def read_text(path, *, error: type[DistsimError] = ModelError) -> str:
     except OSError as e:
         raise error(f"cannot read the file ({e.strerror or e})", file=file) from None
     return decode_text(data, file=file, error=error)
+
+
+def did_you_mean(name: object, known: Iterable[object]) -> str:
+    """`` (did you mean 'x'?)`` naming the entries of ``known`` closest to ``name``, else ``""``: the one
+    suffix of every "unknown name" message (nodes, species, parameters, variables). A name that only
+    lacks a prefix the names share (BBM nodes are ``v_Casp3``, not ``Casp3``) or differs in case is named alone."""
+    import difflib
+
+    names = [str(k) for k in known]
+    text = str(name)
+    low = text.lower()
+    same = [k for k in names if k.lower() == low or (len(text) >= 2 and k.lower().endswith("_" + low))]
+    close = same or difflib.get_close_matches(text, names, n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close[:3]) + "?)"

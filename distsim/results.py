@@ -20,7 +20,7 @@ from typing import Any
 
 import xarray as xr
 
-from .errors import OutputError
+from .errors import DataError, OutputError, did_you_mean
 
 FORMATS = {".nc": "netcdf", ".nc4": "netcdf", ".h5": "netcdf", ".zarr": "zarr"}
 
@@ -90,17 +90,34 @@ def _own_store(p: Path) -> bool:
     return False
 
 
+def check_folder(path: str | os.PathLike) -> Path:
+    """The folder that output ``path`` goes to exists, is a folder and can be written (a probe file is
+    created there and removed), so that a run never ends unable to write what it computed. Returns it."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        first = next((a for a in [parent, *parent.parents] if a.exists() or a.is_symlink()), None)
+        if first is not None and not first.is_dir():
+            raise OutputError(f"{first} is a file, not a folder", file=str(p))
+        raise OutputError(f"folder {parent} does not exist", file=str(p))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".probe", dir=parent)
+    except OSError as e:
+        raise OutputError(f"folder {parent} cannot be written ({e.strerror or e})", file=str(p)) from None
+    os.close(fd)
+    os.unlink(probe)
+    return parent
+
+
 def check_output_path(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-    """Validate an output path before any work is done: a known extension, an existing parent folder,
-    and nothing in the way unless ``overwrite`` (and even then, only a file, or a zarr store that
-    distsim wrote: other folders are never replaced)."""
+    """Validate an output path before any work is done: a known extension, a writable parent folder
+    (:func:`check_folder`), and nothing in the way unless ``overwrite`` (and even then, only a file, or
+    a zarr store that distsim wrote: other folders are never replaced)."""
     p = Path(path)
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise OutputError(f"unknown output format {p.suffix!r}; use one of {', '.join(sorted(FORMATS))}", file=str(p))
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise OutputError(f"folder {parent} does not exist", file=str(p))
+    check_folder(p)
     if p.exists() or p.is_symlink():
         if p.is_dir() and not (fmt == "zarr" and _own_store(p)):
             raise OutputError("a folder that is not a result store written by distsim; it is never replaced", file=str(p))
@@ -117,8 +134,9 @@ def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -
     p = check_output_path(path, overwrite=overwrite)
     fmt = FORMATS[p.suffix.lower()]
     parent = p.parent if str(p.parent) else Path(".")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
+    tmp: Path | None = None
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
         target = tmp / p.name
         if fmt == "netcdf":
             ds.to_netcdf(target, engine="h5netcdf")
@@ -132,8 +150,11 @@ def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -
         if p.is_dir():  # an old distsim store: move it aside, put the new one in place, then delete the old
             os.replace(p, tmp / "replaced")
         os.replace(target, p)
+    except OSError as e:  # full disk, a folder made read-only meanwhile: name the user's path, not ours
+        raise OutputError(f"could not be written ({e.strerror or type(e).__name__})", file=str(p)) from e
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return p
 
 
@@ -143,3 +164,140 @@ def open_result(path: str | os.PathLike) -> xr.Dataset:
     if FORMATS.get(p.suffix.lower()) == "zarr":
         return xr.open_zarr(p, consolidated=False)
     return xr.open_dataset(p, engine="h5netcdf")
+
+
+# ---- tables ---------------------------------------------------------------------------------------
+
+# dimensions of per-sample detail (one entry per realization or trajectory, histogram bins): left out
+# of a result's summary table unless named in ``variables``
+DETAIL_DIMS = ("realization", "trajectory", "bin")
+# posterior draws (distsim.mcmc): summarised over these dimensions, one row per variable and statistic
+DRAW_DIMS = ("chain", "draw")
+DRAW_QUANTILES = (0.05, 0.5, 0.95)
+TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+
+
+def _draw_summary(ds: xr.Dataset, names: list[str]) -> xr.Dataset:
+    """Mean, sd, quantiles and (when the result has them) R-hat and ESS of posterior draws, over dim ``variable``."""
+    stats: dict[str, list[float]] = {"mean": [], "sd": [], **{f"q{round(q * 100):02d}": [] for q in DRAW_QUANTILES}}
+    for name in names:
+        x = ds[name].load()
+        dims = [d for d in DRAW_DIMS if d in x.dims]
+        stats["mean"].append(float(x.mean(dims)))
+        stats["sd"].append(float(x.std(dims, ddof=1)) if x.size > 1 else float("nan"))
+        for q in DRAW_QUANTILES:
+            stats[f"q{round(q * 100):02d}"].append(float(x.quantile(q, dims)))
+    if "variable" in ds.coords:  # per-variable diagnostics stored as coordinates (rhat, ess_bulk, ess_tail)
+        known = {str(v): i for i, v in enumerate(ds["variable"].values)}
+        for k, c in ds.coords.items():
+            if c.dims == ("variable",) and k != "variable" and c.dtype.kind in "fiu":
+                stats[str(k)] = [float(c.values[known[n]]) if n in known else float("nan") for n in names]
+    return xr.Dataset({k: ("variable", v) for k, v in stats.items()}, coords={"variable": names})
+
+
+def to_table(ds: xr.Dataset | str | os.PathLike, variables: list[str] | None = None, *,
+             wide: bool = False) -> Any:
+    """A result (or the path of one) as a tidy :class:`pandas.DataFrame`, one variable at a time, so
+    that no array larger than one variable is ever built (``Dataset.to_dataframe`` crosses every
+    dimension of every variable).
+
+    ``variables`` (default: the summary, i.e. every data variable without a per-sample dimension
+    :data:`DETAIL_DIMS`; posterior draws summarised per variable). Long form (default): columns
+    ``name``, the dimensions and coordinates of each variable (empty where a variable lacks them),
+    ``value`` (numbers) and ``text`` (text-valued variables). ``wide=True``: one column per variable;
+    the variables must share their dimensions."""
+    import pandas as pd
+
+    file = None
+    if not isinstance(ds, xr.Dataset):
+        file = os.fspath(ds)
+        if not os.path.exists(file):
+            raise FileNotFoundError(f"{file}: no such result")
+        if Path(file).suffix.lower() not in FORMATS:
+            raise DataError(f"not a result ({', '.join(sorted(FORMATS))})", file=file)
+        try:
+            ds = open_result(file)
+        except (OSError, ValueError) as e:
+            raise DataError(f"cannot be read as a result ({str(e).splitlines()[0] if str(e) else type(e).__name__})",
+                            file=file) from None
+    if variables is None:
+        chosen = [n for n in ds.data_vars if not set(ds[n].dims) & set(DETAIL_DIMS)]
+    else:
+        chosen = list(variables)
+        unknown = [n for n in chosen if n not in ds.data_vars]
+        if unknown:
+            raise KeyError(f"{file + ': ' if file else ''}no variable {unknown[0]!r} in this result"
+                           f"{did_you_mean(unknown[0], ds.data_vars)}; it has {', '.join(map(str, ds.data_vars))}")
+    arrays = {str(n): ds[n] for n in chosen}
+    draws = [n for n in arrays if "draw" in arrays[n].dims]
+    if draws and variables is None:  # a posterior: its summary, per variable
+        summary = _draw_summary(ds, draws)
+        arrays = {**{str(k): v for k, v in summary.data_vars.items()},
+                  **{n: a for n, a in arrays.items() if n not in draws}}
+    if not arrays:
+        return pd.DataFrame(columns=["name", "value"])
+    if wide:
+        dims = {tuple(sorted(a.dims)) for a in arrays.values()}
+        if len(dims) > 1:
+            groups = "; ".join(f"({', '.join(d)}): " + ", ".join(n for n, a in arrays.items() if tuple(sorted(a.dims)) == d)
+                               for d in sorted(dims))
+            raise ValueError(f"a wide table needs variables of the same dimensions; choose among {groups}")
+        return xr.Dataset(arrays).to_dataframe().reset_index()
+    parts = []
+    for name, da in arrays.items():
+        da = da.load()
+        column = "text" if da.dtype.kind in "USO" else "value"
+        df = da.rename(None).to_dataframe(name=column).reset_index()
+        df.insert(0, "name", name)
+        parts.append(df)
+    table = pd.concat(parts, ignore_index=True, sort=False)
+    for col in table.columns:  # integer coordinates stay integers where other variables leave them empty
+        kinds = {p[col].dtype.kind for p in parts if col in p.columns}
+        if kinds == {"i"} or kinds == {"u"}:
+            table[col] = table[col].astype("Int64")
+    last = [c for c in ("value", "text") if c in table.columns]
+    return table[[c for c in table.columns if c not in last] + last]
+
+
+def write_table(table: Any, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write a DataFrame as CSV (``.csv``), tab-separated (``.tsv``) or Parquet (``.parquet``, needs
+    pyarrow: ``pip install "distsim-bio[parquet]"``), atomically, never replacing a file without ``overwrite``."""
+    p = check_table_path(path, overwrite=overwrite)
+    fmt = TABLE_FORMATS[p.suffix.lower()]
+    parent = p.parent if str(p.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    os.close(fd)
+    try:
+        if fmt == "parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False, sep="\t" if fmt == "tsv" else ",")
+        os.replace(tmp, p)
+    except OSError as e:
+        raise OutputError(f"could not be written ({e.strerror or type(e).__name__})", file=str(p)) from e
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return p
+
+
+def check_table_path(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Validate a table's output path before any work (format, folder, nothing replaced without ``overwrite``)."""
+    p = Path(path)
+    fmt = TABLE_FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise OutputError(f"unknown table format {p.suffix!r}; use one of {', '.join(sorted(TABLE_FORMATS))}",
+                          file=str(p))
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise OutputError('writing Parquet needs pyarrow: pip install "distsim-bio[parquet]" (or write .csv)',
+                              file=str(p)) from None
+    check_folder(p)
+    if p.is_dir():
+        raise OutputError("is a folder; it is never replaced", file=str(p))
+    if p.exists() and not overwrite:
+        raise OutputError("exists; choose another path or allow replacing it (--overwrite, overwrite=True)",
+                          file=str(p))
+    return p

@@ -12,13 +12,18 @@ python3 -m venv "$work/venv"
 bin="$work/venv/bin"
 "$bin/python" -m pip install -q --upgrade pip
 "$bin/python" -m pip wheel -q --no-deps -w "$work/dist" "$root"
-"$bin/python" -m pip install -q "$work"/dist/distsim-*.whl
+"$bin/python" -m pip install -q "$work"/dist/distsim_bio-*.whl
 cd "$work"
+# one dask/distributed in every profile: the versions the gpu extra (dask-cuda) forces
+"$bin/python" - <<'PY'
+import dask, distributed
+assert dask.__version__ == distributed.__version__ == "2026.7.1", (dask.__version__, distributed.__version__)
+PY
 ex="$root/examples"
 run() { echo "+ distsim $*"; "$bin/distsim" "$@" > "$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }; }
 run --help
 for c in "pbn simulate" "pbn steady-state" "pbn influence" "pbn convert" "ssa simulate" "grn infer" \
-         "mcmc rates" "sweep" "info"; do
+         "mcmc rates" "sweep" "export" "info"; do
   run $c --help
 done
 run info
@@ -27,11 +32,16 @@ run --in-process -q pbn simulate "$ex/pbn/bnmpy_shmulevich2002_examplePBN_3n.txt
 run --cpu --workers 2 -q pbn steady-state "$ex/pbn/bnmpy_shmulevich2002_examplePBN_3n.txt" -p 0.01 \
     --target x1=1 -r 1e-2 -o ss.nc
 run --in-process -q ssa simulate "$ex/ssa/michaelis_menten.rxn" --t-end 10 --points 3 -n 100 -o ssa.nc
+run export ssa.nc -o ssa.csv
 run --in-process -q grn infer "$ex/grn/mouse_eye.toml" -g 16 --population 32 -o grn.nc
 run --in-process -q mcmc rates "$ex/mcmc/michaelis_menten.rxn" --data "$ex/mcmc/mm_observations.csv" \
     --iterations 6 --burn-in 2 --chains 2 --prior k1=gamma:2,1000 --prior k2=gamma:2,10 --prior k3=gamma:2,10 \
     -o mcmc.nc
 run --in-process -q sweep "$ex/sweeps/mm_grid.yaml" --check
+# the example models ship in the wheel
+shipped=$("$bin/python" -c "import distsim; print(distsim.examples_dir())")
+case "$shipped" in "$work"/venv/*) ;; *) echo "examples_dir() is $shipped, not inside the venv"; exit 1;; esac
+run --in-process -q sweep "$shipped/sweeps/mm_grid.yaml" --check
 "$bin/python" - "$ex" <<'PY'
 import sys
 

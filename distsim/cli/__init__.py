@@ -16,7 +16,7 @@ from .. import __version__
 from .common import HelpFormatter, add_global_options
 
 # one module per command: distsim/cli/<name>.py with register(subparsers) and run(args) -> exit status
-COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "sweep")
+COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "sweep", "export")
 
 EPILOG = """\
 commands:
@@ -27,6 +27,7 @@ commands:
   distsim grn infer PROBLEM ...         GRN inference by parallel genetic algorithms
   distsim mcmc rates MODEL --data CSV   Bayesian rate inference (data-augmentation MCMC)
   distsim sweep CONFIG.yaml             a parameter sweep of any of these (resumable)
+  distsim export RESULT -o TABLE.csv    a result's summary as a tidy table (CSV, TSV, Parquet)
 
 'distsim COMMAND --help' describes a command. Without --scheduler or --in-process a run starts a
 local Dask cluster (one worker per GPU when GPUs are present, else one per CPU core) when it

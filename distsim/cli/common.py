@@ -22,15 +22,18 @@ CONNECT_TIMEOUT_S = 10
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows an option's default after its help when the default is something (not None/False)."""
+    """Shows the default of every option that takes a value and is not required (``none`` for None or
+    an empty list; 0 is a default like any other), unless the help already says it."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" not in text and action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
-                and "default" not in text):
-            text += " (default: %(default)s)"
-        return text
+        if (not action.option_strings or action.required or action.nargs == 0 or default is argparse.SUPPRESS
+                or "%(default)" in text or "default" in text):
+            return text
+        if default is None or (isinstance(default, list) and not default):
+            return text + " (default: none)"
+        return text + " (default: %(default)s)"
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
@@ -45,7 +48,8 @@ def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
     g.add_argument("--workers", type=positive_int, metavar="N", help="workers of the local cluster (default: one per "
                    "GPU, else one per CPU core)", **({"default": None} | d))
     g.add_argument("--quiet", "-q", action="store_true", help="no progress output", **d)
-    g.add_argument("--progress", action="store_true", help="progress output even when stderr is not a terminal", **d)
+    g.add_argument("--progress", action="store_true", help="progress lines from the start when stderr is not a "
+                   "terminal (by default a run that lasts prints one every 30 s)", **d)
     g.add_argument("--overwrite", action="store_true", help="replace existing output files", **d)
 
 
@@ -217,8 +221,8 @@ def parse_assignments(items: list[str], option: str) -> dict[str, float]:
 def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None] = (),
                   figures: list[str | None] = (), files: list[str | None] = ()) -> None:
     """Every output path is checked before any work: ``data`` (result Datasets: known formats),
-    ``figures`` (.png) and other ``files``; existing folders, nothing replaced without --overwrite,
-    no path used twice."""
+    ``figures`` (.png) and other ``files``; existing, writable folders, nothing replaced without
+    --overwrite, no path used twice."""
     from .. import results
 
     given = [Path(p) for p in [*data, *figures, *files] if p is not None]
@@ -236,8 +240,7 @@ def check_outputs(args: argparse.Namespace, data: list[str | os.PathLike | None]
         f = Path(p)
         if p in figures and f.suffix.lower() != ".png":
             raise UsageError(f"{f}: figures are written as .png")
-        if not (f.parent if str(f.parent) else Path(".")).is_dir():
-            raise UsageError(f"{f}: folder {f.parent} does not exist")
+        results.check_folder(f)
         if f.is_dir() or (f.exists() and not args.overwrite):
             raise UsageError(f"{f} exists; choose another path or allow replacing it (--overwrite)")
 

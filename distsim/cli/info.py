@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import __version__
+from .. import __version__, examples_dir
 from .common import subparser
+
+GPU_INSTALL = ("pip install 'distsim-bio[gpu]' (CUDA 13 drivers) or 'distsim-bio[gpu-cu12]' (CUDA 12): "
+               "CuPy and dask-cuda")
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"GPUs seen (NVML): {n}")
     if backend == "gpu":
         print(f"  device 0: {backends.device_description('gpu')}")
+    elif "not available" in versions["cupy"] or "not available" in versions["dask_cuda"]:
+        print(f"  for GPUs: {GPU_INSTALL}")
     print(f"cluster `distsim.connect()` would start: {describe_default() if not args.cpu else 'LocalCluster (CPU)'}")
     print(f"CUDA kernel sources: {cuda.kernels_dir()}")
+    print(f"example models and sweeps: {examples_dir()}")
     return 0

@@ -13,7 +13,8 @@ def register(subparsers: Any) -> None:
     """Add the ``sweep`` subcommand."""
     p = subparser(subparsers, "sweep", help="run a parameter sweep described by a YAML file (resumable)",
                   description="Run one analysis over a grid, a table or a one-at-a-time design of parameter points. "
-                              "The YAML schema is documented in distsim/sweep/config.py and examples/sweeps/.")
+                              "The YAML schema is documented in distsim/sweep/config.py; examples: the sweeps/ folder of "
+                              "the example models ('distsim info' prints where they are installed).")
     p.add_argument("config", help="sweep configuration (.yaml)")
     p.add_argument("--store", default=None, metavar="PATH", help="zarr store (.zarr) written as points finish; "
                    "a rerun resumes it (overrides the file's 'store')")

@@ -15,7 +15,7 @@ def _arviz() -> Any:
         import arviz
     except ImportError:
         raise ImportError("distsim.mcmc.to_inference_data needs ArviZ: pip install arviz (a 0.x version; on "
-                          "Python >= 3.12 pip install 'arviz<1'), or pip install 'distsim[arviz]'") from None
+                          "Python >= 3.12 pip install 'arviz<1'), or pip install 'distsim-bio[arviz]'") from None
     if not hasattr(arviz, "InferenceData"):
         raise ImportError(f"ArviZ {arviz.__version__} has no InferenceData (ArviZ 1.x replaced it by xarray.DataTree); "
                           "distsim.mcmc.to_inference_data needs pip install 'arviz<1'")

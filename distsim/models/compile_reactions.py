@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import did_you_mean
 from .arith import compile_stack
 from .compile_events import CompiledEvents, compile_events, parameter_slots, rule_dependents
 from .reactions import ReactionNetwork
@@ -205,7 +206,7 @@ def point_tables(net: ReactionNetwork, c: CompiledNetwork, params: Sequence[Mapp
     law_arg = np.repeat(np.asarray(c.law_arg, np.float64)[None, :], P, axis=0)
     for name, (rows, vals) in _columns(params, float).items():
         if name not in known:
-            raise KeyError(f"unknown parameter {name!r}; parameters are {', '.join(known)}")
+            raise KeyError(f"unknown parameter {name!r}{did_you_mean(name, known)}; parameters are {', '.join(known)}")
         theta[np.ix_(rows, np.asarray(theta_at.get(name, []), np.intp))] = vals[:, None]
         law_arg[np.ix_(rows, np.asarray(law_at.get(name, []), np.intp))] = vals[:, None]
     for name, (rows, vals) in _columns(initial, int).items():

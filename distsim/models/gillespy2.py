@@ -1,5 +1,5 @@
 """Convert a ``gillespy2.Model`` held in memory into a reaction network (GillesPy2 is optional:
-``pip install 'distsim[gillespy2]'``; this module never imports it).
+``pip install 'distsim-bio[gillespy2]'``; this module never imports it).
 
 Each GillesPy2 reaction's ``propensity_function`` -- for mass-action reactions the one GillesPy2
 generates itself, e.g. ``k1 * E * S / vol`` or ``k * X * (X - 1) / vol`` for ``2X`` -- is parsed with

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import ModelError
+from ..errors import ModelError, did_you_mean
 from .boolean import Const, Expr, Var, to_text, variables
 
 PROB_TOL = 1e-6
@@ -173,7 +173,7 @@ class PBN:
         try:
             return self._index[node]
         except KeyError:
-            raise KeyError(f"unknown node {node!r}; nodes are: {', '.join(self.nodes[:20])}"
+            raise KeyError(f"unknown node {node!r}{did_you_mean(node, self.nodes)}; nodes are: {', '.join(self.nodes[:20])}"
                            f"{' ...' if self.n > 20 else ''}") from None
 
     def parents(self, node: int | str) -> tuple[int, ...]:
@@ -222,7 +222,7 @@ class PBN:
                    and not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k < self.n)]
         if unknown:
             raise ValueError(f"cannot fix {', '.join(map(repr, unknown))}: not a node of {self.name or 'the network'}"
-                             f" (nodes: {', '.join(self.nodes[:20])}{' ...' if self.n > 20 else ''})")
+                             f"{did_you_mean(unknown[0], self.nodes)} (nodes: {', '.join(self.nodes[:20])}{' ...' if self.n > 20 else ''})")
         const: dict[int, bool] = {}
         for k, v in values.items():
             if isinstance(v, bool) or v in (0, 1):

@@ -30,7 +30,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, did_you_mean
 from .arith import Node, evaluate, params_of, species_of, to_text
 from .events import AssignmentRule, Event, condition_nodes, condition_text, reads
 
@@ -165,7 +165,8 @@ class ReactionNetwork:
         try:
             return self.species.index(species)
         except ValueError:
-            raise KeyError(f"unknown species {species!r}") from None
+            raise KeyError(f"unknown species {species!r}{did_you_mean(species, self.species)}; species are "
+                           f"{', '.join(self.species[:20])}{' ...' if len(self.species) > 20 else ''}") from None
 
     def theta(self, j: int) -> float:
         """Stochastic rate constant of mass-action reaction j."""
@@ -211,7 +212,8 @@ class ReactionNetwork:
     def with_parameters(self, **values: float) -> "ReactionNetwork":
         unknown = [k for k in values if k not in self._params]
         if unknown:
-            raise KeyError(f"unknown parameter {unknown[0]!r}; parameters are {', '.join(self._params)}")
+            raise KeyError(f"unknown parameter {unknown[0]!r}{did_you_mean(unknown[0], self._params)}; parameters are "
+                           f"{', '.join(self._params)}")
         params = dict(self._params)
         params.update({k: float(v) for k, v in values.items()})
         return replace(self, parameters=tuple(params.items()))
@@ -221,7 +223,8 @@ class ReactionNetwork:
         parameters, negative mass-action rates), checking only the reactions that use them."""
         unknown = [k for k in values if k not in self._params]
         if unknown:
-            raise KeyError(f"unknown parameter {unknown[0]!r}; parameters are {', '.join(self._params)}")
+            raise KeyError(f"unknown parameter {unknown[0]!r}{did_you_mean(unknown[0], self._params)}; parameters are "
+                           f"{', '.join(self._params)}")
         params = dict(self._params)
         params.update({k: float(v) for k, v in values.items()})
         src = self.source or None

@@ -340,8 +340,7 @@ def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: i
     if first:
         raise ValueError(f"the first round ({ens.chains} chains x {2 * psi} steps) already exceeds the limits: {first}")
     search = _Search(psi)
-    while True:
-        prog.update(total=2 * search.psi)
+    while True:  # the progress total stays unknown until the two-state phase knows the sample size
         search.sums = yield from ens.advance(2 * search.psi, count_from=search.psi, pieces=segments,
                                              want_chain=True)
         search.rhat = [rhat(s) for s in search.sums]

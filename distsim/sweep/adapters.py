@@ -17,6 +17,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import xarray as xr
 
+from ..errors import did_you_mean
+
 Point = Mapping[str, Any]
 
 
@@ -113,7 +115,7 @@ def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]
         if name.startswith("init.") or (name not in net.params and name in net.species):
             sp = name.removeprefix("init.")
             if sp not in net.species:
-                raise ValueError(f"{name!r}: unknown species {sp!r}")
+                raise ValueError(f"{name!r}: unknown species {sp!r}{did_you_mean(sp, net.species)}")
             v = float(value)
             if not (v >= 0 and v == math.floor(v)):
                 raise ValueError(f"{name!r}: an initial count must be a non-negative integer, got {value!r}")
@@ -203,12 +205,12 @@ def _pbn_apply(net: Any, point: Point) -> tuple[Any, dict]:
             if not node or not k.isdigit():
                 raise ValueError(f"{name!r}: expected select.NODE.K with K the predictor index (0, 1, ...)")
             if node not in net.nodes:
-                raise ValueError(f"{name!r}: unknown node {node!r}")
+                raise ValueError(f"{name!r}: unknown node {node!r}{did_you_mean(node, net.nodes)}")
             net = net.with_selection(node, int(k), float(value))
         elif name.startswith("fix."):
             node = name.removeprefix("fix.")
             if node not in net.nodes:
-                raise ValueError(f"{name!r}: unknown node {node!r}")
+                raise ValueError(f"{name!r}: unknown node {node!r}{did_you_mean(node, net.nodes)}")
             if value is None or value == "-" or (isinstance(value, float) and math.isnan(value)):
                 continue
             if isinstance(value, bool) or value not in (0, 1):

@@ -1,5 +1,5 @@
 """Antimony model text (``.ant``), read through the ``antimony`` package (an optional extra:
-``pip install 'distsim[antimony]'``).
+``pip install 'distsim-bio[antimony]'``).
 
 Antimony translates the text to SBML Level 3 Version 2, which :mod:`.sbml` then reads with its
 stochastic convention (the kinetic law's value is the propensity; antimony's ``->`` marks a reaction
@@ -204,7 +204,7 @@ def antimony_to_sbml(text: str, *, file: str = "<antimony>", import_dirs: Sequen
         import antimony  # noqa: PLC0415 (optional dependency)
     except ImportError:
         raise ModelError("reading antimony needs the antimony package; install it with "
-                         "\"pip install 'distsim[antimony]'\" (or 'pip install antimony')", file=file) from None
+                         "\"pip install 'distsim-bio[antimony]'\" (or 'pip install antimony')", file=file) from None
     if "\x00" in text:
         raise ModelError("antimony text contains a NUL character", file=file,
                          line=text.count("\n", 0, text.index("\x00")) + 1)

@@ -72,7 +72,7 @@ from ..logic import (Cmp, Cond, Logic, Term, TooComplex, cases, equivalent, mk_a
                      substitute)
 from ..pbn import PBN, Predictor
 
-__all__ = ["read_maboss", "find_cfg", "MabossConfig"]
+__all__ = ["read_maboss", "read_rates", "find_cfg", "MabossConfig", "MabossRates"]
 
 _FUNCS = {"log": (1, 2), "exp": (1, 2)}
 _KEYWORDS = {"not": "!", "and": "&", "or": "|", "xor": "^"}
@@ -421,9 +421,10 @@ def _map(t: Any, f) -> Any:
     return t
 
 
-def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
+def _parse_cfg(text: str, file: str, node_names: set[str], override: dict[str, float] | None = None) -> _Cfg:
     p = _Parser(text, file, cfg=True)
-    out = _Cfg()
+    override = override or {}
+    out = _Cfg(variables=dict(override))  # overrides first, so that later definitions may use them
 
     def node(tok: _Tok) -> str:
         if tok.value not in node_names:
@@ -444,7 +445,8 @@ def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
         if t.kind == "var":
             p.next()
             p.expect("=", f"after {t.value}")
-            out.variables[t.value] = _constant(p.expression(), out.variables, p, t)
+            value = _constant(p.expression(), out.variables, p, t)
+            out.variables[t.value] = override.get(t.value, value)
             p.expect(";", f"after the value of {t.value}")
             continue
         if p.take("["):
@@ -527,6 +529,36 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
     module docstring). A missing file raises :class:`FileNotFoundError`; bad input
     :class:`ModelError` with file and line.
     """
+    m = read_rates(bnd, cfg, warn=True)
+    preds = [_predictors(i, r, m.config.max_rate) for i, r in enumerate(m.rates)]
+    net = PBN.create(list(m.nodes), preds, name=m.name, source=m.source, update="async")  # MaBoSS is asynchronous
+    return net, m.config
+
+
+_Rates = tuple[dict[float, Expr], dict[float, Expr]]  # (rate_up, rate_down): rate value -> states with that rate
+
+
+@dataclass(frozen=True)
+class MabossRates:
+    """A MaBoSS model as its continuous-time chain: node i flips at rate ``v`` in the states where
+    ``rates[i][x_i][v]`` holds (``rates[i][0]``: rate_up, the node at 0; ``rates[i][1]``: rate_down);
+    ``rates[i]`` is None for a node that never changes. The conditions of one table partition the
+    states where they apply."""
+
+    nodes: tuple[str, ...]
+    rates: tuple[_Rates | None, ...]
+    config: MabossConfig
+    name: str
+    source: str
+
+
+def read_rates(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *, variables: dict[str, float] | None = None,
+               warn: bool = False) -> MabossRates:
+    """The flip-rate tables and the full .cfg of a MaBoSS model (for continuous-time simulation).
+
+    ``variables``: ``$name`` values that replace the .cfg's (``{"$rate": 2.0}`` or ``{"rate": 2.0}``);
+    a name the .cfg does not define is added. ``warn``: issue :attr:`MabossConfig.notes` as warnings
+    (they concern the PBN translation only)."""
     bfile = os.fspath(bnd)
     for f in (bnd, cfg):
         if f is not None and not Path(f).is_file():
@@ -534,16 +566,18 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
     cpath = Path(cfg) if cfg is not None else find_cfg(bnd)
     decls = _parse_bnd(Path(bnd).read_text(encoding="utf-8-sig", errors="replace"), bfile)
     names = [d.name for d in decls]
-    conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names)) \
-        if cpath is not None else _Cfg()
+    override = {(k if k.startswith("$") else "$" + k): float(v) for k, v in (variables or {}).items()}
+    for k, v in override.items():
+        if not re.fullmatch(r"\$[A-Za-z_][A-Za-z_0-9]*", k) or not math.isfinite(v):
+            raise ModelError(f"variable override {k} = {v}: a $name and a finite number are needed", file=bfile)
+    conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names),
+                      override) if cpath is not None else _Cfg(variables=dict(override))
     where = f" (no .cfg: looked for {Path(bnd).name}.cfg and {Path(bnd).with_suffix('.cfg').name}; pass cfg=)" \
         if cpath is None else f" in {cpath}"
     resolve = _Resolver({nm: i for i, nm in enumerate(names)}, conf.variables, bfile, where)
     rates = [_flip_rates(i, decl, resolve) for i, decl in enumerate(decls)]
     top = max((v for r in rates if r is not None for table in r for v in table), default=0.0)
-    preds = [_predictors(i, r, top) for i, r in enumerate(rates)]
-    net = PBN.create(names, preds, name=Path(bnd).stem, source=bfile, update="async")  # MaBoSS is asynchronous
-    return net, _config(conf, names, top, cpath)
+    return MabossRates(tuple(names), tuple(rates), _config(conf, names, top, cpath, warn), Path(bnd).stem, bfile)
 
 
 @dataclass(frozen=True)
@@ -575,9 +609,6 @@ class _Resolver:
             raise ModelError(f"@{t.name} refers to itself (node {decl.name!r})", file=self.file, line=t.line,
                              column=t.col)
         return self(decl.attrs[t.name], decl, stack + (t.name,))
-
-
-_Rates = tuple[dict[float, Expr], dict[float, Expr]]  # (rate_up, rate_down): rate value -> states with that rate
 
 
 def _flip_rates(i: int, decl: _NodeDecl, resolve: _Resolver) -> _Rates | None:
@@ -621,7 +652,7 @@ def _predictors(i: int, rates: _Rates | None, top: float) -> list[Predictor]:
     return [Predictor(e, w) for e, w in row.items()]
 
 
-def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> MabossConfig:
+def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None, warn: bool = True) -> MabossConfig:
     initial: dict[str, int] = {}
     notes: list[str] = []
     istates = {}
@@ -643,7 +674,7 @@ def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> Mab
     if conf.settings.get("discrete_time", 0) != 0:
         notes.append("discrete_time = 1 asks MaBoSS for its discrete-time (jump chain) mode; the PBN is MaBoSS's "
                      "continuous-time process, whose stationary distribution differs in general")
-    for note in notes:
+    for note in notes if warn else ():
         warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=3)
     return MabossConfig(initial=initial, istates=istates, variables=dict(conf.variables),
                         settings=dict(conf.settings), internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),

@@ -1,0 +1,193 @@
+"""The CPU trajectory kernel (Numba): one trajectory per iteration of a ``prange``.
+
+Random numbers: trajectory c of seed s uses the Philox key ``(s, c)``; event e (the e-th state change
+attempt, from 0) uses counter ``(e mod 2**32, e >> 32, 0, 0)``: words 0-1 the waiting time's uniform,
+words 2-3 the node's; istate group g uses counter ``(g, 0, 1, 0)``, words 0-1. The GPU kernel
+(``kernels/ctbn.cu``) draws the same words and does the same arithmetic.
+
+Time in windows is counted in integer *quanta*, ``QUANTA`` per ``time_tick``: an event at time t
+falls at quantum ``floor(t * QUANTA / time_tick)`` and window k covers quanta ``[k, k+1) * QUANTA``,
+so each trajectory spends exactly ``QUANTA`` quanta in every window and sums over trajectories are
+exact integers (no dependence on how trajectories are split). Event times are thereby rounded to
+``time_tick / 2**30``. The time integral of the transition entropy over a window is kept per
+trajectory as an integer in units of ``2**-24`` tick x bit.
+
+Records: per trajectory, one ``(window, visible state, quanta)`` per distinct visible state in each
+window, in order of first visit (the slab ``rec_*[c, :rec_cap]``; ``rec_n[c] > rec_cap`` means the slab
+overflowed and the chunk is run again with a larger one).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from ..backends.dsmath import INV_LN2, ds_log, neglog_u01
+from ..rng.philox import philox4x32_10, u01_f64
+
+QUANTA = 1 << 30
+TH_UNITS = 1 << 24  # transition-entropy integral: units of 2**-24 tick x bit
+TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
+
+OP_AND, OP_OR, OP_XOR, OP_ANDN, OP_NOT = 0, 1, 2, 3, 4
+
+
+@numba.njit(inline="always", cache=True)
+def _eval_rates(x, regs, code, n, ent_start, ent_reg, ent_rate, rates):
+    """Every node's flip rate in state ``x``; returns their sum (in node order)."""
+    for i in range(n):
+        regs[i] = np.uint32(x[i])
+    regs[n] = np.uint32(0)
+    regs[n + 1] = np.uint32(0xFFFFFFFF)
+    for k in range(code.shape[0]):
+        op = code[k, 0]
+        a = regs[code[k, 2]]
+        b = regs[code[k, 3]]
+        if op == OP_AND:
+            r = a & b
+        elif op == OP_OR:
+            r = a | b
+        elif op == OP_XOR:
+            r = a ^ b
+        elif op == OP_ANDN:
+            r = a & ~b
+        else:
+            r = ~a
+        regs[code[k, 1]] = r
+    total = 0.0
+    for i in range(n):
+        ri = 0.0
+        for e in range(ent_start[i], ent_start[i + 1]):
+            if regs[ent_reg[e]] & np.uint32(1):
+                ri = ent_rate[e]
+        rates[i] = ri
+        total += ri
+    return total
+
+
+@numba.njit(inline="always", cache=True)
+def _transition_entropy(rates, internal, n, total):
+    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model)."""
+    if n == 1:
+        return 0.0
+    rate_internal = 0.0
+    for i in range(n):
+        if rates[i] != 0.0 and internal[i]:
+            rate_internal += rates[i]
+    tni = total - rate_internal
+    th = 0.0
+    for i in range(n):
+        if rates[i] != 0.0 and not internal[i]:
+            p = rates[i] / tni
+            th -= (ds_log(p) * INV_LN2) * p
+    return th
+
+
+@numba.njit(parallel=True, cache=True)
+def simulate_chunk(code, n_regs, ent_start, ent_reg, ent_rate, internal, vpos, grp_start, grp_cum, grp_node_start,
+                   grp_nodes, opt_bits, fix_mask, fix_val, seed, traj0, n_traj, n_win, max_time, tick, discrete,
+                   rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events):
+    n = ent_start.shape[0] - 1
+    n_groups = grp_start.shape[0] - 1
+    scale = QUANTA / tick
+    m_end = np.int64(n_win) * QUANTA
+    for c in prange(n_traj):
+        traj = traj0 + c
+        x = np.zeros(n, np.uint8)
+        regs = np.zeros(n_regs, np.uint32)
+        rates = np.zeros(n, np.float64)
+        for g in range(n_groups):
+            w0, w1, w2, w3 = philox4x32_10(g, 0, 1, 0, seed, traj)
+            u = u01_f64(w0, w1)
+            k = grp_start[g]
+            while k < grp_start[g + 1] - 1 and not (u < grp_cum[k]):
+                k += 1
+            bits = opt_bits[k]
+            for j in range(grp_node_start[g + 1] - grp_node_start[g]):
+                x[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
+        for i in range(n):
+            if fix_mask[i]:
+                x[i] = fix_val[i]
+        vis = np.uint64(0)
+        for i in range(n):
+            if vpos[i] >= 0 and x[i]:
+                vis |= np.uint64(1) << np.uint64(vpos[i])
+        t = 0.0
+        pos = np.int64(0)
+        win = 0
+        wstart = 0
+        nrec = 0
+        thacc = 0.0
+        ev = np.int64(0)
+        fp = 0
+        over = False
+        while True:
+            total = _eval_rates(x, regs, code, n, ent_start, ent_reg, ent_rate, rates)
+            u2 = 0.0
+            if total == 0.0:
+                t_new = max_time
+                th = 0.0
+                fp = 1
+            else:
+                w0, w1, w2, w3 = philox4x32_10(np.uint64(ev) & np.uint64(0xFFFFFFFF), np.uint64(ev) >> np.uint64(32),
+                                               0, 0, seed, traj)
+                u2 = u01_f64(w2, w3)
+                if discrete:
+                    t_new = t + tick
+                else:
+                    t_new = t + neglog_u01(u01_f64(w0, w1)) / total
+                th = _transition_entropy(rates, internal, n, total)
+            if t_new >= max_time:
+                pos_new = m_end
+            else:
+                pos_new = min(np.int64(math.floor(t_new * scale)), m_end)
+            while pos < pos_new:  # the time in [pos, pos_new) goes to the visible state's records
+                wend = np.int64(win + 1) * QUANTA
+                seg = min(pos_new, wend)
+                q = seg - pos
+                r = wstart
+                while r < nrec and rec_state[c, r] != vis:
+                    r += 1
+                if r == nrec:
+                    if nrec == rec_cap:
+                        over = True
+                        break
+                    rec_win[c, r] = win
+                    rec_state[c, r] = vis
+                    rec_q[c, r] = 0
+                    nrec += 1
+                rec_q[c, r] += q
+                thacc += np.float64(q) * th
+                pos = seg
+                if pos == wend:
+                    th_int[c, win] = np.int64(math.floor(thacc * TH_SCALE + 0.5))
+                    thacc = 0.0
+                    win += 1
+                    wstart = nrec
+            if over or t_new >= max_time:
+                break
+            rr = u2 * total
+            node = -1
+            for i in range(n):
+                if rates[i] > 0.0:
+                    node = i
+                    rr -= rates[i]
+                    if rr < 0.0:
+                        break
+            x[node] ^= np.uint8(1)
+            if vpos[node] >= 0:
+                vis ^= np.uint64(1) << np.uint64(vpos[node])
+            t = t_new
+            ev += 1
+        rec_n[c] = rec_cap + 1 if over else nrec
+        final_vis[c] = vis
+        for w in range(final_full.shape[1]):
+            final_full[c, w] = np.uint64(0)
+        for i in range(n):
+            if x[i]:
+                final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+        fixed[c] = fp
+        events[c] = ev

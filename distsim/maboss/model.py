@@ -1,0 +1,209 @@
+"""A MaBoSS model compiled to flat arrays for the trajectory kernels, and its run settings.
+
+**Flip rates.** Node i's flip rate in state x is ``v`` for the one entry ``(i, v, condition)`` whose
+condition holds, else 0. The conditions (``!x_i & up_v | x_i & down_v`` for each distinct positive
+value v of the node's rate_up/rate_down, :func:`distsim.models.formats.maboss.read_rates`) are one
+straight-line bit program (:func:`distsim.pbn.compile.compile_program`) evaluated on the state: no
+expression is ever evaluated as code.
+
+**Initial states.** Every node belongs to exactly one *group*: a ``.cfg`` istate (one node or a joint
+``[A, B].istate``) or, without one, a node of its own that is 0 or 1 with probability 1/2 (MaBoSS's
+default). Group g draws one uniform and takes the first entry whose cumulative probability exceeds it.
+
+**Mutants.** A knocked-out (over-expressed) node starts at 0 (1) and its flip rate is 0 in every state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import ConfigError, ModelError
+from ..models.formats.maboss import MabossRates, read_rates
+from ..models.logic import mk_and, mk_not, mk_or
+from ..models.boolean import Var
+from ..pbn.compile import compile_program
+
+MAX_VISIBLE = 64  # a visible state is one 64-bit word
+
+SETTINGS = ("max_time", "time_tick", "sample_count", "seed_pseudorandom", "discrete_time")
+DEFAULTS = {"max_time": 10.0, "time_tick": 0.1, "sample_count": 1000, "seed_pseudorandom": 0, "discrete_time": 0}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The run settings of a ``.cfg`` (MaBoSS's names and defaults), after overrides."""
+
+    max_time: float
+    time_tick: float
+    sample_count: int
+    seed_pseudorandom: int
+    discrete_time: bool
+
+    @property
+    def n_windows(self) -> int:
+        """MaBoSS's number of probtraj windows, ``int(max_time / time_tick)``."""
+        return int(self.max_time / self.time_tick)
+
+
+def settings_from(cfg: Mapping[str, float], overrides: Mapping[str, float | None], file: str | None) -> Settings:
+    """The .cfg settings with ``overrides`` (None: keep the file's); clear errors for bad values."""
+    v: dict[str, float] = {k: float(cfg.get(k, DEFAULTS[k])) for k in SETTINGS}
+    for k, x in overrides.items():
+        if k not in DEFAULTS:
+            raise ConfigError(f"unknown MaBoSS setting {k!r} (one of {', '.join(SETTINGS)})")
+        if x is not None:
+            v[k] = float(x)
+    where = file or "the settings"
+    if not (math.isfinite(v["max_time"]) and v["max_time"] > 0):
+        raise ConfigError(f"max_time must be a finite number > 0, got {v['max_time']}", file=where)
+    if not (math.isfinite(v["time_tick"]) and 0 < v["time_tick"] <= v["max_time"]):
+        raise ConfigError(f"time_tick must be > 0 and <= max_time ({v['max_time']}), got {v['time_tick']}", file=where)
+    if v["max_time"] / v["time_tick"] > 2**20:
+        raise ConfigError(f"max_time / time_tick = {v['max_time'] / v['time_tick']:.0f} windows; at most 2**20",
+                          file=where)
+    n = v["sample_count"]
+    if not (n == int(n) and 1 <= n <= 2**32):
+        raise ConfigError(f"sample_count (trajectories) must be an integer in [1, 2**32], got {n:g}", file=where)
+    s = v["seed_pseudorandom"]
+    if not (s == int(s) and 0 <= s < 2**32):
+        raise ConfigError(f"seed_pseudorandom must be an integer in [0, 2**32), got {s:g}", file=where)
+    return Settings(v["max_time"], v["time_tick"], int(n), int(s), v["discrete_time"] != 0)
+
+
+@dataclass(frozen=True)
+class CompiledModel:
+    """Flat arrays of a MaBoSS model for the CPU and GPU trajectory kernels."""
+
+    nodes: tuple[str, ...]
+    visible: tuple[int, ...]  # node indices of the visible (not is_internal) nodes; bit j of a visible state
+    internal: np.ndarray  # uint8 [n]
+    code: np.ndarray  # int32 [P, 4]: bit program (op, dst, a, b) over registers 0..n-1 = node states
+    n_regs: int
+    ent_start: np.ndarray  # int32 [n+1]: node i owns rate entries ent_start[i]:ent_start[i+1]
+    ent_reg: np.ndarray  # int32 [E]: register holding the entry's condition
+    ent_rate: np.ndarray  # float64 [E]: the flip rate when it holds
+    grp_start: np.ndarray  # int32 [G+1]: group g owns options grp_start[g]:grp_start[g+1]
+    grp_cum: np.ndarray  # float64 [O]: cumulative probabilities (the last is 1)
+    grp_node_start: np.ndarray  # int32 [G+1]: group g's nodes grp_nodes[...]
+    grp_nodes: np.ndarray  # int32 [sum of group sizes]
+    opt_bits: np.ndarray  # uint64 [O]: bit k = value of the group's k-th node
+    fix_mask: np.ndarray  # uint8 [n]: mutant nodes
+    fix_val: np.ndarray  # uint8 [n]
+    digest: str = field(default="")
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def n_words(self) -> int:
+        """64-bit words of a full state."""
+        return (self.n + 63) // 64
+
+
+@dataclass(frozen=True)
+class Model:
+    """A MaBoSS model read for continuous-time simulation: rates, istates, settings, hidden nodes."""
+
+    rates: MabossRates
+    settings: Settings
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.rates.nodes
+
+    @property
+    def name(self) -> str:
+        return self.rates.name
+
+
+def load(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *, variables: Mapping[str, float] | None = None,
+         **settings: float | None) -> Model:
+    """Read ``bnd`` and its ``.cfg`` (``cfg``, else the one beside it); ``variables`` replace the .cfg's
+    ``$variables``, ``settings`` (max_time, time_tick, sample_count, seed_pseudorandom, discrete_time)
+    its run settings."""
+    rates = read_rates(bnd, cfg, variables=dict(variables or {}))
+    return Model(rates, settings_from(rates.config.settings, settings, rates.config.cfg))
+
+
+def with_settings(model: Model, **settings: float | None) -> Model:
+    base = {k: getattr(model.settings, k) for k in SETTINGS}
+    return replace(model, settings=settings_from(base, settings, model.rates.config.cfg))
+
+
+def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> CompiledModel:
+    """The kernels' arrays; ``mutants``: ``{"NODE": 0}`` knock-out, ``{"NODE": 1}`` over-expression."""
+    r = model.rates
+    n = len(r.nodes)
+    index = {nm: i for i, nm in enumerate(r.nodes)}
+    fix_mask = np.zeros(n, np.uint8)
+    fix_val = np.zeros(n, np.uint8)
+    for nm, v in (mutants or {}).items():
+        if nm not in index:
+            raise ModelError(f"mutant node {nm!r} is not in the model", file=r.source)
+        if v not in (0, 1):
+            raise ModelError(f"mutant {nm!r}: value must be 0 (knock-out) or 1 (over-expression), got {v!r}",
+                             file=r.source)
+        fix_mask[index[nm]] = 1
+        fix_val[index[nm]] = int(v)
+    visible = tuple(i for i, nm in enumerate(r.nodes) if nm not in set(r.config.internal))
+    if len(visible) > MAX_VISIBLE:
+        raise ModelError(f"{len(visible)} visible nodes; at most {MAX_VISIBLE} (mark others is_internal in the .cfg)",
+                         file=r.config.cfg or r.source)
+    conds, ent_start, ent_rate = [], [0], []
+    for i, tables in enumerate(r.rates):
+        if tables is not None and not fix_mask[i]:
+            up, down = tables
+            for v in sorted({v for t in tables for v in t if v > 0}):
+                g_up = mk_or(*[g for u, g in up.items() if u == v])
+                g_down = mk_or(*[g for d, g in down.items() if d == v])
+                conds.append(mk_or(mk_and(mk_not(Var(i)), g_up), mk_and(Var(i), g_down)))
+                ent_rate.append(v)
+        ent_start.append(len(ent_rate))
+    prog = compile_program(conds, n)
+    groups: list[tuple[tuple[int, ...], tuple[tuple[float, tuple[int, ...]], ...]]] = []
+    seen: set[int] = set()
+    for names, dist in r.config.istates.items():
+        groups.append((tuple(index[nm] for nm in names), dist))
+        seen.update(index[nm] for nm in names)
+    for i in range(n):
+        if i not in seen:
+            groups.append(((i,), ((0.5, (0,)), (0.5, (1,)))))
+    groups.sort(key=lambda g: min(g[0]))
+    grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits = [0], [], [0], [], []
+    for members, dist in groups:
+        if len(members) > 64:
+            raise ModelError("an istate group of more than 64 nodes", file=r.config.cfg)
+        acc = 0.0
+        for k, (p, vals) in enumerate(dist):
+            acc += p
+            grp_cum.append(1.0 if k == len(dist) - 1 else acc)
+            opt_bits.append(sum(int(b) << j for j, b in enumerate(vals)))
+        grp_start.append(len(grp_cum))
+        grp_nodes.extend(members)
+        grp_node_start.append(len(grp_nodes))
+    code = np.ascontiguousarray(prog.code.astype(np.int32))
+    arrays = dict(
+        internal=np.array([0 if i in visible else 1 for i in range(n)], np.uint8), code=code, n_regs=prog.n_regs,
+        ent_start=np.array(ent_start, np.int32), ent_reg=np.asarray(prog.outputs, np.int32).reshape(-1),
+        ent_rate=np.array(ent_rate, np.float64), grp_start=np.array(grp_start, np.int32),
+        grp_cum=np.array(grp_cum, np.float64), grp_node_start=np.array(grp_node_start, np.int32),
+        grp_nodes=np.array(grp_nodes, np.int32), opt_bits=np.array(opt_bits, np.uint64), fix_mask=fix_mask,
+        fix_val=fix_val)
+    h = hashlib.sha256(repr(r.nodes).encode())
+    for k in sorted(arrays):
+        h.update(k.encode())
+        h.update(np.asarray(arrays[k]).tobytes())
+    return CompiledModel(nodes=r.nodes, visible=visible, digest=h.hexdigest(), **arrays)
+
+
+def state_label(bits: int, nodes: tuple[str, ...], which: tuple[int, ...]) -> str:
+    """MaBoSS's label of a state: the active nodes (bit j = node ``which[j]``) joined by ' -- '; '<nil>' for none."""
+    on = [nodes[which[j]] for j in range(len(which)) if (bits >> j) & 1]
+    return " -- ".join(on) if on else "<nil>"

@@ -1,0 +1,119 @@
+"""A shard: trajectories ``traj0 .. traj0 + n_traj`` of one model, reduced to integer counts.
+
+Every count is a sum of integers over trajectories, so shards combine (:func:`merge`) to the same
+numbers however the trajectories are split; the dataset is built from these counts alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cpu
+from .model import CompiledModel
+
+CHUNK = 8192  # trajectories per kernel call (bounds the record slabs)
+REC_CAP = 64  # first slab size per trajectory (doubled when a chunk overflows)
+SQ_SHIFT = 14  # squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12
+TH_SQ_SHIFT = 12
+
+
+@dataclass(frozen=True)
+class Block:
+    model: CompiledModel
+    seed: int
+    traj0: int
+    n_traj: int
+    n_win: int
+    max_time: float
+    tick: float
+    discrete: bool
+
+
+def _empty(n_win: int, n_words: int) -> dict:
+    return {"win": np.zeros(0, np.int32), "state": np.zeros(0, np.uint64), "q": np.zeros(0, np.int64),
+            "q2": np.zeros(0, np.int64), "th": np.zeros(n_win, np.int64), "th2": np.zeros(n_win, np.int64),
+            "final": np.zeros(0, np.uint64), "final_n": np.zeros(0, np.int64),
+            "fp": np.zeros((0, n_words), np.uint64), "fp_n": np.zeros(0, np.int64), "events": 0, "trajectories": 0}
+
+
+def _sum_by(keys: tuple[np.ndarray, ...], *values: np.ndarray) -> tuple:
+    """Unique rows of ``keys`` (sorted) and the integer sums of ``values`` over each."""
+    if keys[0].size == 0:
+        return tuple(k[:0] for k in keys) + tuple(v[:0] for v in values)
+    order = np.lexsort(keys[::-1])
+    ks = [k[order] for k in keys]
+    new = np.ones(ks[0].size, bool)
+    new[1:] = np.any([k[1:] != k[:-1] for k in ks], axis=0)
+    starts = np.flatnonzero(new)
+    return tuple(k[starts] for k in ks) + tuple(np.add.reduceat(v[order], starts) for v in values)
+
+
+def _rows(a: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(a[:, j] for j in range(a.shape[1]))
+
+
+def merge(parts: list[dict], n_win: int, n_words: int) -> dict:
+    """Sum shard results (exact integers: the order and the split do not matter)."""
+    if not parts:
+        return _empty(n_win, n_words)
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("win", "state", "q", "q2", "final", "final_n", "fp_n")}
+    fp = np.concatenate([p["fp"] for p in parts]).reshape(-1, n_words)
+    win, state, q, q2 = _sum_by((cat["win"], cat["state"]), cat["q"], cat["q2"])
+    final, final_n = _sum_by((cat["final"],), cat["final_n"])
+    *fpk, fp_n = _sum_by(_rows(fp), cat["fp_n"])
+    fps = np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)
+    return {"win": win, "state": state, "q": q, "q2": q2, "th": np.sum([p["th"] for p in parts], axis=0),
+            "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
+            "fp": fps.reshape(-1, n_words), "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
+            "trajectories": int(sum(p["trajectories"] for p in parts))}
+
+
+def reduce_chunk(n_win: int, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one kernel call's per-trajectory outputs (the same for the CPU and GPU kernels)."""
+    used = np.arange(rec_win.shape[1])[None, :] < rec_n[:, None]
+    q = rec_q[used]
+    win, state, qs, q2 = _sum_by((rec_win[used], rec_state[used]), q, (q >> SQ_SHIFT) ** 2)
+    final, final_n = _sum_by((final_vis,), np.ones(final_vis.size, np.int64))
+    fpmask = fixed.astype(bool)
+    *fpk, fp_n = _sum_by(_rows(final_full[fpmask]), np.ones(int(fpmask.sum()), np.int64))
+    n_words = final_full.shape[1]
+    return {"win": win, "state": state, "q": qs, "q2": q2, "th": th_int.sum(axis=0),
+            "th2": ((th_int >> TH_SQ_SHIFT) ** 2).sum(axis=0), "final": final, "final_n": final_n,
+            "fp": (np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)), "fp_n": fp_n,
+            "events": int(events.sum()), "trajectories": int(final_vis.size)}
+
+
+def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
+    m = b.model
+    vpos = np.full(m.n, -1, np.int32)
+    vpos[list(m.visible)] = np.arange(len(m.visible), dtype=np.int32)
+    cap = REC_CAP
+    while True:
+        rec_win = np.zeros((n, cap), np.int32)
+        rec_state = np.zeros((n, cap), np.uint64)
+        rec_q = np.zeros((n, cap), np.int64)
+        rec_n = np.zeros(n, np.int32)
+        th_int = np.zeros((n, b.n_win), np.int64)
+        final_vis = np.zeros(n, np.uint64)
+        final_full = np.zeros((n, m.n_words), np.uint64)
+        fixed = np.zeros(n, np.uint8)
+        events = np.zeros(n, np.int64)
+        cpu.simulate_chunk(m.code, m.n_regs, m.ent_start, m.ent_reg, m.ent_rate, m.internal, vpos, m.grp_start,
+                           m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
+                           np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
+                           rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)
+        if int(rec_n.max(initial=0)) <= cap:
+            return reduce_chunk(b.n_win, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed,
+                                events)
+        cap *= 4
+
+
+def simulate_block(ctx, b: Block) -> dict:
+    """The shard task: the block's trajectories in chunks, on the worker's backend."""
+    run_chunk = run_cpu_chunk
+    if getattr(ctx, "backend", "cpu") == "gpu":
+        from .gpu import run_gpu_chunk as run_chunk
+    parts = [run_chunk(b, b.traj0 + s, min(CHUNK, b.n_traj - s)) for s in range(0, b.n_traj, CHUNK)]
+    return merge(parts, b.n_win, b.model.n_words)

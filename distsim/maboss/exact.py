@@ -118,7 +118,13 @@ def time_course(model: Model, mutants: dict[str, int] | None = None) -> dict[str
 def visible_label(model: Model, states: np.ndarray) -> list[str]:
     """MaBoSS's label of each full state's visible part."""
     internal = set(model.rates.config.internal)
-    return [" -- ".join(nm for nm, b in zip(model.rates.nodes, row) if b and nm not in internal) or "<nil>"
+    order = [i for i in model.rates.maboss_order if model.rates.nodes[i] not in internal]
+    return [" -- ".join(model.rates.nodes[i] for i in order if row[i]) or "<nil>" for row in states]
+
+
+def full_label(model: Model, states: np.ndarray) -> list[str]:
+    """MaBoSS's label of each full state (internal nodes too), as in its fixed-point table."""
+    return [" -- ".join(model.rates.nodes[i] for i in model.rates.maboss_order if row[i]) or "<nil>"
             for row in states]
 
 
@@ -130,4 +136,4 @@ def by_label(model: Model, states: np.ndarray, p: np.ndarray) -> dict[str, np.nd
     return out
 
 
-__all__ = ["time_course", "flip_rates", "initial", "by_label", "visible_label"]
+__all__ = ["time_course", "flip_rates", "initial", "by_label", "visible_label", "full_label"]

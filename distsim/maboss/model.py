@@ -81,7 +81,8 @@ class CompiledModel:
     """Flat arrays of a MaBoSS model for the CPU and GPU trajectory kernels."""
 
     nodes: tuple[str, ...]
-    visible: tuple[int, ...]  # node indices of the visible (not is_internal) nodes; bit j of a visible state
+    visible: tuple[int, ...]  # the visible (not is_internal) nodes in MaBoSS's order; bit j of a visible state
+    order: tuple[int, ...]  # every node in MaBoSS's order (labels, output columns)
     internal: np.ndarray  # uint8 [n]
     code: np.ndarray  # int32 [P, 4]: bit program (op, dst, a, b) over registers 0..n-1 = node states
     n_regs: int
@@ -152,7 +153,7 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
                              file=r.source)
         fix_mask[index[nm]] = 1
         fix_val[index[nm]] = int(v)
-    visible = tuple(i for i, nm in enumerate(r.nodes) if nm not in set(r.config.internal))
+    visible = tuple(i for i in r.maboss_order if r.nodes[i] not in set(r.config.internal))
     if len(visible) > MAX_VISIBLE:
         raise ModelError(f"{len(visible)} visible nodes; at most {MAX_VISIBLE} (mark others is_internal in the .cfg)",
                          file=r.config.cfg or r.source)
@@ -200,7 +201,7 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
     for k in sorted(arrays):
         h.update(k.encode())
         h.update(np.asarray(arrays[k]).tobytes())
-    return CompiledModel(nodes=r.nodes, visible=visible, digest=h.hexdigest(), **arrays)
+    return CompiledModel(nodes=r.nodes, visible=visible, order=r.maboss_order, digest=h.hexdigest(), **arrays)
 
 
 def state_label(bits: int, nodes: tuple[str, ...], which: tuple[int, ...]) -> str:

@@ -128,11 +128,13 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     node_prob = prob @ bits
     final = np.zeros(codes.size, np.int64)
     final[np.searchsorted(codes, res["final"])] = res["final_n"]
-    fp_bits = ((res["fp"][:, np.arange(c.n) >> 6] >> (np.arange(c.n, dtype=np.uint64) & np.uint64(63))[None, :])
-               & np.uint64(1)).astype(np.uint8)
+    idx = np.array(c.order, dtype=np.int64)
+    fp_bits = ((res["fp"][:, idx >> 6] >> (idx.astype(np.uint64) & np.uint64(63))[None, :]) & np.uint64(1)
+               ).astype(np.uint8)
     order = np.argsort(-res["fp_n"], kind="stable")
     fp_bits, fp_n = fp_bits[order], res["fp_n"][order]
-    fp_labels = [" -- ".join(nm for nm, b in zip(c.nodes, row) if b) or "<nil>" for row in fp_bits]
+    names = [c.nodes[i] for i in c.order]
+    fp_labels = [" -- ".join(nm for nm, b in zip(names, row) if b) or "<nil>" for row in fp_bits]
     vis_names = [c.nodes[i] for i in c.visible]
     data = {
         "probability": (("time", "state"), prob, {"long_name": "probability of the visible state, averaged over the "
@@ -152,7 +154,7 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
                                                                        "node (internal ones too)"}),
     }
     coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": labels,
-              "node": vis_names, "fixed_point": fp_labels, "model_node": list(c.nodes)}
+              "node": vis_names, "fixed_point": fp_labels, "model_node": names}
     ds = xr.Dataset(data, coords=coords)
     ds.attrs = attrs
     return ds

@@ -39,9 +39,7 @@ def _compare(ds, model, mutants=None, trajectories=None):
     got_f = np.array([float(ds.final_probability.sel(state=s)) if s in ds.state.values else 0.0 for s in labels])
     want_f = np.array([fin.get(s, 0.0) for s in labels])
     absorbing = ref["rates"].sum(axis=1) == 0
-    fp_want = {str(lab): p for lab, p, a in zip(
-        [" -- ".join(nm for nm, b in zip(model.nodes, row) if b) or "<nil>" for row in ref["states"]],
-        ref["final"], absorbing) if a}
+    fp_want = {lab: p for lab, p, a in zip(exact.full_label(model, ref["states"]), ref["final"], absorbing) if a}
     fp_got = dict(zip([str(s) for s in ds.fixed_point.values], ds.fixed_point_probability.values))
     assert set(fp_got) <= set(fp_want)
     fp_labels = sorted(fp_want)

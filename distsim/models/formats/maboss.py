@@ -184,6 +184,7 @@ class _Parser:
         self.file = file
         self.cfg = cfg
         self.toks = _tokenize(text, file, cfg)
+        self.mentions: list[str] = []  # node names in the order MaBoSS creates its nodes
         self.i = 0
 
     # tokens
@@ -289,6 +290,7 @@ class _Parser:
                 return self.call(t)
             if self.cfg:
                 raise self.err(f"node name {t.value!r} in a .cfg expression (only numbers and $variables)", t)
+            self.mentions.append(t.value)
             return _Ref("node", t.value, t.line, t.col)
         if self.take("@"):
             a = self.name("an attribute name after '@'")
@@ -322,6 +324,7 @@ class _NodeDecl:
     name: str
     line: int
     attrs: dict[str, Any] = field(default_factory=dict)  # attribute -> expression (strings dropped)
+    maboss_index: int = 0  # MaBoSS's node order: first mention, a declaration counting at its end
 
 
 def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
@@ -350,6 +353,7 @@ def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
                 else:
                     decl.attrs[key.value] = p.expression()
                 p.expect(";", f"after attribute {key.value!r}")
+            p.mentions.append(decl.name)  # MaBoSS makes the node at the end of its block
             continue
         if t.kind == "name" and p.is_op(":", ",", k=1):
             tok = p.name("a node name")
@@ -360,11 +364,15 @@ def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
             if sep == "," and tok.value == "targets" and p.toks[start].value == "factors" and p.i - start <= 2:
                 continue  # bnet header line
             define(tok).attrs["logic"] = e
+            p.mentions.append(tok.value)
             continue
         got = "end of file" if t.kind == "eof" else repr(t.value)
         raise p.err(f"expected 'Node NAME {{ ... }}', 'NAME : logic;' or 'NAME, logic', found {got}", t)
     if not nodes:
         raise ModelError("the file defines no node", file=file, line=1)
+    order = {nm: k for k, nm in enumerate(dict.fromkeys(p.mentions))}
+    for k, d in enumerate(sorted(nodes.values(), key=lambda d: order.get(d.name, len(order)))):
+        d.maboss_index = k
     return list(nodes.values())
 
 
@@ -550,6 +558,7 @@ class MabossRates:
     config: MabossConfig
     name: str
     source: str
+    maboss_order: tuple[int, ...]  # node indices in MaBoSS's order (its state labels and output columns)
 
 
 def read_rates(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *, variables: dict[str, float] | None = None,
@@ -577,7 +586,9 @@ def read_rates(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *, 
     resolve = _Resolver({nm: i for i, nm in enumerate(names)}, conf.variables, bfile, where)
     rates = [_flip_rates(i, decl, resolve) for i, decl in enumerate(decls)]
     top = max((v for r in rates if r is not None for table in r for v in table), default=0.0)
-    return MabossRates(tuple(names), tuple(rates), _config(conf, names, top, cpath, warn), Path(bnd).stem, bfile)
+    order = tuple(sorted(range(len(decls)), key=lambda i: decls[i].maboss_index))
+    return MabossRates(tuple(names), tuple(rates), _config(conf, names, top, cpath, warn), Path(bnd).stem, bfile,
+                       order)
 
 
 @dataclass(frozen=True)

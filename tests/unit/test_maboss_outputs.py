@@ -1,0 +1,145 @@
+"""The maboss workload's outputs: same bits for any split, MaBoSS-compatible CSVs, CLI, sweeps, bad input."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from distsim.cli import main
+from distsim.engine.executor import ShardContext
+from distsim.errors import ModelError, OutputError
+from distsim.maboss import compile_model, knockout_screen, load, maboss, sweep, write_csv
+from distsim.maboss.shard import Block, merge, simulate_block
+from distsim.rng import derive_seeds
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "maboss"
+BND, CFG = DATA / "toggle_internal.bnd", DATA / "toggle_internal.cfg"
+
+
+def _same(a: xr.Dataset, b: xr.Dataset) -> None:
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    for name in a.coords:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+
+
+def test_counts_do_not_depend_on_the_split(monkeypatch):
+    m = load(BND)
+    c = compile_model(m)
+    s = m.settings
+    ctx = ShardContext("t", 0, 0, "cpu")
+
+    def run(bounds, chunk):
+        monkeypatch.setattr("distsim.maboss.shard.CHUNK", chunk)
+        parts = [simulate_block(ctx, Block(c, 9, a, b - a, s.n_windows, s.max_time, s.time_tick, False))
+                 for a, b in zip(bounds[:-1], bounds[1:])]
+        return merge(parts, s.n_windows, c.n_words)
+
+    one = run([0, 3000], 8192)
+    many = run([0, 64, 1000, 1001, 2048, 3000], 100)
+    for k in one:
+        np.testing.assert_array_equal(np.asarray(one[k]), np.asarray(many[k]), err_msg=k)
+    assert one["trajectories"] == 3000
+
+
+def test_same_seed_same_result_on_a_dask_cluster(dask_client):
+    a = maboss(BND, trajectories=3000, backend="cpu", progress=False)
+    b = maboss(BND, trajectories=3000, client=dask_client, backend="cpu", progress=False)
+    _same(a, b)
+    c = maboss(BND, trajectories=3000, seed=4, backend="cpu", progress=False)
+    assert not np.array_equal(a.probability.values, c.probability.values)
+
+
+def test_time_limit_keeps_a_prefix_of_the_trajectories():
+    ds = maboss(BND, trajectories=200000, time_limit=0.3, backend="cpu", progress=False)
+    n = ds.attrs["trajectories"]
+    assert ds.attrs["stopped_by"] == "time_limit" and 0 < n < 200000
+    _same(ds, maboss(BND, trajectories=n, backend="cpu", progress=False))
+
+
+def test_csv_layout_is_maboss(tmp_path):
+    cmaboss = pytest.importorskip("cmaboss")
+    ds = maboss(DATA / "absorbing.bnd", trajectories=20000, backend="cpu", progress=False)
+    ours = write_csv(ds, tmp_path / "ours")
+    res = cmaboss.MaBoSSSim(network=str(DATA / "absorbing.bnd"), config=str(DATA / "absorbing.cfg")).run()
+    res.display_probtraj(str(tmp_path / "theirs_probtraj.csv"))
+    res.display_fp(str(tmp_path / "theirs_fp.csv"))
+
+    def rows(path):
+        lines = Path(path).read_text().splitlines()
+        out = []
+        for line in lines[1:]:
+            f = line.split("\t")
+            out.append((float(f[0]), {f[k]: (float(f[k + 1]), float(f[k + 2])) for k in range(5, len(f), 3)}))
+        return lines[0].split("\t")[:8], out
+
+    head_o, ro = rows(ours[0])
+    head_t, rt = rows(tmp_path / "theirs_probtraj.csv")
+    assert head_o == head_t == ["Time", "TH", "ErrorTH", "H", "HD=0", "State", "Proba", "ErrorProba"]
+    assert [t for t, _ in ro] == [t for t, _ in rt]
+    for (_, a), (_, b) in zip(ro, rt):
+        for s in set(a) & set(b):
+            if 0.05 < b[s][0] < 0.95:  # standard errors agree to their own sampling noise (~1/sqrt(2N))
+                assert abs(a[s][1] / b[s][1] - 1) < 0.1, (s, a[s], b[s])
+    fo, ft = Path(ours[1]).read_text().splitlines(), (tmp_path / "theirs_fp.csv").read_text().splitlines()
+    assert fo[0] == ft[0] and fo[1] == ft[1]
+    assert sorted(line.split("\t")[2:] for line in fo[2:]) == sorted(line.split("\t")[2:] for line in ft[2:])
+    with pytest.raises(OutputError, match="exists"):
+        write_csv(ds, tmp_path / "ours")
+
+
+def test_knockout_screen_points_are_single_runs():
+    ds = knockout_screen(DATA / "absorbing.bnd", trajectories=2000, seed=5, backend="cpu", progress=False)
+    assert list(ds.point.values) == ["wild type", "S=KO", "X=KO", "Y=KO"]
+    seeds = derive_seeds(5, np.arange(4))
+    one = maboss(DATA / "absorbing.bnd", mutants={"X": 0}, trajectories=2000, seed=int(seeds[2]), backend="cpu",
+                 progress=False)
+    got = ds.sel(point="X=KO")
+    for s in one.state.values:
+        np.testing.assert_array_equal(got.probability.sel(state=s).values, one.probability.sel(state=s).values)
+    assert float(got.node_probability.sel(node="X").max()) == 0.0
+    v = sweep(BND, points=[{"variables": {"$ka": 0.5}}, {"variables": {"ka": 2.0}, "mutants": {"B": 1}}],
+              trajectories=500, backend="cpu", progress=False)
+    assert list(v.point.values) == ["$ka=0.5", "B=OE, $ka=2"]
+
+
+def test_cli(tmp_path):
+    out = tmp_path / "r.nc"
+    rc = main(["--in-process", "-q", "maboss", str(BND), str(CFG), "--trajectories", "500", "--max-time", "2",
+               "--time-tick", "0.25", "--seed", "3", "--var", "ka=0.5", "--mutant", "D=1", "-o", str(out), "--csv",
+               str(tmp_path / "r"), "--plot", str(tmp_path / "r.png")])
+    assert rc == 0
+    ds = xr.open_dataset(out, engine="h5netcdf")
+    assert ds.attrs["trajectories"] == 500 and ds.time.size == 8 and ds.attrs["mutants"] == "D=1"
+    assert float(ds.node_probability.sel(node="D").min()) == 1.0
+    _same(ds.load(), maboss(BND, CFG, trajectories=500, max_time=2, time_tick=0.25, seed=3, variables={"ka": 0.5},
+                            mutants={"D": 1}, backend="cpu", progress=False))
+    assert (tmp_path / "r_probtraj.csv").is_file() and (tmp_path / "r_fp.csv").is_file() and (tmp_path / "r.png").is_file()
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--mutant", "D=2"], "the value is 0 (knock-out) or 1"),
+    (["--mutant", "ZZ=0"], "mutant node 'ZZ' is not in the model"),
+    (["--var", "ka"], "expected NAME=VALUE"),
+    (["--max-time", "1", "--time-tick", "2"], "time_tick must be > 0 and <= max_time"),
+])
+def test_cli_bad_input(argv, match, tmp_path, capsys):
+    out = tmp_path / "x.nc"
+    assert main(["--in-process", "-q", "maboss", str(BND), "-o", str(out), *argv]) == 2
+    assert match in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bad_model_files_name_the_line(tmp_path):
+    bnd = tmp_path / "m.bnd"
+    bnd.write_text("Node A { logic = B; }\nNode B { logic = A; rate_up = $k; }\n")
+    (tmp_path / "m.cfg").write_text("$k = 1;\nA.istate = 0.3 [1];\n")
+    with pytest.raises(ModelError) as e:
+        maboss(bnd, backend="cpu", progress=False)
+    assert "m.cfg" in str(e.value) and ":2" in str(e.value)
+    (tmp_path / "m.cfg").write_text("$k = -1;\n")
+    with pytest.raises(ModelError, match="m.bnd.*rate"):
+        maboss(bnd, backend="cpu", progress=False)
+    with pytest.raises(ModelError, match="variable override"):
+        maboss(bnd, variables={"$k": float("nan")}, backend="cpu", progress=False)

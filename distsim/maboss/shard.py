@@ -13,7 +13,8 @@ import numpy as np
 from . import cpu
 from .model import CompiledModel
 
-CHUNK = 8192  # trajectories per kernel call (bounds the record slabs)
+CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
+GPU_CHUNK = 1 << 18  # per GPU launch
 REC_CAP = 64  # first slab size per trajectory (doubled when a chunk overflows)
 SQ_SHIFT = 14  # squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12
 TH_SQ_SHIFT = 12
@@ -70,8 +71,9 @@ def merge(parts: list[dict], n_win: int, n_words: int) -> dict:
             "trajectories": int(sum(p["trajectories"] for p in parts))}
 
 
-def reduce_chunk(n_win: int, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (the same for the CPU and GPU kernels)."""
+def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one kernel call's per-trajectory outputs (``rec_*[trajectory, record]``,
+    ``final_full[trajectory, word]``) and its windows' entropy sums (the same for both kernels)."""
     used = np.arange(rec_win.shape[1])[None, :] < rec_n[:, None]
     q = rec_q[used]
     win, state, qs, q2 = _sum_by((rec_win[used], rec_state[used]), q, (q >> SQ_SHIFT) ** 2)
@@ -79,16 +81,22 @@ def reduce_chunk(n_win: int, rec_win, rec_state, rec_q, rec_n, th_int, final_vis
     fpmask = fixed.astype(bool)
     *fpk, fp_n = _sum_by(_rows(final_full[fpmask]), np.ones(int(fpmask.sum()), np.int64))
     n_words = final_full.shape[1]
-    return {"win": win, "state": state, "q": qs, "q2": q2, "th": th_int.sum(axis=0),
-            "th2": ((th_int >> TH_SQ_SHIFT) ** 2).sum(axis=0), "final": final, "final_n": final_n,
+    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
+            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n,
             "fp": (np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)), "fp_n": fp_n,
             "events": int(events.sum()), "trajectories": int(final_vis.size)}
 
 
-def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
-    m = b.model
+def visible_positions(m: CompiledModel) -> np.ndarray:
+    """``vpos[i]``: node i's bit in a visible state (-1: internal)."""
     vpos = np.full(m.n, -1, np.int32)
     vpos[list(m.visible)] = np.arange(len(m.visible), dtype=np.int32)
+    return vpos
+
+
+def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
+    m = b.model
+    vpos = visible_positions(m)
     cap = REC_CAP
     while True:
         rec_win = np.zeros((n, cap), np.int32)
@@ -105,15 +113,16 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
                            np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
                            rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)
         if int(rec_n.max(initial=0)) <= cap:
-            return reduce_chunk(b.n_win, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed,
-                                events)
+            return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_int.sum(axis=0),
+                                ((th_int >> TH_SQ_SHIFT) ** 2).sum(axis=0), final_vis, final_full, fixed, events)
         cap *= 4
 
 
 def simulate_block(ctx, b: Block) -> dict:
     """The shard task: the block's trajectories in chunks, on the worker's backend."""
-    run_chunk = run_cpu_chunk
-    if getattr(ctx, "backend", "cpu") == "gpu":
+    run_chunk, size = run_cpu_chunk, CHUNK
+    if ctx.backend == "gpu":
         from .gpu import run_gpu_chunk as run_chunk
-    parts = [run_chunk(b, b.traj0 + s, min(CHUNK, b.n_traj - s)) for s in range(0, b.n_traj, CHUNK)]
+        size = GPU_CHUNK
+    parts = [run_chunk(b, b.traj0 + s, min(size, b.n_traj - s)) for s in range(0, b.n_traj, size)]
     return merge(parts, b.n_win, b.model.n_words)

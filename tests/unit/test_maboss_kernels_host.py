@@ -1,0 +1,57 @@
+"""CPU == GPU for the maboss kernels without a GPU: ``kernels/ctbn.cu`` compiled for the host by g++
+(``cuda_host.h``: CUDA's keywords and intrinsics, IEEE doubles, no contraction) and launched by the
+unchanged ``distsim.maboss.gpu`` code with NumPy standing in for CuPy gives the Numba kernel's counts
+bit for bit (records, entropy sums, final states, fixed points, events), also when the record slabs
+overflow and the launch is redone. The device itself is checked by tests/gpu/test_maboss_gpu.py.
+Skipped where g++ is not installed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distsim.maboss import compile_model, gpu, load, shard
+
+from cuda_on_host import GXX, HostModule, fake_cupy
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "maboss"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pbn"
+
+CASES = {
+    "toggle_internal": (DATA / "toggle_internal.bnd", None, {}),
+    "absorbing": (DATA / "absorbing.bnd", None, {}),
+    "absorbing-discrete": (DATA / "absorbing.bnd", DATA / "discrete.cfg", {}),
+    "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {}),
+    "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
+    "calzone2010": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", None, {}),
+}
+
+
+@pytest.fixture
+def host_gpu(monkeypatch, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("host_kernels")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    monkeypatch.setattr(gpu, "_module", lambda: HostModule(gpu.source(), workdir))
+    monkeypatch.setattr(gpu, "_DEVICE_MODELS", {})
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("cap", [64, 1])
+def test_host_kernel_equals_cpu(name, cap, host_gpu, monkeypatch):
+    bnd, cfg, mutants = CASES[name]
+    m = load(bnd, cfg, max_time=3.0)
+    c = compile_model(m, mutants)
+    s = m.settings
+    b = shard.Block(c, 77, 0, 300, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    monkeypatch.setattr(shard, "REC_CAP", cap)
+    monkeypatch.setattr(gpu, "REC_CAP", cap)
+    want = shard.run_cpu_chunk(b, 1000, 300)
+    got = gpu.run_gpu_chunk(b, 1000, 300)
+    assert want["events"] > 0 and want["trajectories"] == 300
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

@@ -10,14 +10,14 @@
 #define CTBN_TH_SQ_SHIFT 12
 
 extern "C" __global__ void ctbn_simulate(
-    const long long n_traj, const int* __restrict__ code, const int n_code, const int n_regs,
-    const int* __restrict__ ent_start, const int* __restrict__ ent_reg, const double* __restrict__ ent_rate,
-    const unsigned char* __restrict__ internal, const int* __restrict__ vpos, const int n, const int* __restrict__ grp_start,
+    const long long n_traj, const int* __restrict__ par_start, const int* __restrict__ par_index,
+    const long long* __restrict__ tt_start, const unsigned char* __restrict__ tt, const int* __restrict__ val_start,
+    const double* __restrict__ vals, const unsigned char* __restrict__ internal, const int* __restrict__ vpos, const int n, const int* __restrict__ grp_start,
     const double* __restrict__ grp_cum, const int* __restrict__ grp_node_start, const int* __restrict__ grp_nodes,
     const unsigned long long* __restrict__ opt_bits, const int n_groups, const unsigned char* __restrict__ fix_mask,
     const unsigned char* __restrict__ fix_val, const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
-    unsigned char* __restrict__ xs, unsigned int* __restrict__ regs_all, double* __restrict__ rates_all,
+    unsigned char* __restrict__ xs, double* __restrict__ rates_all,
     int* __restrict__ rec_win, unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q,
     int* __restrict__ rec_n, unsigned long long* __restrict__ th_sum, unsigned long long* __restrict__ th_sq,
     unsigned long long* __restrict__ final_vis, unsigned long long* __restrict__ final_full, const int n_words,
@@ -29,7 +29,6 @@ extern "C" __global__ void ctbn_simulate(
     if (c >= n_traj) return;
     const long long N = n_traj;
     unsigned char* x = xs;  // x[i] at i * N + c
-    unsigned int* regs = regs_all;
     double* rates = rates_all;
     const long long traj = traj0 + c;
     const uint32_t k0 = seed, k1 = (uint32_t)traj;  // trajectories < 2**32
@@ -55,26 +54,12 @@ extern "C" __global__ void ctbn_simulate(
     int win = 0, wstart = 0, nrec = 0, fp = 0;
     bool over = false;
     while (true) {
-        // flip rates: the bit program, then each node's entry that holds
-        for (int i = 0; i < n; ++i) regs[(long long)i * N + c] = x[(long long)i * N + c];
-        regs[(long long)n * N + c] = 0u;
-        regs[(long long)(n + 1) * N + c] = 0xFFFFFFFFu;
-        for (int k = 0; k < n_code; ++k) {
-            const int op = code[4 * k], d = code[4 * k + 1];
-            const unsigned int a = regs[(long long)code[4 * k + 2] * N + c], b = regs[(long long)code[4 * k + 3] * N + c];
-            unsigned int r;
-            if (op == 0) r = a & b;
-            else if (op == 1) r = a | b;
-            else if (op == 2) r = a ^ b;
-            else if (op == 3) r = a & ~b;
-            else r = ~a;
-            regs[(long long)d * N + c] = r;
-        }
+        // flip rates: each node's table over its parents (the first parent is the most significant bit)
         double total = 0.0;
         for (int i = 0; i < n; ++i) {
-            double ri = 0.0;
-            for (int e = ent_start[i]; e < ent_start[i + 1]; ++e)
-                if (regs[(long long)ent_reg[e] * N + c] & 1u) ri = ent_rate[e];
+            long long row = 0;
+            for (int k = par_start[i]; k < par_start[i + 1]; ++k) row = (row << 1) | x[(long long)par_index[k] * N + c];
+            const double ri = vals[val_start[i] + tt[tt_start[i] + row]];
             rates[(long long)i * N + c] = ri;
             total += ri;
         }

@@ -32,37 +32,17 @@ QUANTA = 1 << 30
 TH_UNITS = 1 << 24  # transition-entropy integral: units of 2**-24 tick x bit
 TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
 
-OP_AND, OP_OR, OP_XOR, OP_ANDN, OP_NOT = 0, 1, 2, 3, 4
 
 
 @numba.njit(inline="always", cache=True)
-def _eval_rates(x, regs, code, n, ent_start, ent_reg, ent_rate, rates):
-    """Every node's flip rate in state ``x``; returns their sum (in node order)."""
-    for i in range(n):
-        regs[i] = np.uint32(x[i])
-    regs[n] = np.uint32(0)
-    regs[n + 1] = np.uint32(0xFFFFFFFF)
-    for k in range(code.shape[0]):
-        op = code[k, 0]
-        a = regs[code[k, 2]]
-        b = regs[code[k, 3]]
-        if op == OP_AND:
-            r = a & b
-        elif op == OP_OR:
-            r = a | b
-        elif op == OP_XOR:
-            r = a ^ b
-        elif op == OP_ANDN:
-            r = a & ~b
-        else:
-            r = ~a
-        regs[code[k, 1]] = r
+def _eval_rates(x, n, par_start, par_index, tt_start, tt, val_start, vals, rates):
+    """Every node's flip rate in state ``x`` (a table lookup over its parents); returns their sum in node order."""
     total = 0.0
     for i in range(n):
-        ri = 0.0
-        for e in range(ent_start[i], ent_start[i + 1]):
-            if regs[ent_reg[e]] & np.uint32(1):
-                ri = ent_rate[e]
+        row = 0
+        for k in range(par_start[i], par_start[i + 1]):
+            row = (row << 1) | x[par_index[k]]
+        ri = vals[val_start[i] + tt[tt_start[i] + row]]
         rates[i] = ri
         total += ri
     return total
@@ -87,17 +67,16 @@ def _transition_entropy(rates, internal, n, total):
 
 
 @numba.njit(parallel=True, cache=True)
-def simulate_chunk(code, n_regs, ent_start, ent_reg, ent_rate, internal, vpos, grp_start, grp_cum, grp_node_start,
+def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
                    grp_nodes, opt_bits, fix_mask, fix_val, seed, traj0, n_traj, n_win, max_time, tick, discrete,
                    rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events):
-    n = ent_start.shape[0] - 1
+    n = par_start.shape[0] - 1
     n_groups = grp_start.shape[0] - 1
     scale = QUANTA / tick
     m_end = np.int64(n_win) * QUANTA
     for c in prange(n_traj):
         traj = traj0 + c
         x = np.zeros(n, np.uint8)
-        regs = np.zeros(n_regs, np.uint32)
         rates = np.zeros(n, np.float64)
         for g in range(n_groups):
             w0, w1, w2, w3 = philox4x32_10(g, 0, 1, 0, seed, traj)
@@ -125,7 +104,7 @@ def simulate_chunk(code, n_regs, ent_start, ent_reg, ent_rate, internal, vpos, g
         fp = 0
         over = False
         while True:
-            total = _eval_rates(x, regs, code, n, ent_start, ent_reg, ent_rate, rates)
+            total = _eval_rates(x, n, par_start, par_index, tt_start, tt, val_start, vals, rates)
             u2 = 0.0
             if total == 0.0:
                 t_new = max_time
@@ -191,3 +170,34 @@ def simulate_chunk(code, n_regs, ent_start, ent_reg, ent_rate, internal, vpos, g
                 final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
         fixed[c] = fp
         events[c] = ev
+
+
+@numba.njit(cache=True)
+def hash_reduce(rec_win, rec_state, rec_q, rec_n, size, sq_shift):
+    """Sum the records' quanta (and squares of ``q >> sq_shift``) per (window, state) in an open-addressing
+    table of ``size`` (a power of two) slots; ``ok`` is False when it would be more than half full."""
+    mask = np.uint64(size - 1)
+    kw = np.full(size, -1, np.int32)
+    ks = np.zeros(size, np.uint64)
+    sq = np.zeros(size, np.int64)
+    sq2 = np.zeros(size, np.int64)
+    used = 0
+    for c in range(rec_n.shape[0]):
+        for r in range(rec_n[c]):
+            w = rec_win[c, r]
+            st = rec_state[c, r]
+            h = ((st * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(w) * np.uint64(0xC2B2AE3D27D4EB4F))) >> np.uint64(20)
+            h &= mask
+            while kw[h] != -1 and (kw[h] != w or ks[h] != st):
+                h = (h + np.uint64(1)) & mask
+            if kw[h] == -1:
+                if 2 * (used + 1) > size:
+                    return kw, ks, sq, sq2, False
+                kw[h] = w
+                ks[h] = st
+                used += 1
+            q = rec_q[c, r]
+            sq[h] += q
+            qq = q >> sq_shift
+            sq2[h] += qq * qq
+    return kw, ks, sq, sq2, True

@@ -33,11 +33,10 @@ def _device_model(m: CompiledModel) -> tuple:
     if key not in _DEVICE_MODELS:
         if len(_DEVICE_MODELS) > 16:
             _DEVICE_MODELS.clear()
-        code = m.code if m.code.size else np.zeros((1, 4), np.int32)
+        par_index = m.par_index if m.par_index.size else np.zeros(1, np.int32)
         _DEVICE_MODELS[key] = tuple(cp.asarray(np.ascontiguousarray(a)) for a in (
-            code.reshape(-1), m.ent_start, m.ent_reg if m.ent_reg.size else np.zeros(1, np.int32),
-            m.ent_rate if m.ent_rate.size else np.zeros(1), m.internal, visible_positions(m), m.grp_start, m.grp_cum,
-            m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val))
+            m.par_start, par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, visible_positions(m),
+            m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val))
     return _DEVICE_MODELS[key]
 
 
@@ -46,14 +45,12 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     import cupy as cp
 
     m = b.model
-    (code, ent_start, ent_reg, ent_rate, internal, vpos, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
-     fix_mask, fix_val) = _device_model(m)
+    (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
+     grp_nodes, opt_bits, fix_mask, fix_val) = _device_model(m)
     fn = _module().get_function("ctbn_simulate")
-    n_code = int(m.code.shape[0])
     cap = REC_CAP
     while True:
         xs = cp.zeros(m.n * n, cp.uint8)
-        regs = cp.zeros(m.n_regs * n, cp.uint32)
         rates = cp.zeros(m.n * n, cp.float64)
         rec_win = cp.zeros(cap * n, cp.int32)
         rec_state = cp.zeros(cap * n, cp.uint64)
@@ -66,10 +63,10 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         fixed = cp.zeros(n, cp.uint8)
         events = cp.zeros(n, cp.int64)
         fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (
-            np.int64(n), code, np.int32(n_code), np.int32(m.n_regs), ent_start, ent_reg, ent_rate, internal, vpos,
+            np.int64(n), par_start, par_index, tt_start, tt, val_start, vals, internal, vpos,
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
             fix_mask, fix_val, np.uint32(b.seed), np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
-            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, regs, rates, rec_win, rec_state, rec_q,
+            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_win, rec_state, rec_q,
             rec_n, th_sum, th_sq, final_vis, final_full, np.int32(m.n_words), fixed, events))
         rn = cp.asnumpy(rec_n)
         if int(rn.max(initial=0)) <= cap:

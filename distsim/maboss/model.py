@@ -1,10 +1,10 @@
 """A MaBoSS model compiled to flat arrays for the trajectory kernels, and its run settings.
 
-**Flip rates.** Node i's flip rate in state x is ``v`` for the one entry ``(i, v, condition)`` whose
-condition holds, else 0. The conditions (``!x_i & up_v | x_i & down_v`` for each distinct positive
-value v of the node's rate_up/rate_down, :func:`distsim.models.formats.maboss.read_rates`) are one
-straight-line bit program (:func:`distsim.pbn.compile.compile_program`) evaluated on the state: no
-expression is ever evaluated as code.
+**Flip rates.** Node i's flip rate is a table over its *parents* (the nodes its rate_up/rate_down
+read, and i itself; at most :data:`MAX_PARENTS`): row r gives parent k the bit ``(r >> (K-1-k)) & 1``
+(:func:`distsim.models.boolean.truth_table`'s convention) and holds an index into the node's distinct
+rate values (index 0: rate 0). The tables come from the reader's condition for each value
+(:func:`distsim.models.formats.maboss.read_rates`); no expression is ever evaluated as code.
 
 **Initial states.** Every node belongs to exactly one *group*: a ``.cfg`` istate (one node or a joint
 ``[A, B].istate``) or, without one, a node of its own that is 0 or 1 with probability 1/2 (MaBoSS's
@@ -25,11 +25,11 @@ import numpy as np
 
 from ..errors import ConfigError, ModelError
 from ..models.formats.maboss import MabossRates, read_rates
+from ..models.boolean import Var, truth_table, variables
 from ..models.logic import mk_and, mk_not, mk_or
-from ..models.boolean import Var
-from ..pbn.compile import compile_program
 
 MAX_VISIBLE = 64  # a visible state is one 64-bit word
+MAX_PARENTS = 20  # nodes a flip rate may read (its table has 2**K rows)
 
 SETTINGS = ("max_time", "time_tick", "sample_count", "seed_pseudorandom", "discrete_time")
 DEFAULTS = {"max_time": 10.0, "time_tick": 0.1, "sample_count": 1000, "seed_pseudorandom": 0, "discrete_time": 0}
@@ -84,11 +84,12 @@ class CompiledModel:
     visible: tuple[int, ...]  # the visible (not is_internal) nodes in MaBoSS's order; bit j of a visible state
     order: tuple[int, ...]  # every node in MaBoSS's order (labels, output columns)
     internal: np.ndarray  # uint8 [n]
-    code: np.ndarray  # int32 [P, 4]: bit program (op, dst, a, b) over registers 0..n-1 = node states
-    n_regs: int
-    ent_start: np.ndarray  # int32 [n+1]: node i owns rate entries ent_start[i]:ent_start[i+1]
-    ent_reg: np.ndarray  # int32 [E]: register holding the entry's condition
-    ent_rate: np.ndarray  # float64 [E]: the flip rate when it holds
+    par_start: np.ndarray  # int32 [n+1]: node i's parents par_index[par_start[i]:par_start[i+1]]
+    par_index: np.ndarray  # int32: parents, sorted (the first is the most significant bit of a row)
+    tt_start: np.ndarray  # int64 [n]: node i's table tt[tt_start[i] : tt_start[i] + 2**K]
+    tt: np.ndarray  # uint8: index into the node's rate values
+    val_start: np.ndarray  # int32 [n]: node i's rate values vals[val_start[i] + index]
+    vals: np.ndarray  # float64: each node's distinct rates, 0 first
     grp_start: np.ndarray  # int32 [G+1]: group g owns options grp_start[g]:grp_start[g+1]
     grp_cum: np.ndarray  # float64 [O]: cumulative probabilities (the last is 1)
     grp_node_start: np.ndarray  # int32 [G+1]: group g's nodes grp_nodes[...]
@@ -157,17 +158,36 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
     if len(visible) > MAX_VISIBLE:
         raise ModelError(f"{len(visible)} visible nodes; at most {MAX_VISIBLE} (mark others is_internal in the .cfg)",
                          file=r.config.cfg or r.source)
-    conds, ent_start, ent_rate = [], [0], []
+    par_start, par_index, tt_start, tts, val_start, rate_vals = [0], [], [], [], [], []
+    at = 0
     for i, tables in enumerate(r.rates):
+        values = [0.0]
+        parents: tuple[int, ...] = ()
+        table = np.zeros(1, np.uint8)
         if tables is not None and not fix_mask[i]:
             up, down = tables
+            conds = []
             for v in sorted({v for t in tables for v in t if v > 0}):
                 g_up = mk_or(*[g for u, g in up.items() if u == v])
                 g_down = mk_or(*[g for d, g in down.items() if d == v])
                 conds.append(mk_or(mk_and(mk_not(Var(i)), g_up), mk_and(Var(i), g_down)))
-                ent_rate.append(v)
-        ent_start.append(len(ent_rate))
-    prog = compile_program(conds, n)
+                values.append(v)
+            if len(values) > 255:
+                raise ModelError(f"node {r.nodes[i]!r}: more than 254 distinct flip rates", file=r.source)
+            parents = tuple(sorted({i, *(p for g in conds for p in variables(g))}))
+            if len(parents) > MAX_PARENTS:
+                raise ModelError(f"node {r.nodes[i]!r}: its rates read {len(parents)} nodes; at most {MAX_PARENTS}",
+                                 file=r.source)
+            table = np.zeros(1 << len(parents), np.uint8)
+            for k, g in enumerate(conds, start=1):  # the conditions are disjoint
+                table[truth_table(g, parents)] = k
+        par_index.extend(parents)
+        par_start.append(len(par_index))
+        tt_start.append(at)
+        tts.append(table)
+        at += table.size
+        val_start.append(len(rate_vals))
+        rate_vals.extend(values)
     groups: list[tuple[tuple[int, ...], tuple[tuple[float, tuple[int, ...]], ...]]] = []
     seen: set[int] = set()
     for names, dist in r.config.istates.items():
@@ -189,18 +209,18 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
         grp_start.append(len(grp_cum))
         grp_nodes.extend(members)
         grp_node_start.append(len(grp_nodes))
-    code = np.ascontiguousarray(prog.code.astype(np.int32))
     arrays = dict(
-        internal=np.array([0 if i in visible else 1 for i in range(n)], np.uint8), code=code, n_regs=prog.n_regs,
-        ent_start=np.array(ent_start, np.int32), ent_reg=np.asarray(prog.outputs, np.int32).reshape(-1),
-        ent_rate=np.array(ent_rate, np.float64), grp_start=np.array(grp_start, np.int32),
+        internal=np.array([0 if i in visible else 1 for i in range(n)], np.uint8),
+        par_start=np.array(par_start, np.int32), par_index=np.array(par_index, np.int32).reshape(-1),
+        tt_start=np.array(tt_start, np.int64), tt=np.concatenate(tts).astype(np.uint8),
+        val_start=np.array(val_start, np.int32), vals=np.array(rate_vals, np.float64), grp_start=np.array(grp_start, np.int32),
         grp_cum=np.array(grp_cum, np.float64), grp_node_start=np.array(grp_node_start, np.int32),
         grp_nodes=np.array(grp_nodes, np.int32), opt_bits=np.array(opt_bits, np.uint64), fix_mask=fix_mask,
         fix_val=fix_val)
     h = hashlib.sha256(repr(r.nodes).encode())
     for k in sorted(arrays):
         h.update(k.encode())
-        h.update(np.asarray(arrays[k]).tobytes())
+        h.update(np.ascontiguousarray(arrays[k]).tobytes())
     return CompiledModel(nodes=r.nodes, visible=visible, order=r.maboss_order, digest=h.hexdigest(), **arrays)
 
 

@@ -74,9 +74,14 @@ def merge(parts: list[dict], n_win: int, n_words: int) -> dict:
 def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
     """The counts of one kernel call's per-trajectory outputs (``rec_*[trajectory, record]``,
     ``final_full[trajectory, word]``) and its windows' entropy sums (the same for both kernels)."""
-    used = np.arange(rec_win.shape[1])[None, :] < rec_n[:, None]
-    q = rec_q[used]
-    win, state, qs, q2 = _sum_by((rec_win[used], rec_state[used]), q, (q >> SQ_SHIFT) ** 2)
+    size = 1 << 12
+    while True:
+        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT)
+        if ok:
+            break
+        size *= 4
+    used = kw >= 0
+    win, state, qs, q2 = _sum_by((kw[used], ks[used]), sq[used], sq2[used])
     final, final_n = _sum_by((final_vis,), np.ones(final_vis.size, np.int64))
     fpmask = fixed.astype(bool)
     *fpk, fp_n = _sum_by(_rows(final_full[fpmask]), np.ones(int(fpmask.sum()), np.int64))
@@ -108,7 +113,7 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
         final_full = np.zeros((n, m.n_words), np.uint64)
         fixed = np.zeros(n, np.uint8)
         events = np.zeros(n, np.int64)
-        cpu.simulate_chunk(m.code, m.n_regs, m.ent_start, m.ent_reg, m.ent_rate, m.internal, vpos, m.grp_start,
+        cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos, m.grp_start,
                            m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
                            np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
                            rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)

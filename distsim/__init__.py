@@ -2,7 +2,8 @@
 
 Workloads (imported on first use, PEP 562): ``distsim.pbn`` (probabilistic Boolean networks),
 ``distsim.ssa`` (exact stochastic simulation), ``distsim.grn`` (GRN inference by genetic
-algorithms), ``distsim.mcmc`` (Bayesian rate inference). ``distsim.sweep(analysis, model, points,
+algorithms), ``distsim.mcmc`` (Bayesian rate inference), ``distsim.maboss`` (MaBoSS time courses of
+continuous-time Boolean models). ``distsim.sweep(analysis, model, points,
 ...)`` runs parameter sweeps; ``distsim.connect()`` gives a Dask client (local CPU cores, local
 GPUs, or a scheduler address).
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("pbn", "ssa", "grn", "mcmc", "sweep", "models", "engine", "backends", "results", "rng", "cluster")
+_SUBMODULES = ("pbn", "ssa", "grn", "mcmc", "maboss", "sweep", "models", "engine", "backends", "results", "rng", "cluster")
 
 __all__ = ["__version__", "connect", *_SUBMODULES]
 

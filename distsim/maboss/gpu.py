@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backends import cuda, dsmath
 from .model import CompiledModel
-from .shard import REC_CAP, Block, reduce_chunk, visible_positions
+from .block import REC_CAP, Block, reduce_chunk, visible_positions
 
 BLOCK = 128
 OPTIONS = ("--fmad=false",)

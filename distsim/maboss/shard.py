@@ -1,102 +1,18 @@
-"""A shard: trajectories ``traj0 .. traj0 + n_traj`` of one model, reduced to integer counts.
-
-Every count is a sum of integers over trajectories, so shards combine (:func:`merge`) to the same
-numbers however the trajectories are split; the dataset is built from these counts alone.
-"""
+"""A shard task: trajectories ``traj0 .. traj0 + n_traj`` of one model, in kernel calls of a chunk each,
+reduced to integer counts (:mod:`.block`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..engine import ShardContext
 from . import cpu
-from .model import CompiledModel
+from .block import REC_CAP, TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
 
 CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
 GPU_CHUNK = 1 << 18  # per GPU launch
-REC_CAP = 64  # first slab size per trajectory (doubled when a chunk overflows)
-SQ_SHIFT = 14  # squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12
-TH_SQ_SHIFT = 12
 
-
-@dataclass(frozen=True)
-class Block:
-    model: CompiledModel
-    seed: int
-    traj0: int
-    n_traj: int
-    n_win: int
-    max_time: float
-    tick: float
-    discrete: bool
-
-
-def _empty(n_win: int, n_words: int) -> dict:
-    return {"win": np.zeros(0, np.int32), "state": np.zeros(0, np.uint64), "q": np.zeros(0, np.int64),
-            "q2": np.zeros(0, np.int64), "th": np.zeros(n_win, np.int64), "th2": np.zeros(n_win, np.int64),
-            "final": np.zeros(0, np.uint64), "final_n": np.zeros(0, np.int64),
-            "fp": np.zeros((0, n_words), np.uint64), "fp_n": np.zeros(0, np.int64), "events": 0, "trajectories": 0}
-
-
-def _sum_by(keys: tuple[np.ndarray, ...], *values: np.ndarray) -> tuple:
-    """Unique rows of ``keys`` (sorted) and the integer sums of ``values`` over each."""
-    if keys[0].size == 0:
-        return tuple(k[:0] for k in keys) + tuple(v[:0] for v in values)
-    order = np.lexsort(keys[::-1])
-    ks = [k[order] for k in keys]
-    new = np.ones(ks[0].size, bool)
-    new[1:] = np.any([k[1:] != k[:-1] for k in ks], axis=0)
-    starts = np.flatnonzero(new)
-    return tuple(k[starts] for k in ks) + tuple(np.add.reduceat(v[order], starts) for v in values)
-
-
-def _rows(a: np.ndarray) -> tuple[np.ndarray, ...]:
-    return tuple(a[:, j] for j in range(a.shape[1]))
-
-
-def merge(parts: list[dict], n_win: int, n_words: int) -> dict:
-    """Sum shard results (exact integers: the order and the split do not matter)."""
-    if not parts:
-        return _empty(n_win, n_words)
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("win", "state", "q", "q2", "final", "final_n", "fp_n")}
-    fp = np.concatenate([p["fp"] for p in parts]).reshape(-1, n_words)
-    win, state, q, q2 = _sum_by((cat["win"], cat["state"]), cat["q"], cat["q2"])
-    final, final_n = _sum_by((cat["final"],), cat["final_n"])
-    *fpk, fp_n = _sum_by(_rows(fp), cat["fp_n"])
-    fps = np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)
-    return {"win": win, "state": state, "q": q, "q2": q2, "th": np.sum([p["th"] for p in parts], axis=0),
-            "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
-            "fp": fps.reshape(-1, n_words), "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
-            "trajectories": int(sum(p["trajectories"] for p in parts))}
-
-
-def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (``rec_*[trajectory, record]``,
-    ``final_full[trajectory, word]``) and its windows' entropy sums (the same for both kernels)."""
-    size = 1 << 12
-    while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT)
-        if ok:
-            break
-        size *= 4
-    used = kw >= 0
-    win, state, qs, q2 = _sum_by((kw[used], ks[used]), sq[used], sq2[used])
-    final, final_n = _sum_by((final_vis,), np.ones(final_vis.size, np.int64))
-    fpmask = fixed.astype(bool)
-    *fpk, fp_n = _sum_by(_rows(final_full[fpmask]), np.ones(int(fpmask.sum()), np.int64))
-    n_words = final_full.shape[1]
-    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
-            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n,
-            "fp": (np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)), "fp_n": fp_n,
-            "events": int(events.sum()), "trajectories": int(final_vis.size)}
-
-
-def visible_positions(m: CompiledModel) -> np.ndarray:
-    """``vpos[i]``: node i's bit in a visible state (-1: internal)."""
-    vpos = np.full(m.n, -1, np.int32)
-    vpos[list(m.visible)] = np.arange(len(m.visible), dtype=np.int32)
-    return vpos
+__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "REC_CAP", "CHUNK", "GPU_CHUNK"]
 
 
 def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
@@ -123,7 +39,7 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
         cap *= 4
 
 
-def simulate_block(ctx, b: Block) -> dict:
+def simulate_block(ctx: ShardContext, b: Block) -> dict:
     """The shard task: the block's trajectories in chunks, on the worker's backend."""
     run_chunk, size = run_cpu_chunk, CHUNK
     if ctx.backend == "gpu":

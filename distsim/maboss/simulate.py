@@ -13,7 +13,8 @@ import xarray as xr
 from .. import engine
 from ..rng import check_seed, derive_seeds
 from .model import CompiledModel, Model, compile_model, load, state_label, with_settings
-from .shard import TH_SQ_SHIFT, SQ_SHIFT, Block, merge, simulate_block
+from .block import SQ_SHIFT, TH_SQ_SHIFT, Block, merge
+from .shard import simulate_block
 from .cpu import QUANTA, TH_UNITS
 
 ALIGN = 64

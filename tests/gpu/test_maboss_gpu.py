@@ -21,6 +21,7 @@ CASES = {
     "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {}),
     "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
     "calzone2010": (CALZONE, None, {}),
+    "montagud133": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {"AKT": 0}),
 }
 
 

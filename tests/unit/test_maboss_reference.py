@@ -29,6 +29,7 @@ MODELS = {  # bnd, cfg, overrides
     "four_cycle": (DATA / "Four_cycle.bnd", DATA / "Four_cycle_FEscape.cfg", {"time_tick": 0.1}),
     "calzone2010": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", EXAMPLES / "maboss_calzone2010_cell_fate_28n.cfg",
                     {"max_time": 5, "time_tick": 0.25}),
+    "metastasis": (DATA / "metastasis.bnd", DATA / "metastasis.cfg", {"max_time": 20}),
     "absorbing": (DATA / "absorbing.bnd", DATA / "absorbing.cfg", {}),
     "toggle_internal": (DATA / "toggle_internal.bnd", DATA / "toggle_internal.cfg", {}),
 }

@@ -13,7 +13,8 @@ import numpy as np
 from . import cpu
 from .model import CompiledModel
 
-REC_CAP = 64  # first slab size per trajectory (multiplied by 4 while a chunk overflows)
+REC_CAP = 16  # first slab size per trajectory: REC_CAP + WIN_RECS * windows (x 4 while a chunk overflows)
+WIN_RECS = 2  # every window holds at least one record
 SQ_SHIFT = 14  # squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12
 TH_SQ_SHIFT = 12
 
@@ -28,6 +29,17 @@ class Block:
     max_time: float
     tick: float
     discrete: bool
+
+
+def first_cap(n_win: int) -> int:
+    """The first record slab per trajectory of a kernel call."""
+    return REC_CAP + WIN_RECS * n_win
+
+
+def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int) -> int:
+    """Trajectories per kernel call so that the first slabs and per-trajectory arrays take about ``budget`` bytes."""
+    per = first_cap(n_win) * 20 + n_win * 8 + n * 9 + 64
+    return int(min(hi, max(lo, budget // per)))
 
 
 def _empty(n_win: int, n_words: int) -> dict:

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..backends import cuda, dsmath
 from .model import CompiledModel
-from .block import REC_CAP, Block, reduce_chunk, visible_positions
+from . import block
+from .block import Block, reduce_chunk, visible_positions
 
 BLOCK = 128
 OPTIONS = ("--fmad=false",)
@@ -48,7 +49,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
      grp_nodes, opt_bits, fix_mask, fix_val) = _device_model(m)
     fn = _module().get_function("ctbn_simulate")
-    cap = REC_CAP
+    cap = block.first_cap(b.n_win)
     while True:
         xs = cp.zeros(m.n * n, cp.uint8)
         rates = cp.zeros(m.n * n, cp.float64)

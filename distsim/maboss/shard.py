@@ -7,18 +7,19 @@ import numpy as np
 
 from ..engine import ShardContext
 from . import cpu
-from .block import REC_CAP, TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
+from . import block
+from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
 
 CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
 GPU_CHUNK = 1 << 18  # per GPU launch
 
-__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "REC_CAP", "CHUNK", "GPU_CHUNK"]
+__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK", "GPU_CHUNK"]
 
 
 def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
     m = b.model
     vpos = visible_positions(m)
-    cap = REC_CAP
+    cap = block.first_cap(b.n_win)
     while True:
         rec_win = np.zeros((n, cap), np.int32)
         rec_state = np.zeros((n, cap), np.uint64)
@@ -41,9 +42,10 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
 
 def simulate_block(ctx: ShardContext, b: Block) -> dict:
     """The shard task: the block's trajectories in chunks, on the worker's backend."""
-    run_chunk, size = run_cpu_chunk, CHUNK
+    n = b.model.n
+    run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK)
     if ctx.backend == "gpu":
         from .gpu import run_gpu_chunk as run_chunk
-        size = GPU_CHUNK
+        size = block.chunk_size(b.n_win, n, 1 << 30, 1024, GPU_CHUNK)
     parts = [run_chunk(b, b.traj0 + s, min(size, b.n_traj - s)) for s in range(0, b.n_traj, size)]
     return merge(parts, b.n_win, b.model.n_words)

@@ -58,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
     with client(args) as dask_client:
         run_opts = dict(client=dask_client, backend=backend(args), progress=progress(args))
         if args.screen:
-            if variables:
-                raise UsageError("--screen with --var: set the variables in the .cfg")
-            ds = knockout_screen(args.model, args.cfg, over_expression=args.screen == "overexpression",
-                                 time_limit=args.time_limit, **opts, **run_opts)
+            if variables or args.time_limit:
+                raise UsageError("--screen takes neither --var (set the variables in the .cfg) nor --time-limit")
+            ds = knockout_screen(args.model, args.cfg, over_expression=args.screen == "overexpression", **opts,
+                                 **run_opts)
         else:
             ds = maboss(args.model, args.cfg, variables=variables, mutants=mutants, time_limit=args.time_limit,
                         **opts, **run_opts)

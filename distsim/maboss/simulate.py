@@ -162,25 +162,44 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
 
 
 def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
-          points: Sequence[Mapping[str, Any]], seed: int | None = None, **options: Any) -> xr.Dataset:
-    """Many runs of one model stacked along ``point``: each point a dict of ``mutants`` (``{"NODE": 0|1}``)
-    and/or ``variables`` (``{"$x": 1.0}``). Point p uses the seed ``derive_seeds(seed, p)``."""
-    base = load(model, cfg)
+          points: Sequence[Mapping[str, Any]], trajectories: int | None = None, max_time: float | None = None,
+          time_tick: float | None = None, seed: int | None = None, discrete_time: bool | None = None,
+          client: Any = None, backend: str | None = None, progress: bool | None = None) -> xr.Dataset:
+    """Many variants of one model in one round of tasks, stacked along ``point``: each point a dict of
+    ``mutants`` (``{"NODE": 0|1}``) and/or ``variables`` (``{"$x": 1.0}``). Point p uses the seed
+    ``derive_seeds(seed, p)``, so it equals ``maboss(..., seed=derive_seeds(seed, p)[()])`` bit for bit."""
+    over = dict(max_time=max_time, time_tick=time_tick, sample_count=trajectories,
+                discrete_time=None if discrete_time is None else float(bool(discrete_time)))
+    base = with_settings(load(model, cfg), **over)
     seed = base.settings.seed_pseudorandom if seed is None else check_seed(seed)
     seeds = derive_seeds(seed, np.arange(len(points)))
-    out = []
+    runs = []
     for p, pt in enumerate(points):
         unknown = set(pt) - {"mutants", "variables"}
         if unknown:
             raise ValueError(f"point {p}: unknown keys {sorted(unknown)} (mutants, variables)")
-        src: Any = model if pt.get("variables") else base
-        kw = {"cfg": cfg, "variables": pt["variables"]} if pt.get("variables") else {}
-        out.append(maboss(src, mutants=pt.get("mutants"), seed=int(seeds[p]), **kw, **options))
-    labels = [_point_label(pt) for pt in points]
-    ds = xr.concat([d.drop_attrs() if hasattr(d, "drop_attrs") else d for d in out], dim="point", join="outer",
-                   fill_value=0.0, combine_attrs="drop")
-    ds = ds.assign_coords(point=labels)
-    ds.attrs = {**out[0].attrs, "seed": seed, "points": len(points)}
+        m = with_settings(load(model, cfg, variables=pt["variables"]), **over) if pt.get("variables") else base
+        runs.append((m, compile_model(m, pt.get("mutants")), int(seeds[p])))
+    total = sum(m.settings.sample_count for m, _, _ in runs)
+    with engine.Run("maboss", client, backend, progress=progress, label="maboss sweep") as run:
+        run.progress.start(f"{len(points)} points of {base.name} ({total} trajectories) on {run.describe()}",
+                           total=total, unit="traj")
+        blocks, owner = [], []
+        for p, (m, c, s) in enumerate(runs):
+            for r in run.split(m.settings.sample_count, align=ALIGN):
+                blocks.append(_block(c, m, s, r))
+                owner.append(p)
+        out = run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks])
+    parts = []
+    for p, (m, c, s) in enumerate(runs):
+        res = merge([o for o, k in zip(out, owner) if k == p], m.settings.n_windows, c.n_words)
+        parts.append(build_dataset(m, c, res, {}))
+    ds = xr.concat(parts, dim="point", join="outer", fill_value=0.0, combine_attrs="drop")
+    ds = ds.assign_coords(point=[_point_label(pt) for pt in points], point_seed=("point", seeds.astype(np.int64)))
+    s0 = base.settings
+    ds.attrs = run.provenance(workload="maboss.sweep", seed=seed, model_name=base.name, max_time=s0.max_time,
+                              time_tick=s0.time_tick, discrete_time=int(s0.discrete_time), trajectories=s0.sample_count,
+                              points=len(points), events=int(sum(o["events"] for o in out)))
     return ds
 
 

@@ -118,11 +118,21 @@ def test_cli(tmp_path):
     assert (tmp_path / "r_probtraj.csv").is_file() and (tmp_path / "r_fp.csv").is_file() and (tmp_path / "r.png").is_file()
 
 
+def test_cli_screen(tmp_path):
+    out = tmp_path / "screen.nc"
+    assert main(["--in-process", "-q", "maboss", str(DATA / "absorbing.bnd"), "--screen", "overexpression",
+                 "--trajectories", "300", "-o", str(out)]) == 0
+    ds = xr.open_dataset(out, engine="h5netcdf")
+    assert list(ds.point.values) == ["wild type", "S=OE", "X=OE", "Y=OE"] and ds.attrs["workload"] == "maboss.sweep"
+    assert float(ds.final_probability.sel(point="S=OE", state="<nil>")) == 0.0
+
+
 @pytest.mark.parametrize("argv, match", [
     (["--mutant", "D=2"], "the value is 0 (knock-out) or 1"),
     (["--mutant", "ZZ=0"], "mutant node 'ZZ' is not in the model"),
     (["--var", "ka"], "expected NAME=VALUE"),
     (["--max-time", "1", "--time-tick", "2"], "time_tick must be > 0 and <= max_time"),
+    (["--screen", "knockout", "--time-limit", "5"], "--screen takes neither"),
 ])
 def test_cli_bad_input(argv, match, tmp_path, capsys):
     out = tmp_path / "x.nc"

@@ -80,3 +80,9 @@ def test_against_maboss(name, tmp_path):
     p = (ds.TH.values + th_theirs) / 2 / bound
     tol = z * bound * np.sqrt(np.clip(p * (1 - p), 0, None) * 2 / N) + 1e-9
     assert (np.abs(ds.TH.values - th_theirs) <= tol).all(), (ds.TH.values, th_theirs)
+    # ErrorTH: two estimates of one standard error. For a value in [0, B] with mean fraction m in [0.05, 0.95]
+    # the kurtosis is at most 1 / (m (1 - m)) < 21, so each estimate's relative sd is < sqrt(20 / (4 N)) = 1.6%
+    # and their difference's < 2.3%: 15% is > 6 sd, a bound that holds for every window at level 1e-4.
+    e_theirs = ent[:, cols.index("ErrorTH")]
+    mid = (p > 0.05) & (p < 0.95) & (e_theirs > 0)
+    np.testing.assert_allclose(ds.ErrorTH.values[mid], e_theirs[mid], rtol=0.15)

@@ -84,5 +84,5 @@ def test_against_maboss(name, tmp_path):
     # the kurtosis is at most 1 / (m (1 - m)) < 21, so each estimate's relative sd is < sqrt(20 / (4 N)) = 1.6%
     # and their difference's < 2.3%: 15% is > 6 sd, a bound that holds for every window at level 1e-4.
     e_theirs = ent[:, cols.index("ErrorTH")]
-    mid = (p > 0.05) & (p < 0.95) & (e_theirs > 0)
+    mid = (p > 0.05) & (p < 0.95) & (e_theirs > 1e-6)  # below: round-off of a zero variance (a constant TH)
     np.testing.assert_allclose(ds.ErrorTH.values[mid], e_theirs[mid], rtol=0.15)

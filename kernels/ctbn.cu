@@ -12,7 +12,8 @@
 extern "C" __global__ void ctbn_simulate(
     const long long n_traj, const int* __restrict__ par_start, const int* __restrict__ par_index,
     const long long* __restrict__ tt_start, const unsigned char* __restrict__ tt, const int* __restrict__ val_start,
-    const double* __restrict__ vals, const unsigned char* __restrict__ internal, const int* __restrict__ vpos, const int n, const int* __restrict__ grp_start,
+    const double* __restrict__ vals, const unsigned char* __restrict__ internal, const int* __restrict__ vpos,
+    const int n, const int* __restrict__ grp_start,
     const double* __restrict__ grp_cum, const int* __restrict__ grp_node_start, const int* __restrict__ grp_nodes,
     const unsigned long long* __restrict__ opt_bits, const int n_groups, const unsigned char* __restrict__ fix_mask,
     const unsigned char* __restrict__ fix_val, const unsigned int seed, const long long traj0, const int n_win,

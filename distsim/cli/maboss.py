@@ -87,7 +87,8 @@ def _print_summary(ds: Any) -> None:
           f"{a['events']} transitions" + (" -- stopped by the time limit" if a.get("stopped_by") == "time_limit"
                                           else ""))
     if "point" in ds.dims:
-        print(f"{ds.point.size} points: {', '.join(map(str, ds.point.values[:6]))}{' ...' if ds.point.size > 6 else ''}")
+        more = " ..." if ds.point.size > 6 else ""
+        print(f"{ds.point.size} points: {', '.join(map(str, ds.point.values[:6]))}{more}")
         return
     final = ds.final_probability.values
     w = max([5] + [len(str(s)) for s in ds.state.values])

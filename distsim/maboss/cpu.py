@@ -67,7 +67,8 @@ def _transition_entropy(rates, internal, n, total):
 
 
 @numba.njit(parallel=True, cache=True)
-def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
+def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
+                   grp_node_start,
                    grp_nodes, opt_bits, fix_mask, fix_val, seed, traj0, n_traj, n_win, max_time, tick, discrete,
                    rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events):
     n = par_start.shape[0] - 1

@@ -213,7 +213,8 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
         internal=np.array([0 if i in visible else 1 for i in range(n)], np.uint8),
         par_start=np.array(par_start, np.int32), par_index=np.array(par_index, np.int32).reshape(-1),
         tt_start=np.array(tt_start, np.int64), tt=np.concatenate(tts).astype(np.uint8),
-        val_start=np.array(val_start, np.int32), vals=np.array(rate_vals, np.float64), grp_start=np.array(grp_start, np.int32),
+        val_start=np.array(val_start, np.int32), vals=np.array(rate_vals, np.float64),
+        grp_start=np.array(grp_start, np.int32),
         grp_cum=np.array(grp_cum, np.float64), grp_node_start=np.array(grp_node_start, np.int32),
         grp_nodes=np.array(grp_nodes, np.int32), opt_bits=np.array(opt_bits, np.uint64), fix_mask=fix_mask,
         fix_val=fix_val)

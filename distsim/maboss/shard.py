@@ -30,7 +30,8 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
         final_full = np.zeros((n, m.n_words), np.uint64)
         fixed = np.zeros(n, np.uint8)
         events = np.zeros(n, np.int64)
-        cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos, m.grp_start,
+        cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
+                           m.grp_start,
                            m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
                            np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
                            rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)

@@ -88,7 +88,8 @@ def _simulate(run: engine.Run, c: CompiledModel, m: Model, seed: int, time_limit
     wave = min(n, ALIGN * nw)
     while done < n:
         k = min(wave, n - done)
-        blocks = [_block(c, m, seed, range(done + r.start, done + r.stop)) for r in run.split(k, align=ALIGN, shards=nw)]
+        blocks = [_block(c, m, seed, range(done + r.start, done + r.stop))
+                  for r in run.split(k, align=ALIGN, shards=nw)]
         parts += run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks])
         done += k
         left = time_limit - (time.perf_counter() - t0)

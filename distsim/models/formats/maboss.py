@@ -561,8 +561,8 @@ class MabossRates:
     maboss_order: tuple[int, ...]  # node indices in MaBoSS's order (its state labels and output columns)
 
 
-def read_rates(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *, variables: dict[str, float] | None = None,
-               warn: bool = False) -> MabossRates:
+def read_rates(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
+               variables: dict[str, float] | None = None, warn: bool = False) -> MabossRates:
     """The flip-rate tables and the full .cfg of a MaBoSS model (for continuous-time simulation).
 
     ``variables``: ``$name`` values that replace the .cfg's (``{"$rate": 2.0}`` or ``{"rate": 2.0}``);

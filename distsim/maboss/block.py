@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from . import cpu
@@ -84,12 +85,13 @@ def merge(parts: list[dict], n_win: int, n_words: int) -> dict:
 def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
     """The counts of one kernel call's per-trajectory outputs (``rec_*[trajectory, record]``,
     ``final_full[trajectory, word]``) and its windows' entropy sums (the same for both kernels)."""
-    size = 1 << 12
+    size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
     while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT)
+        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT, parts)
         if ok:
             break
         size *= 4
+    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1), sq.reshape(-1), sq2.reshape(-1)
     used = kw >= 0
     win, state, qs, q2 = _sum_by((kw[used], ks[used]), sq[used], sq2[used])
     final, final_n = _sum_by((final_vis,), np.ones(final_vis.size, np.int64))

@@ -173,32 +173,41 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         events[c] = ev
 
 
-@numba.njit(cache=True)
-def hash_reduce(rec_win, rec_state, rec_q, rec_n, size, sq_shift):
-    """Sum the records' quanta (and squares of ``q >> sq_shift``) per (window, state) in an open-addressing
-    table of ``size`` (a power of two) slots; ``ok`` is False when it would be more than half full."""
+@numba.njit(parallel=True, cache=True)
+def hash_reduce(rec_win, rec_state, rec_q, rec_n, size, sq_shift, parts):
+    """Sum the records' quanta (and squares of ``q >> sq_shift``) per (window, state): ``parts`` ranges of
+    trajectories in parallel, each into its own open-addressing table of ``size`` (a power of two) slots
+    (row p of the outputs; a key may appear in several rows). ``ok`` is False when a table would be more
+    than half full. Integer sums: the result does not depend on ``parts``."""
+    n = rec_n.shape[0]
     mask = np.uint64(size - 1)
-    kw = np.full(size, -1, np.int32)
-    ks = np.zeros(size, np.uint64)
-    sq = np.zeros(size, np.int64)
-    sq2 = np.zeros(size, np.int64)
-    used = 0
-    for c in range(rec_n.shape[0]):
-        for r in range(rec_n[c]):
-            w = rec_win[c, r]
-            st = rec_state[c, r]
-            h = ((st * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(w) * np.uint64(0xC2B2AE3D27D4EB4F))) >> np.uint64(20)
-            h &= mask
-            while kw[h] != -1 and (kw[h] != w or ks[h] != st):
-                h = (h + np.uint64(1)) & mask
-            if kw[h] == -1:
-                if 2 * (used + 1) > size:
-                    return kw, ks, sq, sq2, False
-                kw[h] = w
-                ks[h] = st
-                used += 1
-            q = rec_q[c, r]
-            sq[h] += q
-            qq = q >> sq_shift
-            sq2[h] += qq * qq
-    return kw, ks, sq, sq2, True
+    kw = np.full((parts, size), -1, np.int32)
+    ks = np.zeros((parts, size), np.uint64)
+    sq = np.zeros((parts, size), np.int64)
+    sq2 = np.zeros((parts, size), np.int64)
+    ok = np.ones(parts, np.uint8)
+    for p in prange(parts):
+        used = 0
+        for c in range(n * p // parts, n * (p + 1) // parts):
+            if ok[p] == 0:
+                break
+            for r in range(rec_n[c]):
+                w = rec_win[c, r]
+                st = rec_state[c, r]
+                h = ((st * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(w) * np.uint64(0xC2B2AE3D27D4EB4F))
+                     ) >> np.uint64(20)
+                h &= mask
+                while kw[p, h] != -1 and (kw[p, h] != w or ks[p, h] != st):
+                    h = (h + np.uint64(1)) & mask
+                if kw[p, h] == -1:
+                    if 2 * (used + 1) > size:
+                        ok[p] = 0
+                        break
+                    kw[p, h] = w
+                    ks[p, h] = st
+                    used += 1
+                q = rec_q[c, r]
+                sq[p, h] += q
+                qq = q >> sq_shift
+                sq2[p, h] += qq * qq
+    return kw, ks, sq, sq2, ok.min() == 1

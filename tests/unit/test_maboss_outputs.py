@@ -157,3 +157,29 @@ def test_bad_model_files_name_the_line(tmp_path):
         maboss(bnd, backend="cpu", progress=False)
     with pytest.raises(ModelError, match="variable override"):
         maboss(bnd, variables={"$k": float("nan")}, backend="cpu", progress=False)
+
+
+@pytest.mark.parametrize("parts, size", [(1, 1 << 12), (3, 1 << 12), (5, 1 << 16)])
+def test_hash_reduce_sums_exactly(parts, size):
+    """The record reduction equals a plain group-by sum, for any number of parallel parts."""
+    from distsim.maboss import cpu
+    from distsim.maboss.block import SQ_SHIFT, _sum_by
+
+    rng = np.random.default_rng(3)
+    n, cap = 500, 9
+    rec_n = rng.integers(0, cap + 1, n).astype(np.int32)
+    rec_win = rng.integers(0, 40, (n, cap)).astype(np.int32)
+    rec_state = rng.integers(0, 30, (n, cap)).astype(np.uint64) * np.uint64(2**40 + 7)
+    rec_q = rng.integers(0, 2**30, (n, cap)).astype(np.int64)
+    while True:
+        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n, size, SQ_SHIFT, parts)
+        if ok:
+            break
+        size *= 4
+    used = kw.reshape(-1) >= 0
+    got = _sum_by((kw.reshape(-1)[used], ks.reshape(-1)[used]), sq.reshape(-1)[used], sq2.reshape(-1)[used])
+    mask = np.arange(cap)[None, :] < rec_n[:, None]
+    q = rec_q[mask]
+    want = _sum_by((rec_win[mask], rec_state[mask]), q, (q >> SQ_SHIFT) ** 2)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

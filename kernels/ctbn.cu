@@ -1,6 +1,7 @@
 // MaBoSS trajectories on the GPU: one thread per trajectory, the line-by-line twin of
 // distsim/maboss/cpu.py simulate_chunk (same Philox words, same arithmetic; build with --fmad=false).
-// Per-thread scratch and record slabs are interleaved: element k of trajectory c is at k * n_traj + c.
+// Per-thread scratch and record slabs are interleaved: element k of trajectory c is at k * n_traj + c
+// (word w of record r's state: element r * vw + w).
 // The windows' entropy integrals are summed with integer atomics (order-free, so exact).
 #include "philox.cuh"
 #include "dsmath.cuh"
@@ -8,6 +9,7 @@
 #define CTBN_QUANTA 1073741824LL  // 2**30 quanta per time_tick
 #define CTBN_TH_SCALE 0.015625    // 2**24 / 2**30
 #define CTBN_TH_SQ_SHIFT 12
+#define CTBN_VW_MAX 16  // 64-bit words of a visible state (distsim.maboss.model.MAX_VISIBLE = 1024 nodes)
 
 extern "C" __global__ void ctbn_simulate(
     const long long n_traj, const int* __restrict__ par_start, const int* __restrict__ par_index,
@@ -21,7 +23,8 @@ extern "C" __global__ void ctbn_simulate(
     unsigned char* __restrict__ xs, double* __restrict__ rates_all,
     int* __restrict__ rec_win, unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q,
     int* __restrict__ rec_n, unsigned long long* __restrict__ th_sum, unsigned long long* __restrict__ th_sq,
-    unsigned long long* __restrict__ final_vis, unsigned long long* __restrict__ final_full, const int n_words,
+    unsigned long long* __restrict__ final_vis, const int vw, unsigned long long* __restrict__ final_full,
+    const int n_words,
     unsigned char* __restrict__ fixed, long long* __restrict__ events) {
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
@@ -45,9 +48,10 @@ extern "C" __global__ void ctbn_simulate(
     }
     for (int i = 0; i < n; ++i)
         if (fix_mask[i]) x[(long long)i * N + c] = fix_val[i];
-    unsigned long long vis = 0ULL;
+    unsigned long long vis[CTBN_VW_MAX];
+    for (int w = 0; w < vw; ++w) vis[w] = 0ULL;
     for (int i = 0; i < n; ++i)
-        if (vpos[i] >= 0 && x[(long long)i * N + c]) vis |= 1ULL << vpos[i];
+        if (vpos[i] >= 0 && x[(long long)i * N + c]) vis[vpos[i] >> 6] |= 1ULL << (vpos[i] & 63);
     const double scale = (double)CTBN_QUANTA / tick;
     const long long m_end = (long long)n_win * CTBN_QUANTA;
     double t = 0.0, thacc = 0.0;
@@ -102,11 +106,16 @@ extern "C" __global__ void ctbn_simulate(
             const long long seg = pos_new < wend ? pos_new : wend;
             const long long q = seg - pos;
             int r = wstart;
-            while (r < nrec && rec_state[(long long)r * N + c] != vis) ++r;
+            for (; r < nrec; ++r) {
+                bool same = true;
+                for (int w = 0; w < vw; ++w)
+                    if (rec_state[((long long)r * vw + w) * N + c] != vis[w]) { same = false; break; }
+                if (same) break;
+            }
             if (r == nrec) {
                 if (nrec == rec_cap) { over = true; break; }
                 rec_win[(long long)r * N + c] = win;
-                rec_state[(long long)r * N + c] = vis;
+                for (int w = 0; w < vw; ++w) rec_state[((long long)r * vw + w) * N + c] = vis[w];
                 rec_q[(long long)r * N + c] = 0;
                 ++nrec;
             }
@@ -135,12 +144,12 @@ extern "C" __global__ void ctbn_simulate(
             }
         }
         x[(long long)node * N + c] ^= 1;
-        if (vpos[node] >= 0) vis ^= 1ULL << vpos[node];
+        if (vpos[node] >= 0) vis[vpos[node] >> 6] ^= 1ULL << (vpos[node] & 63);
         t = t_new;
         ++ev;
     }
     rec_n[c] = over ? rec_cap + 1 : nrec;
-    final_vis[c] = vis;
+    for (int w = 0; w < vw; ++w) final_vis[(long long)w * N + c] = vis[w];
     for (int w = 0; w < n_words; ++w) final_full[(long long)w * N + c] = 0ULL;
     for (int i = 0; i < n; ++i)
         if (x[(long long)i * N + c]) final_full[(long long)(i >> 6) * N + c] |= 1ULL << (i & 63);

@@ -43,10 +43,10 @@ def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int) -> int:
     return int(min(hi, max(lo, budget // per)))
 
 
-def _empty(n_win: int, n_words: int) -> dict:
-    return {"win": np.zeros(0, np.int32), "state": np.zeros(0, np.uint64), "q": np.zeros(0, np.int64),
+def _empty(n_win: int, n_words: int, vw: int) -> dict:
+    return {"win": np.zeros(0, np.int32), "state": np.zeros((0, vw), np.uint64), "q": np.zeros(0, np.int64),
             "q2": np.zeros(0, np.int64), "th": np.zeros(n_win, np.int64), "th2": np.zeros(n_win, np.int64),
-            "final": np.zeros(0, np.uint64), "final_n": np.zeros(0, np.int64),
+            "final": np.zeros((0, vw), np.uint64), "final_n": np.zeros(0, np.int64),
             "fp": np.zeros((0, n_words), np.uint64), "fp_n": np.zeros(0, np.int64), "events": 0, "trajectories": 0}
 
 
@@ -62,46 +62,49 @@ def _sum_by(keys: tuple[np.ndarray, ...], *values: np.ndarray) -> tuple:
     return tuple(k[starts] for k in ks) + tuple(np.add.reduceat(v[order], starts) for v in values)
 
 
-def _rows(a: np.ndarray) -> tuple[np.ndarray, ...]:
-    return tuple(a[:, j] for j in range(a.shape[1]))
+def _sum_rows(lead: tuple[np.ndarray, ...], rows: np.ndarray, *values: np.ndarray) -> tuple:
+    """:func:`_sum_by` with the key's last part a 2-D array of words (a state): ``(*lead, rows, *sums)``."""
+    out = _sum_by((*lead, *(rows[:, j] for j in range(rows.shape[1]))), *values)
+    k = len(lead)
+    words = np.stack(out[k:k + rows.shape[1]], axis=1) if rows.shape[1] else np.zeros((out[0].size, 0), rows.dtype)
+    return (*out[:k], words.reshape(-1, rows.shape[1]), *out[k + rows.shape[1]:])
 
 
-def merge(parts: list[dict], n_win: int, n_words: int) -> dict:
+def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
     """Sum shard results (exact integers: the order and the split do not matter)."""
     if not parts:
-        return _empty(n_win, n_words)
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("win", "state", "q", "q2", "final", "final_n", "fp_n")}
-    fp = np.concatenate([p["fp"] for p in parts]).reshape(-1, n_words)
-    win, state, q, q2 = _sum_by((cat["win"], cat["state"]), cat["q"], cat["q2"])
-    final, final_n = _sum_by((cat["final"],), cat["final_n"])
-    *fpk, fp_n = _sum_by(_rows(fp), cat["fp_n"])
-    fps = np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)
+        return _empty(n_win, n_words, vw)
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("win", "q", "q2", "final_n", "fp_n")}
+    win, state, q, q2 = _sum_rows((cat["win"],), np.concatenate([p["state"] for p in parts]).reshape(-1, vw),
+                                  cat["q"], cat["q2"])
+    final, final_n = _sum_rows((), np.concatenate([p["final"] for p in parts]).reshape(-1, vw), cat["final_n"])
+    fp, fp_n = _sum_rows((), np.concatenate([p["fp"] for p in parts]).reshape(-1, n_words), cat["fp_n"])
     return {"win": win, "state": state, "q": q, "q2": q2, "th": np.sum([p["th"] for p in parts], axis=0),
             "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
-            "fp": fps.reshape(-1, n_words), "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
+            "fp": fp, "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
             "trajectories": int(sum(p["trajectories"] for p in parts))}
 
 
 def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (``rec_*[trajectory, record]``,
-    ``final_full[trajectory, word]``) and its windows' entropy sums (the same for both kernels)."""
+    """The counts of one kernel call's per-trajectory outputs (``rec_win[trajectory, record]``,
+    ``rec_state[trajectory, record, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
+    and its windows' entropy sums (the same for both kernels)."""
     size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
     while True:
         kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT, parts)
         if ok:
             break
         size *= 4
-    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1), sq.reshape(-1), sq2.reshape(-1)
+    vw = rec_state.shape[2]
+    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1)
     used = kw >= 0
-    win, state, qs, q2 = _sum_by((kw[used], ks[used]), sq[used], sq2[used])
-    final, final_n = _sum_by((final_vis,), np.ones(final_vis.size, np.int64))
+    win, state, qs, q2 = _sum_rows((kw[used],), ks[used], sq[used], sq2[used])
+    final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
     fpmask = fixed.astype(bool)
-    *fpk, fp_n = _sum_by(_rows(final_full[fpmask]), np.ones(int(fpmask.sum()), np.int64))
-    n_words = final_full.shape[1]
+    fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
     return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
-            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n,
-            "fp": (np.stack(fpk, axis=1) if fpk else np.zeros((0, n_words), np.uint64)), "fp_n": fp_n,
-            "events": int(events.sum()), "trajectories": int(final_vis.size)}
+            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
+            "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
 def visible_positions(m: CompiledModel) -> np.ndarray:

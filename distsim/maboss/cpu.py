@@ -13,7 +13,8 @@ exact integers (no dependence on how trajectories are split). Event times are th
 trajectory as an integer in units of ``2**-24`` tick x bit.
 
 Records: per trajectory, one ``(window, visible state, quanta)`` per distinct visible state in each
-window, in order of first visit (the slab ``rec_*[c, :rec_cap]``; ``rec_n[c] > rec_cap`` means the slab
+window, in order of first visit (the slab ``rec_*[c, :rec_cap]``, a state being ``rec_state[c, r, :]``,
+its 64-bit words; ``rec_n[c] > rec_cap`` means the slab
 overflowed and the chunk is run again with a larger one).
 """
 
@@ -75,6 +76,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
     n_groups = grp_start.shape[0] - 1
     scale = QUANTA / tick
     m_end = np.int64(n_win) * QUANTA
+    vw = rec_state.shape[2]
     for c in prange(n_traj):
         traj = traj0 + c
         x = np.zeros(n, np.uint8)
@@ -91,10 +93,10 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         for i in range(n):
             if fix_mask[i]:
                 x[i] = fix_val[i]
-        vis = np.uint64(0)
+        vis = np.zeros(vw, np.uint64)  # the visible state: bit j of word j // 64 = visible node j
         for i in range(n):
             if vpos[i] >= 0 and x[i]:
-                vis |= np.uint64(1) << np.uint64(vpos[i])
+                vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
         t = 0.0
         pos = np.int64(0)
         win = 0
@@ -129,14 +131,22 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                 seg = min(pos_new, wend)
                 q = seg - pos
                 r = wstart
-                while r < nrec and rec_state[c, r] != vis:
+                while r < nrec:
+                    same = True
+                    for w in range(vw):
+                        if rec_state[c, r, w] != vis[w]:
+                            same = False
+                            break
+                    if same:
+                        break
                     r += 1
                 if r == nrec:
                     if nrec == rec_cap:
                         over = True
                         break
                     rec_win[c, r] = win
-                    rec_state[c, r] = vis
+                    for w in range(vw):
+                        rec_state[c, r, w] = vis[w]
                     rec_q[c, r] = 0
                     nrec += 1
                 rec_q[c, r] += q
@@ -159,11 +169,12 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                         break
             x[node] ^= np.uint8(1)
             if vpos[node] >= 0:
-                vis ^= np.uint64(1) << np.uint64(vpos[node])
+                vis[vpos[node] >> 6] ^= np.uint64(1) << np.uint64(vpos[node] & 63)
             t = t_new
             ev += 1
         rec_n[c] = rec_cap + 1 if over else nrec
-        final_vis[c] = vis
+        for w in range(vw):
+            final_vis[c, w] = vis[w]
         for w in range(final_full.shape[1]):
             final_full[c, w] = np.uint64(0)
         for i in range(n):
@@ -182,7 +193,8 @@ def hash_reduce(rec_win, rec_state, rec_q, rec_n, size, sq_shift, parts):
     n = rec_n.shape[0]
     mask = np.uint64(size - 1)
     kw = np.full((parts, size), -1, np.int32)
-    ks = np.zeros((parts, size), np.uint64)
+    vw = rec_state.shape[2]
+    ks = np.zeros((parts, size, vw), np.uint64)
     sq = np.zeros((parts, size), np.int64)
     sq2 = np.zeros((parts, size), np.int64)
     ok = np.ones(parts, np.uint8)
@@ -193,18 +205,27 @@ def hash_reduce(rec_win, rec_state, rec_q, rec_n, size, sq_shift, parts):
                 break
             for r in range(rec_n[c]):
                 w = rec_win[c, r]
-                st = rec_state[c, r]
-                h = ((st * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(w) * np.uint64(0xC2B2AE3D27D4EB4F))
-                     ) >> np.uint64(20)
-                h &= mask
-                while kw[p, h] != -1 and (kw[p, h] != w or ks[p, h] != st):
+                h = np.uint64(w) * np.uint64(0xC2B2AE3D27D4EB4F)
+                for j in range(vw):
+                    h = (h ^ rec_state[c, r, j]) * np.uint64(0x9E3779B97F4A7C15)
+                h = (h >> np.uint64(20)) & mask
+                while kw[p, h] != -1:
+                    if kw[p, h] == w:
+                        same = True
+                        for j in range(vw):
+                            if ks[p, h, j] != rec_state[c, r, j]:
+                                same = False
+                                break
+                        if same:
+                            break
                     h = (h + np.uint64(1)) & mask
                 if kw[p, h] == -1:
                     if 2 * (used + 1) > size:
                         ok[p] = 0
                         break
                     kw[p, h] = w
-                    ks[p, h] = st
+                    for j in range(vw):
+                        ks[p, h, j] = rec_state[c, r, j]
                     used += 1
                 q = rec_q[c, r]
                 sq[p, h] += q

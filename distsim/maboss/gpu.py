@@ -50,16 +50,17 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
      grp_nodes, opt_bits, fix_mask, fix_val) = _device_model(m)
     fn = _module().get_function("ctbn_simulate")
     cap = block.first_cap(b.n_win)
+    vw = m.vis_words
     while True:
         xs = cp.zeros(m.n * n, cp.uint8)
         rates = cp.zeros(m.n * n, cp.float64)
         rec_win = cp.zeros(cap * n, cp.int32)
-        rec_state = cp.zeros(cap * n, cp.uint64)
+        rec_state = cp.zeros(cap * vw * n, cp.uint64)
         rec_q = cp.zeros(cap * n, cp.int64)
         rec_n = cp.zeros(n, cp.int32)
         th_sum = cp.zeros(b.n_win, cp.uint64)
         th_sq = cp.zeros(b.n_win, cp.uint64)
-        final_vis = cp.zeros(n, cp.uint64)
+        final_vis = cp.zeros(vw * n, cp.uint64)
         final_full = cp.zeros(m.n_words * n, cp.uint64)
         fixed = cp.zeros(n, cp.uint8)
         events = cp.zeros(n, cp.int64)
@@ -68,12 +69,13 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
             fix_mask, fix_val, np.uint32(b.seed), np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
             np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_win, rec_state, rec_q,
-            rec_n, th_sum, th_sq, final_vis, final_full, np.int32(m.n_words), fixed, events))
+            rec_n, th_sum, th_sq, final_vis, np.int32(vw), final_full, np.int32(m.n_words), fixed, events))
         rn = cp.asnumpy(rec_n)
         if int(rn.max(initial=0)) <= cap:
-            return reduce_chunk(cp.asnumpy(rec_win).reshape(cap, n).T, cp.asnumpy(rec_state).reshape(cap, n).T,
+            return reduce_chunk(cp.asnumpy(rec_win).reshape(cap, n).T,
+                                cp.asnumpy(rec_state).reshape(cap, vw, n).transpose(2, 0, 1),
                                 cp.asnumpy(rec_q).reshape(cap, n).T, rn, cp.asnumpy(th_sum).view(np.int64),
-                                cp.asnumpy(th_sq).view(np.int64), cp.asnumpy(final_vis),
+                                cp.asnumpy(th_sq).view(np.int64), cp.asnumpy(final_vis).reshape(vw, n).T,
                                 cp.asnumpy(final_full).reshape(m.n_words, n).T, cp.asnumpy(fixed),
                                 cp.asnumpy(events))
         cap *= 4

@@ -19,7 +19,7 @@ import hashlib
 import math
 import os
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ..models.formats.maboss import MabossRates, read_rates
 from ..models.boolean import Var, truth_table, variables
 from ..models.logic import mk_and, mk_not, mk_or
 
-MAX_VISIBLE = 64  # a visible state is one 64-bit word
+MAX_VISIBLE = 1024  # a visible state is up to 16 64-bit words (the GPU kernel keeps it in registers)
 MAX_PARENTS = 20  # nodes a flip rate may read (its table has 2**K rows)
 
 SETTINGS = ("max_time", "time_tick", "sample_count", "seed_pseudorandom", "discrete_time")
@@ -81,7 +81,8 @@ class CompiledModel:
     """Flat arrays of a MaBoSS model for the CPU and GPU trajectory kernels."""
 
     nodes: tuple[str, ...]
-    visible: tuple[int, ...]  # the visible (not is_internal) nodes in MaBoSS's order; bit j of a visible state
+    visible: tuple[int, ...]  # the visible (not is_internal) nodes in MaBoSS's order; bit j % 64 of word j // 64
+    # of a visible state
     order: tuple[int, ...]  # every node in MaBoSS's order (labels, output columns)
     internal: np.ndarray  # uint8 [n]
     par_start: np.ndarray  # int32 [n+1]: node i's parents par_index[par_start[i]:par_start[i+1]]
@@ -102,6 +103,11 @@ class CompiledModel:
     @property
     def n(self) -> int:
         return len(self.nodes)
+
+    @property
+    def vis_words(self) -> int:
+        """64-bit words of a visible state."""
+        return max(1, (len(self.visible) + 63) // 64)
 
     @property
     def n_words(self) -> int:
@@ -225,7 +231,8 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
     return CompiledModel(nodes=r.nodes, visible=visible, order=r.maboss_order, digest=h.hexdigest(), **arrays)
 
 
-def state_label(bits: int, nodes: tuple[str, ...], which: tuple[int, ...]) -> str:
-    """MaBoSS's label of a state: the active nodes (bit j = node ``which[j]``) joined by ' -- '; '<nil>' for none."""
-    on = [nodes[which[j]] for j in range(len(which)) if (bits >> j) & 1]
+def state_label(bits: Sequence[int], nodes: tuple[str, ...], which: tuple[int, ...]) -> str:
+    """MaBoSS's label of a state: the active nodes (``bits[j]``: node ``which[j]``) joined by ' -- '; '<nil>' for
+    none."""
+    on = [nodes[which[j]] for j in range(len(which)) if bits[j]]
     return " -- ".join(on) if on else "<nil>"

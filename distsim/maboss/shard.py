@@ -22,11 +22,11 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
     cap = block.first_cap(b.n_win)
     while True:
         rec_win = np.zeros((n, cap), np.int32)
-        rec_state = np.zeros((n, cap), np.uint64)
+        rec_state = np.zeros((n, cap, m.vis_words), np.uint64)
         rec_q = np.zeros((n, cap), np.int64)
         rec_n = np.zeros(n, np.int32)
         th_int = np.zeros((n, b.n_win), np.int64)
-        final_vis = np.zeros(n, np.uint64)
+        final_vis = np.zeros((n, m.vis_words), np.uint64)
         final_full = np.zeros((n, m.n_words), np.uint64)
         fixed = np.zeros(n, np.uint8)
         events = np.zeros(n, np.int64)
@@ -49,4 +49,4 @@ def simulate_block(ctx: ShardContext, b: Block) -> dict:
         from .gpu import run_gpu_chunk as run_chunk
         size = block.chunk_size(b.n_win, n, 1 << 30, 1024, GPU_CHUNK)
     parts = [run_chunk(b, b.traj0 + s, min(size, b.n_traj - s)) for s in range(0, b.n_traj, size)]
-    return merge(parts, b.n_win, b.model.n_words)
+    return merge(parts, b.n_win, b.model.n_words, b.model.vis_words)

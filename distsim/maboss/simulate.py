@@ -83,7 +83,7 @@ def _simulate(run: engine.Run, c: CompiledModel, m: Model, seed: int, time_limit
         waves = 1 if run.uses_gpu() else max(1, min(8, n // (WAVE_MIN * nw)))
         blocks = [_block(c, m, seed, r) for r in run.split(n, align=ALIGN, shards=nw * waves)]
         return merge(run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks]), m.settings.n_windows,
-                     c.n_words)
+                     c.n_words, c.vis_words)
     t0, done, parts = time.perf_counter(), 0, []
     wave = min(n, ALIGN * nw)
     while done < n:
@@ -96,7 +96,7 @@ def _simulate(run: engine.Run, c: CompiledModel, m: Model, seed: int, time_limit
         if left <= 0:
             break
         wave = int(np.clip(k * min(1.0, left) / max(run.last_round_seconds, 1e-3), ALIGN * nw, 8 * k))
-    return merge(parts, m.settings.n_windows, c.n_words)
+    return merge(parts, m.settings.n_windows, c.n_words, c.vis_words)
 
 
 def _error(sum_sq: np.ndarray, mean: np.ndarray, n: int) -> np.ndarray:
@@ -113,10 +113,16 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     s = m.settings
     n_traj = res["trajectories"]
     n_win = s.n_windows
-    codes = np.union1d(res["state"], res["final"]).astype(np.uint64)
-    col = np.searchsorted(codes, res["state"])
-    q = np.zeros((n_win, codes.size), np.int64)
-    q2 = np.zeros((n_win, codes.size), np.int64)
+    vw = c.vis_words
+    rows = np.concatenate([res["state"], res["final"]]).reshape(-1, vw).astype(np.uint64)
+    codes, inv = np.unique(rows, axis=0, return_inverse=True)  # the visible states, sorted by their words
+    codes = codes.reshape(-1, vw)
+    inv = np.asarray(inv).reshape(-1)
+    col, fcol = inv[:len(res["state"])], inv[len(res["state"]):]
+    j = np.arange(len(c.visible))
+    bits = ((codes[:, j >> 6] >> (j & 63).astype(np.uint64)[None, :]) & np.uint64(1)).astype(np.uint8)
+    q = np.zeros((n_win, len(codes)), np.int64)
+    q2 = np.zeros((n_win, len(codes)), np.int64)
     q[res["win"], col] = res["q"]
     q2[res["win"], col] = res["q2"]
     prob = q / (float(QUANTA) * n_traj)
@@ -125,11 +131,10 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     therr = _error(res["th2"] / float(1 << (2 * (24 - TH_SQ_SHIFT))), th, n_traj)
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -np.sum(np.where(prob > 0, prob * np.log2(np.where(prob > 0, prob, 1.0)), 0.0), axis=1)
-    labels = [state_label(int(k), c.nodes, c.visible) for k in codes]
-    bits = ((codes[:, None] >> np.arange(len(c.visible), dtype=np.uint64)[None, :]) & np.uint64(1)).astype(np.float64)
-    node_prob = prob @ bits
-    final = np.zeros(codes.size, np.int64)
-    final[np.searchsorted(codes, res["final"])] = res["final_n"]
+    labels = [state_label(row, c.nodes, c.visible) for row in bits]
+    node_prob = prob @ bits.astype(np.float64)
+    final = np.zeros(len(codes), np.int64)
+    final[fcol] = res["final_n"]
     idx = np.array(c.order, dtype=np.int64)
     fp_bits = ((res["fp"][:, idx >> 6] >> (idx.astype(np.uint64) & np.uint64(63))[None, :]) & np.uint64(1)
                ).astype(np.uint8)
@@ -193,7 +198,7 @@ def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
         out = run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks])
     parts = []
     for p, (m, c, s) in enumerate(runs):
-        res = merge([o for o, k in zip(out, owner) if k == p], m.settings.n_windows, c.n_words)
+        res = merge([o for o, k in zip(out, owner) if k == p], m.settings.n_windows, c.n_words, c.vis_words)
         parts.append(build_dataset(m, c, res, {}))
     ds = xr.concat(parts, dim="point", join="outer", fill_value=0.0, combine_attrs="drop")
     ds = ds.assign_coords(point=[_point_label(pt) for pt in points], point_seed=("point", seeds.astype(np.int64)))

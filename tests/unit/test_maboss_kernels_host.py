@@ -56,3 +56,19 @@ def test_host_kernel_equals_cpu(name, cap, host_gpu, monkeypatch):
     assert want["events"] > 0 and want["trajectories"] == 300
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+def test_host_kernel_two_word_states(host_gpu, tmp_path):
+    """Sizek et al. (2019) with all 87 nodes visible: visible states of two 64-bit words."""
+    text = "\n".join(line for line in (DATA / "sizek.cfg").read_text().splitlines() if "is_internal" not in line)
+    (tmp_path / "sizek.cfg").write_text(text)
+    m = load(DATA / "sizek.bnd", tmp_path / "sizek.cfg", max_time=3.0, time_tick=0.5)
+    c = compile_model(m)
+    assert c.vis_words == 2
+    s = m.settings
+    b = shard.Block(c, 3, 0, 200, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_chunk(b, 0, 200)
+    got = gpu.run_gpu_chunk(b, 0, 200)
+    assert want["state"].shape[1] == 2 and (want["state"][:, 1] != 0).any()
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

@@ -34,7 +34,7 @@ def test_counts_do_not_depend_on_the_split(monkeypatch):
         monkeypatch.setattr("distsim.maboss.shard.CHUNK", chunk)
         parts = [simulate_block(ctx, Block(c, 9, a, b - a, s.n_windows, s.max_time, s.time_tick, False))
                  for a, b in zip(bounds[:-1], bounds[1:])]
-        return merge(parts, s.n_windows, c.n_words)
+        return merge(parts, s.n_windows, c.n_words, c.vis_words)
 
     one = run([0, 3000], 8192)
     many = run([0, 64, 1000, 1001, 2048, 3000], 100)
@@ -169,7 +169,7 @@ def test_hash_reduce_sums_exactly(parts, size):
     n, cap = 500, 9
     rec_n = rng.integers(0, cap + 1, n).astype(np.int32)
     rec_win = rng.integers(0, 40, (n, cap)).astype(np.int32)
-    rec_state = rng.integers(0, 30, (n, cap)).astype(np.uint64) * np.uint64(2**40 + 7)
+    rec_state = rng.integers(0, 30, (n, cap, 2)).astype(np.uint64) * np.uint64(2**40 + 7)  # two-word states
     rec_q = rng.integers(0, 2**30, (n, cap)).astype(np.int64)
     while True:
         kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n, size, SQ_SHIFT, parts)
@@ -177,9 +177,39 @@ def test_hash_reduce_sums_exactly(parts, size):
             break
         size *= 4
     used = kw.reshape(-1) >= 0
-    got = _sum_by((kw.reshape(-1)[used], ks.reshape(-1)[used]), sq.reshape(-1)[used], sq2.reshape(-1)[used])
+    ks = ks.reshape(-1, 2)[used]
+    got = _sum_by((kw.reshape(-1)[used], ks[:, 0], ks[:, 1]), sq.reshape(-1)[used], sq2.reshape(-1)[used])
     mask = np.arange(cap)[None, :] < rec_n[:, None]
     q = rec_q[mask]
-    want = _sum_by((rec_win[mask], rec_state[mask]), q, (q >> SQ_SHIFT) ** 2)
+    st = rec_state[mask]
+    want = _sum_by((rec_win[mask], st[:, 0], st[:, 1]), q, (q >> SQ_SHIFT) ** 2)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_more_than_64_visible_nodes(tmp_path):
+    """Sizek et al. (2019), 87 nodes, all visible (two-word states): hiding nodes changes only the labels,
+    so the visible nodes' probabilities equal those of a run with 60 nodes hidden (same trajectories)."""
+    bnd = DATA / "sizek.bnd"
+    text = "\n".join(line for line in (DATA / "sizek.cfg").read_text().splitlines() if "is_internal" not in line)
+    cfg = tmp_path / "sizek_visible.cfg"
+    cfg.write_text(text)
+    kw = dict(trajectories=600, max_time=4, time_tick=0.5, seed=2, backend="cpu", progress=False)
+    full = maboss(bnd, cfg, **kw)
+    assert full.node.size == 87 and compile_model(load(bnd, cfg)).vis_words == 2
+    hidden = list(full.node.values[:60])
+    part_cfg = tmp_path / "sizek_hidden.cfg"
+    part_cfg.write_text(text + "".join(f"\n{nm}.is_internal = 1;" for nm in hidden))
+    part = maboss(bnd, part_cfg, **kw)
+    assert part.node.size == 27
+    keep = list(part.node.values)
+    np.testing.assert_allclose(full.node_probability.sel(node=keep).values, part.node_probability.values, rtol=1e-12,
+                               atol=1e-15)
+    def final_marginal(ds, nm):
+        on = [s for s in ds.state.values if nm in str(s).split(" -- ")]
+        return float(ds.final_probability.sel(state=on).sum())
+
+    assert any(final_marginal(full, nm) > 0 for nm in full.node.values[64:])  # the second word is used
+    for nm in keep:
+        assert final_marginal(full, nm) == pytest.approx(final_marginal(part, nm), rel=1e-12, abs=1e-15)
+    np.testing.assert_allclose(full.probability.sum("state").values, 1.0, rtol=0, atol=1e-12)

@@ -18,7 +18,8 @@ from .shard import simulate_block
 from .cpu import QUANTA, TH_UNITS
 
 ALIGN = 64
-WAVE_MIN = 1024
+WAVE_MIN = 1024  # trajectories of a CPU shard, at least
+GPU_WAVE_MIN = 1 << 17  # of a GPU shard
 
 
 def maboss(
@@ -80,7 +81,9 @@ def _block(c: CompiledModel, m: Model, seed: int, r: range) -> Block:
 def _simulate(run: engine.Run, c: CompiledModel, m: Model, seed: int, time_limit: float | None) -> dict:
     n, nw = m.settings.sample_count, run.n_workers()
     if time_limit is None:
-        waves = 1 if run.uses_gpu() else max(1, min(8, n // (WAVE_MIN * nw)))
+        # up to 8 shards per worker, so that progress (and its ETA) moves during a long run; integer counts:
+        # the split never changes the result
+        waves = max(1, min(8, n // ((GPU_WAVE_MIN if run.uses_gpu() else WAVE_MIN) * nw)))
         blocks = [_block(c, m, seed, r) for r in run.split(n, align=ALIGN, shards=nw * waves)]
         return merge(run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks]), m.settings.n_windows,
                      c.n_words, c.vis_words)

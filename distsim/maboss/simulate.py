@@ -135,7 +135,7 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -np.sum(np.where(prob > 0, prob * np.log2(np.where(prob > 0, prob, 1.0)), 0.0), axis=1)
     labels = [state_label(row, c.nodes, c.visible) for row in bits]
-    node_prob = prob @ bits.astype(np.float64)
+    node_prob = (q @ bits.astype(np.int64)) / (float(QUANTA) * n_traj)  # integer sums: exact, no BLAS order
     final = np.zeros(len(codes), np.int64)
     final[fcol] = res["final_n"]
     idx = np.array(c.order, dtype=np.int64)

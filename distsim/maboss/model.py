@@ -51,28 +51,41 @@ class Settings:
         return int(self.max_time / self.time_tick)
 
 
-def settings_from(cfg: Mapping[str, float], overrides: Mapping[str, float | None], file: str | None) -> Settings:
-    """The .cfg settings with ``overrides`` (None: keep the file's); clear errors for bad values."""
+def settings_from(cfg: Mapping[str, float], overrides: Mapping[str, float | None], file: str | None,
+                  lines: Mapping[str, int] | None = None) -> Settings:
+    """The .cfg settings with ``overrides`` (None: keep the file's); clear errors for bad values, naming the
+    .cfg line of a value that comes from the file (``lines``)."""
     v: dict[str, float] = {k: float(cfg.get(k, DEFAULTS[k])) for k in SETTINGS}
+    given: set[str] = set()
     for k, x in overrides.items():
         if k not in DEFAULTS:
             raise ConfigError(f"unknown MaBoSS setting {k!r} (one of {', '.join(SETTINGS)})")
         if x is not None:
             v[k] = float(x)
-    where = file or "the settings"
+            given.add(k)
+
+    def where(*keys: str) -> dict:
+        for k in keys:
+            if k not in given and lines and k in lines and file:
+                return {"file": file, "line": lines[k]}
+        return {"file": file or "the settings"}
+
     if not (math.isfinite(v["max_time"]) and v["max_time"] > 0):
-        raise ConfigError(f"max_time must be a finite number > 0, got {v['max_time']}", file=where)
+        raise ConfigError(f"max_time must be a finite number > 0, got {v['max_time']}", **where("max_time"))
     if not (math.isfinite(v["time_tick"]) and 0 < v["time_tick"] <= v["max_time"]):
-        raise ConfigError(f"time_tick must be > 0 and <= max_time ({v['max_time']}), got {v['time_tick']}", file=where)
+        raise ConfigError(f"time_tick must be > 0 and <= max_time ({v['max_time']}), got {v['time_tick']}",
+                          **where("time_tick", "max_time"))
     if v["max_time"] / v["time_tick"] > 2**20:
         raise ConfigError(f"max_time / time_tick = {v['max_time'] / v['time_tick']:.0f} windows; at most 2**20",
-                          file=where)
+                          **where("time_tick", "max_time"))
     n = v["sample_count"]
     if not (n == int(n) and 1 <= n <= 2**32):
-        raise ConfigError(f"sample_count (trajectories) must be an integer in [1, 2**32], got {n:g}", file=where)
+        raise ConfigError(f"sample_count (trajectories) must be an integer in [1, 2**32], got {n:g}",
+                          **where("sample_count"))
     s = v["seed_pseudorandom"]
     if not (s == int(s) and 0 <= s < 2**32):
-        raise ConfigError(f"seed_pseudorandom must be an integer in [0, 2**32), got {s:g}", file=where)
+        raise ConfigError(f"seed_pseudorandom must be an integer in [0, 2**32), got {s:g}",
+                          **where("seed_pseudorandom"))
     return Settings(v["max_time"], v["time_tick"], int(n), int(s), v["discrete_time"] != 0)
 
 
@@ -137,12 +150,13 @@ def load(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *, variab
     ``$variables``, ``settings`` (max_time, time_tick, sample_count, seed_pseudorandom, discrete_time)
     its run settings."""
     rates = read_rates(bnd, cfg, variables=dict(variables or {}))
-    return Model(rates, settings_from(rates.config.settings, settings, rates.config.cfg))
+    return Model(rates, settings_from(rates.config.settings, settings, rates.config.cfg, rates.config.setting_lines))
 
 
 def with_settings(model: Model, **settings: float | None) -> Model:
     base = {k: getattr(model.settings, k) for k in SETTINGS}
-    return replace(model, settings=settings_from(base, settings, model.rates.config.cfg))
+    return replace(model, settings=settings_from(base, settings, model.rates.config.cfg,
+                                                 model.rates.config.setting_lines))
 
 
 def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> CompiledModel:

@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from .. import engine
+from ..models.formats.maboss import read_rates
 from ..rng import check_seed, derive_seeds
 from .model import CompiledModel, Model, compile_model, load, state_label, with_settings
 from .block import SQ_SHIFT, TH_SQ_SHIFT, Block, merge
@@ -50,12 +51,15 @@ def maboss(
     workers and on CPU or GPU. ``time_limit`` (seconds): trajectories run in waves and no wave starts
     past the limit (``attrs["trajectories"]`` says how many ran).
     """
-    m = model if isinstance(model, Model) else load(model, cfg, variables=variables)
-    if isinstance(model, Model) and variables:
-        raise ValueError("variables= needs a model path (they are applied when the .bnd is read)")
-    m = with_settings(m, max_time=max_time, time_tick=time_tick, sample_count=trajectories,
-                      seed_pseudorandom=None if seed is None else check_seed(seed),
-                      discrete_time=None if discrete_time is None else float(bool(discrete_time)))
+    over = dict(max_time=max_time, time_tick=time_tick, sample_count=trajectories,
+                seed_pseudorandom=None if seed is None else check_seed(seed),
+                discrete_time=None if discrete_time is None else float(bool(discrete_time)))
+    if isinstance(model, Model):
+        if variables:
+            raise ValueError("variables= needs a model path (they are applied when the .bnd is read)")
+        m = with_settings(model, **over)
+    else:
+        m = load(model, cfg, variables=variables, **over)
     if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
         raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     c = compile_model(m, mutants)
@@ -179,7 +183,7 @@ def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
     ``derive_seeds(seed, p)``, so it equals ``maboss(..., seed=derive_seeds(seed, p)[()])`` bit for bit."""
     over = dict(max_time=max_time, time_tick=time_tick, sample_count=trajectories,
                 discrete_time=None if discrete_time is None else float(bool(discrete_time)))
-    base = with_settings(load(model, cfg), **over)
+    base = load(model, cfg, **over)
     seed = base.settings.seed_pseudorandom if seed is None else check_seed(seed)
     seeds = derive_seeds(seed, np.arange(len(points)))
     runs = []
@@ -187,7 +191,7 @@ def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
         unknown = set(pt) - {"mutants", "variables"}
         if unknown:
             raise ValueError(f"point {p}: unknown keys {sorted(unknown)} (mutants, variables)")
-        m = with_settings(load(model, cfg, variables=pt["variables"]), **over) if pt.get("variables") else base
+        m = load(model, cfg, variables=pt["variables"], **over) if pt.get("variables") else base
         runs.append((m, compile_model(m, pt.get("mutants")), int(seeds[p])))
     total = sum(m.settings.sample_count for m, _, _ in runs)
     with engine.Run("maboss", client, backend, progress=progress, label="maboss sweep") as run:
@@ -215,7 +219,7 @@ def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
 def knockout_screen(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *, over_expression: bool = False,
                     **options: Any) -> xr.Dataset:
     """Every node knocked out (or over-expressed), plus the wild type as point 'wild type'."""
-    nodes = load(model, cfg).nodes
+    nodes = read_rates(model, cfg).nodes
     v = 1 if over_expression else 0
     return sweep(model, cfg, points=[{}] + [{"mutants": {nm: v}} for nm in nodes], **options)
 

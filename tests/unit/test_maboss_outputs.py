@@ -8,7 +8,7 @@ import xarray as xr
 
 from distsim.cli import main
 from distsim.engine.executor import ShardContext
-from distsim.errors import ModelError, OutputError
+from distsim.errors import ConfigError, ModelError, OutputError
 from distsim.maboss import compile_model, knockout_screen, load, maboss, sweep, write_csv
 from distsim.maboss.shard import Block, merge, simulate_block
 from distsim.rng import derive_seeds
@@ -157,6 +157,16 @@ def test_bad_model_files_name_the_line(tmp_path):
         maboss(bnd, backend="cpu", progress=False)
     with pytest.raises(ModelError, match="variable override"):
         maboss(bnd, variables={"$k": float("nan")}, backend="cpu", progress=False)
+    (tmp_path / "m.cfg").write_text("$k = 1;\nmax_time = 5;\ntime_tick = -0.5;\nsample_count = 2.5;\n")
+    with pytest.raises(ConfigError) as e:
+        maboss(bnd, backend="cpu", progress=False)
+    assert e.value.file.endswith("m.cfg") and e.value.line == 3 and "time_tick" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        maboss(bnd, time_tick=0.5, backend="cpu", progress=False)
+    assert e.value.line == 4 and "sample_count" in str(e.value)
+    with pytest.raises(ConfigError) as e:  # a bad value given in Python names no .cfg line
+        maboss(bnd, time_tick=0.5, trajectories=0, backend="cpu", progress=False)
+    assert e.value.line is None
 
 
 @pytest.mark.parametrize("parts, size", [(1, 1 << 12), (3, 1 << 12), (5, 1 << 16)])

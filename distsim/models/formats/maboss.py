@@ -94,6 +94,7 @@ class MabossConfig:
     n_nodes: int
     notes: tuple[str, ...] = ()
     cfg: str | None = None
+    setting_lines: dict[str, int] = field(default_factory=dict)  # the .cfg line of each setting (its last)
 
     @property
     def step_rate(self) -> float:
@@ -385,6 +386,7 @@ def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
 class _Cfg:
     variables: dict[str, float] = field(default_factory=dict)
     settings: dict[str, float] = field(default_factory=dict)
+    setting_lines: dict[str, int] = field(default_factory=dict)
     istates: dict[tuple[str, ...], tuple[tuple[float, tuple[int, ...]], ...]] = field(default_factory=dict)
     internal: list[str] = field(default_factory=list)
     istate_lines: dict[str, int] = field(default_factory=dict)
@@ -514,6 +516,7 @@ def _parse_cfg(text: str, file: str, node_names: set[str], override: dict[str, f
                 raise p.err("custom_pop_output is PopMaBoSS syntax, which is not supported", t)
             p.expect("=", f"after setting {t.value!r}")
             out.settings[t.value] = _constant(p.expression(), out.variables, p, t)
+            out.setting_lines[t.value] = t.line
             p.expect(";", f"after the value of {t.value!r}")
             continue
         raise p.err(f"expected '$variable = value;', 'setting = value;', 'NODE.istate = value;' or "
@@ -691,7 +694,8 @@ def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None, warn: 
     for note in notes if warn else ():
         warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=3)
     return MabossConfig(initial=initial, istates=istates, variables=dict(conf.variables),
-                        settings=dict(conf.settings), internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
+                        settings=dict(conf.settings), setting_lines=dict(conf.setting_lines),
+                        internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
                         notes=tuple(notes), cfg=os.fspath(cpath) if cpath is not None else None)
 
 

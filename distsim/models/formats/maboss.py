@@ -41,8 +41,8 @@ not supported.
 ``max_time``, ``sample_count``, ``discrete_time``, ...: kept in ``MabossConfig.settings``; the PBN
 translation uses none of them, :mod:`distsim.maboss` all) and node attributes: ``X.istate = 0|1``
 (``-1``: random), ``[X, Y].istate = p1 [0, 1], p2 [1, 0];`` (a joint initial distribution),
-``X.is_internal``, ``X.refstate``, ``X.in_graph``. Initial states map to distsim's ``initial=``: :attr:`MabossConfig.initial` holds the
-nodes whose initial value is certain; nodes that start at 0 or 1 with probability 1/2 each are left
+``X.is_internal``, ``X.refstate``, ``X.in_graph``. Initial states map to distsim's ``initial=``:
+:attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0 or 1 with probability 1/2 each are left
 out (distsim draws them uniformly, the default). Any other initial distribution (a probability
 other than 0, 1/2 or 1, or a correlated group) has no ``initial=`` equivalent: its nodes are left
 random and :attr:`MabossConfig.notes` says so, as it does for ``discrete_time = 1`` (MaBoSS's
@@ -53,8 +53,8 @@ chain's). Each note is also issued as a :class:`UserWarning`.
 flip-rate tables, the .cfg with ``$variables`` optionally replaced, and MaBoSS's node order: a node
 is made at its first mention, a declaration counting at the end of its block; MaBoSS labels states
 and orders its output columns so). :func:`read_maboss` returns ``(PBN, MabossConfig)``;
-``distsim.pbn.load("model.bnd")`` returns the PBN and reads the ``.cfg`` beside it (``model.bnd.cfg``, else ``model.cfg``) or the one given as
-``cfg=``.
+``distsim.pbn.load("model.bnd")`` returns the PBN and reads the ``.cfg`` beside it (``model.bnd.cfg``,
+else ``model.cfg``) or the one given as ``cfg=``.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ not supported.
 translation uses none of them, :mod:`distsim.maboss` all) and node attributes: ``X.istate = 0|1``
 (``-1``: random), ``[X, Y].istate = p1 [0, 1], p2 [1, 0];`` (a joint initial distribution),
 ``X.is_internal``, ``X.refstate``, ``X.in_graph``. Initial states map to distsim's ``initial=``:
-:attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0 or 1 with probability 1/2 each are left
-out (distsim draws them uniformly, the default). Any other initial distribution (a probability
+:attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0
+or 1 with probability 1/2 each are left out (distsim draws them uniformly, the default). Any other initial distribution (a probability
 other than 0, 1/2 or 1, or a correlated group) has no ``initial=`` equivalent: its nodes are left
 random and :attr:`MabossConfig.notes` says so, as it does for ``discrete_time = 1`` (MaBoSS's
 discrete-time mode samples the jump chain, whose statistics differ from the continuous-time

@@ -43,11 +43,11 @@ translation uses none of them, :mod:`distsim.maboss` all) and node attributes: `
 (``-1``: random), ``[X, Y].istate = p1 [0, 1], p2 [1, 0];`` (a joint initial distribution),
 ``X.is_internal``, ``X.refstate``, ``X.in_graph``. Initial states map to distsim's ``initial=``:
 :attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0
-or 1 with probability 1/2 each are left out (distsim draws them uniformly, the default). Any other initial distribution (a probability
-other than 0, 1/2 or 1, or a correlated group) has no ``initial=`` equivalent: its nodes are left
-random and :attr:`MabossConfig.notes` says so, as it does for ``discrete_time = 1`` (MaBoSS's
-discrete-time mode samples the jump chain, whose statistics differ from the continuous-time
-chain's). Each note is also issued as a :class:`UserWarning`.
+or 1 with probability 1/2 each are left out (distsim draws them uniformly, the default). Any other
+initial distribution (a probability other than 0, 1/2 or 1, or a correlated group) has no
+``initial=`` equivalent: its nodes are left random and :attr:`MabossConfig.notes` says so, as it
+does for ``discrete_time = 1`` (MaBoSS's discrete-time mode samples the jump chain, whose statistics
+differ from the continuous-time chain's). Each note is also issued as a :class:`UserWarning`.
 
 :func:`read_rates` returns the continuous-time chain itself for :mod:`distsim.maboss` (each node's
 flip-rate tables, the .cfg with ``$variables`` optionally replaced, and MaBoSS's node order: a node

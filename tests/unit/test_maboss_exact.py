@@ -132,3 +132,16 @@ def test_compiled_rate_tables_equal_the_reader_conditions(bnd, cfg, mutants):
         got[:, i] = c.vals[c.val_start[i] + c.tt[c.tt_start[i] + row]]
     np.testing.assert_array_equal(got, want)
     assert want.any()
+
+
+@pytest.mark.parametrize("bnd, cfg, over", [
+    ("p53_Mdm2.bnd", "p53_Mdm2_runcfg.cfg", {"max_time": 6, "time_tick": 0.5}),
+    ("Four_cycle.bnd", "Four_cycle_FEscape.cfg", {"time_tick": 0.25}),
+    ("cellcycle.bnd", "cellcycle_runcfg.cfg", {}),  # discrete_time = 1
+    ("cellcycle.bnd", "cellcycle_runcfg.cfg", {"discrete_time": 0}),
+])
+def test_maboss_examples_against_exact(bnd, cfg, over):
+    """MaBoSS's own example models (<= 12 nodes), their .cfg as written, against the exact chain."""
+    kw = {k: (bool(v) if k == "discrete_time" else v) for k, v in over.items()}
+    ds = maboss(DATA / bnd, DATA / cfg, trajectories=20000, seed=21, backend="cpu", progress=False, **kw)
+    _compare(ds, load(DATA / bnd, DATA / cfg, sample_count=20000, **over))

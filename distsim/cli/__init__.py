@@ -16,7 +16,7 @@ from .. import __version__
 from .common import HelpFormatter, add_global_options
 
 # one module per command: distsim/cli/<name>.py with register(subparsers) and run(args) -> exit status
-COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "sweep", "export")
+COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "maboss", "sweep", "export")
 
 EPILOG = """\
 commands:
@@ -26,6 +26,7 @@ commands:
   distsim ssa simulate MODEL ...        exact stochastic simulation of reaction networks
   distsim grn infer PROBLEM ...         GRN inference by parallel genetic algorithms
   distsim mcmc rates MODEL --data CSV   Bayesian rate inference (data-augmentation MCMC)
+  distsim maboss MODEL.bnd [MODEL.cfg]  MaBoSS time courses of continuous-time Boolean models
   distsim sweep CONFIG.yaml             a parameter sweep of any of these (resumable)
   distsim export RESULT -o TABLE.csv    a result's summary as a tidy table (CSV, TSV, Parquet)
 

@@ -18,7 +18,7 @@ LAYERS = [
     {"errors", "rng", "backends", "plotting"},
     {"models", "results"},
     {"engine", "cluster"},
-    {"pbn", "ssa", "grn", "mcmc"},
+    {"pbn", "ssa", "grn", "mcmc", "maboss"},
     {"sweep"},
     {"cli"},
     {"__main__"},

@@ -38,20 +38,23 @@ the file and line. PopMaBoSS (``division``, ``death``, ``#cell``), schedules and
 not supported.
 
 **The .cfg** sets ``$variables`` (evaluated in file order), run settings (``time_tick``,
-``max_time``, ``sample_count``, ``discrete_time``, ...: kept in ``MabossConfig.settings``; distsim
-uses none of them) and node attributes: ``X.istate = 0|1`` (``-1``: random), ``[X, Y].istate =
-p1 [0, 1], p2 [1, 0];`` (a joint initial distribution), ``X.is_internal``, ``X.refstate``,
-``X.in_graph``. Initial states map to distsim's ``initial=``: :attr:`MabossConfig.initial` holds the
-nodes whose initial value is certain; nodes that start at 0 or 1 with probability 1/2 each are left
-out (distsim draws them uniformly, the default). Any other initial distribution (a probability
-other than 0, 1/2 or 1, or a correlated group) has no ``initial=`` equivalent: its nodes are left
-random and :attr:`MabossConfig.notes` says so, as it does for ``discrete_time = 1`` (MaBoSS's
-discrete-time mode samples the jump chain, whose statistics differ from the continuous-time
-chain's). Each note is also issued as a :class:`UserWarning`.
+``max_time``, ``sample_count``, ``discrete_time``, ...: kept in ``MabossConfig.settings``; the PBN
+translation uses none of them, :mod:`distsim.maboss` all) and node attributes: ``X.istate = 0|1``
+(``-1``: random), ``[X, Y].istate = p1 [0, 1], p2 [1, 0];`` (a joint initial distribution),
+``X.is_internal``, ``X.refstate``, ``X.in_graph``. Initial states map to distsim's ``initial=``:
+:attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0
+or 1 with probability 1/2 each are left out (distsim draws them uniformly, the default). Any other
+initial distribution (a probability other than 0, 1/2 or 1, or a correlated group) has no
+``initial=`` equivalent: its nodes are left random and :attr:`MabossConfig.notes` says so, as it
+does for ``discrete_time = 1`` (MaBoSS's discrete-time mode samples the jump chain, whose statistics
+differ from the continuous-time chain's). Each note is also issued as a :class:`UserWarning`.
 
-:func:`read_maboss` returns ``(PBN, MabossConfig)``; ``distsim.pbn.load("model.bnd")`` returns the
-PBN and reads the ``.cfg`` beside it (``model.bnd.cfg``, else ``model.cfg``) or the one given as
-``cfg=``.
+:func:`read_rates` returns the continuous-time chain itself for :mod:`distsim.maboss` (each node's
+flip-rate tables, the .cfg with ``$variables`` optionally replaced, and MaBoSS's node order: a node
+is made at its first mention, a declaration counting at the end of its block; MaBoSS labels states
+and orders its output columns so). :func:`read_maboss` returns ``(PBN, MabossConfig)``;
+``distsim.pbn.load("model.bnd")`` returns the PBN and reads the ``.cfg`` beside it (``model.bnd.cfg``,
+else ``model.cfg``) or the one given as ``cfg=``.
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ from ..logic import (Cmp, Cond, Logic, Term, TooComplex, cases, equivalent, mk_a
                      substitute)
 from ..pbn import PBN, Predictor
 
-__all__ = ["read_maboss", "find_cfg", "MabossConfig"]
+__all__ = ["read_maboss", "read_rates", "find_cfg", "MabossConfig", "MabossRates"]
 
 _FUNCS = {"log": (1, 2), "exp": (1, 2)}
 _KEYWORDS = {"not": "!", "and": "&", "or": "|", "xor": "^"}
@@ -91,6 +94,7 @@ class MabossConfig:
     n_nodes: int
     notes: tuple[str, ...] = ()
     cfg: str | None = None
+    setting_lines: dict[str, int] = field(default_factory=dict)  # the .cfg line of each setting (its last)
 
     @property
     def step_rate(self) -> float:
@@ -184,6 +188,7 @@ class _Parser:
         self.file = file
         self.cfg = cfg
         self.toks = _tokenize(text, file, cfg)
+        self.mentions: list[str] = []  # node names in the order MaBoSS creates its nodes
         self.i = 0
 
     # tokens
@@ -289,6 +294,7 @@ class _Parser:
                 return self.call(t)
             if self.cfg:
                 raise self.err(f"node name {t.value!r} in a .cfg expression (only numbers and $variables)", t)
+            self.mentions.append(t.value)
             return _Ref("node", t.value, t.line, t.col)
         if self.take("@"):
             a = self.name("an attribute name after '@'")
@@ -322,6 +328,7 @@ class _NodeDecl:
     name: str
     line: int
     attrs: dict[str, Any] = field(default_factory=dict)  # attribute -> expression (strings dropped)
+    maboss_index: int = 0  # MaBoSS's node order: first mention, a declaration counting at its end
 
 
 def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
@@ -350,6 +357,7 @@ def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
                 else:
                     decl.attrs[key.value] = p.expression()
                 p.expect(";", f"after attribute {key.value!r}")
+            p.mentions.append(decl.name)  # MaBoSS makes the node at the end of its block
             continue
         if t.kind == "name" and p.is_op(":", ",", k=1):
             tok = p.name("a node name")
@@ -360,11 +368,15 @@ def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
             if sep == "," and tok.value == "targets" and p.toks[start].value == "factors" and p.i - start <= 2:
                 continue  # bnet header line
             define(tok).attrs["logic"] = e
+            p.mentions.append(tok.value)
             continue
         got = "end of file" if t.kind == "eof" else repr(t.value)
         raise p.err(f"expected 'Node NAME {{ ... }}', 'NAME : logic;' or 'NAME, logic', found {got}", t)
     if not nodes:
         raise ModelError("the file defines no node", file=file, line=1)
+    order = {nm: k for k, nm in enumerate(dict.fromkeys(p.mentions))}
+    for k, d in enumerate(sorted(nodes.values(), key=lambda d: order.get(d.name, len(order)))):
+        d.maboss_index = k
     return list(nodes.values())
 
 
@@ -374,6 +386,7 @@ def _parse_bnd(text: str, file: str) -> list[_NodeDecl]:
 class _Cfg:
     variables: dict[str, float] = field(default_factory=dict)
     settings: dict[str, float] = field(default_factory=dict)
+    setting_lines: dict[str, int] = field(default_factory=dict)
     istates: dict[tuple[str, ...], tuple[tuple[float, tuple[int, ...]], ...]] = field(default_factory=dict)
     internal: list[str] = field(default_factory=list)
     istate_lines: dict[str, int] = field(default_factory=dict)
@@ -421,9 +434,10 @@ def _map(t: Any, f) -> Any:
     return t
 
 
-def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
+def _parse_cfg(text: str, file: str, node_names: set[str], override: dict[str, float] | None = None) -> _Cfg:
     p = _Parser(text, file, cfg=True)
-    out = _Cfg()
+    override = override or {}
+    out = _Cfg(variables=dict(override))  # overrides first, so that later definitions may use them
 
     def node(tok: _Tok) -> str:
         if tok.value not in node_names:
@@ -444,7 +458,8 @@ def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
         if t.kind == "var":
             p.next()
             p.expect("=", f"after {t.value}")
-            out.variables[t.value] = _constant(p.expression(), out.variables, p, t)
+            value = _constant(p.expression(), out.variables, p, t)
+            out.variables[t.value] = override.get(t.value, value)
             p.expect(";", f"after the value of {t.value}")
             continue
         if p.take("["):
@@ -501,6 +516,7 @@ def _parse_cfg(text: str, file: str, node_names: set[str]) -> _Cfg:
                 raise p.err("custom_pop_output is PopMaBoSS syntax, which is not supported", t)
             p.expect("=", f"after setting {t.value!r}")
             out.settings[t.value] = _constant(p.expression(), out.variables, p, t)
+            out.setting_lines[t.value] = t.line
             p.expect(";", f"after the value of {t.value!r}")
             continue
         raise p.err(f"expected '$variable = value;', 'setting = value;', 'NODE.istate = value;' or "
@@ -527,6 +543,37 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
     module docstring). A missing file raises :class:`FileNotFoundError`; bad input
     :class:`ModelError` with file and line.
     """
+    m = read_rates(bnd, cfg, warn=True)
+    preds = [_predictors(i, r, m.config.max_rate) for i, r in enumerate(m.rates)]
+    net = PBN.create(list(m.nodes), preds, name=m.name, source=m.source, update="async")  # MaBoSS is asynchronous
+    return net, m.config
+
+
+_Rates = tuple[dict[float, Expr], dict[float, Expr]]  # (rate_up, rate_down): rate value -> states with that rate
+
+
+@dataclass(frozen=True)
+class MabossRates:
+    """A MaBoSS model as its continuous-time chain: node i flips at rate ``v`` in the states where
+    ``rates[i][x_i][v]`` holds (``rates[i][0]``: rate_up, the node at 0; ``rates[i][1]``: rate_down);
+    ``rates[i]`` is None for a node that never changes. The conditions of one table partition the
+    states where they apply."""
+
+    nodes: tuple[str, ...]
+    rates: tuple[_Rates | None, ...]
+    config: MabossConfig
+    name: str
+    source: str
+    maboss_order: tuple[int, ...]  # node indices in MaBoSS's order (its state labels and output columns)
+
+
+def read_rates(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
+               variables: dict[str, float] | None = None, warn: bool = False) -> MabossRates:
+    """The flip-rate tables and the full .cfg of a MaBoSS model (for continuous-time simulation).
+
+    ``variables``: ``$name`` values that replace the .cfg's (``{"$rate": 2.0}`` or ``{"rate": 2.0}``);
+    a name the .cfg does not define is added. ``warn``: issue :attr:`MabossConfig.notes` as warnings
+    (they concern the PBN translation only)."""
     bfile = os.fspath(bnd)
     for f in (bnd, cfg):
         if f is not None and not Path(f).is_file():
@@ -534,16 +581,20 @@ def read_maboss(bnd: str | os.PathLike, cfg: str | os.PathLike | None = None) ->
     cpath = Path(cfg) if cfg is not None else find_cfg(bnd)
     decls = _parse_bnd(Path(bnd).read_text(encoding="utf-8-sig", errors="replace"), bfile)
     names = [d.name for d in decls]
-    conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names)) \
-        if cpath is not None else _Cfg()
+    override = {(k if k.startswith("$") else "$" + k): float(v) for k, v in (variables or {}).items()}
+    for k, v in override.items():
+        if not re.fullmatch(r"\$[A-Za-z_][A-Za-z_0-9]*", k) or not math.isfinite(v):
+            raise ModelError(f"variable override {k} = {v}: a $name and a finite number are needed", file=bfile)
+    conf = _parse_cfg(cpath.read_text(encoding="utf-8-sig", errors="replace"), os.fspath(cpath), set(names),
+                      override) if cpath is not None else _Cfg(variables=dict(override))
     where = f" (no .cfg: looked for {Path(bnd).name}.cfg and {Path(bnd).with_suffix('.cfg').name}; pass cfg=)" \
         if cpath is None else f" in {cpath}"
     resolve = _Resolver({nm: i for i, nm in enumerate(names)}, conf.variables, bfile, where)
     rates = [_flip_rates(i, decl, resolve) for i, decl in enumerate(decls)]
     top = max((v for r in rates if r is not None for table in r for v in table), default=0.0)
-    preds = [_predictors(i, r, top) for i, r in enumerate(rates)]
-    net = PBN.create(names, preds, name=Path(bnd).stem, source=bfile, update="async")  # MaBoSS is asynchronous
-    return net, _config(conf, names, top, cpath)
+    order = tuple(sorted(range(len(decls)), key=lambda i: decls[i].maboss_index))
+    return MabossRates(tuple(names), tuple(rates), _config(conf, names, top, cpath, warn), Path(bnd).stem, bfile,
+                       order)
 
 
 @dataclass(frozen=True)
@@ -575,9 +626,6 @@ class _Resolver:
             raise ModelError(f"@{t.name} refers to itself (node {decl.name!r})", file=self.file, line=t.line,
                              column=t.col)
         return self(decl.attrs[t.name], decl, stack + (t.name,))
-
-
-_Rates = tuple[dict[float, Expr], dict[float, Expr]]  # (rate_up, rate_down): rate value -> states with that rate
 
 
 def _flip_rates(i: int, decl: _NodeDecl, resolve: _Resolver) -> _Rates | None:
@@ -621,7 +669,7 @@ def _predictors(i: int, rates: _Rates | None, top: float) -> list[Predictor]:
     return [Predictor(e, w) for e, w in row.items()]
 
 
-def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> MabossConfig:
+def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None, warn: bool = True) -> MabossConfig:
     initial: dict[str, int] = {}
     notes: list[str] = []
     istates = {}
@@ -643,10 +691,11 @@ def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None) -> Mab
     if conf.settings.get("discrete_time", 0) != 0:
         notes.append("discrete_time = 1 asks MaBoSS for its discrete-time (jump chain) mode; the PBN is MaBoSS's "
                      "continuous-time process, whose stationary distribution differs in general")
-    for note in notes:
+    for note in notes if warn else ():
         warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=3)
     return MabossConfig(initial=initial, istates=istates, variables=dict(conf.variables),
-                        settings=dict(conf.settings), internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
+                        settings=dict(conf.settings), setting_lines=dict(conf.setting_lines),
+                        internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
                         notes=tuple(notes), cfg=os.fspath(cpath) if cpath is not None else None)
 
 

@@ -1,0 +1,99 @@
+"""``distsim maboss MODEL.bnd [MODEL.cfg]``: MaBoSS time courses (continuous-time Boolean models)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ..errors import UsageError
+from .common import backend, check_outputs, client, finish, parse_assignments, positive_float, positive_int, progress, \
+    subparser
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``maboss`` command."""
+    p = subparser(subparsers, "maboss", help="MaBoSS time courses of a .bnd + .cfg model (continuous-time Boolean)")
+    p.add_argument("model", help="MaBoSS .bnd network")
+    p.add_argument("cfg", nargs="?", default=None, help="its .cfg (default: MODEL.bnd.cfg, else MODEL.cfg beside it)")
+    p.add_argument("--trajectories", "-n", type=positive_int, default=None, metavar="N",
+                   help="number of trajectories (default: the .cfg's sample_count)")
+    p.add_argument("--max-time", type=positive_float, default=None, metavar="T", help="default: the .cfg's max_time")
+    p.add_argument("--time-tick", type=positive_float, default=None, metavar="DT",
+                   help="window width (default: the .cfg's time_tick)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: the .cfg's seed_pseudorandom); a "
+                   "seed gives the same result on any hardware")
+    p.add_argument("--discrete-time", choices=["0", "1"], default=None, help="override the .cfg's discrete_time")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a $variable of the .cfg (repeatable; the $ is optional)")
+    p.add_argument("--mutant", action="append", default=[], metavar="NODE=0|1",
+                   help="knock a node out (0) or over-express it (1) (repeatable)")
+    p.add_argument("--screen", choices=["knockout", "overexpression"], default=None,
+                   help="every node knocked out (over-expressed) in turn, plus the wild type, along 'point'")
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="SECONDS",
+                   help="run trajectories in waves and start none past this many seconds (the result is that of "
+                        "the trajectories done)")
+    p.add_argument("--output", "-o", default=None, metavar="PATH", help="write the result Dataset (.nc or .zarr)")
+    p.add_argument("--csv", default=None, metavar="PREFIX",
+                   help="write MaBoSS's PREFIX_probtraj.csv and PREFIX_fp.csv")
+    p.add_argument("--plot", default=None, metavar="PNG", help="a PNG of the state probabilities and final states")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..maboss import knockout_screen, maboss, write_csv
+
+    csv_files = [f"{args.csv}_probtraj.csv", f"{args.csv}_fp.csv"] if args.csv else []
+    check_outputs(args, data=[args.output], figures=[args.plot], files=csv_files)
+    variables = parse_assignments(args.var, "--var")
+    mutants = {}
+    for name, value in parse_assignments(args.mutant, "--mutant").items():
+        if value not in (0, 1):
+            raise UsageError(f"--mutant {name}={value:g}: the value is 0 (knock-out) or 1 (over-expression)")
+        mutants[name] = int(value)
+    if args.screen and (mutants or args.csv or args.plot):
+        raise UsageError("--screen runs every mutant; --mutant, --csv and --plot apply to a single run")
+    opts = dict(trajectories=args.trajectories, max_time=args.max_time, time_tick=args.time_tick, seed=args.seed,
+                discrete_time=None if args.discrete_time is None else args.discrete_time == "1")
+    t0 = time.perf_counter()
+    with client(args) as dask_client:
+        run_opts = dict(client=dask_client, backend=backend(args), progress=progress(args))
+        if args.screen:
+            if variables or args.time_limit:
+                raise UsageError("--screen takes neither --var (set the variables in the .cfg) nor --time-limit")
+            ds = knockout_screen(args.model, args.cfg, over_expression=args.screen == "overexpression", **opts,
+                                 **run_opts)
+        else:
+            ds = maboss(args.model, args.cfg, variables=variables, mutants=mutants, time_limit=args.time_limit,
+                        **opts, **run_opts)
+    _print_summary(ds)
+    if args.csv:
+        for path in write_csv(ds, args.csv, overwrite=args.overwrite):
+            print(f"written: {path}")
+
+    def draw(path: str) -> None:
+        from ..maboss.plots import plot_time_course
+
+        plot_time_course(ds, path)
+
+    return finish(args, ds, args.output, t0, {"plot": (args.plot, draw)})
+
+
+def _print_summary(ds: Any) -> None:
+    import numpy as np
+
+    a = ds.attrs
+    print(f"{a['model_name']}: {a['trajectories']} trajectories to t={a['max_time']:g} (time_tick {a['time_tick']:g}"
+          f"{', discrete time' if a['discrete_time'] else ''}, seed {a['seed']}, {a.get('backend')}), "
+          f"{a['events']} transitions" + (" -- stopped by the time limit" if a.get("stopped_by") == "time_limit"
+                                          else ""))
+    if "point" in ds.dims:
+        more = " ..." if ds.point.size > 6 else ""
+        print(f"{ds.point.size} points: {', '.join(map(str, ds.point.values[:6]))}{more}")
+        return
+    final = ds.final_probability.values
+    w = max([5] + [len(str(s)) for s in ds.state.values])
+    print(f"{'state at max_time':<{w}} {'probability':>11}")
+    for j in np.argsort(-final, kind="stable")[:10]:
+        print(f"{str(ds.state.values[j]):<{w}} {final[j]:11.5f}")
+    for lab, p in zip(ds.fixed_point.values, ds.fixed_point_probability.values):
+        print(f"fixed point {lab}: {p:.5f}")

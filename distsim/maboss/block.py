@@ -1,0 +1,116 @@
+"""The payload of a shard and the integer counts every kernel call is reduced to (shared by both kernels).
+
+Every count is a sum of integers over trajectories, so shards combine (:func:`merge`) to the same
+numbers however the trajectories are split; the dataset is built from these counts alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from . import cpu
+from .model import CompiledModel
+
+REC_CAP = 16  # first slab size per trajectory: REC_CAP + WIN_RECS * windows (x 4 while a chunk overflows)
+WIN_RECS = 2  # every window holds at least one record
+SQ_SHIFT = 14  # squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12
+TH_SQ_SHIFT = 12
+
+
+@dataclass(frozen=True)
+class Block:
+    model: CompiledModel
+    seed: int
+    traj0: int
+    n_traj: int
+    n_win: int
+    max_time: float
+    tick: float
+    discrete: bool
+
+
+def first_cap(n_win: int) -> int:
+    """The first record slab per trajectory of a kernel call."""
+    return REC_CAP + WIN_RECS * n_win
+
+
+def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int) -> int:
+    """Trajectories per kernel call so that the first slabs and per-trajectory arrays take about ``budget`` bytes."""
+    per = first_cap(n_win) * 20 + n_win * 8 + n * 9 + 64
+    return int(min(hi, max(lo, budget // per)))
+
+
+def _empty(n_win: int, n_words: int, vw: int) -> dict:
+    return {"win": np.zeros(0, np.int32), "state": np.zeros((0, vw), np.uint64), "q": np.zeros(0, np.int64),
+            "q2": np.zeros(0, np.int64), "th": np.zeros(n_win, np.int64), "th2": np.zeros(n_win, np.int64),
+            "final": np.zeros((0, vw), np.uint64), "final_n": np.zeros(0, np.int64),
+            "fp": np.zeros((0, n_words), np.uint64), "fp_n": np.zeros(0, np.int64), "events": 0, "trajectories": 0}
+
+
+def _sum_by(keys: tuple[np.ndarray, ...], *values: np.ndarray) -> tuple:
+    """Unique rows of ``keys`` (sorted) and the integer sums of ``values`` over each."""
+    if keys[0].size == 0:
+        return tuple(k[:0] for k in keys) + tuple(v[:0] for v in values)
+    order = np.lexsort(keys[::-1])
+    ks = [k[order] for k in keys]
+    new = np.ones(ks[0].size, bool)
+    new[1:] = np.any([k[1:] != k[:-1] for k in ks], axis=0)
+    starts = np.flatnonzero(new)
+    return tuple(k[starts] for k in ks) + tuple(np.add.reduceat(v[order], starts) for v in values)
+
+
+def _sum_rows(lead: tuple[np.ndarray, ...], rows: np.ndarray, *values: np.ndarray) -> tuple:
+    """:func:`_sum_by` with the key's last part a 2-D array of words (a state): ``(*lead, rows, *sums)``."""
+    out = _sum_by((*lead, *(rows[:, j] for j in range(rows.shape[1]))), *values)
+    k = len(lead)
+    words = np.stack(out[k:k + rows.shape[1]], axis=1) if rows.shape[1] else np.zeros((out[0].size, 0), rows.dtype)
+    return (*out[:k], words.reshape(-1, rows.shape[1]), *out[k + rows.shape[1]:])
+
+
+def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
+    """Sum shard results (exact integers: the order and the split do not matter)."""
+    if not parts:
+        return _empty(n_win, n_words, vw)
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("win", "q", "q2", "final_n", "fp_n")}
+    win, state, q, q2 = _sum_rows((cat["win"],), np.concatenate([p["state"] for p in parts]).reshape(-1, vw),
+                                  cat["q"], cat["q2"])
+    final, final_n = _sum_rows((), np.concatenate([p["final"] for p in parts]).reshape(-1, vw), cat["final_n"])
+    fp, fp_n = _sum_rows((), np.concatenate([p["fp"] for p in parts]).reshape(-1, n_words), cat["fp_n"])
+    return {"win": win, "state": state, "q": q, "q2": q2, "th": np.sum([p["th"] for p in parts], axis=0),
+            "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
+            "fp": fp, "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
+            "trajectories": int(sum(p["trajectories"] for p in parts))}
+
+
+def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one kernel call's per-trajectory outputs (``rec_win[trajectory, record]``,
+    ``rec_state[trajectory, record, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
+    and its windows' entropy sums (the same for both kernels)."""
+    size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
+    while True:
+        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT, parts)
+        if ok:
+            break
+        size *= 4
+    vw = rec_state.shape[2]
+    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1)
+    used = kw >= 0
+    win, state, qs, q2 = _sum_rows((kw[used],), ks[used], sq[used], sq2[used])
+    final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
+    fpmask = fixed.astype(bool)
+    fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
+    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
+            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
+            "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
+
+
+def visible_positions(m: CompiledModel) -> np.ndarray:
+    """``vpos[i]``: node i's bit in a visible state (-1: internal)."""
+    vpos = np.full(m.n, -1, np.int32)
+    vpos[list(m.visible)] = np.arange(len(m.visible), dtype=np.int32)
+    return vpos
+
+

@@ -1,0 +1,52 @@
+"""A shard task: trajectories ``traj0 .. traj0 + n_traj`` of one model, in kernel calls of a chunk each,
+reduced to integer counts (:mod:`.block`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import ShardContext
+from . import cpu
+from . import block
+from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
+
+CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
+GPU_CHUNK = 1 << 18  # per GPU launch
+
+__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK", "GPU_CHUNK"]
+
+
+def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
+    m = b.model
+    vpos = visible_positions(m)
+    cap = block.first_cap(b.n_win)
+    while True:
+        rec_win = np.zeros((n, cap), np.int32)
+        rec_state = np.zeros((n, cap, m.vis_words), np.uint64)
+        rec_q = np.zeros((n, cap), np.int64)
+        rec_n = np.zeros(n, np.int32)
+        th_int = np.zeros((n, b.n_win), np.int64)
+        final_vis = np.zeros((n, m.vis_words), np.uint64)
+        final_full = np.zeros((n, m.n_words), np.uint64)
+        fixed = np.zeros(n, np.uint8)
+        events = np.zeros(n, np.int64)
+        cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
+                           m.grp_start,
+                           m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
+                           np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
+                           rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)
+        if int(rec_n.max(initial=0)) <= cap:
+            return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_int.sum(axis=0),
+                                ((th_int >> TH_SQ_SHIFT) ** 2).sum(axis=0), final_vis, final_full, fixed, events)
+        cap *= 4
+
+
+def simulate_block(ctx: ShardContext, b: Block) -> dict:
+    """The shard task: the block's trajectories in chunks, on the worker's backend."""
+    n = b.model.n
+    run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK)
+    if ctx.backend == "gpu":
+        from .gpu import run_gpu_chunk as run_chunk
+        size = block.chunk_size(b.n_win, n, 1 << 30, 1024, GPU_CHUNK)
+    parts = [run_chunk(b, b.traj0 + s, min(size, b.n_traj - s)) for s in range(0, b.n_traj, size)]
+    return merge(parts, b.n_win, b.model.n_words, b.model.vis_words)

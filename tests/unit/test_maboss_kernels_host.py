@@ -1,0 +1,74 @@
+"""CPU == GPU for the maboss kernels without a GPU: ``kernels/ctbn.cu`` compiled for the host by g++
+(``cuda_host.h``: CUDA's keywords and intrinsics, IEEE doubles, no contraction) and launched by the
+unchanged ``distsim.maboss.gpu`` code with NumPy standing in for CuPy gives the Numba kernel's counts
+bit for bit (records, entropy sums, final states, fixed points, events), also when the record slabs
+overflow and the launch is redone. The device itself is checked by tests/gpu/test_maboss_gpu.py.
+Skipped where g++ is not installed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distsim.maboss import block, compile_model, gpu, load, shard
+
+from cuda_on_host import GXX, HostModule, fake_cupy
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "maboss"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pbn"
+
+CASES = {
+    "toggle_internal": (DATA / "toggle_internal.bnd", None, {}),
+    "absorbing": (DATA / "absorbing.bnd", None, {}),
+    "absorbing-discrete": (DATA / "absorbing.bnd", DATA / "discrete.cfg", {}),
+    "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {}),
+    "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
+    "calzone2010": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", None, {}),
+    "montagud133": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {}),
+}
+
+
+@pytest.fixture
+def host_gpu(monkeypatch, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("host_kernels")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    monkeypatch.setattr(gpu, "_module", lambda: HostModule(gpu.source(), workdir))
+    monkeypatch.setattr(gpu, "_DEVICE_MODELS", {})
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("cap", [16, 1])
+def test_host_kernel_equals_cpu(name, cap, host_gpu, monkeypatch):
+    bnd, cfg, mutants = CASES[name]
+    m = load(bnd, cfg, max_time=3.0)
+    c = compile_model(m, mutants)
+    s = m.settings
+    b = shard.Block(c, 77, 0, 300, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    monkeypatch.setattr(block, "REC_CAP", cap)
+    monkeypatch.setattr(block, "WIN_RECS", 0 if cap == 1 else 2)  # cap 1: every trajectory overflows
+    want = shard.run_cpu_chunk(b, 1000, 300)
+    got = gpu.run_gpu_chunk(b, 1000, 300)
+    assert want["events"] > 0 and want["trajectories"] == 300
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+def test_host_kernel_two_word_states(host_gpu, tmp_path):
+    """Sizek et al. (2019) with all 87 nodes visible: visible states of two 64-bit words."""
+    text = "\n".join(line for line in (DATA / "sizek.cfg").read_text().splitlines() if "is_internal" not in line)
+    (tmp_path / "sizek.cfg").write_text(text)
+    m = load(DATA / "sizek.bnd", tmp_path / "sizek.cfg", max_time=3.0, time_tick=0.5)
+    c = compile_model(m)
+    assert c.vis_words == 2
+    s = m.settings
+    b = shard.Block(c, 3, 0, 200, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_chunk(b, 0, 200)
+    got = gpu.run_gpu_chunk(b, 0, 200)
+    assert want["state"].shape[1] == 2 and (want["state"][:, 1] != 0).any()
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

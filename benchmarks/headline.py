@@ -356,7 +356,8 @@ def _fmt(v: float | None) -> str:
 
 
 def table(rows: list[dict], base: dict) -> list[str]:
-    lines = ["| figure | unit | recorded | device, date | now | ratio | verdict | check |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| figure | unit | recorded | device, date | now | ratio | verdict | check |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         f, rec = row["figure"], row.get("record")
         other = None if rec else next((r for r in base["records"] if r["id"] == f.id), None)

@@ -2,16 +2,18 @@
 cached load.
 
 Two kinds: Numba compiling a distsim function (a miss of Numba's disk cache: ``cache=True`` on every
-``njit``; Numba reports it as its ``numba:compile`` event) and NVRTC compiling a CUDA module (a miss
-of :func:`distsim.backends.cuda.load_module`'s disk cache). A shard task (``engine.executor``) runs
-under :func:`announce` with a callback that prints the notice in this process or sends it from a Dask
-worker to the client; the callback is called at the first compile of the task, before it runs.
-Compile seconds are counted per thread (:func:`seconds`).
+``njit``; Numba reports it as its ``numba:compile`` event, listened to from this module's import) and
+NVRTC compiling a CUDA module (a miss of :func:`distsim.backends.cuda.load_module`'s disk cache).
+Outside a task each outermost compile prints :func:`message` to stderr (e.g. the client's histogram
+pilot). A shard task (``engine.executor``) runs under :func:`announce` with its own callback (printed
+here, and sent from a Dask worker to the client), called at the task's first compile only.
+Compile seconds and counts are kept per thread (:func:`seconds`, :func:`count`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from typing import Callable, Iterator
@@ -23,9 +25,20 @@ _installed = False
 _install_lock = threading.Lock()
 
 
+def message(kind: str, what: str, where: str | None = None) -> str:
+    """The notice of a compile (``kind`` 'cpu' for Numba, 'gpu' for NVRTC; ``where``: a worker)."""
+    return (f"[distsim] {where + ': ' if where else ''}compiling {'CPU (Numba)' if kind == 'cpu' else 'GPU (NVRTC)'}"
+            f" kernels on first use ({what}); kept on disk, later runs load them ...")
+
+
+def _print(kind: str, what: str) -> None:
+    print(message(kind, what), file=sys.stderr, flush=True)
+
+
 def _state() -> threading.local:
     if not hasattr(_local, "depth"):
-        _local.depth, _local.seconds, _local.count, _local.notice, _local.told = 0, 0.0, 0, None, False
+        _local.depth, _local.seconds, _local.count, _local.notice, _local.told = 0, 0.0, 0, _print, False
+        _local.scoped = False
     return _local
 
 
@@ -38,7 +51,7 @@ def compiling(kind: str, what: str) -> Iterator[None]:
     try:
         if st.depth == 1:
             st.count += 1
-            if st.notice is not None and not st.told:
+            if st.notice is not None and not (st.scoped and st.told):
                 st.told = True
                 st.notice(kind, what)
         yield
@@ -60,15 +73,15 @@ def count() -> int:
 
 @contextlib.contextmanager
 def announce(notice: Notice | None) -> Iterator[None]:
-    """Call ``notice(kind, what)`` at the first compile started in this thread while the block runs."""
-    watch_numba()
+    """Call ``notice(kind, what)`` at the first compile started in this thread while the block runs
+    (``None``: say nothing)."""
     st = _state()
-    saved = st.notice, st.told
-    st.notice, st.told = notice, False
+    saved = st.notice, st.told, st.scoped
+    st.notice, st.told, st.scoped = notice, False, True
     try:
         yield
     finally:
-        st.notice, st.told = saved
+        st.notice, st.told, st.scoped = saved
 
 
 def watch_numba() -> None:
@@ -106,3 +119,6 @@ def watch_numba() -> None:
 
         event.register("numba:compile", _Listener())
         _installed = True
+
+
+watch_numba()

@@ -84,13 +84,14 @@ def _toolchain() -> tuple:
 
 
 def _nvrtc(code: str, options: tuple[str, ...], cc: str) -> tuple[bytes, str]:
-    """Compile with NVRTC as CuPy's RawModule does (same options, ``-arch=sm_XY``): (image, suffix).
+    """Compile with NVRTC as CuPy's RawModule does (its ``-ftz=true``, ``--device-as-default-execution-space``
+    on NVRTC 12+ and ``-arch=sm_XY``, so the binary is the one CuPy built): (image, suffix).
     A cubin where this NVRTC returns one, else PTX (the driver then finishes it)."""
     from cupy_backends.cuda.libs import nvrtc
 
-    opts = list(options)
+    opts = list(options) + ["-ftz=true"]  # CuPy's RawModule appends these: the same binary as before
     if nvrtc.getVersion()[0] >= 12:
-        opts.append("--device-as-default-execution-space")  # as CuPy adds for NVRTC 12+
+        opts.append("--device-as-default-execution-space")
     cubin = hasattr(nvrtc, "getCUBIN")
     opts.append(f"-arch={'sm' if cubin else 'compute'}_{cc}")
     prog = nvrtc.createProgram(code, "distsim_kernel.cu", [], [])

@@ -62,12 +62,6 @@ def _worker_address() -> str:
 COMPILE_TOPIC = "distsim-compile"  # Dask event topic: a worker started compiling kernels (client prints it)
 
 
-def compile_message(kind: str, what: str, where: str | None = None) -> str:
-    """The notice of a compile (``kind`` 'cpu' for Numba, 'gpu' for NVRTC; ``where``: a worker)."""
-    return (f"[distsim] {where + ': ' if where else ''}compiling {'CPU (Numba)' if kind == 'cpu' else 'GPU (NVRTC)'}"
-            f" kernels on first use ({what}); kept on disk, later runs load them ...")
-
-
 def _notice(kind: str, what: str) -> None:
     """Told at once by :mod:`distsim.backends.compiles` when a task starts compiling: printed here, and
     from a Dask worker also sent to the client (event topic ``COMPILE_TOPIC``), whose executor prints it."""
@@ -78,7 +72,7 @@ def _notice(kind: str, what: str) -> None:
         worker = get_worker()
     except (ImportError, ValueError):
         pass
-    print(compile_message(kind, what), file=sys.stderr, flush=True)
+    print(compiles.message(kind, what), file=sys.stderr, flush=True)
     if worker is not None:
         with contextlib.suppress(Exception):  # a notice never fails a task
             worker.log_event(COMPILE_TOPIC, {"worker": worker.address, "kind": kind, "what": what})
@@ -86,7 +80,8 @@ def _notice(kind: str, what: str) -> None:
 
 def _client_notice(event: Any) -> None:
     _, msg = event
-    print(compile_message(msg.get("kind", ""), msg.get("what", ""), msg.get("worker")), file=sys.stderr, flush=True)
+    print(compiles.message(msg.get("kind", ""), msg.get("what", ""), msg.get("worker")), file=sys.stderr,
+          flush=True)
 
 
 def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:

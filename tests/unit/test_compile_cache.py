@@ -171,3 +171,101 @@ def test_a_second_process_loads_the_nvrtc_output_from_disk(tmp_path):
     second, _ = run()
     assert second["compiles"] == 0
     assert sorted((tmp_path / "nvrtc").iterdir()) == sorted(entries)
+
+
+class _FakeNVRTC:
+    """Stands in for CuPy's NVRTC binding on a machine without CUDA: records each compile's options."""
+
+    class NVRTCError(Exception):
+        pass
+
+    def __init__(self):
+        self.compiled: list[list[str]] = []
+
+    def getVersion(self):
+        return (13, 0)
+
+    def createProgram(self, src, name, headers, include_names):
+        return 1
+
+    def compileProgram(self, prog, options):
+        self.compiled.append(list(options))
+        if "#error" in self.src:
+            raise self.NVRTCError("NVRTC_ERROR_COMPILATION (6)")
+
+    def getCUBIN(self, prog):
+        return b"\x7fELF cubin of " + self.src.encode()
+
+    def getProgramLog(self, prog):
+        return "kernel.cu(1): error: boom"
+
+    def destroyProgram(self, prog):
+        pass
+
+
+def _fake_cuda(monkeypatch, tmp_path):
+    import types
+
+    nv = _FakeNVRTC()
+    loaded = []
+
+    class RawModule:
+        def __init__(self, code=None, *, path=None, options=(), backend="nvrtc"):
+            loaded.append(path)
+            self.path = path
+
+    cupy = types.SimpleNamespace(
+        __version__="14.2.0", RawModule=RawModule,
+        cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0, compute_capability="90"),
+                                   runtime=types.SimpleNamespace(runtimeGetVersion=lambda: 13000,
+                                                                 driverGetVersion=lambda: 13000)))
+    libs = types.SimpleNamespace(nvrtc=nv)
+    for name, mod in {"cupy": cupy, "cupy_backends": types.SimpleNamespace(cuda=types.SimpleNamespace(libs=libs)),
+                      "cupy_backends.cuda": types.SimpleNamespace(libs=libs), "cupy_backends.cuda.libs": libs,
+                      "cupy_backends.cuda.libs.nvrtc": nv}.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setenv("DISTSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cuda, "_MODULES", {})
+    return nv, loaded
+
+
+def test_load_module_compiles_once_per_machine_as_cupy_would(monkeypatch, tmp_path):
+    nv, loaded = _fake_cuda(monkeypatch, tmp_path)
+    nv.src = "extern \"C\" __global__ void k() {}"
+    n0 = compiles.count()
+    mod = cuda.load_module(nv.src, ("--fmad=false",))
+    assert cuda.load_module(nv.src, ("--fmad=false",)) is mod  # once per process
+    assert compiles.count() - n0 == 1 and len(nv.compiled) == 1
+    opts = nv.compiled[0]
+    assert opts[:2] == ["-std=c++17", f"-I{cuda.kernels_dir()}"]
+    assert opts[2:] == ["--fmad=false", "-ftz=true", "--device-as-default-execution-space", "-arch=sm_90"]
+    [entry] = (tmp_path / "nvrtc").iterdir()
+    assert entry.suffix == ".cubin" and entry.read_bytes() == nv.getCUBIN(1) and loaded == [str(entry)]
+    monkeypatch.setattr(cuda, "_MODULES", {})  # a new process: loaded from disk, no compile
+    cuda.load_module(nv.src, ("--fmad=false",))
+    assert len(nv.compiled) == 1 and compiles.count() - n0 == 1 and loaded == [str(entry)] * 2
+    cuda.load_module(nv.src, ("--fmad=true",))  # other options: another entry
+    assert len(nv.compiled) == 2 and len(list((tmp_path / "nvrtc").iterdir())) == 2
+
+
+def test_a_failed_compile_names_the_log_and_caches_nothing(monkeypatch, tmp_path):
+    nv, _ = _fake_cuda(monkeypatch, tmp_path)
+    nv.src = "#error no"
+    with pytest.raises(RuntimeError, match="(?s)NVRTC could not compile.*boom"):
+        cuda.load_module(nv.src)
+    assert not (tmp_path / "nvrtc").exists() or not list((tmp_path / "nvrtc").iterdir())
+
+
+def test_a_compile_outside_tasks_is_announced_each_time(capsys):
+    """E.g. the histogram pilot an SSA run simulates on the client before its tasks."""
+    for _ in range(2):
+        with compiles.compiling("cpu", "Numba distsim.ssa.cpu._simulate"):
+            with compiles.compiling("cpu", "Numba distsim.ssa.cpu.run_realization"):
+                pass
+    err = capsys.readouterr().err
+    assert err.count("compiling CPU (Numba) kernels on first use (Numba distsim.ssa.cpu._simulate)") == 2, err
+    assert "run_realization" not in err
+    with compiles.announce(None):
+        with compiles.compiling("cpu", "x"):
+            pass
+    assert capsys.readouterr().err == ""

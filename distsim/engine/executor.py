@@ -42,21 +42,12 @@ OnDone = Callable[[int], None]  # called with the shard index as each task of a 
 
 
 def _gpu_index() -> int:
-    try:
-        from distributed import get_worker
-
-        return int(getattr(get_worker(), "_distsim_gpu", 0))
-    except Exception:
-        return 0
+    return int(getattr(backends.dask_worker(), "_distsim_gpu", 0) or 0)
 
 
 def _worker_address() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except Exception:
-        return "local"
+    worker = backends.dask_worker()
+    return "local" if worker is None else worker.address
 
 
 COMPILE_TOPIC = "distsim-compile"  # Dask event topic: a worker started compiling kernels (client prints it)
@@ -65,13 +56,7 @@ COMPILE_TOPIC = "distsim-compile"  # Dask event topic: a worker started compilin
 def _notice(kind: str, what: str) -> None:
     """Told at once by :mod:`distsim.backends.compiles` when a task starts compiling: printed here, and
     from a Dask worker also sent to the client (event topic ``COMPILE_TOPIC``), whose executor prints it."""
-    worker = None
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
-        pass
+    worker = backends.dask_worker()
     print(compiles.message(kind, what), file=sys.stderr, flush=True)
     if worker is not None:
         with contextlib.suppress(Exception):  # a notice never fails a task

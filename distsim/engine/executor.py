@@ -54,13 +54,17 @@ COMPILE_TOPIC = "distsim-compile"  # Dask event topic: a worker started compilin
 
 
 def _notice(kind: str, what: str) -> None:
-    """Told at once by :mod:`distsim.backends.compiles` when a task starts compiling: printed here, and
-    from a Dask worker also sent to the client (event topic ``COMPILE_TOPIC``), whose executor prints it."""
+    """Told at once by :mod:`distsim.backends.compiles` when a task starts compiling: printed here, or
+    from a Dask worker sent to the client (event topic ``COMPILE_TOPIC``), whose executor prints it
+    (a local cluster's workers share the client's terminal: one line, not two)."""
     worker = backends.dask_worker()
-    print(compiles.message(kind, what), file=sys.stderr, flush=True)
     if worker is not None:
-        with contextlib.suppress(Exception):  # a notice never fails a task
+        try:
             worker.log_event(COMPILE_TOPIC, {"worker": worker.address, "kind": kind, "what": what})
+            return
+        except Exception:  # noqa: BLE001 (a notice never fails a task: then it goes to the worker's log)
+            pass
+    print(compiles.message(kind, what), file=sys.stderr, flush=True)
 
 
 def _client_notice(event: Any) -> None:

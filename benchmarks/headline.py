@@ -4,6 +4,7 @@
     python3 benchmarks/headline.py --quick              # one timed call each, no 2-GPU or long figures
     python3 benchmarks/headline.py --backend cpu        # CPU sizes (small: minutes on 2 cores)
     python3 benchmarks/headline.py --only ssa.mm grn.optimum --update   # and write the new values
+    python3 benchmarks/headline.py --only grn pbn.steady --code ../old   # another checkout's distsim (A/B)
 
 Figures (ids; ``--list`` prints them with their sizes): PBN kernel (Sizek, Montagud) and end to end,
 PBN steady state through Dask (Sizek, Montagud r = 1e-4), SSA Michaelis-Menten and large networks
@@ -41,6 +42,12 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
+# --code DIR: time another checkout's distsim (this script's figures and models), here and in Dask workers
+CODE = next((Path(a.split("=", 1)[1] if "=" in a else sys.argv[i + 2]).resolve()
+             for i, a in enumerate(sys.argv[1:]) if a.split("=", 1)[0] == "--code"), None)
+if CODE is not None:
+    sys.path.insert(0, str(CODE))
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(CODE), os.environ.get("PYTHONPATH", "")])
 
 BASELINE = Path(__file__).resolve().parent / "headline_baseline.json"
 NOISE = 0.10
@@ -51,6 +58,12 @@ MCMC_MM = ROOT / "examples/mcmc/michaelis_menten.rxn"
 MCMC_OBS = ROOT / "examples/mcmc/mm_observations.csv"
 MCMC_PRIOR = {"k1": (2.0, 1000.0), "k2": (2.0, 10.0), "k3": (2.0, 10.0)}
 GRN_OPTIMUM = 0.0005859375
+
+
+def _distsim_dir() -> str:
+    import distsim
+
+    return str(Path(distsim.__file__).parent)
 
 
 @dataclass
@@ -70,6 +83,7 @@ class Ctx:
                 self.close(m)
             c = distsim.connect(gpus=n) if self.backend == "gpu" else distsim.connect(gpus=False, n_workers=n)
             c.wait_for_workers(n, timeout=300)
+            print(f"# Dask workers ({n}) import distsim from {sorted(set(c.run(_distsim_dir).values()))}", flush=True)
             self.clients[n] = c
         return self.clients[n]
 
@@ -382,9 +396,13 @@ def main() -> None:
     ap.add_argument("--update", action="store_true", help="write the measured values as this device's records")
     ap.add_argument("--baseline-out", default=None, help="where --update writes (default: --baseline)")
     ap.add_argument("--noise", type=float, default=None, help="noise band for every figure (default per figure)")
+    ap.add_argument("--code", default=None, help="time the distsim of another checkout (an old commit: A/B in one "
+                    "call; not with --update)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--out", default=None, help="also write the table here")
     args = ap.parse_args()
+    if args.code and args.update:
+        ap.error("--update records this checkout's figures; drop --code")
     if args.list:
         for f in FIGURES:
             print(f"{f.id:<22} {f.title} [{f.unit}] sizes {f.sizes}{' (not in --quick)' if not f.quick else ''}")
@@ -408,6 +426,9 @@ def main() -> None:
     base = load_baseline(Path(args.baseline))
     ctx = Ctx(backend, gpus)
     t_start = time.perf_counter()
+    import distsim
+
+    print(f"# distsim from {Path(distsim.__file__).parent}", flush=True)
     print(f"# headline on {device_key(backend)} ({backend}, {gpus} GPU(s) visible), {len(chosen)} figures, "
           f"reps {reps}{', quick' if args.quick else ''}; skipped (GPUs): {[f.id for f in skipped]}", flush=True)
 

@@ -40,8 +40,8 @@ class Recording(DaskExecutor):
         super().__init__(client, backend or "auto")
         self.metas: list[dict] = []
 
-    def run_round(self, fn, run_id, round_no, payloads):  # type: ignore[no-untyped-def]
-        out = super().run_round(fn, run_id, round_no, payloads)
+    def run_round(self, fn, run_id, round_no, payloads, on_done=None):  # type: ignore[no-untyped-def]
+        out = super().run_round(fn, run_id, round_no, payloads, on_done=on_done)
         self.metas.extend(m for _, m in out)
         return out
 

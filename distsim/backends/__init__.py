@@ -8,8 +8,11 @@ here touches CUDA at import time.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sys
+from typing import Any
 
 BACKENDS = ("auto", "cpu", "gpu")
 
@@ -54,13 +57,25 @@ def device_description(backend: str) -> str:
     return f"CPU {platform.processor() or platform.machine()} x{os.cpu_count()}"
 
 
-def cpu_threads() -> int:
-    """Threads a CPU kernel may use here: the worker's thread count inside a Dask worker, else all cores."""
+def dask_worker() -> Any:
+    """The Dask worker running this code, or None (distributed is not imported for the question: a
+    process where it is not imported runs no worker; importing it costs a first in-process call ~1 s)."""
+    if "distributed" not in sys.modules:
+        return None
     try:
         from distributed import get_worker
 
-        return max(1, int(get_worker().state.nthreads))
-    except Exception:
-        import numba
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
 
-        return int(numba.config.NUMBA_NUM_THREADS)
+
+def cpu_threads() -> int:
+    """Threads a CPU kernel may use here: the worker's thread count inside a Dask worker, else all cores."""
+    worker = dask_worker()
+    if worker is not None:
+        with contextlib.suppress(Exception):
+            return max(1, int(worker.state.nthreads))
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)

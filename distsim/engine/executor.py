@@ -16,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import backends
+from ..backends import compiles
 from . import registry
 from .failures import DETERMINISTIC, TaskError, raise_task_errors
 
@@ -42,51 +42,45 @@ OnDone = Callable[[int], None]  # called with the shard index as each task of a 
 
 
 def _gpu_index() -> int:
-    try:
-        from distributed import get_worker
-
-        return int(getattr(get_worker(), "_distsim_gpu", 0))
-    except Exception:
-        return 0
+    return int(getattr(backends.dask_worker(), "_distsim_gpu", 0) or 0)
 
 
 def _worker_address() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except Exception:
-        return "local"
+    worker = backends.dask_worker()
+    return "local" if worker is None else worker.address
 
 
-COMPILE_NOTICE_S = 3.0  # a first task slower than this prints why (kernels compile on first use)
-_warm = False  # a task has finished in this process: its kernels are compiled or loaded
+COMPILE_TOPIC = "distsim-compile"  # Dask event topic: a worker started compiling kernels (client prints it)
 
 
-@contextlib.contextmanager
-def _compile_notice() -> Iterator[None]:
-    """While the first task of a process runs, say once (after a few seconds) that kernels are
-    being compiled: Numba's and NVRTC's first use, cached on disk for later runs."""
-    global _warm
-    timer = None
-    if not _warm:
-        timer = threading.Timer(COMPILE_NOTICE_S, lambda: print(
-            "[distsim] compiling kernels on first use (cached on disk for later runs) ...", file=sys.stderr,
-            flush=True))
-        timer.daemon = True
-        timer.start()
-    try:
-        yield
-    finally:
-        if timer is not None:
-            timer.cancel()
-        _warm = True
+def _notice(kind: str, what: str) -> None:
+    """Told at once by :mod:`distsim.backends.compiles` when a task starts compiling: printed here, or
+    from a Dask worker sent to the client (event topic ``COMPILE_TOPIC``), whose executor prints it
+    (a local cluster's workers share the client's terminal: one line, not two)."""
+    worker = backends.dask_worker()
+    if worker is not None:
+        try:
+            worker.log_event(COMPILE_TOPIC, {"worker": worker.address, "kind": kind, "what": what})
+            return
+        except Exception:  # noqa: BLE001 (a notice never fails a task: then it goes to the worker's log)
+            pass
+    print(compiles.message(kind, what), file=sys.stderr, flush=True)
+
+
+def _client_notice(event: Any) -> None:
+    _, msg = event
+    print(compiles.message(msg.get("kind", ""), msg.get("what", ""), msg.get("worker")), file=sys.stderr,
+          flush=True)
 
 
 def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:
-    """Run one shard task here (a Dask worker or this process) and time it."""
-    with _compile_notice():
-        return _execute(fn, run_id, round_no, shard, payload, backend)
+    """Run one shard task here (a Dask worker or this process) and time it; ``compile_s`` in its meta is
+    the time it spent compiling kernels (0 when every kernel came from the disk caches)."""
+    with compiles.announce(_notice):
+        c0 = compiles.seconds()
+        result, meta = _execute(fn, run_id, round_no, shard, payload, backend)
+        meta["compile_s"] = compiles.seconds() - c0
+    return result, meta
 
 
 def _execute(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:
@@ -159,6 +153,15 @@ class LocalExecutor:
         return "in-process"
 
 
+def _subscribe_compile_notices(client: Any) -> None:
+    """Print the workers' compile notices on this client as they come (once per client)."""
+    if client is None or getattr(client, "_distsim_compile_notices", False):
+        return
+    with contextlib.suppress(Exception):  # an older or mocked client: notices stay in the worker logs
+        client.subscribe_topic(COMPILE_TOPIC, _client_notice)
+        client._distsim_compile_notices = True
+
+
 class DaskExecutor:
     """Runs shards as Dask tasks on a ``distributed.Client``."""
 
@@ -173,6 +176,7 @@ class DaskExecutor:
         self.wrap = wrap  # e.g. fault injection (distsim.engine.faults)
         self.retries = int(dask.config.get("distsim.retries", 3) if retries is None else retries)
         self._placement: dict[str, dict[int, str]] = {}  # run id -> shard -> worker of its cached state
+        _subscribe_compile_notices(client)
 
     def _workers(self) -> dict[str, dict]:
         """The workers now, asked of the scheduler (the client's ``scheduler_info()`` is a cache that
@@ -269,7 +273,7 @@ def executor_for(client: Any = None, backend: str | None = None) -> Executor:
         import dask
 
         backend = dask.config.get("distsim.backend", "auto")
-    if client is None:
+    if client is None and "distributed" in sys.modules:  # no default client before distributed is imported
         try:
             from distributed import default_client
 

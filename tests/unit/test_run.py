@@ -204,16 +204,3 @@ def test_a_thousand_concurrent_calls_on_one_client():
         with ThreadPoolExecutor(max_workers=32) as pool:
             list(pool.map(call, range(1000)))
     assert not errors, f"{len(errors)} of 1000 calls failed, first: {errors[0]!r}"
-
-
-def test_a_slow_first_task_says_that_kernels_compile(monkeypatch, capsys):
-    import time as _time
-
-    from distsim.engine import executor
-
-    monkeypatch.setattr(executor, "_warm", False)
-    monkeypatch.setattr(executor, "COMPILE_NOTICE_S", 0.05)
-    executor.execute_shard(lambda ctx, p: _time.sleep(0.3), "notice", 0, 0, None, "cpu")
-    assert "compiling kernels on first use" in capsys.readouterr().err
-    executor.execute_shard(lambda ctx, p: _time.sleep(0.3), "notice", 0, 0, None, "cpu")
-    assert "compiling" not in capsys.readouterr().err  # once per process

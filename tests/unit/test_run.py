@@ -3,6 +3,7 @@ errors that are never retried, and concurrent runs on one client."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -157,9 +158,14 @@ def test_task_error_rebuilds_the_same_exception():
     assert str(TaskError.of(KeyError("k1")).error()) == "'k1'"
 
 
-def test_validation_error_on_a_worker_fails_once(dask_client, tmp_path):
+def test_validation_error_on_a_worker_fails_once(dask_client, tmp_path, monkeypatch):
     """A bad value that only the analysis on the worker rejects: one attempt per task, no retry, the
-    same one-line error at the client, and no worker traceback in the logs."""
+    same one-line error at the client, and no worker traceback in the logs. (The sweep now checks
+    options on the client first, ``Adapter.validate``; it is switched off here so the workers see it.)"""
+    from distsim.sweep import adapters
+
+    monkeypatch.setitem(adapters.ADAPTERS, "ssa.simulate",
+                        dataclasses.replace(adapters.ADAPTERS["ssa.simulate"], validate=None))
     attempts = tmp_path / "attempts"
     attempts.mkdir()
     ex = DaskExecutor(dask_client, "cpu", retries=3, wrap=functools.partial(RecordAttempts, folder=str(attempts)))

@@ -9,7 +9,8 @@ Grammar::
     power  := atom ('^' unary)?              # right-associative: 2^3^2 = 2^(3^2)
     atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
-Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil. A NAME resolves (via
+Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil, sin, cos (the last two
+only on CPUs: :func:`distsim.backends.dsmath.ds_sin`). A NAME resolves (via
 the caller) to a species count or a parameter value. Numbers must be finite (``1e309`` is an
 error); parentheses, calls, signs and powers nest at most :data:`MAX_DEPTH` deep.
 """
@@ -47,8 +48,9 @@ class Param(Node):
 
 @dataclass(frozen=True, slots=True)
 class Time(Node):
-    """The simulation time (SBML's ``time`` symbol): used by event triggers, event assignments and
-    assignment rules (:mod:`distsim.models.events`), never by kinetic laws."""
+    """The simulation time (SBML's ``time`` symbol): in event triggers, event assignments and
+    assignment rules (:mod:`distsim.models.events`), and in kinetic laws and rate rules, which the
+    SSA's hybrid loop integrates (:mod:`distsim.models.compile_events`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ class Call(Node):
 FUNCS: dict[str, tuple[int, Callable]] = {
     "exp": (1, np.exp), "log": (1, np.log), "ln": (1, np.log), "log10": (1, np.log10), "sqrt": (1, np.sqrt),
     "abs": (1, np.abs), "floor": (1, np.floor), "ceil": (1, np.ceil), "pow": (2, np.power),
-    "min": (2, np.minimum), "max": (2, np.maximum),
+    "min": (2, np.minimum), "max": (2, np.maximum), "sin": (1, np.sin), "cos": (1, np.cos),
 }
 
 MAX_DEPTH = 100
@@ -278,7 +280,8 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
 OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG, OP_PUSH_TIME = range(9)
 OP_FUNC_BASE = 16
 FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "log10", "sqrt", "abs", "floor", "ceil",
-                                                                "pow", "min", "max"])}
+                                                                "pow", "min", "max", "sin", "cos"])}
+TRIG_CODES = (FUNC_CODES["sin"], FUNC_CODES["cos"])  # unary, after the binary ones: only the hybrid loop runs them
 
 
 def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, Node, Time, compile_stack,
+from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, TRIG_CODES, Node, Time,
+                    compile_stack,
                     params_of, species_of, to_text)
 from .events import (CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, OP_PUSH_PARAM, Compare, Logic, compile_condition,
-                     condition_text, has_time)
+                     condition_nodes, condition_text, has_time, has_trig)
 from .reactions import ReactionNetwork
 
 FLAG_INITIAL, FLAG_PERSISTENT = 1, 2  # ev_flags bits
@@ -64,6 +65,12 @@ class CompiledEvents:
     par_law_start: np.ndarray  # int32 [P+1]: law_arg entries holding parameter q
     par_law: np.ndarray  # int32
     max_assignments: int  # most assignments of one event
+    # the hybrid loop (networks with ReactionNetwork.hybrid; all empty otherwise)
+    hz_of: np.ndarray  # int32 [M]: the hazard program of reaction j (time, sin/cos, rate-rule parameters), or -1
+    rr_param: np.ndarray  # int32 [C]: the mutable parameter of each rate rule
+    rr_prog: np.ndarray  # int32 [C]: program of its derivative
+    hybrid: bool = False  # the network is ReactionNetwork.hybrid
+    cpu_only: bool = False  # hybrid, or sin/cos in a program: the CUDA kernels do not run it yet
 
     @property
     def n_events(self) -> int:
@@ -109,6 +116,7 @@ def _mutable_parameters(net: ReactionNetwork) -> dict[str, int]:
     """Parameters that events or rules assign, numbered in order of first appearance."""
     names = [a.target for e in net.events for a in e.assignments if a.species < 0]
     names += [r.target for r in net.rules if r.species < 0]
+    names += [r.target for r in net.rate_rules]
     return {n: q for q, n in enumerate(dict.fromkeys(names))}
 
 
@@ -143,15 +151,29 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
     for op, threshold in time_comparisons(net):
         tc_op.append(CMP_CODES[op])
         tc_prog.append(pg.expr(threshold))
+    hz_of = [pg.expr(r.law) if net.hybrid and _moves(r.law, net) else -1 for r in net.reactions]
+    rr_param = [mutable[r.target] for r in net.rate_rules]
+    rr_prog = [pg.expr(r.expr) for r in net.rate_rules]
     theta_at, law_at = parameter_slots(net, law_start)
     par_theta, par_law = [theta_at.get(n, []) for n in mutable], [law_at.get(n, []) for n in mutable]
+    flat = pg.flat()
+    trig = bool(np.isin(flat["prog_op"], TRIG_CODES).any())
     return CompiledEvents(
-        p0=np.asarray([params[n] for n in mutable], dtype=np.float64), **pg.flat(), **events,
+        p0=np.asarray([params[n] for n in mutable], dtype=np.float64), **flat, **events,
         rule_target=_i32(rule_target), rule_prog=_i32(rule_prog), tc_op=_i32(tc_op), tc_prog=_i32(tc_prog),
         par_theta_start=_i32(np.cumsum([0] + [len(s) for s in par_theta])),
         par_theta=_i32([j for s in par_theta for j in s]),
         par_law_start=_i32(np.cumsum([0] + [len(s) for s in par_law])), par_law=_i32([pc for s in par_law for pc in s]),
+        hz_of=_i32(hz_of), rr_param=_i32(rr_param), rr_prog=_i32(rr_prog), hybrid=net.hybrid,
+        cpu_only=net.hybrid or trig,
     )
+
+
+def _moves(law: Node | None, net: ReactionNetwork) -> bool:
+    """Whether a kinetic law changes between firings: it reads time, sin/cos or a rate-rule parameter."""
+    if law is None:
+        return False
+    return has_time(law) or has_trig(law) or bool(set(params_of(law)) & {r.target for r in net.rate_rules})
 
 
 def _read_mutable(prog: list[tuple[int, float]], slots: list[tuple[int, str]], mutable: dict[str, int]
@@ -187,7 +209,8 @@ def stack_depth(prog: list[tuple[int, float]]) -> int:
     for op, _ in prog:
         if op in _PUSH:
             depth += 1
-        elif not (op == OP_NEG or OP_FUNC_BASE <= op <= OP_FUNC_BASE + 6 or op == LOGIC_CODES["not"]):
+        elif not (op == OP_NEG or OP_FUNC_BASE <= op <= OP_FUNC_BASE + 6 or op in TRIG_CODES
+                  or op == LOGIC_CODES["not"]):
             depth -= 1
         best = max(best, depth)
     return best
@@ -212,8 +235,25 @@ def time_comparisons(net: ReactionNetwork) -> list[tuple[str, Node]]:
 
 def check_time_use(net: ReactionNetwork) -> None:
     """Refuse what the kernels cannot simulate exactly: ``time`` in a trigger other than alone on one
-    side of a comparison whose other side does not read it, and ``time`` in an assignment rule."""
+    side of a comparison whose other side does not read it, ``time`` in an assignment rule, and a
+    rate-rule parameter read by a trigger, an assignment rule or as a mass-action rate (each would
+    change between firings)."""
     src = net.source or None
+    ruled = {r.target for r in net.rate_rules}
+    for e in net.events:
+        read = ruled.intersection(p for n in condition_nodes(e.trigger) for p in params_of(n))
+        if read:
+            raise ModelError(f"event {e.id!r}: its trigger reads {sorted(read)[0]!r}, which a rate rule changes "
+                             "continuously; distsim does not locate such triggers yet", file=src)
+    for r in net.rules:
+        read = ruled.intersection(params_of(r.expr))
+        if read:
+            raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads {sorted(read)[0]!r}, which a rate "
+                             "rule changes continuously; distsim does not simulate that yet", file=src)
+    for j, r in enumerate(net.reactions):
+        if r.law is None and r.rate in ruled:
+            raise ModelError(f"reaction {r.name or j + 1!r}: its mass-action rate {r.rate!r} has a rate rule; "
+                             "give the reaction a kinetic law instead", file=src)
     for e, c in _timed(net):
         alone = (isinstance(c.left, Time) and not has_time(c.right)) or \
                 (isinstance(c.right, Time) and not has_time(c.left))

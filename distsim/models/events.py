@@ -43,10 +43,10 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
+from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Call, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
-           "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
+           "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
            "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM", "RuleCycle", "rule_order", "apply_rules_at_start"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -93,6 +93,18 @@ class Event:
     persistent: bool = True
     use_values_from_trigger_time: bool = True
     priority: Node | None = None
+
+
+@dataclass(frozen=True)
+class RateRule:
+    """``d target / dt = expr`` between reaction firings (SBML rate rule; ``target`` a parameter, the
+    only continuous variables so far, ``species`` -1): integrated by the SSA's hybrid loop
+    (:func:`distsim.ssa.cpu.run_realization_hybrid`); ``id`` as for :class:`AssignmentRule`."""
+
+    id: str
+    target: str
+    species: int
+    expr: Node
 
 
 @dataclass(frozen=True)
@@ -163,6 +175,11 @@ def condition_nodes(cond: Condition):
 def has_time(node: Node) -> bool:
     """Whether an arith expression reads the simulation time."""
     return any(isinstance(n, Time) for n in walk(node))
+
+
+def has_trig(node: Node) -> bool:
+    """Whether an arith expression calls sin or cos (only the CPU's hybrid loop evaluates them)."""
+    return any(isinstance(n, Call) and n.func in ("sin", "cos") for n in walk(node))
 
 
 def reads(items) -> tuple[set[int], set[str]]:

@@ -12,6 +12,9 @@ for a fatal error, the reaction concerned above them (``kernels/ssa_common.cuh``
   ``ERR_EVENT_VALUE``: event assignment q (numbered over all events) gave a species a count that is
   not a whole number in [0, 2**53]; ``ERR_RULE_VALUE``: assignment rule i did; ``ERR_EVENT_LOOP``:
   more than ``models.events.MAX_CASCADE`` events executed at one instant (the last one: event i).
+* ``ERR_INTEGRATOR`` (hybrid networks, :mod:`distsim.ssa.hybrid_ops`): the ODE step size fell below
+  its floor (a stiff or singular rate rule or hazard), or the hazard reached its target with every
+  propensity 0.
 
 The driver raises one :class:`SimulationError` for the lowest-numbered failed realization; its time
 and state come from replaying that realization on the CPU (:func:`distsim.ssa.cpu.replay`).
@@ -31,9 +34,10 @@ from ..models.reactions import ReactionNetwork
 
 ERR_NONE, ERR_PROPENSITY, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_OVERFLOW = 0, 1, 2, 3, 4
 ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP = 5, 6, 7
+ERR_INTEGRATOR = 8
 ERR_BITS = 8
 ERR_MASK = (1 << ERR_BITS) - 1
-FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP)
+FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP, ERR_INTEGRATOR)
 
 
 class SimulationError(RuntimeError):
@@ -94,6 +98,12 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
     """The message of ``realization``'s error after ``lead`` (``t``, ``x``, ``value``: time, state and, for
     a propensity error, the propensity when known)."""
     code, j = word & ERR_MASK, word >> ERR_BITS
+    if code == ERR_INTEGRATOR:
+        when = f"at t = {t:.6g} " if t is not None else ""
+        return (f"{lead}: the integrator of the rate rules and time-dependent propensities could not go on {when}"
+                f"in realization {realization} (seed {seed}): its step size fell below its floor "
+                "(distsim.ssa.hybrid_ops.MIN_STEP_REL (1 + |t|)), or the hazard reached its target with every propensity 0; check the "
+                "rate rules and kinetic laws for singularities or stiffness")
     if code in (ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP):
         return _describe_event(net, code, j, lead, seed, realization, t, x, value)
     r = net.reactions[j]

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from ..backends.dsmath import ds_cos, ds_sin
 from ..models import arith
 from ..models.compile_events import FLAG_INITIAL, FLAG_PERSISTENT, CompiledEvents
 from ..models.events import CMP_CODES, LOGIC_CODES, MAX_CASCADE, OP_CMP_BASE, OP_PUSH_BOOL, OP_PUSH_PARAM
@@ -27,6 +28,7 @@ from .errors import ERR_EVENT_LOOP, ERR_EVENT_VALUE, ERR_NONE, ERR_RULE_VALUE, e
 CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE = (CMP_CODES[op] for op in ("<", "<=", ">", ">=", "==", "!="))
 L_AND, L_OR, L_XOR, L_NOT = (LOGIC_CODES[op] for op in ("and", "or", "xor", "not"))
 MAX_COUNT_F = float(MAX_COUNT)
+OP_SIN, OP_COS = arith.TRIG_CODES
 
 
 class EventArrays(NamedTuple):
@@ -50,6 +52,9 @@ class EventArrays(NamedTuple):
     par_theta: np.ndarray
     par_law_start: np.ndarray
     par_law: np.ndarray
+    hz_of: np.ndarray
+    rr_param: np.ndarray
+    rr_prog: np.ndarray
 
 
 def event_arrays(ce: CompiledEvents) -> EventArrays:
@@ -115,6 +120,10 @@ def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
             st[sp - 1] = -st[sp - 1]
         elif op == L_NOT:
             st[sp - 1] = 1.0 if st[sp - 1] == 0.0 else 0.0
+        elif op == OP_SIN:
+            st[sp - 1] = ds_sin(st[sp - 1])
+        elif op == OP_COS:
+            st[sp - 1] = ds_cos(st[sp - 1])
         elif op >= arith.OP_FUNC_BASE and op - arith.OP_FUNC_BASE <= 6:
             st[sp - 1] = unary(op - arith.OP_FUNC_BASE, st[sp - 1])
         elif op >= OP_CMP_BASE:

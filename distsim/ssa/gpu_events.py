@@ -16,7 +16,9 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..backends import cuda, dsmath
+from ..errors import ModelError
 from ..models.compile_reactions import CompiledNetwork
+from ..models.reactions import ReactionNetwork
 from ..models.events import MAX_CASCADE
 from . import gpu
 
@@ -37,10 +39,23 @@ def events_source(method: Any) -> str:
             + cuda.kernel_source("ssa_events.cu"))
 
 
+def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
+    """Refuse what the CUDA kernels do not run yet: hybrid networks (time or sin/cos in kinetic laws,
+    rate rules: :func:`distsim.ssa.cpu.run_realization_hybrid` is CPU-only) and sin/cos anywhere."""
+    if c.events is not None and c.events.cpu_only:
+        why = ("its propensities change between firings (kinetic laws reading time or sin/cos, or rate rules)"
+               if c.events.hybrid else "an event or rule uses sin/cos")
+        raise ModelError(f"the GPU backend cannot simulate this network yet: {why}; the CPU backend does "
+                         "(backend='cpu')", file=net.source or None)
+
+
 def simulate(b: Any, method: Any) -> dict:
     """Simulate SSABlock ``b`` of a network with events or rules; the reductions of the other GPU paths."""
     import cupy as cp
 
+    if b.compiled.events.cpu_only:
+        raise ModelError("the GPU backend cannot simulate networks with time-dependent propensities, rate rules "
+                         "or sin/cos yet; use backend='cpu'")
     gpu._check_counts(b.compiled)
     firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
     return gpu._reduce_chunks(b, _chunks(b, method, firings), firings)

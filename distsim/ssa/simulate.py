@@ -17,7 +17,7 @@ import xarray as xr
 from .. import engine
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
-from . import cpu
+from . import cpu, gpu_events
 from ..models.compile_reactions import compile_network
 from .block import SSABlock, join
 from .errors import ERR_MAX_EVENTS, merge, raise_if_failed, summary
@@ -127,6 +127,8 @@ def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: fl
     # per-realization event counts travel only for modest runs (else their total is reduced on the device)
     keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
     c = compile_network(net)
+    if run.uses_gpu():
+        gpu_events.check_gpu(net, c)
     grid = np.linspace(0.0, float(t_end), points)
     hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
                                                                       max_events, max_bins)

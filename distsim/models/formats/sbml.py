@@ -54,13 +54,17 @@ compartments that a general law, an event or a rule uses (or a mass-action rate)
 concentrations are multiplied by the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
 rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
-(:mod:`distsim.models.events`); rate inference refuses them.
+(:mod:`distsim.models.events`); rate inference refuses them. **Rate rules** for parameters (with an
+initial value) are read into ``net.rate_rules``, and kinetic laws may read ``time``, sin and cos:
+the SSA's hybrid loop integrates them on CPUs (:mod:`distsim.ssa.hybrid_ops`); a rate rule for a
+species is refused.
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
 given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, calls of function
 definitions (inlined); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
-chained) and logic (and, or, xor, not, true, false); events and rules may use ``time``.
+chained) and logic (and, or, xor, not, true, false); events, rules and kinetic laws may use ``time``,
+and every expression sin and cos.
 
 **Leniency.** Problems that do not change the stochastic semantics are warnings
 (:class:`SBMLWarning`), not errors: a missing ``fast`` attribute (false), a missing ``constant`` on
@@ -70,9 +74,9 @@ a compartment or parameter (constant unless a rule or event assigns it), a missi
 is not a requirement of the model and is ignored.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): event delays, rate and algebraic rules, initial assignments, ``time``
-or ``delay`` in kinetic laws, piecewise / relational / logical / trigonometric math in kinetic
-laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
+its id, the file and line): event delays, algebraic rules, rate rules for species or
+compartments, initial assignments, ``delay``, piecewise / relational / logical math and trigonometric
+functions other than sin and cos in kinetic laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
 kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
 ``distrib``, ...). Constraints are ignored.
 
@@ -100,7 +104,7 @@ from typing import Any
 
 from ...errors import ModelError, SBMLWarning
 from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, params_of, to_text
-from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RuleCycle, Truth,
+from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, rule_order)
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
 from ..reactions import MAX_STOICHIOMETRY, Reaction, ReactionNetwork
@@ -304,6 +308,7 @@ class _Converter:
         self.local_value: dict[str, float] = {}
         self.assigned = self._assigned_ids()
         rules = self._rules()
+        rate_rules = self._rate_rules()
         events = self._events()
         reactions: list[Reaction] = []
         for i in range(m.getNumReactions()):
@@ -315,11 +320,11 @@ class _Converter:
             warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
                           "two mass-action terms; it is used as the propensity of the forward direction (a run "
                           "stops if it becomes negative)", SBMLWarning, stacklevel=4)
-        params = self._parameters(reactions, rules, events)
+        params = self._parameters(reactions, [*rules, *rate_rules], events)
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
         name = m.getName() or m.getId() or self.default_name
         return ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
-                                      source=self.file, events=events, rules=rules)
+                                      source=self.file, events=events, rules=rules, rate_rules=rate_rules)
 
     def _check_unsupported(self) -> None:
         m, doc = self.model, self.doc
@@ -334,10 +339,10 @@ class _Converter:
                     raise self.err(f"the model requires an unknown SBML package ({uri}), which is not supported", m)
         for i in range(m.getNumRules()):
             r = m.getRule(i)
-            if not r.isAssignment():
-                kind = "rate rule" if r.isRate() else "algebraic rule"
+            if not (r.isAssignment() or r.isRate()):
                 target = f" for {r.getVariable()!r}" if r.getVariable() else ""
-                raise self.err(f"rules are not supported ({kind}{target}); assignment rules are", r)
+                raise self.err(f"algebraic rules are not supported (algebraic rule{target}); assignment and rate "
+                               "rules are", r)
         if m.getNumInitialAssignments():
             ia = m.getInitialAssignment(0)
             raise self.err(f"initial assignments are not supported (initial assignment to {ia.getSymbol()!r})", ia)
@@ -488,7 +493,7 @@ class _Converter:
                 self.local_value[new] = p.getValue()
         reac = self._side(r, r.getListOfReactants(), label, "reactant")
         prod = self._side(r, r.getListOfProducts(), label, "product")
-        law = self._math(kl.getMath(), local, label, kl)
+        law = self._math(kl.getMath(), local, label, kl, allow_time=True)
         reversible = r.getReversible() if r.isSetReversible() else True
         if not reversible or self.reversible == "forward":
             return [self._direction(rid, reac, prod, law)]
@@ -582,6 +587,8 @@ class _Converter:
         rules = []
         for i in range(m.getNumRules()):
             r = m.getRule(i)
+            if not r.isAssignment():
+                continue
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"assignment rule for {var!r}"
@@ -591,6 +598,31 @@ class _Converter:
             sp, expr = self._target(var, expr, label, r)
             rules.append((AssignmentRule(rid, var, sp, expr), r))
         return self._sort_rules(rules)
+
+    def _rate_rules(self) -> list[RateRule]:
+        """Rate rules (for parameters with a value: distsim's continuous variables), in document order."""
+        m = self.model
+        out = []
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if not r.isRate():
+                continue
+            var = r.getVariable()
+            rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
+            label = f"rate rule for {var!r}"
+            if var in self.index:
+                raise self.err(f"{label}: {var!r} is a species; distsim integrates rate rules for parameters only",
+                               r)
+            if var not in self.global_value:
+                raise self.err(f"{label}: {var!r} is not a parameter of the model (rate rules for compartments "
+                               "are not supported)", r)
+            v = self.global_value[var]
+            if v is None or not math.isfinite(v):
+                raise self.err(f"{label}: parameter {var!r} has no (finite) initial value", r)
+            if not r.isSetMath():
+                raise self.err(f"{label} has no math", r)
+            out.append(RateRule(rid, var, -1, self._math(r.getMath(), {}, label, r, allow_time=True)))
+        return out
 
     def _sort_rules(self, rules: list[tuple[AssignmentRule, Any]]) -> list[AssignmentRule]:
         try:
@@ -770,7 +802,7 @@ class _Converter:
             arity(2)
             return BinOp("^", kids[0], kids[1])
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
-                  L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
+                  L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil", **self._trig_functions()}
         if t in simple:
             arity(1)
             return Call(simple[t], (kids[0],))
@@ -801,6 +833,10 @@ class _Converter:
         name = self.ast_names.get(t, str(t))
         nice = ast.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
         raise self._unsupported(ast, f"{nice!r}", label, where)
+
+    def _trig_functions(self) -> dict[int, str]:
+        """libsbml's sin and cos: only the CPU's hybrid SSA loop runs them (distsim.ssa.hybrid_ops)."""
+        return {self.L.AST_FUNCTION_SIN: "sin", self.L.AST_FUNCTION_COS: "cos"}
 
     def _inline(self, ast: Any, args: list[tuple[Node, int]], label: str, where: Any, depth: int
                 ) -> tuple[Any, dict, str]:

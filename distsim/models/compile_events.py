@@ -16,6 +16,11 @@ state) changes value only at known instants: ``>=`` and ``<`` at c, ``>`` and ``
 after c, ``==`` and ``!=`` at c and just after it. ``tc_op``/``tc_prog`` list them (``c OP time`` is
 mirrored to ``time OP' c``); the kernels stop at the earliest such instant before the next firing.
 
+**Hybrid networks** (:attr:`ReactionNetwork.hybrid`): the kinetic law of a reaction that reads
+``time``, sin/cos or a rate-rule parameter is one more program (``hz_of``; it reads the mutable
+parameters at run time), and each rate rule's derivative too (``rr_prog``, its parameter ``rr_param``);
+the hybrid loop (``distsim/ssa/hybrid_ops.py``, ``kernels/ssa_hybrid.cuh``) integrates them.
+
 **Dependencies.** A firing changes some species; the rules that read them change their targets,
 and so on down the (sorted) rules: :func:`rule_dependents` adds the reactions reading any of those
 targets to the firing's dependents, so the dependency graph stays exact.

@@ -34,6 +34,16 @@ than :data:`MAX_CASCADE` executions at one instant stop the realization with an 
 trigger each other forever). Assignment rules hold at every instant: after the initial state,
 after every reaction firing and after every event they are applied in the order of
 :attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules it reads).
+
+**Time-dependent propensities and rate rules** (:class:`RateRule`, :attr:`ReactionNetwork.rate_rules`):
+kinetic laws may read ``time`` and sin/cos, and parameters may follow rate rules (ODEs between
+firings; their derivatives may read species, parameters, other rate-rule parameters and ``time``).
+The SSA simulates such a network (:attr:`ReactionNetwork.hybrid`) as a piecewise-deterministic Markov
+process: the next firing is where the integrated hazard reaches an exponential target, integrated
+with the rate rules to stated tolerances (:mod:`distsim.ssa.hybrid_ops`). Rate rules hold parameters
+only: species stay whole counts in every result (a rate rule for a species is refused). A trigger
+or an assignment rule may not read a rate-rule parameter, and a mass-action rate may not be one
+(refused when compiled: they would change between firings); event assignments may set them.
 """
 
 from __future__ import annotations

@@ -580,14 +580,16 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
         a0 = 0.0
         for q in range(M):
             a0 += a[q]
-        r = u2 * a0
+        u = u2 * a0  # the first reaction whose cumulative propensity exceeds u (the direct method's scan)
         j = -1
+        cum = 0.0
         for q in range(M):
             if a[q] > 0.0:
                 j = q
-                r -= a[q]
-                if r < 0.0:
-                    break
+            cum = cum + a[q]
+            if cum > u:
+                j = q
+                break
         if j < 0:  # (no reaction can fire: the hazard reached the target by rounding)
             return e, ERR_INTEGRATOR, t, math.nan
         word = _fire(j, x, chg_start, chg_species, chg_delta)

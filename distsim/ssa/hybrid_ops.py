@@ -118,8 +118,8 @@ def dp_step(t, h, y0, y1, yt, k, a_static, x, ev, w):
     err = 0.0
     for i in range(n):
         e = h * (E1 * k[0, i] + E3 * k[2, i] + E4 * k[3, i] + E5 * k[4, i] + E6 * k[5, i] + E7 * k[6, i])
-        sc = ATOL + RTOL * max(abs(y0[i]), abs(y1[i]))
-        r = abs(e) / sc
+        m0, m1 = abs(y0[i]), abs(y1[i])
+        r = abs(e) / (ATOL + RTOL * (m0 if m0 >= m1 else m1))
         if not (r <= err):  # (NaN wins)
             err = r
     return err, -1, 0.0
@@ -170,7 +170,8 @@ def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
         elif math.isnan(err):
             fac = 0.2
         else:
-            fac = min(5.0, max(0.2, 0.9 * ds_pow(err, -0.2)))
+            fac = 0.9 * ds_pow(err, -0.2)
+            fac = 0.2 if fac < 0.2 else (5.0 if fac > 5.0 else fac)
         if not (err <= 1.0):  # rejected (NaN too): a smaller step
             h = hh * fac
             if h < MIN_STEP_REL * (1.0 + abs(t)):
@@ -204,7 +205,10 @@ def _cross(t, h, target, a_static, x, ev, w, hw):
         if d >= 0:
             return ADV_BAD_PROPENSITY, t, y0[C], d, v
         miss = target - yt[C]
-        s_new = min(h, max(0.0, s + miss / k[6, C])) if k[6, C] > 0.0 else s
+        s_new = s
+        if k[6, C] > 0.0:
+            s_new = s + miss / k[6, C]
+            s_new = 0.0 if s_new < 0.0 else (h if s_new > h else s_new)
         if abs(miss) <= CROSS_TOL * (1.0 + target) or s_new == s or it == NEWTON_MAX - 1:
             break
         s = s_new

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -108,9 +110,24 @@ def test_a_law_that_turns_negative_is_an_error_naming_the_reaction():
         simulate(net, t_end=3.0, points=4, realizations=20, seed=1, backend="cpu", quantiles=None)
 
 
-def test_gpu_refuses_hybrid_networks_before_running():
+def test_gpu_switch_refuses_hybrid_networks_before_running(monkeypatch):
     net = sine_birth()
+    gpu_events.check_gpu(net, compile_network(net))  # the hybrid kernel runs them
+    monkeypatch.setattr(gpu_events, "GPU_HYBRID", False)
     with pytest.raises(ModelError, match="GPU backend cannot simulate this network yet"):
         gpu_events.check_gpu(net, compile_network(net))
     with pytest.raises(ModelError, match="time-dependent propensities or rate rules"):
         net.require_plain("rate inference")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_hybrid_kernel_source_compiles(tmp_path):
+    """kernels/ssa_hybrid.cu as distsim.ssa.gpu_events builds it (its GPU twin: tests/gpu/test_ssa_hybrid_gpu.py)."""
+    from distsim.backends import cuda
+
+    f = tmp_path / "k.cu"
+    f.write_text(gpu_events.hybrid_source())
+    r = subprocess.run([shutil.which("nvcc"), "-std=c++17", "-arch=sm_90", "--ptx", "--fmad=false", "-I",
+                        str(cuda.kernels_dir()), "-o", str(tmp_path / "k.ptx"), str(f)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr

@@ -40,7 +40,7 @@ from .events import (CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, OP_PUSH_PARAM, Compar
                      condition_nodes, condition_text, has_time, has_trig)
 from .reactions import ReactionNetwork
 
-FLAG_INITIAL, FLAG_PERSISTENT = 1, 2  # ev_flags bits
+FLAG_INITIAL, FLAG_PERSISTENT, FLAG_TRIGGER_VALUES = 1, 2, 4  # ev_flags bits
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _PUSH = (OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, OP_PUSH_PARAM, OP_PUSH_BOOL)
 
@@ -57,7 +57,8 @@ class CompiledEvents:
     max_stack: int
     ev_trigger: np.ndarray  # int32 [E]: program of each trigger
     ev_priority: np.ndarray  # int32 [E]: program of each priority, -1 without one
-    ev_flags: np.ndarray  # int32 [E]: FLAG_INITIAL | FLAG_PERSISTENT
+    ev_flags: np.ndarray  # int32 [E]: FLAG_INITIAL | FLAG_PERSISTENT | FLAG_TRIGGER_VALUES
+    ev_delay: np.ndarray  # int32 [E]: program of each delay, -1 without one
     asg_start: np.ndarray  # int32 [E+1]: assignments of event i
     asg_target: np.ndarray  # int32 [A]: species index, or -1 - q for mutable parameter q
     asg_prog: np.ndarray  # int32 [A]
@@ -76,6 +77,7 @@ class CompiledEvents:
     rr_prog: np.ndarray  # int32 [C]: program of its derivative
     hybrid: bool = False  # the network is ReactionNetwork.hybrid
     cpu_only: bool = False  # hybrid, or sin/cos in a program: the CUDA kernels do not run it yet
+    delays: bool = False  # an event has a delay: CPU only (the CUDA kernels refuse it)
 
     @property
     def n_events(self) -> int:
@@ -129,14 +131,16 @@ def _event_arrays(net: ReactionNetwork, pg: _Programs) -> dict[str, np.ndarray |
     """Triggers, priorities, flags and assignments of the events (programs added in that order)."""
     trigger = [pg.condition(e.trigger) for e in net.events]
     priority = [-1 if e.priority is None else pg.expr(e.priority) for e in net.events]
-    flags = [FLAG_INITIAL * e.initial_value + FLAG_PERSISTENT * e.persistent for e in net.events]
+    flags = [FLAG_INITIAL * e.initial_value + FLAG_PERSISTENT * e.persistent
+             + FLAG_TRIGGER_VALUES * e.use_values_from_trigger_time for e in net.events]
+    delay = [-1 if e.delay is None else pg.expr(e.delay) for e in net.events]
     asg_start, asg_target, asg_prog = [0], [], []
     for e in net.events:
         for a in e.assignments:
             asg_target.append(pg.target(a.species, a.target))
             asg_prog.append(pg.expr(a.expr))
         asg_start.append(len(asg_target))
-    return dict(ev_trigger=_i32(trigger), ev_priority=_i32(priority), ev_flags=_i32(flags),
+    return dict(ev_trigger=_i32(trigger), ev_priority=_i32(priority), ev_flags=_i32(flags), ev_delay=_i32(delay),
                 asg_start=_i32(asg_start), asg_target=_i32(asg_target), asg_prog=_i32(asg_prog),
                 max_assignments=max([len(e.assignments) for e in net.events] + [1]))
 
@@ -170,7 +174,7 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
         par_theta=_i32([j for s in par_theta for j in s]),
         par_law_start=_i32(np.cumsum([0] + [len(s) for s in par_law])), par_law=_i32([pc for s in par_law for pc in s]),
         hz_of=_i32(hz_of), rr_param=_i32(rr_param), rr_prog=_i32(rr_prog), hybrid=net.hybrid,
-        cpu_only=net.hybrid or trig,
+        cpu_only=net.hybrid or trig, delays=any(e.delay is not None for e in net.events),
     )
 
 
@@ -302,4 +306,4 @@ def rule_dependents(net: ReactionNetwork, changes: list[tuple[tuple[int, int], .
 
 
 __all__ = ["CompiledEvents", "compile_events", "parameter_slots", "rule_dependents", "time_comparisons", "check_time_use",
-           "stack_depth", "FLAG_INITIAL", "FLAG_PERSISTENT"]
+           "stack_depth", "FLAG_INITIAL", "FLAG_PERSISTENT", "FLAG_TRIGGER_VALUES"]

@@ -35,6 +35,14 @@ trigger each other forever). Assignment rules hold at every instant: after the i
 after every reaction firing and after every event they are applied in the order of
 :attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules it reads).
 
+**Delays** (CPU only: GPUs refuse them): an event with a ``delay`` does not become pending when its
+trigger rises at t; its execution is scheduled at t + delay (the delay evaluated at t; it must be
+finite and >= 0), with its assignment values evaluated at t when ``use_values_from_trigger_time``,
+else at execution. At that instant it joins the events that are pending then (the same priority
+order; for equal priorities, document order, then the order of scheduling). A ``persistent=False``
+event's scheduled executions are cancelled when its trigger falls. A realization holds at most
+:data:`MAX_DELAYED` scheduled executions (more: it stops with an error naming the event).
+
 **Time-dependent propensities and rate rules** (:class:`RateRule`, :attr:`ReactionNetwork.rate_rules`):
 kinetic laws may read ``time`` and sin/cos, and parameters may follow rate rules (ODEs between
 firings; their derivatives may read species, parameters, other rate-rule parameters and ``time``).
@@ -57,10 +65,11 @@ from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Call, Node, Time, compile_stack, 
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
-           "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM", "RuleCycle", "rule_order", "apply_rules_at_start"]
+           "LOGIC_OPS", "MAX_CASCADE", "MAX_DELAYED", "has_time", "OP_PUSH_PARAM", "RuleCycle", "rule_order", "apply_rules_at_start"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 MAX_CASCADE = 10_000  # event executions at one instant before a realization stops (events that retrigger)
+MAX_DELAYED = 64  # scheduled executions of delayed events per realization before it stops with an error
 LOGIC_OPS = ("and", "or", "xor", "not")
 
 
@@ -103,6 +112,7 @@ class Event:
     persistent: bool = True
     use_values_from_trigger_time: bool = True
     priority: Node | None = None
+    delay: Node | None = None  # evaluated at the trigger time; None: no delay (CPU only, see the module)
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,8 @@ class ReactionNetwork:
             exprs.extend(condition_nodes(e.trigger))
             if e.priority is not None:
                 exprs.append(e.priority)
+            if e.delay is not None:
+                exprs.append(e.delay)
         sp, pa = reads(exprs)
         bad = sorted(i for i in sp if not 0 <= i < n)
         if bad:
@@ -297,6 +299,8 @@ class ReactionNetwork:
             h.update(repr(("event", e.id, condition_text(e.trigger, sp), e.initial_value, e.persistent,
                            e.use_values_from_trigger_time, None if e.priority is None else to_text(e.priority, sp),
                            [(a.target, a.species, to_text(a.expr, sp)) for a in e.assignments])).encode())
+            if e.delay is not None:
+                h.update(repr(("delay", to_text(e.delay, sp))).encode())
         for r in self.rules:
             h.update(repr(("rule", r.id, r.target, r.species, to_text(r.expr, sp))).encode())
         for r in self.rate_rules:

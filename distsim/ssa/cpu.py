@@ -416,6 +416,9 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
         law_arg, dep_start, dep_list = net
     theta_r, larg_r = w[0], w[1]
     n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]  # (hooks skipped when 0)
+    for i in range(n_ev):  # delayed events stop the loop at their scheduled times too
+        if ev.ev_delay[i] >= 0:
+            n_tc += 1
     for s in range(S):
         x[s] = x0[s]
     theta_r[:] = theta
@@ -495,7 +498,7 @@ def _simulate_events(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
         aux = np.empty(aux_n, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
-        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5])
+        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
         for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
             evn, err, _, _ = run_realization_events(method, np.uint64(real0 + r), seed, net, ev, grid, max_events, x,
                                                     a, aux, stack, rec, firings[ch], w)
@@ -523,6 +526,9 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
     theta_r, larg_r = w[0], w[1]
     hz_of = ev.hz_of
     n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]
+    for i in range(n_ev):
+        if ev.ev_delay[i] >= 0:
+            n_tc += 1
     for s in range(S):
         x[s] = x0[s]
     theta_r[:] = theta
@@ -621,7 +627,7 @@ def _simulate_hybrid(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
         a = np.empty(M, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
-        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5])
+        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
         hw = hybrid_ops.new_work(ev.rr_param.shape[0])
         for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
             evn, err, _, _ = run_realization_hybrid(np.uint64(real0 + r), seed, net, ev, grid, max_events, x, a, stack,

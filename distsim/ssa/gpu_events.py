@@ -47,6 +47,9 @@ GPU_HYBRID = True
 
 def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
     """Refuse what the CUDA kernels do not run (:data:`GPU_HYBRID` False: hybrid networks, sin/cos)."""
+    if c.events is not None and c.events.delays:
+        raise ModelError("the GPU backend cannot simulate event delays yet; the CPU backend does (backend='cpu')",
+                         file=net.source or None)
     if not GPU_HYBRID and c.events is not None and c.events.cpu_only:
         why = ("its propensities change between firings (kinetic laws reading time or sin/cos, or rate rules)"
                if c.events.hybrid else "an event or rule uses sin/cos")
@@ -64,9 +67,9 @@ def simulate(b: Any, method: Any) -> dict:
     (hybrid networks: kernels/ssa_hybrid.cu, whatever the method)."""
     import cupy as cp
 
-    if not GPU_HYBRID and b.compiled.events.cpu_only:
-        raise ModelError("the GPU backend cannot simulate networks with time-dependent propensities, rate rules "
-                         "or sin/cos yet; use backend='cpu'")
+    if b.compiled.events.delays or (not GPU_HYBRID and b.compiled.events.cpu_only):
+        raise ModelError("the GPU backend cannot simulate networks with event delays (or, with GPU_HYBRID off, "
+                         "time-dependent propensities, rate rules or sin/cos) yet; use backend='cpu'")
     gpu._check_counts(b.compiled)
     firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
     chunks = _hybrid_chunks(b, firings) if b.compiled.events.hybrid else _chunks(b, method, firings)

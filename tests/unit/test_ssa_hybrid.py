@@ -3,7 +3,8 @@ evolve as ODEs between firings, driving reactions whose hazards are integrated e
 
 Exact references: a decaying input x' = -c x driving 0 -> A at rate k x (A(t) Poisson with mean
 k x0 (1 - e^{-ct}) / c); two coupled rate rules (x' = -c x, y' = c x, rate k y); an event that
-resets the input; the crossing times of the integrated hazard; the SBML reader's rate rules.
+resets the input; the crossing times of the integrated hazard; the SBML reader's rate rules; event
+delays with known timelines (values from trigger or execution time, non-persistent cancellation).
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ import numpy as np
 import pytest
 
 from distsim.errors import ModelError
-from distsim.models.arith import BinOp, Neg, Num, Param, Time
+from distsim.models.arith import BinOp, Neg, Num, Param, Species, Time
 from distsim.models.compile_reactions import compile_network
-from distsim.models.events import Assignment, AssignmentRule, Compare, Event, RateRule
+from distsim.models.events import Assignment, AssignmentRule, Compare, Event, Logic, RateRule
 from distsim.models.formats.sbml import read_sbml_string
 from distsim.models.reactions import Reaction, ReactionNetwork
-from distsim.ssa import cpu, simulate
-from distsim.ssa.errors import ERR_MAX_EVENTS
+from distsim.ssa import cpu, gpu_events, simulate
+from distsim.ssa.errors import ERR_MAX_EVENTS, SimulationError
 from distsim.ssa.methods import METHODS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_sbml_semantics import model, par, rx, sp  # noqa: E402
+from test_sbml_semantics import EVENTS, MATHML, model, par, rx, sp  # noqa: E402
 from test_ssa_time_dependent import poisson_checks, targets  # noqa: E402
 
 K, X0, C = 3.0, 4.0, 0.7
@@ -122,3 +123,70 @@ def test_sbml_rate_rule_for_a_parameter():
                        .replace("<ci>c</ci>", "<cn>0.5</cn>"))
     with pytest.raises(ModelError, match=r"^<string>:4:\d+: rate rule for 'S': 'S' is a species"):
         read_sbml_string(on_species)
+
+
+# ---- event delays (CPU) --------------------------------------------------------------------------
+
+def delayed(trigger, assignments, delay=2.0, persistent=True, values_at_trigger=True) -> ReactionNetwork:
+    """0 -> A at rate 1 (a clock of random firings), D and C changed only by the delayed event."""
+    ev = Event("late", trigger, assignments, persistent=persistent, use_values_from_trigger_time=values_at_trigger,
+               delay=Num(delay))
+    return ReactionNetwork.create(["A", "C", "D"], [0, 0, 0], [Reaction((), ((0, 1),), rate="k")], {"k": 1.0},
+                                  events=[ev])
+
+
+def trajectories(net, t_end=6.0, points=13, realizations=200):
+    ds = simulate(net, t_end=t_end, points=points, realizations=realizations, seed=6, backend="cpu", quantiles=None,
+                  keep_trajectories=True)
+    return ds["time"].values, ds["trajectory"].values  # (realization, time, species)
+
+
+def test_delay_known_timeline():
+    net = delayed(Compare(">=", Time(), Num(1.0)), (Assignment("D", 2, BinOp("+", Species(2), Num(1.0))),))
+    t, tr = trajectories(net)
+    assert np.array_equal(tr[:, :, 2], np.broadcast_to((t >= 3.0).astype(np.int64), tr[:, :, 2].shape))
+
+
+@pytest.mark.parametrize("at_trigger,when", [(True, 1.0), (False, 2.5)])
+def test_delay_values_from_trigger_or_execution_time(at_trigger, when):
+    """C := A, triggered at t = 1, executed at 2.5: A of time 1 or of time 2.5, realization by realization."""
+    net = delayed(Compare(">=", Time(), Num(1.0)), (Assignment("C", 1, Species(0)),), delay=1.5,
+                  values_at_trigger=at_trigger)
+    t, tr = trajectories(net)
+    src, late = list(t).index(when), list(t).index(3.0)
+    assert np.all(tr[:, list(t).index(2.0), 1] == 0)
+    assert np.array_equal(tr[:, late, 1], tr[:, src, 0]) and tr[:, late, 1].sum() > 0
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_non_persistent_delayed_event_is_cancelled_when_its_trigger_falls(persistent):
+    window = Logic("and", (Compare(">=", Time(), Num(1.0)), Compare("<", Time(), Num(2.0))))
+    net = delayed(window, (Assignment("D", 2, Num(7.0)),), delay=3.0, persistent=persistent)
+    t, tr = trajectories(net)
+    expect = 7 * (t >= 4.0) if persistent else 0 * t
+    assert np.array_equal(tr[:, :, 2], np.broadcast_to(expect.astype(np.int64), tr[:, :, 2].shape))
+
+
+def test_delayed_refill_of_a_rate_rule_parameter():
+    """test_an_event_resets_the_input with the refill triggered at 0.5 and delayed by 0.5."""
+    refill = Event("refill", Compare(">=", Time(), Num(0.5)), (Assignment("X", -1, Param("x0")),), delay=Num(0.5))
+    R = 4000
+    ds = simulate(decay(events=[refill]), t_end=3.0, points=4, realizations=R, seed=8, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    mu = np.where(t < 1.0, decay_mean(t), decay_mean(1.0) + decay_mean(np.maximum(t - 1.0, 0.0)))
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], mu, R)
+
+
+def test_negative_delay_and_gpu_refusal():
+    net = delayed(Compare(">=", Time(), Num(1.0)), (Assignment("D", 2, Num(1.0)),), delay=-1.0)
+    with pytest.raises(SimulationError, match=r"the delay of event 'late', -1(\.0)?, is negative or not finite"):
+        simulate(net, t_end=3.0, points=4, realizations=10, seed=1, backend="cpu", quantiles=None)
+    with pytest.raises(ModelError, match="cannot simulate event delays"):
+        gpu_events.check_gpu(net, compile_network(net))
+
+
+def test_sbml_event_delay():
+    ev = EVENTS.replace("<trigger", '<delay><math xmlns="{}"><cn>1.5</cn></math></delay><trigger'.format(MATHML))
+    net = read_sbml_string(model(sp("A", 8) + sp("C", 3, hosu=False), par("k", 0.1, constant=False),
+                                 rx("R", {"A": 1}, {}, "k * A"), ev))
+    assert net.events[0].delay == Num(1.5) and not net.events[0].persistent

@@ -49,8 +49,8 @@ compartments that a general law, an event or a rule uses (or a mass-action rate)
 ``with_parameters(cell=...)`` changes a compartment size seen by general laws.
 
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
-(:mod:`distsim.models.events`): time- and state-triggered events without delay (``initialValue``,
-``persistent``, ``useValuesFromTriggerTime``, ``priority``), assignments to species (as counts:
+(:mod:`distsim.models.events`): time- and state-triggered events (``initialValue``,
+``persistent``, ``useValuesFromTriggerTime``, ``priority``, ``delay``: CPU only), assignments to species (as counts:
 concentrations are multiplied by the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
 rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
@@ -74,7 +74,7 @@ a compartment or parameter (constant unless a rule or event assigns it), a missi
 is not a requirement of the model and is ignored.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): event delays, algebraic rules, rate rules for species or
+its id, the file and line): algebraic rules, rate rules for species or
 compartments, initial assignments, ``delay``, piecewise / relational / logical math and trigonometric
 functions other than sin and cos in kinetic laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
 kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
@@ -639,8 +639,7 @@ class _Converter:
             ev = m.getEvent(i)
             eid = ev.getId() or f"event{i + 1}"
             label = f"event {eid!r}"
-            if ev.isSetDelay():
-                raise self.err(f"{label}: event delays are not supported", ev)
+            delay = self._delay(ev, label)
             trig = ev.getTrigger()
             if trig is None or not trig.isSetMath():
                 raise self.err(f"{label} has no trigger", ev)
@@ -662,8 +661,17 @@ class _Converter:
                 expr = self._math(ea.getMath(), {}, f"{label}, assignment to {var!r}", ea, allow_time=True)
                 sp, expr = self._target(var, expr, label, ea)
                 assignments.append(Assignment(var, sp, expr))
-            out.append(Event(eid, cond, tuple(assignments), initial_value, persistent, uvft, priority))
+            out.append(Event(eid, cond, tuple(assignments), initial_value, persistent, uvft, priority, delay))
         return out
+
+    def _delay(self, ev: Any, label: str) -> Node | None:
+        """An event's delay (evaluated at the trigger time; the SSA runs delays on CPUs), or None."""
+        if not ev.isSetDelay():
+            return None
+        d = ev.getDelay()
+        if not d.isSetMath():
+            raise self.err(f"{label}: the delay has no math", d)
+        return self._math(d.getMath(), {}, f"{label} delay", d, allow_time=True)
 
     def _condition(self, ast: Any, label: str, where: Any, depth: int = 0) -> Condition:
         L = self.L

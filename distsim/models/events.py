@@ -61,11 +61,13 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Call, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
+from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, Call, Node, Time, compile_stack, evaluate, params_of, species_of,
+                    to_text, walk)
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
-           "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
-           "LOGIC_OPS", "MAX_CASCADE", "MAX_DELAYED", "has_time", "OP_PUSH_PARAM", "RuleCycle", "rule_order", "apply_rules_at_start"]
+           "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes",
+           "COMPARE_OPS", "LOGIC_OPS", "MAX_CASCADE", "MAX_DELAYED", "has_time", "OP_PUSH_PARAM", "RuleCycle",
+           "rule_order", "apply_rules_at_start"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 MAX_CASCADE = 10_000  # event executions at one instant before a realization stops (events that retrigger)

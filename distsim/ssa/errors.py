@@ -105,7 +105,8 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
         when = f"at t = {t:.6g} " if t is not None else ""
         return (f"{lead}: the integrator of the rate rules and time-dependent propensities could not go on {when}"
                 f"in realization {realization} (seed {seed}): its step size fell below its floor "
-                "(distsim.ssa.hybrid_ops.MIN_STEP_REL (1 + |t|)), or the hazard reached its target with every propensity 0; check the "
+                "(distsim.ssa.hybrid_ops.MIN_STEP_REL (1 + |t|)), or the hazard reached its target with every "
+                "propensity 0; check the "
                 "rate rules and kinetic laws for singularities or stiffness")
     if code in (ERR_EVENT_DELAY, ERR_EVENT_QUEUE):
         when = f"at t = {t:.6g} " if t is not None else ""

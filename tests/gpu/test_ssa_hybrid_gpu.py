@@ -18,7 +18,7 @@ from distsim.ssa.errors import SimulationError
 pytestmark = pytest.mark.gpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_ssa_hybrid import decay, test_coupled_rate_rules  # noqa: E402,F401
+from test_ssa_hybrid import decay  # noqa: E402
 from test_ssa_time_dependent import sine_birth  # noqa: E402
 
 

@@ -74,10 +74,10 @@ a compartment or parameter (constant unless a rule or event assigns it), a missi
 is not a requirement of the model and is ignored.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): algebraic rules, rate rules for species or
-compartments, initial assignments, ``delay``, piecewise / relational / logical math and trigonometric
-functions other than sin and cos in kinetic laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
-kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
+its id, the file and line): algebraic rules, rate rules for species or compartments, initial
+assignments, ``delay()``, piecewise / relational / logical math and trigonometric functions other
+than sin and cos in kinetic laws, ``stoichiometryMath`` or non-integer stoichiometry, fast
+reactions, reactions without a kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
 ``distrib``, ...). Constraints are ignored.
 
 **Untrusted input.** Before libsbml sees a document it is parsed with Python's expat (no

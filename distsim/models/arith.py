@@ -54,6 +54,23 @@ class Time(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class Relation(Node):
+    """A comparison (``op`` in REL_OPS[:6], two args) or logical operator (and/or/xor: two or more
+    args, not: one) with value 1.0 (true) or 0.0; in piecewise conditions (SBML readers)."""
+
+    op: str
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Piecewise(Node):
+    """``value_1 if cond_1 else value_2 if cond_2 ... else otherwise`` (conditions: nonzero is true)."""
+
+    pieces: tuple[tuple[Node, Node], ...]  # (value, condition)
+    otherwise: Node
+
+
+@dataclass(frozen=True, slots=True)
 class BinOp(Node):
     op: str  # + - * / ^
     left: Node
@@ -210,8 +227,12 @@ def walk(node: Node):
             stack += [n.right, n.left]
         elif isinstance(n, Neg):
             stack.append(n.arg)
-        elif isinstance(n, Call):
+        elif isinstance(n, (Call, Relation)):
             stack.extend(reversed(n.args))
+        elif isinstance(n, Piecewise):
+            stack.append(n.otherwise)
+            for v, c in reversed(n.pieces):
+                stack += [c, v]
 
 
 def species_of(node: Node) -> tuple[int, ...]:
@@ -245,6 +266,21 @@ def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float], t: float = 
             return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "^": np.power}[n.op](a, b)
         if isinstance(n, Call):
             return FUNCS[n.func][1](*[go(a) for a in n.args])
+        if isinstance(n, Relation):
+            vals = [go(a) for a in n.args]
+            if n.op == "not":
+                return np.where(vals[0] != 0, 0.0, 1.0)
+            if n.op in _REL_FUNCS:
+                return _REL_FUNCS[n.op](vals[0], vals[1]).astype(np.float64)
+            out = vals[0] != 0
+            for v in vals[1:]:
+                out = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[n.op](out, v != 0)
+            return out.astype(np.float64)
+        if isinstance(n, Piecewise):
+            out = go(n.otherwise)
+            for v, c in reversed(n.pieces):
+                out = np.where(go(c) != 0, go(v), out)
+            return out
         raise TypeError(n)
 
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -266,6 +302,13 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
             return f"({txt})" if parent >= 4 else txt  # a negative base of ^ needs parentheses
         if isinstance(n, Call):
             return f"{n.func}({', '.join(go(a, 0) for a in n.args)})"
+        if isinstance(n, Relation):
+            if n.op == "not":
+                return f"not ({go(n.args[0], 0)})"
+            return "(" + f" {n.op} ".join(f"({go(a, 0)})" for a in n.args) + ")"
+        if isinstance(n, Piecewise):
+            parts = [go(x, 0) for v, c in n.pieces for x in (v, c)] + [go(n.otherwise, 0)]
+            return f"piecewise({', '.join(parts)})"
         prec = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}[n.op]
         right_prec = prec + (0 if n.op == "^" else 1)
         txt = f"{go(n.left, prec + (1 if n.op == '^' else 0))} {n.op} {go(n.right, right_prec)}"
@@ -282,6 +325,19 @@ OP_FUNC_BASE = 16
 FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "log10", "sqrt", "abs", "floor", "ceil",
                                                                 "pow", "min", "max", "sin", "cos"])}
 TRIG_CODES = (FUNC_CODES["sin"], FUNC_CODES["cos"])  # unary, after the binary ones: only the hybrid loop runs them
+# relations and piecewise (only the hybrid loop's programs run them): comparisons, then logical operators
+# (distsim.models.events uses the same codes in triggers), and select (pops value, condition, otherwise)
+REL_OPS = ("<", "<=", ">", ">=", "==", "!=", "and", "or", "xor", "not")
+OP_REL_BASE = OP_FUNC_BASE + 32
+REL_CODES = {op: OP_REL_BASE + k for k, op in enumerate(REL_OPS)}
+OP_SELECT = OP_REL_BASE + len(REL_OPS) + 1  # (OP_REL_BASE + len(REL_OPS): events' OP_PUSH_BOOL)
+_REL_FUNCS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+              "!=": np.not_equal}
+
+
+def has_logic(node: Node) -> bool:
+    """Whether an expression holds a relation or piecewise (only the hybrid loop evaluates them)."""
+    return any(isinstance(n, (Relation, Piecewise)) for n in walk(node))
 
 
 def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None
@@ -320,6 +376,23 @@ def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int
             for a in n.args:
                 go(a)
             push(FUNC_CODES[n.func], 0.0, 1 - len(n.args))
+        elif isinstance(n, Relation):
+            go(n.args[0])
+            if n.op == "not":
+                push(REL_CODES["not"], 0.0, 0)
+            for a in n.args[1:]:
+                go(a)
+                push(REL_CODES[n.op], 0.0, -1)
+        elif isinstance(n, Piecewise):
+            def piece(i: int) -> None:  # value_i, cond_i, (the rest), select
+                if i == len(n.pieces):
+                    go(n.otherwise)
+                    return
+                go(n.pieces[i][0])
+                go(n.pieces[i][1])
+                piece(i + 1)
+                push(OP_SELECT, 0.0, -2)
+            piece(0)
         else:
             raise TypeError(n)
 

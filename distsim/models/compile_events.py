@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, TRIG_CODES, Node, Time,
-                    compile_stack,
+from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, OP_SELECT, TRIG_CODES,
+                    Node, Relation, Time, compile_stack, has_logic, walk,
                     params_of, species_of, to_text)
 from .events import (CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, OP_PUSH_PARAM, Compare, Logic, compile_condition,
                      condition_nodes, condition_text, has_time, has_trig)
@@ -182,7 +182,8 @@ def _moves(law: Node | None, net: ReactionNetwork) -> bool:
     """Whether a kinetic law changes between firings: it reads time, sin/cos or a rate-rule parameter."""
     if law is None:
         return False
-    return has_time(law) or has_trig(law) or bool(set(params_of(law)) & {r.target for r in net.rate_rules})
+    return (has_time(law) or has_trig(law) or has_logic(law)
+            or bool(set(params_of(law)) & {r.target for r in net.rate_rules}))
 
 
 def _read_mutable(prog: list[tuple[int, float]], slots: list[tuple[int, str]], mutable: dict[str, int]
@@ -218,6 +219,8 @@ def stack_depth(prog: list[tuple[int, float]]) -> int:
     for op, _ in prog:
         if op in _PUSH:
             depth += 1
+        elif op == OP_SELECT:
+            depth -= 2
         elif not (op == OP_NEG or OP_FUNC_BASE <= op <= OP_FUNC_BASE + 6 or op in TRIG_CODES
                   or op == LOGIC_CODES["not"]):
             depth -= 1
@@ -237,9 +240,24 @@ def _timed(net: ReactionNetwork):
                 yield e, c
 
 
+def _law_relations(net: ReactionNetwork):
+    """(reaction index, relation) for every comparison reading time in a kinetic law (piecewise conditions)."""
+    for j, r in enumerate(net.reactions):
+        if r.law is not None:
+            for n in walk(r.law):
+                if isinstance(n, Relation) and len(n.args) == 2 and n.op not in ("and", "or", "xor") and \
+                        (has_time(n.args[0]) or has_time(n.args[1])):
+                    yield j, n
+
+
 def time_comparisons(net: ReactionNetwork) -> list[tuple[str, Node]]:
-    """(op, c) of every comparison 'time op c' in the triggers (mirrored when time is on the right)."""
-    return [(c.op, c.right) if isinstance(c.left, Time) else (_MIRROR[c.op], c.left) for _, c in _timed(net)]
+    """(op, c) of every comparison 'time op c' in the triggers and the kinetic laws' piecewise conditions
+    (mirrored when time is on the right): the loops stop where one changes, so a jump of a propensity
+    in time is exact."""
+    out = [(c.op, c.right) if isinstance(c.left, Time) else (_MIRROR[c.op], c.left) for _, c in _timed(net)]
+    out += [(n.op, n.args[1]) if isinstance(n.args[0], Time) else (_MIRROR[n.op], n.args[0])
+            for _, n in _law_relations(net)]
+    return out
 
 
 def check_time_use(net: ReactionNetwork) -> None:
@@ -248,6 +266,15 @@ def check_time_use(net: ReactionNetwork) -> None:
     rate-rule parameter read by a trigger, an assignment rule or as a mass-action rate (each would
     change between firings)."""
     src = net.source or None
+    for j, n in _law_relations(net):
+        a, b = n.args
+        if not ((isinstance(a, Time) and not has_time(b)) or (isinstance(b, Time) and not has_time(a))):
+            raise ModelError(f"reaction {net.reactions[j].name or j + 1!r}: its kinetic law compares "
+                             f"{to_text(n, net.species)}; distsim compares time in a kinetic law only alone on one "
+                             "side of a comparison whose other side does not use time (as in 'time < 5')", file=src)
+        if set(params_of(a) + params_of(b)) & {r.target for r in net.rate_rules}:
+            raise ModelError(f"reaction {net.reactions[j].name or j + 1!r}: its kinetic law compares time with a "
+                             "rate-rule parameter, which distsim does not locate yet", file=src)
     ruled = {r.target for r in net.rate_rules}
     for e in net.events:
         read = ruled.intersection(p for n in condition_nodes(e.trigger) for p in params_of(n))

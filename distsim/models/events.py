@@ -61,7 +61,7 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, Call, Node, Time, compile_stack, evaluate, params_of, species_of,
+from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, Call, Node, Time, compile_stack, evaluate, params_of, species_of,
                     to_text, walk)
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
@@ -250,9 +250,9 @@ def condition_text(cond: Condition, species: tuple[str, ...] | list[str]) -> str
 # operand q, the index of the parameter in the realization's array
 OP_PUSH_PARAM = OP_PUSH_TIME + 1
 # postfix opcodes of conditions: after arith's function codes, so one interpreter can run both
-OP_CMP_BASE = OP_FUNC_BASE + 32
-CMP_CODES = {op: OP_CMP_BASE + k for k, op in enumerate(COMPARE_OPS)}
-LOGIC_CODES = {op: OP_CMP_BASE + len(COMPARE_OPS) + k for k, op in enumerate(LOGIC_OPS)}
+OP_CMP_BASE = OP_REL_BASE  # the codes of arith's relations (piecewise conditions)
+CMP_CODES = {op: REL_CODES[op] for op in COMPARE_OPS}
+LOGIC_CODES = {op: REL_CODES[op] for op in LOGIC_OPS}
 OP_PUSH_BOOL = OP_CMP_BASE + len(COMPARE_OPS) + len(LOGIC_OPS)
 
 

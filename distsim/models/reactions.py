@@ -27,7 +27,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import ModelError
-from .arith import Node, evaluate, params_of, species_of, to_text
+from .arith import Node, evaluate, has_logic, params_of, species_of, to_text
 from .events import AssignmentRule, Event, RateRule, condition_nodes, condition_text, has_time, has_trig, reads
 
 MAX_COUNT = 2**53  # species counts: exact in float64 propensity arithmetic
@@ -256,10 +256,10 @@ class ReactionNetwork:
 
     @property
     def hybrid(self) -> bool:
-        """Whether propensities change between firings (``time``, sin/cos in a law, or rate rules):
+        """Whether propensities change between firings (``time``, sin/cos or piecewise in a law, or rate rules):
         the SSA's hybrid loop (:func:`distsim.ssa.cpu.run_realization_hybrid`) simulates it."""
-        return bool(self.rate_rules) or any(r.law is not None and (has_time(r.law) or has_trig(r.law))
-                                            for r in self.reactions)
+        return bool(self.rate_rules) or any(r.law is not None and (has_time(r.law) or has_trig(r.law)
+                                                                   or has_logic(r.law)) for r in self.reactions)
 
     @property
     def has_hooks(self) -> bool:

@@ -126,6 +126,9 @@ def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
             st[sp - 1] = -st[sp - 1]
         elif op == L_NOT:
             st[sp - 1] = 1.0 if st[sp - 1] == 0.0 else 0.0
+        elif op == arith.OP_SELECT:  # value, condition, otherwise
+            st[sp - 3] = st[sp - 3] if st[sp - 2] != 0.0 else st[sp - 1]
+            sp -= 2
         elif op == OP_SIN:
             st[sp - 1] = ds_sin(st[sp - 1])
         elif op == OP_COS:

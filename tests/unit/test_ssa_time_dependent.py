@@ -5,7 +5,9 @@
   Lambda(t) = a t + b (1 - cos(w t)) / w (moments within z = 5 standard errors);
 * the integrator itself: the time t2 of the second crossing satisfies Lambda(t2) = E0 + E1, the two
   exponential targets of Philox draws 0 and 1, within the stated tolerance;
-* a time-triggered event on top (the hazard integrated so far is kept across the stop).
+* a time-triggered event on top (the hazard integrated so far is kept across the stop);
+* piecewise laws: of time (a jump at a known time, where the loop stops) and of the state;
+* the SBML reader's sin and piecewise in kinetic laws.
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ from __future__ import annotations
 import math
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from distsim.backends.dsmath import ds_cos, ds_sin, neglog_u01
 from distsim.errors import ModelError
-from distsim.models.arith import BinOp, Call, Num, Param, Time
+from distsim.models.arith import BinOp, Call, Num, Param, Piecewise, Relation, Species, Time, evaluate
 from distsim.models.compile_reactions import compile_network
 from distsim.models.events import Assignment, Compare, Event
+from distsim.models.formats.sbml import read_sbml_string
 from distsim.models.kinetics import event_uniforms
 from distsim.models.reactions import Reaction, ReactionNetwork
 from distsim.ssa import cpu, gpu_events, simulate
@@ -73,7 +78,7 @@ def test_sine_birth_is_poisson_with_the_integrated_mean():
 
 def test_integrated_hazard_reaches_the_drawn_targets():
     c = compile_network(sine_birth())
-    assert c.events.hybrid and c.events.hz_of.tolist() == [0]
+    assert c.events.hybrid and (c.events.hz_of >= 0).tolist() == [True]
     for rid in range(12):
         word, t2, x, _ = cpu.replay(c, METHODS["direct"].cpu, rid, seed=9, grid=np.array([0.0, 1e4]), max_events=1)
         assert word == ERR_MAX_EVENTS and x.tolist() == [1]
@@ -131,3 +136,67 @@ def test_hybrid_kernel_source_compiles(tmp_path):
                         str(cuda.kernels_dir()), "-o", str(tmp_path / "k.ptx"), str(f)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+# ---- piecewise laws: jumps at known times (the loop stops there) and on the state -----------------
+
+A1, A2, T_SWITCH = 3.0, 0.5, 2.0
+
+
+def switched() -> ReactionNetwork:
+    law = Piecewise(((Param("a1"), Relation("<", (Time(), Num(T_SWITCH)))),), Param("a2"))
+    return ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=law)], {"a1": A1, "a2": A2})
+
+
+def switched_mean(t):
+    return A1 * np.minimum(t, T_SWITCH) + A2 * np.maximum(t - T_SWITCH, 0.0)
+
+
+def test_piecewise_of_time_is_poisson_with_the_integrated_mean():
+    R = 4000
+    ds = simulate(switched(), t_end=4.0, points=9, realizations=R, seed=13, backend="cpu", quantiles=None)
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], switched_mean(ds["time"].values), R)
+
+
+def test_piecewise_switch_is_a_stop_and_crossings_are_exact():
+    c = compile_network(switched())
+    assert len(c.events.tc_op) == 1  # 'time < 2' changes at t = 2: the loop stops there
+    for rid in range(12):
+        word, t2, _, _ = cpu.replay(c, METHODS["direct"].cpu, rid, seed=9, grid=np.array([0.0, 1e4]), max_events=1)
+        target = targets(9, rid, 2)
+        assert word == ERR_MAX_EVENTS and abs(switched_mean(t2) - target) <= 1e-8 * (1.0 + target), (rid, t2)
+
+
+def test_piecewise_of_the_state():
+    """Births at rate k while A < 5, then none: A(T) = min(N, 5), N ~ Poisson(k T)."""
+    k, T = 1.7, 3.0
+    law = Piecewise(((Param("k"), Relation("<", (Species(0), Num(5.0)))),), Num(0.0))
+    net = ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=law)], {"k": k})
+    R = 4000
+    ds = simulate(net, t_end=T, points=2, realizations=R, seed=3, backend="cpu", quantiles=None, keep_final=True)
+    lam = k * T
+    p = np.array([math.exp(-lam) * lam ** n / math.factorial(n) for n in range(5)])
+    probs = np.append(p, 1.0 - p.sum())
+    counts = np.bincount(ds["final_state"].values[:, 0], minlength=6)
+    assert counts.size == 6
+    for n in range(6):  # each frequency within Z binomial standard errors
+        assert abs(counts[n] / R - probs[n]) <= Z * math.sqrt(probs[n] * (1 - probs[n]) / R), (n, counts)
+
+
+def test_sbml_sin_and_piecewise_laws():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_sbml_semantics import model, par, rx, sp
+
+    body = model(sp("A", 0), par("a", A_) + par("b", B_) + par("w", W_) + par("a1", A1) + par("a2", A2),
+                 rx("S", {}, {"A": 1}, "a + b * sin(w * time)") + rx("P", {}, {"A": 1}, "piecewise(a1, time < 2, a2)"))
+    net = read_sbml_string(body)
+    assert net.hybrid
+    t = np.array([0.3, 1.9, 2.0, 3.7])
+    for r, ref in zip(net.reactions, (A_ + B_ * np.sin(W_ * t), np.where(t < 2, A1, A2))):
+        got = np.array([evaluate(r.law, np.zeros((1, 1)), net.params, tt)[0] for tt in t])
+        assert np.allclose(got, ref, rtol=1e-15, atol=0)
+    c = compile_network(net)
+    assert (c.events.hz_of >= 0).all() and len(c.events.tc_op) == 1
+    bad = model(sp("A", 0), par("a1", A1), rx("P", {}, {"A": 1}, "piecewise(a1, 2 * time < 4, 0)"))
+    with pytest.raises(ModelError, match="compares time in a kinetic law only alone"):
+        compile_network(read_sbml_string(bad))

@@ -64,7 +64,8 @@ numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a 
 given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, calls of function
 definitions (inlined); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
 chained) and logic (and, or, xor, not, true, false); events, rules and kinetic laws may use ``time``,
-and every expression sin and cos.
+and every expression sin, cos and ``piecewise`` (its conditions: relations, logic, true, false; only
+the SSA's hybrid loop evaluates them, so a kinetic law using them makes the network hybrid).
 
 **Leniency.** Problems that do not change the stochastic semantics are warnings
 (:class:`SBMLWarning`), not errors: a missing ``fast`` attribute (false), a missing ``constant`` on
@@ -75,8 +76,7 @@ is not a requirement of the model and is ignored.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
 its id, the file and line): algebraic rules, rate rules for species or compartments, initial
-assignments, ``delay()``, piecewise / relational / logical math and trigonometric functions other
-than sin and cos in kinetic laws, ``stoichiometryMath`` or non-integer stoichiometry, fast
+assignments, ``delay()``, trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry, fast
 reactions, reactions without a kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
 ``distrib``, ...). Constraints are ignored.
 
@@ -103,7 +103,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ModelError, SBMLWarning
-from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, params_of, to_text
+from ..arith import BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, params_of, to_text
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, rule_order)
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
@@ -285,6 +285,7 @@ class _Converter:
                           L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
                           L.AST_FUNCTION_CEILING, L.AST_FUNCTION_LOG, L.AST_FUNCTION_ROOT, L.AST_FUNCTION,
                           getattr(L, "AST_FUNCTION_MAX", -1), getattr(L, "AST_FUNCTION_MIN", -1)}
+        self.operators |= set(self._hybrid_math())
 
     def err(self, msg: str, element: Any = None) -> ModelError:
         line = element.getLine() if element is not None else 0
@@ -809,8 +810,10 @@ class _Converter:
         if t in (L.AST_POWER, L.AST_FUNCTION_POWER):
             arity(2)
             return BinOp("^", kids[0], kids[1])
+        if t in self._hybrid_math():
+            return self._hybrid_node(ast, t, kids, label, where)
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
-                  L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil", **self._trig_functions()}
+                  L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
         if t in simple:
             arity(1)
             return Call(simple[t], (kids[0],))
@@ -842,9 +845,37 @@ class _Converter:
         nice = ast.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
         raise self._unsupported(ast, f"{nice!r}", label, where)
 
-    def _trig_functions(self) -> dict[int, str]:
-        """libsbml's sin and cos: only the CPU's hybrid SSA loop runs them (distsim.ssa.hybrid_ops)."""
-        return {self.L.AST_FUNCTION_SIN: "sin", self.L.AST_FUNCTION_COS: "cos"}
+    def _hybrid_math(self) -> dict[int, str]:
+        """The math that only the SSA's hybrid loop evaluates (distsim.ssa.hybrid_ops): sin, cos,
+        piecewise and its conditions (relations, logic, true/false), by libsbml AST type."""
+        L = self.L
+        return {L.AST_FUNCTION_SIN: "sin", L.AST_FUNCTION_COS: "cos", L.AST_FUNCTION_PIECEWISE: "piecewise",
+                L.AST_RELATIONAL_LT: "<", L.AST_RELATIONAL_LEQ: "<=", L.AST_RELATIONAL_GT: ">",
+                L.AST_RELATIONAL_GEQ: ">=", L.AST_RELATIONAL_EQ: "==", L.AST_RELATIONAL_NEQ: "!=",
+                L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor", L.AST_LOGICAL_NOT: "not",
+                L.AST_CONSTANT_TRUE: "true", L.AST_CONSTANT_FALSE: "false"}
+
+    def _hybrid_node(self, ast: Any, t: int, kids: list[Node], label: str, where: Any) -> Node:
+        """The arith node of a :meth:`_hybrid_math` element (n-ary relations chained with 'and';
+        piecewise without otherwise: NaN where no piece holds, which stops a realization)."""
+        op = self._hybrid_math()[t]
+        n = len(kids)
+        if op in ("true", "false"):
+            return Num(1.0 if op == "true" else 0.0)
+        if op in ("sin", "cos", "not") and n != 1 or op in ("<", "<=", ">", ">=", "==", "!=") and n < 2 \
+                or op in ("and", "or", "xor") and n < 1 or op == "piecewise" and n < 1:
+            raise self._unsupported(ast, f"{op} with {n} argument(s)", label, where)
+        if op in ("sin", "cos"):
+            return Call(op, (kids[0],))
+        if op == "piecewise":
+            pieces = tuple((kids[i], kids[i + 1]) for i in range(0, n - 1, 2))
+            return Piecewise(pieces, kids[-1] if n % 2 else Num(math.nan))
+        if op in ("and", "or", "xor"):
+            return kids[0] if n == 1 else Relation(op, tuple(kids))
+        if op == "not":
+            return Relation("not", (kids[0],))
+        pairs = [Relation(op, (a, b)) for a, b in zip(kids, kids[1:])]
+        return pairs[0] if len(pairs) == 1 else Relation("and", tuple(pairs))
 
     def _inline(self, ast: Any, args: list[tuple[Node, int]], label: str, where: Any, depth: int
                 ) -> tuple[Any, dict, str]:

@@ -61,8 +61,8 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, Call, Node, Time, compile_stack, evaluate, params_of, species_of,
-                    to_text, walk)
+from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, Call, Node, Time, compile_stack, evaluate,
+                    params_of, species_of, to_text, walk)
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes",

@@ -76,9 +76,10 @@ is not a requirement of the model and is ignored.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
 its id, the file and line): algebraic rules, rate rules for species or compartments, initial
-assignments, ``delay()``, trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry, fast
-reactions, reactions without a kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
-``distrib``, ...). Constraints are ignored.
+assignments, ``delay()``, trigonometric functions other than sin and cos, ``stoichiometryMath`` or
+non-integer stoichiometry, fast reactions, reactions without a kinetic law, conversion factors,
+assignments to compartments, required SBML packages (``comp``, ``distrib``, ...). Constraints are
+ignored.
 
 **Untrusted input.** Before libsbml sees a document it is parsed with Python's expat (no
 recursion): it must be well-formed XML without a DOCTYPE (so no entity expansion) and nest at most

@@ -74,6 +74,44 @@ __device__ __forceinline__ double ds_pow(double x, double y) {
     return ds_exp(y * ds_log(x));
 }
 
+// sin/cos: the twins of distsim/backends/dsmath.py ds_sin/ds_cos (x = k pi/2 + r, explicit FMAs, fdlibm's
+// kernel polynomials, quadrant k mod 4; NaN for |x| > 1e9 or not finite)
+__device__ __forceinline__ double ds_sin_kernel(const double r) {
+    const double z = r * r;
+    double p = fma(z, 1.58969099521155010221e-10, -2.50507602534068634195e-08);
+    p = fma(z, p, 2.75573137070700676789e-06);
+    p = fma(z, p, -1.98412698298579493134e-04);
+    p = fma(z, p, 8.33333333332248946124e-03);
+    p = fma(z, p, -1.66666666666666324348e-01);
+    return fma(r * z, p, r);
+}
+
+__device__ __forceinline__ double ds_cos_kernel(const double r) {
+    const double z = r * r;
+    double p = fma(z, -1.13596475577881948265e-11, 2.08757232129817482790e-09);
+    p = fma(z, p, -2.75573143513906633035e-07);
+    p = fma(z, p, 2.48015872894767294178e-05);
+    p = fma(z, p, -1.38888888888741095749e-03);
+    p = fma(z, p, 4.16666666666666019037e-02);
+    return fma(z * z, p, fma(-0.5, z, 1.0));
+}
+
+__device__ __forceinline__ double ds_trig(const double x, const int shift) {
+    if (!(fabs(x) <= 1.0e9)) return __longlong_as_double(0x7ff8000000000000LL);
+    const double k = floor(x * 0.6366197723675814 + 0.5);
+    double r = fma(-k, 1.5707963267948966, x);
+    r = fma(-k, 6.123233995736766e-17, r);
+    r = fma(-k, -1.4973849048591698e-33, r);
+    const long long q = ((long long)k + shift) & 3;
+    if (q == 0) return ds_sin_kernel(r);
+    if (q == 1) return ds_cos_kernel(r);
+    if (q == 2) return -ds_sin_kernel(r);
+    return -ds_cos_kernel(r);
+}
+
+__device__ __forceinline__ double ds_sin(const double x) { return ds_trig(x, 0); }
+__device__ __forceinline__ double ds_cos(const double x) { return ds_trig(x, 1); }
+
 // -log(u) for a normal double u in (0, 1), the same bits as distsim/rng/dsmath.py neglog_u01: u = m 2^k
 // with m in [0.75, 1.5), c = j/256 the table point nearest m, log m = log c + log1p(r) with |r| <= 1/384
 // (series to r^6). `tab` holds (1/c, log c) for j = 192..384, from DS_NEGLOG_TABLE_INIT (ds_neglog_load).

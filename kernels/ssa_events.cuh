@@ -17,6 +17,8 @@
 // distsim/models/arith.py and events.py
 #define OP_PUSH_TIME 8
 #define OP_PUSH_PARAM 9
+#define OP_SIN (OP_FUNC_BASE + 10)  // arith.TRIG_CODES
+#define OP_COS (OP_FUNC_BASE + 11)
 #define OP_CMP_BASE (OP_FUNC_BASE + 32)
 #define CMP_LT (OP_CMP_BASE + 0)
 #define CMP_LE (OP_CMP_BASE + 1)
@@ -29,6 +31,7 @@
 #define L_XOR (OP_CMP_BASE + 8)
 #define L_NOT (OP_CMP_BASE + 9)
 #define OP_PUSH_BOOL (OP_CMP_BASE + 10)
+#define OP_SELECT (OP_CMP_BASE + 11)  // arith.OP_SELECT: value, condition, otherwise
 // distsim/models/compile_events.py
 #define FLAG_INITIAL 1
 #define FLAG_PERSISTENT 2
@@ -80,6 +83,9 @@ __device__ __noinline__ double ds_run_program(const int pid, const X& x, const d
         else if (op == OP_PUSH_CONST || op == OP_PUSH_BOOL) { st[sp] = V.prog_arg[pc]; ++sp; }
         else if (op == OP_NEG) { st[sp - 1] = -st[sp - 1]; }
         else if (op == L_NOT) { st[sp - 1] = st[sp - 1] == 0.0 ? 1.0 : 0.0; }
+        else if (op == OP_SELECT) { st[sp - 3] = st[sp - 2] != 0.0 ? st[sp - 3] : st[sp - 1]; sp -= 2; }
+        else if (op == OP_SIN) { st[sp - 1] = ds_sin(st[sp - 1]); }
+        else if (op == OP_COS) { st[sp - 1] = ds_cos(st[sp - 1]); }
         else if (op >= OP_FUNC_BASE && op - OP_FUNC_BASE <= 6) { st[sp - 1] = ds_unary(op - OP_FUNC_BASE, st[sp - 1]); }
         else if (op >= OP_CMP_BASE) { st[sp - 2] = ds_compare_or_logic(op, st[sp - 2], st[sp - 1]); --sp; }
         else { st[sp - 2] = ds_binary(op, st[sp - 2], st[sp - 1]); --sp; }

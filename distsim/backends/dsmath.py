@@ -132,6 +132,67 @@ def ds_pow(x, y):
     return ds_exp(y * ds_log(x))
 
 
+# sin/cos: x = k pi/2 + r, |r| <= pi/4 (a three-part split of pi/2 with explicit FMAs), then fdlibm's
+# kernel polynomials (__kernel_sin/__kernel_cos coefficients) and the quadrant k mod 4. CPU only for now:
+# networks that use them are refused on GPUs (distsim.ssa.gpu_events).
+TWO_OVER_PI = 0.6366197723675814
+PIO2_HI = 1.5707963267948966
+PIO2_MID = 6.123233995736766e-17
+PIO2_LO = -1.4973849048591698e-33
+TRIG_MAX = 1.0e9  # larger |x| lose the reduction's accuracy: NaN
+
+
+@numba.njit(inline="always", cache=True)
+def _sin_kernel(r):
+    z = r * r
+    p = fma(z, 1.58969099521155010221e-10, -2.50507602534068634195e-08)
+    p = fma(z, p, 2.75573137070700676789e-06)
+    p = fma(z, p, -1.98412698298579493134e-04)
+    p = fma(z, p, 8.33333333332248946124e-03)
+    p = fma(z, p, -1.66666666666666324348e-01)
+    return fma(r * z, p, r)
+
+
+@numba.njit(inline="always", cache=True)
+def _cos_kernel(r):
+    z = r * r
+    p = fma(z, -1.13596475577881948265e-11, 2.08757232129817482790e-09)
+    p = fma(z, p, -2.75573143513906633035e-07)
+    p = fma(z, p, 2.48015872894767294178e-05)
+    p = fma(z, p, -1.38888888888741095749e-03)
+    p = fma(z, p, 4.16666666666666019037e-02)
+    return fma(z * z, p, fma(-0.5, z, 1.0))
+
+
+@numba.njit(inline="always", cache=True)
+def _trig(x, shift):
+    """sin x (shift 0) or cos x (shift 1) = sin(x + shift pi/2), a few ulp; NaN if |x| > TRIG_MAX or not finite."""
+    if not (abs(x) <= TRIG_MAX):
+        return math.nan
+    k = math.floor(x * TWO_OVER_PI + 0.5)
+    r = fma(-k, PIO2_HI, x)
+    r = fma(-k, PIO2_MID, r)
+    r = fma(-k, PIO2_LO, r)
+    q = (int(k) + shift) & 3
+    if q == 0:
+        return _sin_kernel(r)
+    if q == 1:
+        return _cos_kernel(r)
+    if q == 2:
+        return -_sin_kernel(r)
+    return -_cos_kernel(r)
+
+
+@numba.njit(inline="always", cache=True)
+def ds_sin(x):
+    return _trig(x, 0)
+
+
+@numba.njit(inline="always", cache=True)
+def ds_cos(x):
+    return _trig(x, 1)
+
+
 def _neglog_table() -> np.ndarray:
     """(1/c, log c) for c = j/256, j = 192..384, interleaved; log c correctly rounded (decimal, so the
     same bits on every machine)."""

@@ -9,7 +9,8 @@ Grammar::
     power  := atom ('^' unary)?              # right-associative: 2^3^2 = 2^(3^2)
     atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
-Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil. A NAME resolves (via
+Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil, sin, cos (the last two
+only on CPUs: :func:`distsim.backends.dsmath.ds_sin`). A NAME resolves (via
 the caller) to a species count or a parameter value. Numbers must be finite (``1e309`` is an
 error); parentheses, calls, signs and powers nest at most :data:`MAX_DEPTH` deep.
 """
@@ -47,8 +48,26 @@ class Param(Node):
 
 @dataclass(frozen=True, slots=True)
 class Time(Node):
-    """The simulation time (SBML's ``time`` symbol): used by event triggers, event assignments and
-    assignment rules (:mod:`distsim.models.events`), never by kinetic laws."""
+    """The simulation time (SBML's ``time`` symbol): in event triggers, event assignments and
+    assignment rules (:mod:`distsim.models.events`), and in kinetic laws and rate rules, which the
+    SSA's hybrid loop integrates (:mod:`distsim.models.compile_events`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relation(Node):
+    """A comparison (``op`` in REL_OPS[:6], two args) or logical operator (and/or/xor: two or more
+    args, not: one) with value 1.0 (true) or 0.0; in piecewise conditions (SBML readers)."""
+
+    op: str
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Piecewise(Node):
+    """``value_1 if cond_1 else value_2 if cond_2 ... else otherwise`` (conditions: nonzero is true)."""
+
+    pieces: tuple[tuple[Node, Node], ...]  # (value, condition)
+    otherwise: Node
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +91,7 @@ class Call(Node):
 FUNCS: dict[str, tuple[int, Callable]] = {
     "exp": (1, np.exp), "log": (1, np.log), "ln": (1, np.log), "log10": (1, np.log10), "sqrt": (1, np.sqrt),
     "abs": (1, np.abs), "floor": (1, np.floor), "ceil": (1, np.ceil), "pow": (2, np.power),
-    "min": (2, np.minimum), "max": (2, np.maximum),
+    "min": (2, np.minimum), "max": (2, np.maximum), "sin": (1, np.sin), "cos": (1, np.cos),
 }
 
 MAX_DEPTH = 100
@@ -208,8 +227,12 @@ def walk(node: Node):
             stack += [n.right, n.left]
         elif isinstance(n, Neg):
             stack.append(n.arg)
-        elif isinstance(n, Call):
+        elif isinstance(n, (Call, Relation)):
             stack.extend(reversed(n.args))
+        elif isinstance(n, Piecewise):
+            stack.append(n.otherwise)
+            for v, c in reversed(n.pieces):
+                stack += [c, v]
 
 
 def species_of(node: Node) -> tuple[int, ...]:
@@ -243,6 +266,21 @@ def evaluate(node: Node, x: np.ndarray, params: Mapping[str, float], t: float = 
             return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "^": np.power}[n.op](a, b)
         if isinstance(n, Call):
             return FUNCS[n.func][1](*[go(a) for a in n.args])
+        if isinstance(n, Relation):
+            vals = [go(a) for a in n.args]
+            if n.op == "not":
+                return np.where(vals[0] != 0, 0.0, 1.0)
+            if n.op in _REL_FUNCS:
+                return _REL_FUNCS[n.op](vals[0], vals[1]).astype(np.float64)
+            out = vals[0] != 0
+            for v in vals[1:]:
+                out = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[n.op](out, v != 0)
+            return out.astype(np.float64)
+        if isinstance(n, Piecewise):
+            out = go(n.otherwise)
+            for v, c in reversed(n.pieces):
+                out = np.where(go(c) != 0, go(v), out)
+            return out
         raise TypeError(n)
 
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -264,6 +302,13 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
             return f"({txt})" if parent >= 4 else txt  # a negative base of ^ needs parentheses
         if isinstance(n, Call):
             return f"{n.func}({', '.join(go(a, 0) for a in n.args)})"
+        if isinstance(n, Relation):
+            if n.op == "not":
+                return f"not ({go(n.args[0], 0)})"
+            return "(" + f" {n.op} ".join(f"({go(a, 0)})" for a in n.args) + ")"
+        if isinstance(n, Piecewise):
+            parts = [go(x, 0) for v, c in n.pieces for x in (v, c)] + [go(n.otherwise, 0)]
+            return f"piecewise({', '.join(parts)})"
         prec = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}[n.op]
         right_prec = prec + (0 if n.op == "^" else 1)
         txt = f"{go(n.left, prec + (1 if n.op == '^' else 0))} {n.op} {go(n.right, right_prec)}"
@@ -278,7 +323,21 @@ def to_text(node: Node, species: tuple[str, ...] | list[str]) -> str:
 OP_PUSH_CONST, OP_PUSH_SPECIES, OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_NEG, OP_PUSH_TIME = range(9)
 OP_FUNC_BASE = 16
 FUNC_CODES = {name: OP_FUNC_BASE + k for k, name in enumerate(["exp", "log", "log10", "sqrt", "abs", "floor", "ceil",
-                                                                "pow", "min", "max"])}
+                                                                "pow", "min", "max", "sin", "cos"])}
+TRIG_CODES = (FUNC_CODES["sin"], FUNC_CODES["cos"])  # unary, after the binary ones: only the hybrid loop runs them
+# relations and piecewise (only the hybrid loop's programs run them): comparisons, then logical operators
+# (distsim.models.events uses the same codes in triggers), and select (pops value, condition, otherwise)
+REL_OPS = ("<", "<=", ">", ">=", "==", "!=", "and", "or", "xor", "not")
+OP_REL_BASE = OP_FUNC_BASE + 32
+REL_CODES = {op: OP_REL_BASE + k for k, op in enumerate(REL_OPS)}
+OP_SELECT = OP_REL_BASE + len(REL_OPS) + 1  # (OP_REL_BASE + len(REL_OPS): events' OP_PUSH_BOOL)
+_REL_FUNCS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+              "!=": np.not_equal}
+
+
+def has_logic(node: Node) -> bool:
+    """Whether an expression holds a relation or piecewise (only the hybrid loop evaluates them)."""
+    return any(isinstance(n, (Relation, Piecewise)) for n in walk(node))
 
 
 def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int, str]] | None = None
@@ -317,6 +376,23 @@ def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int
             for a in n.args:
                 go(a)
             push(FUNC_CODES[n.func], 0.0, 1 - len(n.args))
+        elif isinstance(n, Relation):
+            go(n.args[0])
+            if n.op == "not":
+                push(REL_CODES["not"], 0.0, 0)
+            for a in n.args[1:]:
+                go(a)
+                push(REL_CODES[n.op], 0.0, -1)
+        elif isinstance(n, Piecewise):
+            def piece(i: int) -> None:  # value_i, cond_i, (the rest), select
+                if i == len(n.pieces):
+                    go(n.otherwise)
+                    return
+                go(n.pieces[i][0])
+                go(n.pieces[i][1])
+                piece(i + 1)
+                push(OP_SELECT, 0.0, -2)
+            piece(0)
         else:
             raise TypeError(n)
 

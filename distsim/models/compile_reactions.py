@@ -135,7 +135,7 @@ def _compile(net: ReactionNetwork, x0: np.ndarray | None) -> CompiledNetwork:
         max_stack=max_stack, dep_start=i32(ds), dep_list=i32(dl if dl else [0]),
         digest=hashlib.sha256((net.digest() + repr(x0.tolist())).encode()).hexdigest(),
     )
-    return _with_events(net, c, changes) if net.events or net.rules else c
+    return _with_events(net, c, changes) if net.has_hooks else c
 
 
 def _with_events(net: ReactionNetwork, c: CompiledNetwork, changes: list) -> CompiledNetwork:

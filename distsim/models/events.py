@@ -34,6 +34,24 @@ than :data:`MAX_CASCADE` executions at one instant stop the realization with an 
 trigger each other forever). Assignment rules hold at every instant: after the initial state,
 after every reaction firing and after every event they are applied in the order of
 :attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules it reads).
+
+**Delays** (CPU only: GPUs refuse them): an event with a ``delay`` does not become pending when its
+trigger rises at t; its execution is scheduled at t + delay (the delay evaluated at t; it must be
+finite and >= 0), with its assignment values evaluated at t when ``use_values_from_trigger_time``,
+else at execution. At that instant it joins the events that are pending then (the same priority
+order; for equal priorities, document order, then the order of scheduling). A ``persistent=False``
+event's scheduled executions are cancelled when its trigger falls. A realization holds at most
+:data:`MAX_DELAYED` scheduled executions (more: it stops with an error naming the event).
+
+**Time-dependent propensities and rate rules** (:class:`RateRule`, :attr:`ReactionNetwork.rate_rules`):
+kinetic laws may read ``time`` and sin/cos, and parameters may follow rate rules (ODEs between
+firings; their derivatives may read species, parameters, other rate-rule parameters and ``time``).
+The SSA simulates such a network (:attr:`ReactionNetwork.hybrid`) as a piecewise-deterministic Markov
+process: the next firing is where the integrated hazard reaches an exponential target, integrated
+with the rate rules to stated tolerances (:mod:`distsim.ssa.hybrid_ops`). Rate rules hold parameters
+only: species stay whole counts in every result (a rate rule for a species is refused). A trigger
+or an assignment rule may not read a rate-rule parameter, and a mass-action rate may not be one
+(refused when compiled: they would change between firings); event assignments may set them.
 """
 
 from __future__ import annotations
@@ -43,14 +61,17 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import OP_FUNC_BASE, OP_PUSH_TIME, Node, Time, compile_stack, evaluate, params_of, species_of, to_text, walk
+from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, Call, Node, Time, compile_stack, evaluate,
+                    params_of, species_of, to_text, walk)
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
-           "condition_value", "condition_text", "compile_condition", "condition_nodes", "COMPARE_OPS",
-           "LOGIC_OPS", "MAX_CASCADE", "has_time", "OP_PUSH_PARAM", "RuleCycle", "rule_order", "apply_rules_at_start"]
+           "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes",
+           "COMPARE_OPS", "LOGIC_OPS", "MAX_CASCADE", "MAX_DELAYED", "has_time", "OP_PUSH_PARAM", "RuleCycle",
+           "rule_order", "apply_rules_at_start"]
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 MAX_CASCADE = 10_000  # event executions at one instant before a realization stops (events that retrigger)
+MAX_DELAYED = 64  # scheduled executions of delayed events per realization before it stops with an error
 LOGIC_OPS = ("and", "or", "xor", "not")
 
 
@@ -93,6 +114,19 @@ class Event:
     persistent: bool = True
     use_values_from_trigger_time: bool = True
     priority: Node | None = None
+    delay: Node | None = None  # evaluated at the trigger time; None: no delay (CPU only, see the module)
+
+
+@dataclass(frozen=True)
+class RateRule:
+    """``d target / dt = expr`` between reaction firings (SBML rate rule; ``target`` a parameter, the
+    only continuous variables so far, ``species`` -1): integrated by the SSA's hybrid loop
+    (:func:`distsim.ssa.cpu.run_realization_hybrid`); ``id`` as for :class:`AssignmentRule`."""
+
+    id: str
+    target: str
+    species: int
+    expr: Node
 
 
 @dataclass(frozen=True)
@@ -165,6 +199,11 @@ def has_time(node: Node) -> bool:
     return any(isinstance(n, Time) for n in walk(node))
 
 
+def has_trig(node: Node) -> bool:
+    """Whether an arith expression calls sin or cos (only the CPU's hybrid loop evaluates them)."""
+    return any(isinstance(n, Call) and n.func in ("sin", "cos") for n in walk(node))
+
+
 def reads(items) -> tuple[set[int], set[str]]:
     """Species indices and parameter names read by arith nodes ``items``."""
     sp: set[int] = set()
@@ -211,9 +250,9 @@ def condition_text(cond: Condition, species: tuple[str, ...] | list[str]) -> str
 # operand q, the index of the parameter in the realization's array
 OP_PUSH_PARAM = OP_PUSH_TIME + 1
 # postfix opcodes of conditions: after arith's function codes, so one interpreter can run both
-OP_CMP_BASE = OP_FUNC_BASE + 32
-CMP_CODES = {op: OP_CMP_BASE + k for k, op in enumerate(COMPARE_OPS)}
-LOGIC_CODES = {op: OP_CMP_BASE + len(COMPARE_OPS) + k for k, op in enumerate(LOGIC_OPS)}
+OP_CMP_BASE = OP_REL_BASE  # the codes of arith's relations (piecewise conditions)
+CMP_CODES = {op: REL_CODES[op] for op in COMPARE_OPS}
+LOGIC_CODES = {op: REL_CODES[op] for op in LOGIC_OPS}
 OP_PUSH_BOOL = OP_CMP_BASE + len(COMPARE_OPS) + len(LOGIC_OPS)
 
 

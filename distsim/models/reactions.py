@@ -31,8 +31,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import ModelError, did_you_mean
-from .arith import Node, evaluate, params_of, species_of, to_text
-from .events import AssignmentRule, Event, condition_nodes, condition_text, reads
+from .arith import Node, evaluate, has_logic, params_of, species_of, to_text
+from .events import AssignmentRule, Event, RateRule, condition_nodes, condition_text, has_time, has_trig, reads
 
 MAX_COUNT = 2**53  # species counts: exact in float64 propensity arithmetic
 MAX_STOICHIOMETRY = 1000  # molecules of one species consumed or produced by one firing
@@ -72,6 +72,7 @@ class ReactionNetwork:
     source: str = ""
     events: tuple[Event, ...] = ()
     rules: tuple[AssignmentRule, ...] = ()
+    rate_rules: tuple[RateRule, ...] = ()  # continuous parameters (the SSA's hybrid loop)
     metadata: tuple[tuple[str, str], ...] = ()  # how the model was read (not part of the digest)
     _params: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
     _digest: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
@@ -81,7 +82,8 @@ class ReactionNetwork:
                reactions: Sequence[Reaction], parameters: Mapping[str, float] | None = None, *,
                fixed: Iterable[int | str] = (), name: str = "", source: str = "",
                events: Sequence[Event] = (), rules: Sequence[AssignmentRule] = (),
-               metadata: Mapping[str, str] | None = None) -> "ReactionNetwork":
+               rate_rules: Sequence[RateRule] = (), metadata: Mapping[str, str] | None = None
+               ) -> "ReactionNetwork":
         species = tuple(species)
         if isinstance(initial, Mapping):
             unknown = [k for k in initial if k not in species]
@@ -91,7 +93,8 @@ class ReactionNetwork:
         fx = {species.index(f) if isinstance(f, str) else int(f) for f in fixed}
         params = tuple((str(k), float(v)) for k, v in (parameters or {}).items())
         return cls(species, tuple(int(x) for x in initial), tuple(reactions), params, frozenset(fx), name, source,
-                   tuple(events), tuple(rules), tuple((str(k), str(v)) for k, v in (metadata or {}).items()))
+                   tuple(events), tuple(rules), tuple(rate_rules),
+                   tuple((str(k), str(v)) for k, v in (metadata or {}).items()))
 
     def __post_init__(self) -> None:
         src = self.source or None
@@ -125,6 +128,14 @@ class ReactionNetwork:
         n = len(self.species)
         targets = [(f"event {e.id!r}", a) for e in self.events for a in e.assignments]
         targets += [(f"rule {r.id!r}", r) for r in self.rules]
+        targets += [(f"rate rule {r.id!r}", r) for r in self.rate_rules]
+        ruled = [r.target for r in self.rate_rules]
+        for r in self.rate_rules:
+            if r.species >= 0:
+                raise ModelError(f"rate rule {r.id!r}: {r.target!r} is a species; distsim integrates rate rules for "
+                                 "parameters only (make it a parameter)", file=src)
+            if ruled.count(r.target) > 1 or r.target in {a.target for a in self.rules}:
+                raise ModelError(f"rate rule {r.id!r}: {r.target!r} has another rule", file=src)
         for label, a in targets:
             if a.species >= 0:
                 if a.species >= n or self.species[a.species] != a.target:
@@ -132,11 +143,13 @@ class ReactionNetwork:
                                      file=src)
             elif a.target not in params:
                 raise ModelError(f"{label}: assigns unknown parameter {a.target!r}", file=src)
-        exprs = [a.expr for _, a in targets]
+        exprs = [a.expr for _, a in targets]  # (rate rules included)
         for e in self.events:
             exprs.extend(condition_nodes(e.trigger))
             if e.priority is not None:
                 exprs.append(e.priority)
+            if e.delay is not None:
+                exprs.append(e.delay)
         sp, pa = reads(exprs)
         bad = sorted(i for i in sp if not 0 <= i < n)
         if bad:
@@ -251,9 +264,24 @@ class ReactionNetwork:
             init[self.index(k)] = int(v)
         return replace(self, initial=tuple(init))
 
+    @property
+    def hybrid(self) -> bool:
+        """Whether propensities change between firings (``time``, sin/cos or piecewise in a law, or rate rules):
+        the SSA's hybrid loop (:func:`distsim.ssa.cpu.run_realization_hybrid`) simulates it."""
+        return bool(self.rate_rules) or any(r.law is not None and (has_time(r.law) or has_trig(r.law)
+                                                                   or has_logic(r.law)) for r in self.reactions)
+
+    @property
+    def has_hooks(self) -> bool:
+        """Whether the SSA needs its loop with hooks: events, assignment rules, or :attr:`hybrid`."""
+        return bool(self.events or self.rules) or self.hybrid
+
     def require_plain(self, what: str) -> None:
         """Raise :class:`ModelError` naming the events and rules if the network has any (``what``
         cannot use them: rate inference, the reaction text format)."""
+        if self.hybrid:
+            raise ModelError(f"{what} does not support time-dependent propensities or rate rules yet (the network "
+                             "has kinetic laws reading time or sin/cos, or rate rules)", file=self.source or None)
         if not (self.events or self.rules):
             return
         parts = []
@@ -281,8 +309,12 @@ class ReactionNetwork:
             h.update(repr(("event", e.id, condition_text(e.trigger, sp), e.initial_value, e.persistent,
                            e.use_values_from_trigger_time, None if e.priority is None else to_text(e.priority, sp),
                            [(a.target, a.species, to_text(a.expr, sp)) for a in e.assignments])).encode())
+            if e.delay is not None:
+                h.update(repr(("delay", to_text(e.delay, sp))).encode())
         for r in self.rules:
             h.update(repr(("rule", r.id, r.target, r.species, to_text(r.expr, sp))).encode())
+        for r in self.rate_rules:
+            h.update(repr(("rate rule", r.id, r.target, r.species, to_text(r.expr, sp))).encode())
         return h.hexdigest()
 
     def summary(self) -> str:
@@ -290,6 +322,8 @@ class ReactionNetwork:
         extra = ""
         if self.events or self.rules:
             extra = f", {len(self.events)} events, {len(self.rules)} assignment rules"
+        if self.rate_rules:
+            extra += f", {len(self.rate_rules)} rate rules"
         return (f"{self.name or 'network'}: {self.n_species} species, {self.n_reactions} reactions "
                 f"({ma} mass action, {self.n_reactions - ma} general laws), {len(self._params)} parameters{extra}")
 

@@ -31,9 +31,10 @@ from numba.core import types
 from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
-from ..models.kinetics import bad_propensity, law, mass_action, reaction_arrays
-from . import event_ops
-from .errors import ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_NONE, ERR_PROPENSITY, error_word
+from ..backends.dsmath import neglog_u01
+from ..models.kinetics import bad_propensity, event_uniforms, law, mass_action, reaction_arrays
+from . import event_ops, hybrid_ops
+from .errors import ERR_INTEGRATOR, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_NONE, ERR_PROPENSITY, error_word
 
 
 @dataclass(frozen=True, eq=False)
@@ -276,6 +277,8 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
             wd, hist)
     if c.events is None:
         _simulate(method, reaction_arrays(c), *args)
+    elif c.events.hybrid:
+        _simulate_hybrid(method, reaction_arrays(c), event_arrays(c), event_work_shape(c), *args)
     else:
         _simulate_events(method, reaction_arrays(c), event_arrays(c), event_work_shape(c), *args)
     out = {
@@ -367,6 +370,11 @@ def replay(c: CompiledNetwork, method: CPUMethod, realization: int, *, seed: int
             np.empty((len(grid), c.n_species), np.int64), np.zeros(M, np.int64))
     if c.events is None:
         _, word, t, v = run_realization(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c), *args)
+    elif c.events.hybrid:
+        _, word, t, v = run_realization_hybrid(np.uint64(realization), np.uint64(seed), reaction_arrays(c),
+                                               event_arrays(c), *args[:4], *args[5:],
+                                               event_ops.new_work(*event_work_shape(c)),
+                                               hybrid_ops.new_work(len(c.events.rr_param)))
     else:
         _, word, t, v = run_realization_events(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c),
                                                event_arrays(c), *args, event_ops.new_work(*event_work_shape(c)))
@@ -408,6 +416,9 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
         law_arg, dep_start, dep_list = net
     theta_r, larg_r = w[0], w[1]
     n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]  # (hooks skipped when 0)
+    for i in range(n_ev):  # delayed events stop the loop at their scheduled times too
+        if ev.ev_delay[i] >= 0:
+            n_tc += 1
     for s in range(S):
         x[s] = x0[s]
     theta_r[:] = theta
@@ -487,10 +498,140 @@ def _simulate_events(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
         aux = np.empty(aux_n, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
-        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5])
+        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
         for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
             evn, err, _, _ = run_realization_events(method, np.uint64(real0 + r), seed, net, ev, grid, max_events, x,
                                                     a, aux, stack, rec, firings[ch], w)
+            events[r] = evn
+            errors[r] = err
+            _accumulate(rec, x, r, ch, sum_x, sum_x2, hist_lo, hist_width, hist, keep_traj, traj, keep_final, final)
+
+
+# ---- hybrid networks: time-dependent propensities and rate rules (a PDMP) --------------------------
+# The event loop with the integrator of distsim/ssa/hybrid_ops.py: the next firing is where the
+# integrated hazard reaches E = -log u1 (u1, u2: the uniforms the plain loop draws for event e, e
+# counting firings); the reaction is chosen with u2 a0(t*) by a linear search in reaction order (the
+# direct method, whatever the method asked for). A stop at a time comparison executes its events and
+# keeps E and the hazard integrated so far (the firing time of an inhomogeneous process, exactly).
+
+@numba.njit(cache=True, error_model="numpy")
+def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, rec, firings, w, hw):
+    """:func:`run_realization_events` for a hybrid network (``hw``: :func:`hybrid_ops.new_work`);
+    returns (firings, error word, t, v) as that does."""
+    S = x.shape[0]
+    M = a.shape[0]
+    K = grid.shape[0]
+    x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
+        law_arg, dep_start, dep_list = net
+    theta_r, larg_r = w[0], w[1]
+    hz_of = ev.hz_of
+    n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]
+    for i in range(n_ev):
+        if ev.ev_delay[i] >= 0:
+            n_tc += 1
+    for s in range(S):
+        x[s] = x0[s]
+    theta_r[:] = theta
+    larg_r[:law_arg.shape[0]] = law_arg
+    hw[5][0] = 0.0  # no step size yet
+    t = 0.0
+    k = 0
+    e = np.uint64(0)
+    t_end = grid[K - 1]
+    word, v = event_ops.reset(x, t, ev, w)
+    if word != ERR_NONE:
+        return e, word, t, v
+    u1, u2 = event_uniforms(e, seed, rid)
+    target = neglog_u01(u1)
+    lam = 0.0
+    fresh = True
+    a_static = 0.0
+    while True:
+        if fresh:  # the propensities that do not move between firings, and their sum
+            a_static = 0.0
+            for d in range(M):
+                if hz_of[d] >= 0:
+                    continue
+                if kind[d] == KIND_MASS_ACTION:
+                    v = mass_action(theta_r[d], d, x, rct_start, rct_species, rct_stoich)
+                else:
+                    v = law(d, x, law_start, law_op, larg_r, stack)
+                if bad_propensity(v):
+                    return e, error_word(ERR_PROPENSITY, d), t, v
+                a[d] = v
+                a_static += v
+            fresh = False
+        t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
+        status, t, lam, d, v = hybrid_ops.advance(t, min(t_stop, t_end), lam, target, a_static, x, ev, w, hw)
+        if status == hybrid_ops.ADV_BAD_PROPENSITY:
+            return e, error_word(ERR_PROPENSITY, d), t, v
+        if status == hybrid_ops.ADV_STEP:
+            return e, ERR_INTEGRATOR, t, math.nan
+        k = _record(rec, x, grid, k, t)
+        if status == hybrid_ops.ADV_HORIZON:
+            if t_stop > t_end:  # the end of the grid
+                _record(rec, x, grid, k, math.inf)
+                return e, ERR_NONE, t, math.nan
+            word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)
+            if word != ERR_NONE:
+                return e, word, t, v
+            fresh = fresh or n > 0
+            continue
+        if max_events > 0 and e >= np.uint64(max_events):
+            _record(rec, x, grid, k, math.inf)
+            return e, ERR_MAX_EVENTS, t, math.nan
+        d, v = hybrid_ops.moving_propensities(x, t, a, ev, w)
+        if d >= 0:
+            return e, error_word(ERR_PROPENSITY, d), t, v
+        a0 = 0.0
+        for q in range(M):
+            a0 += a[q]
+        u = u2 * a0  # the first reaction whose cumulative propensity exceeds u (the direct method's scan)
+        j = -1
+        cum = 0.0
+        for q in range(M):
+            if a[q] > 0.0:
+                j = q
+            cum = cum + a[q]
+            if cum > u:
+                j = q
+                break
+        if j < 0:  # (no reaction can fire: the hazard reached the target by rounding)
+            return e, ERR_INTEGRATOR, t, math.nan
+        word = _fire(j, x, chg_start, chg_species, chg_delta)
+        if word != ERR_NONE:
+            return e, word, t, math.nan
+        firings[j] += 1
+        e += np.uint64(1)
+        word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)
+        if word == ERR_NONE and n_ev > 0:
+            word, v, _ = event_ops.fire_events(x, t, ev, w)
+        if word != ERR_NONE:
+            return e, word, t, v
+        u1, u2 = event_uniforms(e, seed, rid)
+        target = neglog_u01(u1)
+        lam = 0.0
+        fresh = True
+
+
+@numba.njit(parallel=True, cache=True, error_model="numpy")
+def _simulate_hybrid(method, net, ev, dims, real0, R, seed, aux_n, max_stack, grid, max_events, sum_x, sum_x2,
+                     firings, events, errors, keep_traj, traj, keep_final, final, hist_lo, hist_width, hist):
+    """:func:`_simulate_events` with :func:`run_realization_hybrid` (``method`` and ``aux_n`` unused)."""
+    S = net.x0.shape[0]
+    M = net.theta.shape[0]
+    K = grid.shape[0]
+    n_chunks = sum_x.shape[0]
+    for ch in prange(n_chunks):
+        x = np.empty(S, dtype=np.int64)
+        a = np.empty(M, dtype=np.float64)
+        stack = np.empty(max(max_stack, 1), dtype=np.float64)
+        rec = np.empty((K, S), dtype=np.int64)
+        w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
+        hw = hybrid_ops.new_work(ev.rr_param.shape[0])
+        for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
+            evn, err, _, _ = run_realization_hybrid(np.uint64(real0 + r), seed, net, ev, grid, max_events, x, a, stack,
+                                                    rec, firings[ch], w, hw)
             events[r] = evn
             errors[r] = err
             _accumulate(rec, x, r, ch, sum_x, sum_x2, hist_lo, hist_width, hist, keep_traj, traj, keep_final, final)

@@ -12,6 +12,10 @@ for a fatal error, the reaction concerned above them (``kernels/ssa_common.cuh``
   ``ERR_EVENT_VALUE``: event assignment q (numbered over all events) gave a species a count that is
   not a whole number in [0, 2**53]; ``ERR_RULE_VALUE``: assignment rule i did; ``ERR_EVENT_LOOP``:
   more than ``models.events.MAX_CASCADE`` events executed at one instant (the last one: event i).
+* ``ERR_INTEGRATOR`` (hybrid networks, :mod:`distsim.ssa.hybrid_ops`): the ODE step size fell below
+  its floor (a stiff or singular rate rule or hazard), or the hazard reached its target with every
+  propensity 0. ``ERR_EVENT_DELAY``: event i's delay was negative or not finite;
+  ``ERR_EVENT_QUEUE``: event i would exceed ``models.events.MAX_DELAYED`` scheduled executions.
 
 The driver raises one :class:`SimulationError` for the lowest-numbered failed realization; its time
 and state come from replaying that realization on the CPU (:func:`distsim.ssa.cpu.replay`).
@@ -27,14 +31,17 @@ import numpy as np
 
 from ..errors import DistsimError
 from ..models.arith import species_of, to_text
-from ..models.events import MAX_CASCADE
+from ..models.events import MAX_CASCADE, MAX_DELAYED
 from ..models.reactions import ReactionNetwork
 
 ERR_NONE, ERR_PROPENSITY, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_OVERFLOW = 0, 1, 2, 3, 4
 ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP = 5, 6, 7
+ERR_INTEGRATOR = 8
+ERR_EVENT_DELAY, ERR_EVENT_QUEUE = 9, 10
 ERR_BITS = 8
 ERR_MASK = (1 << ERR_BITS) - 1
-FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP)
+FATAL = (ERR_PROPENSITY, ERR_NEGATIVE, ERR_OVERFLOW, ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP, ERR_INTEGRATOR,
+         ERR_EVENT_DELAY, ERR_EVENT_QUEUE)
 
 
 class SimulationError(DistsimError, RuntimeError):
@@ -96,6 +103,22 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
     """The message of ``realization``'s error after ``lead`` (``t``, ``x``, ``value``: time, state and, for
     a propensity error, the propensity when known)."""
     code, j = word & ERR_MASK, word >> ERR_BITS
+    if code == ERR_INTEGRATOR:
+        when = f"at t = {t:.6g} " if t is not None else ""
+        return (f"{lead}: the integrator of the rate rules and time-dependent propensities could not go on {when}"
+                f"in realization {realization} (seed {seed}): its step size fell below its floor "
+                "(distsim.ssa.hybrid_ops.MIN_STEP_REL (1 + |t|)), or the hazard reached its target with every "
+                "propensity 0; check the "
+                "rate rules and kinetic laws for singularities or stiffness")
+    if code in (ERR_EVENT_DELAY, ERR_EVENT_QUEUE):
+        when = f"at t = {t:.6g} " if t is not None else ""
+        ev = net.events[j]
+        if code == ERR_EVENT_QUEUE:
+            return (f"{lead}: event {ev.id!r} was triggered {when}in realization {realization} (seed {seed}) with "
+                    f"{MAX_DELAYED} delayed executions already scheduled, the limit")
+        got = f" ({value!r})" if value is not None else ""
+        return (f"{lead}: the delay of event {ev.id!r}, {to_text(ev.delay, net.species)}, is negative or not finite"
+                f"{got} {when}in realization {realization} (seed {seed})")
     if code in (ERR_EVENT_VALUE, ERR_RULE_VALUE, ERR_EVENT_LOOP):
         return _describe_event(net, code, j, lead, seed, realization, t, x, value)
     r = net.reactions[j]

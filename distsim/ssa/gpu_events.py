@@ -16,7 +16,9 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..backends import cuda, dsmath
+from ..errors import ModelError
 from ..models.compile_reactions import CompiledNetwork
+from ..models.reactions import ReactionNetwork
 from ..models.events import MAX_CASCADE
 from . import gpu
 
@@ -24,6 +26,7 @@ TREE_HEADER = "ssa_method_tree.cuh"  # what 'warp' (no header of its own) runs w
 _EVENT_TABLES = ("p0", "prog_start", "prog_op", "prog_arg", "ev_trigger", "ev_priority", "ev_flags", "asg_start",
                  "asg_target", "asg_prog", "rule_target", "rule_prog", "tc_op", "tc_prog", "par_theta_start",
                  "par_theta", "par_law_start", "par_law")
+_HYBRID_TABLES = ("hz_of", "rr_param", "rr_prog")
 
 
 def header(method: Any) -> str:
@@ -37,13 +40,73 @@ def events_source(method: Any) -> str:
             + cuda.kernel_source("ssa_events.cu"))
 
 
+# The hybrid kernel (kernels/ssa_hybrid.cu) is the twin of cpu.run_realization_hybrid; until its bit-identity
+# tests (tests/gpu/test_ssa_hybrid_gpu.py) have passed on a GPU, False keeps such networks on CPUs.
+GPU_HYBRID = True
+
+
+def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
+    """Refuse what the CUDA kernels do not run (:data:`GPU_HYBRID` False: hybrid networks, sin/cos)."""
+    if c.events is not None and c.events.delays:
+        raise ModelError("the GPU backend cannot simulate event delays yet; the CPU backend does (backend='cpu')",
+                         file=net.source or None)
+    if not GPU_HYBRID and c.events is not None and c.events.cpu_only:
+        why = ("its propensities change between firings (kinetic laws reading time or sin/cos, or rate rules)"
+               if c.events.hybrid else "an event or rule uses sin/cos")
+        raise ModelError(f"the GPU backend cannot simulate this network yet: {why}; the CPU backend does "
+                         "(backend='cpu')", file=net.source or None)
+
+
+def hybrid_source() -> str:
+    return (dsmath.neglog_table_cuda() + f"#define DS_MAX_CASCADE {MAX_CASCADE}\n"
+            + cuda.kernel_source("ssa_hybrid.cu"))
+
+
 def simulate(b: Any, method: Any) -> dict:
-    """Simulate SSABlock ``b`` of a network with events or rules; the reductions of the other GPU paths."""
+    """Simulate SSABlock ``b`` of a network with events or rules; the reductions of the other GPU paths
+    (hybrid networks: kernels/ssa_hybrid.cu, whatever the method)."""
     import cupy as cp
 
+    if b.compiled.events.delays or (not GPU_HYBRID and b.compiled.events.cpu_only):
+        raise ModelError("the GPU backend cannot simulate networks with event delays (or, with GPU_HYBRID off, "
+                         "time-dependent propensities, rate rules or sin/cos) yet; use backend='cpu'")
     gpu._check_counts(b.compiled)
     firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
-    return gpu._reduce_chunks(b, _chunks(b, method, firings), firings)
+    chunks = _hybrid_chunks(b, firings) if b.compiled.events.hybrid else _chunks(b, method, firings)
+    return gpu._reduce_chunks(b, chunks, firings)
+
+
+def _hybrid_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """Launches of kernels/ssa_hybrid.cu over chunks of realizations: yields (grid states, events, errors)."""
+    import cupy as cp
+
+    c: CompiledNetwork = b.compiled
+    ce = c.events
+    S, M, K, R, L = c.n_species, c.n_reactions, len(b.grid), b.realizations, len(c.law_arg)
+    E, P, C = ce.n_events, len(ce.p0), len(ce.rr_param)
+    n = C + 1
+    per_real = K * S * 4 + 8 * (S + M + c.max_stack + M + L + P + 2 * E + ce.max_assignments + ce.max_stack
+                                + 11 * n + 1)
+    chunk = max(gpu.BLOCK, min(R, gpu.REC_BYTES_PER_LAUNCH // per_real))
+    grid = cp.asarray(np.asarray(b.grid, np.float64))
+    tb = gpu._tables(c)
+    et = [cp.asarray(getattr(ce, name)) if len(getattr(ce, name)) else cp.zeros(1, getattr(ce, name).dtype)
+          for name in _EVENT_TABLES + _HYBRID_TABLES]
+    fn = gpu._module(("hybrid",), hybrid_source).get_function("ssa_hybrid")
+    for start in range(0, R, chunk):
+        m = min(chunk, R - start)
+        rec = cp.empty((K, S, m), dtype=cp.int32)
+        ev = cp.zeros(m, dtype=cp.uint64)
+        er = cp.zeros(m, dtype=cp.int32)
+        work = [cp.empty(max(size, 1) * m, dtype=dt) for size, dt in (
+            (S, cp.int64), (M, cp.float64), (c.max_stack, cp.float64), (M, cp.float64), (L, cp.float64),
+            (P, cp.float64), (E, cp.int32), (E, cp.int64), (ce.max_assignments, cp.float64), (ce.max_stack, cp.float64),
+            (n, cp.float64), (n, cp.float64), (n, cp.float64), (n, cp.float64), (7 * n, cp.float64), (1, cp.float64))]
+        fn(((m + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
+           (np.int32(m), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
+            np.int32(L), *gpu.table_args(tb), *et, np.int32(E), np.int32(len(ce.rule_prog)), np.int32(len(ce.tc_op)),
+            np.int32(P), np.int32(C), grid, np.int64(b.max_events), *work, rec, firings, ev, er))
+        yield rec, ev, er
 
 
 def _chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:

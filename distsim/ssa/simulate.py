@@ -17,7 +17,7 @@ import xarray as xr
 from .. import engine
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
-from . import cpu
+from . import cpu, gpu_events
 from ..models.compile_reactions import compile_network
 from .block import SSABlock, join
 from .errors import ERR_MAX_EVENTS, merge, raise_if_failed, summary
@@ -82,7 +82,10 @@ def simulate(
     give the same distribution. ``params``/``initial``
     override rate parameters and initial counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
     workers; ``max_events`` (0 = no limit) caps the events per realization. SBML events (without
-    delay) and assignment rules are simulated exactly by every method (see :mod:`distsim.models.events`).
+    delay) and assignment rules are simulated exactly by every method (see :mod:`distsim.models.events`);
+    kinetic laws reading ``time`` (sin/cos, piecewise) and rate rules for parameters by the hybrid loop
+    (:func:`distsim.ssa.cpu.run_realization_hybrid`, whatever the method: direct selection, the
+    integrated hazard to stated tolerances, :mod:`distsim.ssa.hybrid_ops`).
     ``time_limit`` (seconds): realizations run in waves and no wave starts past the limit; the
     result is then that of ``realizations`` = those done (attrs ``realizations``, ``stopped_by``).
     """
@@ -131,6 +134,8 @@ def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: fl
     # per-realization event counts travel only for modest runs (else their total is reduced on the device)
     keep_events = keep_final or keep_trajectories or realizations <= KEEP_EVENTS_MAX
     c = compile_network(net)
+    if run.uses_gpu():
+        gpu_events.check_gpu(net, c)
     grid = np.linspace(0.0, float(t_end), points)
     hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
                                                                       max_events, max_bins)

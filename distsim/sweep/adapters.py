@@ -133,7 +133,7 @@ def _ssa_batchable(net: Any, fixed: dict) -> bool:
     networks with SBML events or rules (simulated point by point)."""
     from ..ssa.batch import BATCH_MAX_REALIZATIONS
 
-    return fixed.get("realizations", 1000) <= BATCH_MAX_REALIZATIONS and not (net.events or net.rules)
+    return fixed.get("realizations", 1000) <= BATCH_MAX_REALIZATIONS and not net.has_hooks
 
 
 def _ssa_run_chunk(net: Any, points: Sequence[Point], seeds: Sequence[int], fixed: dict,

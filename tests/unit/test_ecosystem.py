@@ -272,7 +272,7 @@ def test_antimony_string_and_missing_package(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "antimony", None)
-    with pytest.raises(ModelError, match="distsim\\[antimony\\]"):
+    with pytest.raises(ModelError, match="distsim-bio\\[antimony\\]"):
         ssa.load(text, format="antimony")
 
 

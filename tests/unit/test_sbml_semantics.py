@@ -209,8 +209,9 @@ def test_events_and_rules_data():
 
 
 @pytest.mark.parametrize("extra,phrase", [
-    (EVENTS.replace("<trigger", '<delay><math xmlns="{}"><cn>1</cn></math></delay><trigger'.format(MATHML)),
-     "event 'boost': event delays are not supported"),
+    (RULES.replace("assignmentRule", "algebraicRule").replace(' variable="total"', "")
+     .replace(' variable="double"', ""),
+     "algebraic rules are not supported"),
     (RULES.replace('<apply><times/><cn>2</cn><ci>A</ci></apply>', "<ci>total</ci>"), "cycle"),
     (EVENTS.replace('variable="C"', 'variable="V"'), "assignments to compartment 'V' are not supported"),
     (RULES.replace("assignmentRule", "rateRule"), "rate rule for 'total'"),
@@ -222,10 +223,13 @@ def test_unsupported_events_and_rules(extra, phrase):
         read_sbml_string(model(species, params, rx("R", {"A": 1}, {}, "k * A"), extra))
 
 
-def test_time_in_a_kinetic_law_is_still_refused():
+def test_time_in_a_kinetic_law_makes_a_hybrid_network():
     body = model(sp("A", 3), par("k", 1), rx("R", {"A": 1}, {}, "k * A * time"))
-    with pytest.raises(ModelError, match="reaction 'R': the math uses the simulation time symbol"):
-        read_sbml_string(body)
+    net = read_sbml_string(body)  # simulated by the SSA's hybrid loop (tests/unit/test_ssa_time_dependent.py)
+    assert net.hybrid and net.reactions[0].law is not None
+    delay = model(sp("A", 3), par("k", 1), rx("R", {"A": 1}, {}, "k * delay(A, 1)"))
+    with pytest.raises(ModelError, match=r"reaction 'R': the math uses delay\(\)"):
+        read_sbml_string(delay)
 
 
 def test_math_depth_limit_names_the_reaction():

@@ -90,18 +90,23 @@ error); a species' value is converted to molecules like an initial amount (or co
 must then be whole (above). Assignments to compartments are refused.
 
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
-(:mod:`distsim.models.events`): time- and state-triggered events without delay (``initialValue``,
-``persistent``, ``useValuesFromTriggerTime``, ``priority``), assignments to species (as counts:
-the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
+(:mod:`distsim.models.events`): time- and state-triggered events (``initialValue``,
+``persistent``, ``useValuesFromTriggerTime``, ``priority``, ``delay``: CPU only), assignments to species
+(as counts: the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
 rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
-(:mod:`distsim.models.events`); rate inference refuses them.
+(:mod:`distsim.models.events`); rate inference refuses them. **Rate rules** for parameters (with an
+initial value) are read into ``net.rate_rules``, and kinetic laws may read ``time``, sin and cos:
+the SSA's hybrid loop integrates them on CPUs (:mod:`distsim.ssa.hybrid_ops`); a rate rule for a
+species is refused.
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
 given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, calls of function
 definitions (inlined); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
-chained) and logic (and, or, xor, not, true, false); events and rules may use ``time``.
+chained) and logic (and, or, xor, not, true, false); events, rules and kinetic laws may use ``time``,
+and every expression sin, cos and ``piecewise`` (its conditions: relations, logic, true, false; only
+the SSA's hybrid loop evaluates them, so a kinetic law using them makes the network hybrid).
 
 **Leniency.** Problems that do not change the stochastic semantics are warnings
 (:class:`SBMLWarning`), not errors: a missing ``fast`` attribute (false), a missing ``constant`` on
@@ -113,11 +118,11 @@ never change the model: they are ignored, even when marked required, and libsbml
 their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): event delays, rate and algebraic rules, ``time``
-or ``delay`` in kinetic laws, piecewise / relational / logical / trigonometric math in kinetic
-laws, ``stoichiometryMath`` or non-integer stoichiometry, fast reactions, reactions without a
-kinetic law, conversion factors, assignments to compartments, required SBML packages (``comp``,
-``distrib``, ...). Constraints are ignored.
+its id, the file and line): algebraic rules, rate rules for species or compartments, ``delay()``,
+trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry
+without a common fraction, fast reactions, reactions without a kinetic law, conversion factors,
+assignments to compartments, required SBML packages (``comp``, ``distrib``, ...). Constraints are
+ignored.
 
 **Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
 is parsed with Python's expat (no recursion): it must be well-formed XML without a DOCTYPE (so no
@@ -138,17 +143,18 @@ from __future__ import annotations
 
 import math
 import os
-from fractions import Fraction
 import warnings
 import xml.parsers.expat as expat
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ...errors import ModelError, SBMLWarning
 import numpy as np
 
-from ..arith import BinOp, Call, Neg, Node, Num, Param, Species, Time, evaluate, params_of, species_of, to_text
-from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RuleCycle, Truth,
+from ...errors import ModelError, SBMLWarning
+from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate, params_of,
+                     species_of, to_text)
+from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, rule_order)
 from ..mass_action import MassActionShape, mass_action_shape, split_difference
 from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
@@ -375,6 +381,7 @@ class _Converter:
                           L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
                           L.AST_FUNCTION_CEILING, L.AST_FUNCTION_LOG, L.AST_FUNCTION_ROOT, L.AST_FUNCTION,
                           getattr(L, "AST_FUNCTION_MAX", -1), getattr(L, "AST_FUNCTION_MIN", -1)}
+        self.operators |= set(self._hybrid_math())
 
     def err(self, msg: str, element: Any = None) -> ModelError:
         line = element.getLine() if element is not None else 0
@@ -402,6 +409,7 @@ class _Converter:
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
+        rate_rules = self._rate_rules()
         events = self._events()
         reactions: list[Reaction] = []
         for i in range(m.getNumReactions()):
@@ -416,12 +424,13 @@ class _Converter:
         if self.rescaled:
             warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
                           stacklevel=4)
-        reactions = self._keep_derived_rates(reactions, rules, events)
-        params = self._parameters(reactions, rules, events)
+        reactions = self._keep_derived_rates(reactions, [*rules, *rate_rules], events)
+        params = self._parameters(reactions, [*rules, *rate_rules], events)
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
         name = m.getName() or m.getId() or self.default_name
         net = ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
-                                     source=self.file, events=events, rules=rules, metadata=self._metadata())
+                                     source=self.file, events=events, rules=rules, rate_rules=rate_rules,
+                                     metadata=self._metadata())
         self._check_firing_rate(net)
         return net
 
@@ -439,10 +448,10 @@ class _Converter:
                     raise self.err(f"the model requires an unknown SBML package ({uri}), which is not supported", m)
         for i in range(m.getNumRules()):
             r = m.getRule(i)
-            if not r.isAssignment():
-                kind = "rate rule" if r.isRate() else "algebraic rule"
+            if not (r.isAssignment() or r.isRate()):
                 target = f" for {r.getVariable()!r}" if r.getVariable() else ""
-                raise self.err(f"rules are not supported ({kind}{target}); assignment rules are", r)
+                raise self.err(f"algebraic rules are not supported (algebraic rule{target}); assignment and rate "
+                               "rules are", r)
         if self.level >= 3 and m.isSetConversionFactor():
             raise self.err("model conversion factors are not supported", m)
 
@@ -746,7 +755,7 @@ class _Converter:
             if p.isSetValue() and math.isfinite(p.getValue()):
                 self.local_value[new] = p.getValue()
         reac, prod, q = self._sides(r, label)
-        law = self._math(kl.getMath(), local, label, kl)
+        law = self._math(kl.getMath(), local, label, kl, allow_time=True)
         if q != 1:  # a firing is q extents: n_i = s_i / q molecules
             law = BinOp("*", Num(float(q)), law)
             self.rescaled.append(f"{rid}: a firing is {q} of the law's extent (stoichiometries x {1 / q})")
@@ -906,6 +915,8 @@ class _Converter:
         rules = []
         for i in range(m.getNumRules()):
             r = m.getRule(i)
+            if not r.isAssignment():
+                continue
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"assignment rule for {var!r}"
@@ -915,6 +926,31 @@ class _Converter:
             sp, expr = self._target(var, expr, label, r)
             rules.append((AssignmentRule(rid, var, sp, expr), r))
         return self._sort_rules(rules)
+
+    def _rate_rules(self) -> list[RateRule]:
+        """Rate rules (for parameters with a value: distsim's continuous variables), in document order."""
+        m = self.model
+        out = []
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if not r.isRate():
+                continue
+            var = r.getVariable()
+            rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
+            label = f"rate rule for {var!r}"
+            if var in self.index:
+                raise self.err(f"{label}: {var!r} is a species; distsim integrates rate rules for parameters only",
+                               r)
+            if var not in self.global_value:
+                raise self.err(f"{label}: {var!r} is not a parameter of the model (rate rules for compartments "
+                               "are not supported)", r)
+            v = self.global_value[var]
+            if v is None or not math.isfinite(v):
+                raise self.err(f"{label}: parameter {var!r} has no (finite) initial value", r)
+            if not r.isSetMath():
+                raise self.err(f"{label} has no math", r)
+            out.append(RateRule(rid, var, -1, self._math(r.getMath(), {}, label, r, allow_time=True)))
+        return out
 
     def _sort_rules(self, rules: list[tuple[AssignmentRule, Any]]) -> list[AssignmentRule]:
         try:
@@ -931,8 +967,7 @@ class _Converter:
             ev = m.getEvent(i)
             eid = ev.getId() or f"event{i + 1}"
             label = f"event {eid!r}"
-            if ev.isSetDelay():
-                raise self.err(f"{label}: event delays are not supported", ev)
+            delay = self._delay(ev, label)
             trig = ev.getTrigger()
             if trig is None or not trig.isSetMath():
                 raise self.err(f"{label} has no trigger", ev)
@@ -954,8 +989,17 @@ class _Converter:
                 expr = self._math(ea.getMath(), {}, f"{label}, assignment to {var!r}", ea, allow_time=True)
                 sp, expr = self._target(var, expr, label, ea)
                 assignments.append(Assignment(var, sp, expr))
-            out.append(Event(eid, cond, tuple(assignments), initial_value, persistent, uvft, priority))
+            out.append(Event(eid, cond, tuple(assignments), initial_value, persistent, uvft, priority, delay))
         return out
+
+    def _delay(self, ev: Any, label: str) -> Node | None:
+        """An event's delay (evaluated at the trigger time; the SSA runs delays on CPUs), or None."""
+        if not ev.isSetDelay():
+            return None
+        d = ev.getDelay()
+        if not d.isSetMath():
+            raise self.err(f"{label}: the delay has no math", d)
+        return self._math(d.getMath(), {}, f"{label} delay", d, allow_time=True)
 
     def _condition(self, ast: Any, label: str, where: Any, depth: int = 0) -> Condition:
         L = self.L
@@ -1093,6 +1137,8 @@ class _Converter:
         if t in (L.AST_POWER, L.AST_FUNCTION_POWER):
             arity(2)
             return BinOp("^", kids[0], kids[1])
+        if t in self._hybrid_math():
+            return self._hybrid_node(ast, t, kids, label, where)
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
                   L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
         if t in simple:
@@ -1125,6 +1171,38 @@ class _Converter:
         name = self.ast_names.get(t, str(t))
         nice = ast.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
         raise self._unsupported(ast, f"{nice!r}", label, where)
+
+    def _hybrid_math(self) -> dict[int, str]:
+        """The math that only the SSA's hybrid loop evaluates (distsim.ssa.hybrid_ops): sin, cos,
+        piecewise and its conditions (relations, logic, true/false), by libsbml AST type."""
+        L = self.L
+        return {L.AST_FUNCTION_SIN: "sin", L.AST_FUNCTION_COS: "cos", L.AST_FUNCTION_PIECEWISE: "piecewise",
+                L.AST_RELATIONAL_LT: "<", L.AST_RELATIONAL_LEQ: "<=", L.AST_RELATIONAL_GT: ">",
+                L.AST_RELATIONAL_GEQ: ">=", L.AST_RELATIONAL_EQ: "==", L.AST_RELATIONAL_NEQ: "!=",
+                L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor", L.AST_LOGICAL_NOT: "not",
+                L.AST_CONSTANT_TRUE: "true", L.AST_CONSTANT_FALSE: "false"}
+
+    def _hybrid_node(self, ast: Any, t: int, kids: list[Node], label: str, where: Any) -> Node:
+        """The arith node of a :meth:`_hybrid_math` element (n-ary relations chained with 'and';
+        piecewise without otherwise: NaN where no piece holds, which stops a realization)."""
+        op = self._hybrid_math()[t]
+        n = len(kids)
+        if op in ("true", "false"):
+            return Num(1.0 if op == "true" else 0.0)
+        if op in ("sin", "cos", "not") and n != 1 or op in ("<", "<=", ">", ">=", "==", "!=") and n < 2 \
+                or op in ("and", "or", "xor") and n < 1 or op == "piecewise" and n < 1:
+            raise self._unsupported(ast, f"{op} with {n} argument(s)", label, where)
+        if op in ("sin", "cos"):
+            return Call(op, (kids[0],))
+        if op == "piecewise":
+            pieces = tuple((kids[i], kids[i + 1]) for i in range(0, n - 1, 2))
+            return Piecewise(pieces, kids[-1] if n % 2 else Num(math.nan))
+        if op in ("and", "or", "xor"):
+            return kids[0] if n == 1 else Relation(op, tuple(kids))
+        if op == "not":
+            return Relation("not", (kids[0],))
+        pairs = [Relation(op, (a, b)) for a, b in zip(kids, kids[1:])]
+        return pairs[0] if len(pairs) == 1 else Relation("and", tuple(pairs))
 
     def _inline(self, ast: Any, args: list[tuple[Node, int]], label: str, where: Any, depth: int
                 ) -> tuple[Any, dict, str]:

@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterator
 
 from ..errors import UsageError
 
-CONNECT_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = 10  # an unreachable --scheduler / --scheduler-file fails after this long
+
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -40,6 +41,9 @@ def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
     g = parser.add_argument_group("run options (before or after the command)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="connect to this Dask scheduler (tcp://host:8786, "
                    "tls://...) instead of starting a local cluster", **({"default": None} | d))
+    g.add_argument("--scheduler-file", metavar="PATH", help="connect to the Dask scheduler that wrote this file "
+                   "(dask scheduler --scheduler-file PATH) instead of starting a local cluster",
+                   **({"default": None} | d))
     g.add_argument("--in-process", action="store_true", help="run in this process, without Dask", **d)
     g.add_argument("--cpu", action="store_true", help="use the CPU backend even when GPUs are present", **d)
     g.add_argument("--workers", type=positive_int, metavar="N", help="workers of the local cluster (default: one per "
@@ -131,17 +135,16 @@ class LazyClient:
 
 
 def _start(args: argparse.Namespace) -> Any:
-    import dask
-
     from ..cluster import connect, dashboard_link
 
-    if args.scheduler:
+    scheduler_file = getattr(args, "scheduler_file", None)
+    if args.scheduler or scheduler_file:
+        if args.scheduler and scheduler_file:
+            raise UsageError("give --scheduler or --scheduler-file, not both")
         try:
-            with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
-                client = connect(args.scheduler)
-        except (OSError, TimeoutError, ValueError) as e:
-            raise UsageError(f"cannot reach the Dask scheduler at {args.scheduler} "
-                           f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})") from None
+            client = connect(args.scheduler, scheduler_file=scheduler_file, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, ValueError) as e:  # ConnectionError, a missing file, a malformed address
+            raise UsageError(str(e).splitlines()[0]) from None
     else:
         with _workers_ignore_ctrl_c():
             client = connect(gpus=not args.cpu and "auto", n_workers=args.workers, silence_logs=logging.CRITICAL)

@@ -67,7 +67,9 @@ def _quiet_worker() -> None:
 
 class _LocalClient(Client):
     """A client that closes, quietly, the local cluster :func:`connect` started for it (``Client(cluster)``
-    leaves the cluster running until the interpreter exits, when its workers may log heartbeat errors)."""
+    leaves the cluster running until the interpreter exits, when its workers may log heartbeat errors).
+    Left by Ctrl-C (``with connect() as client:``), or through :meth:`abort`, it stops the cluster at
+    once: its worker processes are killed, not asked to finish their tasks."""
 
     def close(self, *args: Any, **kwargs: Any) -> Any:
         cluster = getattr(self, "cluster", None)
@@ -80,6 +82,38 @@ class _LocalClient(Client):
                 with contextlib.suppress(Exception):
                     cluster.close()
         return out
+
+    def abort(self) -> None:
+        """Stop the local cluster now (an interrupted run): kill its worker processes, then close."""
+        cluster = getattr(self, "cluster", None)
+        with quiet_dask_logs():
+            if cluster is not None:
+                kill_workers(cluster)
+            with contextlib.suppress(Exception):
+                super().close(timeout=2)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=2)
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.abort()
+        else:
+            super().__exit__(exc_type, *rest)
+
+
+def kill_workers(cluster: Any) -> None:
+    """SIGKILL the worker processes a local cluster started (by their process ids; threads: nothing)."""
+    import signal
+
+    from distributed.core import Status
+
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(nanny, "pid", None)
+        if pid:
+            nanny.status = Status.closing_gracefully  # its nanny then closes instead of restarting it
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 CONNECT_TIMEOUT_S = 10  # an address or scheduler file that does not answer fails after this long

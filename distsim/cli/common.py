@@ -127,11 +127,17 @@ class LazyClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._get(), name)
 
-    def shutdown(self) -> None:
-        if self._client is None:
+    def shutdown(self, interrupted: bool = False) -> None:
+        """Close the client (and the local cluster it started); ``interrupted``: at once, killing the
+        local workers rather than waiting for their tasks."""
+        client, self._client = self._client, None
+        if client is None:
             return
         with contextlib.suppress(Exception):
-            self._client.close()  # a local cluster closes with its client (distsim.cluster)
+            if interrupted and hasattr(client, "abort"):
+                client.abort()
+            else:
+                client.close()  # a local cluster closes with its client (distsim.cluster)
 
 
 def _start(args: argparse.Namespace) -> Any:
@@ -178,6 +184,9 @@ def client(args: argparse.Namespace) -> Iterator[Any]:
     lazy = LazyClient(args)
     try:
         yield lazy
+    except KeyboardInterrupt:
+        lazy.shutdown(interrupted=True)
+        raise
     finally:
         lazy.shutdown()
 

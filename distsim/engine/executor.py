@@ -59,6 +59,20 @@ def _worker_address() -> str:
         return "local"
 
 
+def task_cancelled() -> bool:
+    """True inside a Dask task that its client no longer wants (cancelled, its client interrupted or
+    gone): a long task may look between slices of work and return early. False elsewhere."""
+    try:
+        from distributed import get_worker
+        from distributed.worker import thread_state
+
+        key = thread_state.key
+        state = get_worker().state.tasks.get(key)
+    except (ValueError, AttributeError, ImportError):  # not in a Dask task
+        return False
+    return state is None or state.state in ("cancelled", "released", "forgotten")
+
+
 COMPILE_NOTICE_S = 3.0  # a first task slower than this prints why (kernels compile on first use)
 _warm = False  # a task has finished in this process: its kernels are compiled or loaded
 

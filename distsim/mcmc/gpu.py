@@ -111,7 +111,7 @@ def run_block_gpu(b: MCMCBlock, stamps: bool = False) -> dict:
     clock = cp.zeros(G * (b.n_iter + 1) * 2, dtype=cp.uint64) if stamps else np.uint64(0)  # 0: a null pointer
     fn((blocks,), (THREADS,), args + (clock,))
     out = {"draws": cp.asnumpy(draws).reshape(C, b.n_iter, P), "best": cp.asnumpy(best_out).reshape(C, b.n_iter, n),
-           "err": cp.asnumpy(err).reshape(C, 4), "simulated": int(cp.asnumpy(simulated)[0])}
+           "err": cp.asnumpy(err).reshape(C, 4), "simulated": int(cp.asnumpy(simulated)[0]), "done": b.n_iter}
     if stamps:
         out["stamps"] = cp.asnumpy(clock).reshape(G, b.n_iter + 1, 2)
     return out

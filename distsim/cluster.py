@@ -57,6 +57,16 @@ def quiet_dask_logs() -> Iterator[None]:
             lg.setLevel(level)
 
 
+def _not_a_cancelled_gather(record: logging.LogRecord) -> bool:
+    """Drops asyncio's "Task exception was never retrieved" for a ``Client.gather`` left by Ctrl-C
+    (Dask's internal ``AllExit``): a traceback after the one line of an interrupted run."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return type(exc).__name__ != "AllExit"
+
+
+logging.getLogger("asyncio").addFilter(_not_a_cancelled_gather)
+
+
 def _quiet_worker() -> None:
     """Run in each worker process just before its cluster closes: a heartbeat caught mid-flight by
     the closing scheduler is logged there, with a traceback, as an ERROR (seen on a loaded 2-core CI

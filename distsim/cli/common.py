@@ -121,8 +121,11 @@ class LazyClient:
 
     def _get(self) -> Any:
         if self._client is None:
-            self._client = _start(self._args)
+            _start(self._args, self._keep)
         return self._client
+
+    def _keep(self, client: Any) -> None:
+        self._client = client
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._get(), name)
@@ -140,7 +143,9 @@ class LazyClient:
                 client.close()  # a local cluster closes with its client (distsim.cluster)
 
 
-def _start(args: argparse.Namespace) -> Any:
+def _start(args: argparse.Namespace, keep: Callable[[Any], None]) -> None:
+    """Connect or start the cluster, handing the client to ``keep`` as soon as it exists (a Ctrl-C held
+    during a local start is raised after that, so that the cluster is stopped)."""
     from ..cluster import connect, dashboard_link
 
     scheduler_file = getattr(args, "scheduler_file", None)
@@ -151,19 +156,22 @@ def _start(args: argparse.Namespace) -> Any:
             client = connect(args.scheduler, scheduler_file=scheduler_file, timeout=CONNECT_TIMEOUT_S)
         except (OSError, ValueError) as e:  # ConnectionError, a missing file, a malformed address
             raise UsageError(str(e).splitlines()[0]) from None
+        keep(client)
     else:
         with _workers_ignore_ctrl_c():
             client = connect(gpus=not args.cpu and "auto", n_workers=args.workers, silence_logs=logging.CRITICAL)
+            keep(client)
     if not args.quiet:
         link = dashboard_link(client)
         print(f"[distsim] cluster: {describe(client)}" + (f"; dashboard {link}" if link else ""), file=sys.stderr)
-    return client
 
 
 @contextlib.contextmanager
 def _workers_ignore_ctrl_c() -> Iterator[None]:
-    """Start local workers with SIGINT ignored (inherited through exec): Ctrl-C then reaches this
-    process alone, which stops them cleanly, instead of every worker printing its own traceback."""
+    """Start local workers with SIGINT ignored (inherited through exec): Ctrl-C (sent to the terminal's
+    whole process group) then reaches this process alone, which stops them at once. A Ctrl-C during
+    the start itself (a second or two) is lost: blocking it instead would not reach the worker
+    processes (their signal mask is reset when they start)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -185,6 +193,8 @@ def client(args: argparse.Namespace) -> Iterator[Any]:
     try:
         yield lazy
     except KeyboardInterrupt:
+        for name in ("asyncio", "distributed", "tornado"):  # the process is ending: no chatter of Dask's
+            logging.getLogger(name).setLevel(logging.CRITICAL)  # cancelled tasks after the one line
         lazy.shutdown(interrupted=True)
         raise
     finally:

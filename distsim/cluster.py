@@ -215,6 +215,40 @@ def count_gpus() -> int:
     return n
 
 
+def gpu_inventory() -> list[dict[str, Any]]:
+    """Every visible NVIDIA GPU, from NVML (no CUDA context): index (NVML's, i.e. physical), name,
+    memory (GiB), compute capability, PCI bus id, and the driver and the CUDA version it supports.
+    Empty without GPUs or NVML (``pynvml``, from ``nvidia-ml-py``: the gpu extra)."""
+    if not count_gpus():
+        return []
+    import pynvml
+
+    def text(v: Any) -> str:
+        return v.decode() if isinstance(v, bytes) else str(v)
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    pynvml.nvmlInit()
+    try:
+        n = int(pynvml.nvmlDeviceGetCount())
+        indices = list(range(n))
+        if visible and all(v.strip().isdigit() for v in visible.split(",") if v.strip()):
+            indices = [int(v) for v in visible.split(",") if v.strip() and int(v) < n]
+        driver = text(pynvml.nvmlSystemGetDriverVersion())
+        cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())
+        out = []
+        for i in indices[:count_gpus()]:
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            out.append({"index": i, "name": text(pynvml.nvmlDeviceGetName(h)),
+                        "memory_gib": pynvml.nvmlDeviceGetMemoryInfo(h).total / 2**30,
+                        "compute_capability": f"{major}.{minor}",
+                        "pci_bus_id": text(pynvml.nvmlDeviceGetPciInfo(h).busId),
+                        "driver": driver, "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}"})
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def _gpu_stack_usable() -> bool:
     try:
         import cupy  # noqa: F401

@@ -175,3 +175,94 @@ def test_scheduler_file(dask_client, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nope.json does not exist" in err
     assert dask_client.status == "running"
+
+
+# ---- every GPU: distsim info and provenance (without a GPU: NVML and CuPy stand-ins) --------------
+
+class _FakeNVML:
+    """What ``distsim info`` reads of NVML, for two H200s."""
+
+    def __init__(self):
+        self.inits = 0
+
+    def nvmlInit(self):
+        self.inits += 1
+
+    def nvmlShutdown(self):
+        self.inits -= 1
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlSystemGetDriverVersion(self):
+        return "580.65.06"
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        return 13000
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetCudaComputeCapability(self, h):
+        return (9, 0)
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA H200"
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return type("Mem", (), {"total": 141 * 2**30})()
+
+    def nvmlDeviceGetPciInfo(self, h):
+        return type("Pci", (), {"busId": f"00000000:{0x19 + h:02X}:00.0"})()
+
+
+def test_info_lists_every_gpu(monkeypatch, capsys):
+    import sys
+
+    from distsim import backends
+
+    fake = _FakeNVML()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.delenv("DISTSIM_DISABLE_GPU", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(backends, "resolve", lambda b="auto": "cpu")  # no CuPy asked
+    monkeypatch.setattr(cluster, "_gpu_stack_usable", lambda: False)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "GPUs seen (NVML): 2" in out and "driver 580.65.06, CUDA 13.0" in out
+    for i, bus in ((0, "00000000:19:00.0"), (1, "00000000:1A:00.0")):
+        assert f"GPU {i}: NVIDIA H200, 141.0 GiB, compute capability 9.0, PCI {bus}" in out
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert [g["index"] for g in cluster.gpu_inventory()] == [1]
+    assert fake.inits == 0  # every nvmlInit shut down
+
+
+def test_provenance_lists_every_gpu_that_ran(monkeypatch):
+    """Two dask-cuda workers each see their own GPU as CUDA device 0: provenance names the physical
+    GPUs (their index in CUDA_VISIBLE_DEVICES, and PCI bus), so a 2-GPU run lists two devices."""
+    import sys
+    import types
+
+    from distsim import backends, results
+
+    buses = {"0": "0000:19:00.0", "1": "0000:2A:00.0"}
+
+    def fake_cupy():
+        class Device:
+            id = 0
+
+            @property
+            def pci_bus_id(self):
+                return buses[os.environ["CUDA_VISIBLE_DEVICES"].split(",")[0]]
+
+        runtime = types.SimpleNamespace(getDeviceProperties=lambda i: {"name": b"NVIDIA H200"})
+        return types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device, runtime=runtime))
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    devices = []
+    for visible in ("0,1", "1,0"):  # dask-cuda's rotation: worker k lists GPU k first
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        devices.append(backends.device_description("gpu"))
+    assert devices[0].startswith("NVIDIA H200 (GPU 0, PCI 0000:19:00.0") and "GPU 1, PCI 0000:2A:00.0" in devices[1]
+    attrs = results.provenance(workload="ssa.simulate", devices=devices * 2)
+    assert attrs["devices"] == ", ".join(sorted(devices))

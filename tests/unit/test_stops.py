@@ -178,3 +178,16 @@ def test_ctrl_c_with_an_external_scheduler_frees_its_workers(data, dask_client, 
     workers = list(dask_client.scheduler_info(n_workers=-1)["workers"])
     futures = [dask_client.submit(os.getpid, workers=[w], pure=False) for w in workers]
     assert len(set(f.result(timeout=GRACE_S) for f in futures)) == len(workers)
+
+
+def test_ctrl_c_stops_an_ssa_ensemble_on_a_local_cluster(tmp_path):
+    """The issue's case: `ssa simulate` on a 2-worker local cluster kept running after Ctrl-C."""
+    cmd = _Command(["--cpu", "--workers", "2", "ssa", "simulate", str(ROOT / "examples" / "ssa" / "michaelis_menten.rxn"),
+                    "--t-end", "50", "-n", str(10**8)], tmp_path)
+    started = cmd.wait_for("[distsim] cluster:")
+    time.sleep(max(0.0, started + 3.0 - time.perf_counter()))  # the workers busy with their shards
+    t0 = time.perf_counter()
+    cmd.proc.send_signal(signal.SIGINT)
+    rc, t1, lines = cmd.finish()
+    assert rc == 130 and t1 - t0 < GRACE_S, (t1 - t0, lines)
+    assert lines[-1] == "distsim: interrupted" and not any("Traceback" in ln for ln in lines), lines

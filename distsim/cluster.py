@@ -409,7 +409,8 @@ def describe_default() -> str:
         try:
             import dask_cuda  # noqa: F401
 
-            return f"LocalCUDACluster with {n_gpu} worker(s), one per GPU (resource GPU=1)"
+            return f"LocalCUDACluster with {n_gpu} worker(s), one per GPU (resource GPU=1), TLS (owner only)"
         except Exception:
-            return f"LocalCluster with {n_gpu} GPU worker(s) pinned by plugin (dask-cuda not installed)"
+            return (f"LocalCluster with {n_gpu} GPU worker(s) pinned by plugin (dask-cuda not installed), "
+                    "TLS (owner only)")
     return f"LocalCluster with {usable_cpus()} single-threaded CPU worker(s) (resource CPU=1), TLS (owner only)"

@@ -266,3 +266,19 @@ def test_provenance_lists_every_gpu_that_ran(monkeypatch):
     assert devices[0].startswith("NVIDIA H200 (GPU 0, PCI 0000:19:00.0") and "GPU 1, PCI 0000:2A:00.0" in devices[1]
     attrs = results.provenance(workload="ssa.simulate", devices=devices * 2)
     assert attrs["devices"] == ", ".join(sorted(devices))
+
+
+def test_the_cli_answers_an_unreachable_scheduler_within_10_s(tmp_path):
+    """The issue: 40 s before an answer. The default connect timeout is 10 s (plus the start of Python)."""
+    import subprocess
+    import sys
+
+    net = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ssa", "michaelis_menten.rxn")
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "distsim", "--scheduler", "tcp://192.0.2.1:8786", "-q", "ssa",
+                           "simulate", net, "--t-end", "1"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "..")})
+    elapsed = time.perf_counter() - t0
+    assert done.returncode == 2 and elapsed < 10 + 5, (elapsed, done.stderr)
+    assert done.stderr.count("\n") == 1 and "cannot reach the Dask scheduler at tcp://192.0.2.1:8786 within 10 s" \
+        in done.stderr, done.stderr

@@ -282,3 +282,20 @@ def test_the_cli_answers_an_unreachable_scheduler_within_10_s(tmp_path):
     assert done.returncode == 2 and elapsed < 10 + 5, (elapsed, done.stderr)
     assert done.stderr.count("\n") == 1 and "cannot reach the Dask scheduler at tcp://192.0.2.1:8786 within 10 s" \
         in done.stderr, done.stderr
+
+
+@pytest.mark.gpu
+def test_the_default_gpu_cluster_is_the_owners_alone():
+    """On a GPU machine ``connect()`` starts dask-cuda's LocalCUDACluster (or pinned LocalCluster workers)
+    with the same temporary-certificate TLS: the owner runs GPU work, a plain client is refused."""
+    from distsim import backends
+
+    with distsim.connect() as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        assert client.scheduler.address.startswith("tls://") and all(a.startswith("tls://") for a in workers)
+        assert all(w["resources"].get("GPU") == 1 for w in workers.values())
+        assert len(set(client.run(lambda: backends.device_description("gpu")).values())) == len(workers)
+        with pytest.raises(TypeError, match="TLS"):
+            Client(client.scheduler.address, timeout=3)
+        with pytest.raises(OSError):
+            Client(client.scheduler.address, security=Security.temporary(), timeout=3)

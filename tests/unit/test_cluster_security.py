@@ -294,7 +294,15 @@ def test_the_default_gpu_cluster_is_the_owners_alone():
         workers = client.scheduler_info(n_workers=-1)["workers"]
         assert client.scheduler.address.startswith("tls://") and all(a.startswith("tls://") for a in workers)
         assert all(w["resources"].get("GPU") == 1 for w in workers.values())
-        assert len(set(client.run(lambda: backends.device_description("gpu")).values())) == len(workers)
+        def device() -> str:  # as a shard task sees it (engine.executor)
+            import cupy
+
+            from distsim.engine.executor import _gpu_index
+
+            with cupy.cuda.Device(_gpu_index()):
+                return backends.device_description("gpu")
+
+        assert len(set(client.run(device).values())) == len(workers)  # provenance tells the GPUs apart
         with pytest.raises(TypeError, match="TLS"):
             Client(client.scheduler.address, timeout=3)
         with pytest.raises(OSError):

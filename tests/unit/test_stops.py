@@ -191,3 +191,26 @@ def test_ctrl_c_stops_an_ssa_ensemble_on_a_local_cluster(tmp_path):
     rc, t1, lines = cmd.finish()
     assert rc == 130 and t1 - t0 < GRACE_S, (t1 - t0, lines)
     assert lines[-1] == "distsim: interrupted" and not any("Traceback" in ln for ln in lines), lines
+
+
+@pytest.mark.gpu
+def test_gpu_time_limit_and_attempt_budget(data):
+    """On a GPU each group of blocks halts after the iteration that passes the time limit; the result
+    is the CPU's for the iterations done, bit for bit. An impossible interval ends at the default
+    attempt budget (10^7, named) within seconds."""
+    from distsim.engine import LocalExecutor
+
+    gpu = LocalExecutor("gpu")
+    _infer(data["feasible"], iterations=2, burn_in=0, client=gpu)  # kernel compiled
+    t0 = time.perf_counter()
+    a = _infer(data["feasible"], iterations=10**7, burn_in=0, time_limit=1.0, client=gpu)
+    assert time.perf_counter() - t0 < 1.0 + GRACE_S and a.attrs["stopped_by"] == "time_limit"
+    n = a.attrs["iterations"]
+    b = _infer(data["feasible"], iterations=n, burn_in=0, client=CPU)
+    for v in ("Alpha", "Mu", "attempts"):
+        np.testing.assert_array_equal(a[v].values, b[v].values)
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"interval 2 \(t=1 to 1.5\): no forward path hit the observation in "
+                                           r"10000000 attempts"):
+        _infer(data["impossible"], iterations=3, burn_in=0, client=gpu)
+    assert time.perf_counter() - t0 < 30

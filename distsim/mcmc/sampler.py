@@ -205,16 +205,16 @@ def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateMo
     return out
 
 
-def _unfinished(res: list[dict], shards: list[range], it: int) -> tuple[int, int, int, int]:
+def _unfinished(res: list[dict], shards: list[range], it: int) -> tuple[int, int, int, int] | None:
     """(chain, interval, attempts, iteration) of the interval with the most attempts in the iteration
-    a time limit cut short."""
+    a time limit cut short (None: no shard stopped inside an iteration)."""
     best = (0, 0, -1, it)
     for r, x in zip(shards, res):
         u = x.get("unfinished")
         if u is not None and u.size and int(u.max()) > best[2]:
             c, i = np.unravel_index(int(u.argmax()), u.shape)
             best = (r.start + int(c), int(i), int(u.max()), it)
-    return best
+    return best if best[2] >= 0 else None
 
 
 def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before, it_end) -> None:

@@ -47,7 +47,7 @@ def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
     g.add_argument("--in-process", action="store_true", help="run in this process, without Dask", **d)
     g.add_argument("--cpu", action="store_true", help="use the CPU backend even when GPUs are present", **d)
     g.add_argument("--workers", type=positive_int, metavar="N", help="workers of the local cluster (default: one per "
-                   "GPU, else one per CPU core)", **({"default": None} | d))
+                   "GPU, else one per usable CPU: affinity and cgroup quota)", **({"default": None} | d))
     g.add_argument("--quiet", "-q", action="store_true", help="no progress output", **d)
     g.add_argument("--progress", action="store_true", help="progress output even when stderr is not a terminal", **d)
     g.add_argument("--overwrite", action="store_true", help="replace existing output files", **d)

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import psutil  # a dependency of distributed
 import pytest
 
 import distsim.mcmc as mcmc
@@ -214,3 +215,32 @@ def test_gpu_time_limit_and_attempt_budget(data):
                                            r"10000000 attempts"):
         _infer(data["impossible"], iterations=3, burn_in=0, client=gpu)
     assert time.perf_counter() - t0 < 30
+
+
+def test_ctrl_c_in_a_python_with_block_stops_the_local_cluster(data, tmp_path):
+    """``with distsim.connect() as client:`` left by Ctrl-C kills the local workers at once."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys, distsim, distsim.mcmc as mcmc\n"
+        "if __name__ == '__main__':\n"
+        "    with distsim.connect(gpus=False, n_workers=2) as client:\n"
+        "        print('started', file=sys.stderr, flush=True)\n"
+        f"        mcmc.infer_rates({str(NET)!r}, {str(data['impossible'])!r}, prior={PRIOR!r}, chains=2,\n"
+        "                         iterations=100, burn_in=10, max_attempts=2**31, client=client)\n")
+    _infer(data["feasible"], iterations=2, burn_in=0, client=CPU)  # kernels compiled (the workers load them)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    assert proc.stderr.readline().strip() == "started"
+    time.sleep(3.0)
+    workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+               if "spawn_main" in " ".join(c.cmdline())]  # not multiprocessing's resource tracker
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    try:
+        err = proc.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("still running a minute after Ctrl-C") from None
+    assert time.perf_counter() - t0 < GRACE_S and "KeyboardInterrupt" in err, err
+    gone, alive = psutil.wait_procs(workers, timeout=1)
+    assert len(workers) == 2 and not alive, alive

@@ -312,7 +312,8 @@ extern "C" __global__ void mcmc_loop(
     const double* __restrict__ prior_rate, const double* __restrict__ weight, double* theta, double* theta_rx,
     unsigned int* next, unsigned int* best, unsigned int* bad, unsigned int* rec_n, unsigned int* rec_idx,
     long long* rec_r, double* rec_b, long long* rs, double* bs, unsigned int* bar, long long* err,
-    unsigned long long* simulated, double* draws, long long* best_out, unsigned long long* stamps)
+    unsigned long long* simulated, double* draws, long long* best_out, unsigned long long* stamps,
+    const unsigned long long budget_ns, unsigned int* halt, int* done)
 {
     const McmcArgs A{C, n, P, n_iter, G, it0, seed, max_events, max_attempts, chain_ids, starts, targets, dts, param_of,
                      fixed_theta, prior_shape, prior_rate, weight, theta, theta_rx, next, best, bad, rec_n, rec_idx,
@@ -340,6 +341,10 @@ extern "C" __global__ void mcmc_loop(
     unsigned long long* st = nullptr;
     if (stamps != nullptr && blockIdx.x == g && threadIdx.x == 0) st = stamps + 2ll * g * (n_iter + 1);
     if (st) st[0] = st[1] = mcmc_clock();
+    // the run's time limit (budget_ns > 0): the group's first block looks at the clock after each
+    // iteration and halts the group there (done[g]: iterations finished). An iteration itself is
+    // bounded by the attempt budget (max_attempts), so no iteration is abandoned half-way.
+    const unsigned long long t_start = (budget_ns && blockIdx.x == g && threadIdx.x == 0) ? mcmc_clock() : 0ull;
     for (int step = 0; step < A.n_iter; ++step) {
         const uint32_t it = A.it0 + (uint32_t)step;
         mcmc_attempts(A, g, Tg, home, it, nsim);
@@ -347,8 +352,13 @@ extern "C" __global__ void mcmc_loop(
         if (st) st[2 * step + 2] = mcmc_clock();
         if (blockIdx.x == g)
             for (int k = warp; k < nc; k += wpb) mcmc_finish(A, g + k * A.G, step, it);
-        group_barrier(A.bar + 2 * g, nb);
+        if (blockIdx.x == g && threadIdx.x == 0) {
+            done[g] = step + 1;
+            if (budget_ns && step + 1 < A.n_iter && mcmc_clock() - t_start > budget_ns) halt[g] = 1u;
+        }
+        group_barrier(A.bar + 2 * g, nb);  // its fence publishes halt[g] to every block of the group
         if (st) st[2 * step + 3] = mcmc_clock();
+        if (*(volatile unsigned int*)(halt + g)) break;
     }
     if ((threadIdx.x & 31) == 0 && nsim) atomicAdd(A.simulated, nsim);
 }

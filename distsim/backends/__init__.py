@@ -45,13 +45,17 @@ def resolve(backend: str = "auto") -> str:
 
 def device_description(backend: str) -> str:
     """Human-readable name of the device a backend runs on in this process."""
-    if backend == "gpu":
+    if backend == "gpu":  # which physical GPU: a worker of dask-cuda sees its own GPU as device 0
+        import platform
+
         import cupy
 
         dev = cupy.cuda.Device()
         props = cupy.cuda.runtime.getDeviceProperties(dev.id)
         name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        return f"{name} (GPU {dev.id})"
+        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        index = visible[dev.id] if dev.id < len(visible) else str(dev.id)
+        return f"{name} (GPU {index}, PCI {dev.pci_bus_id}, {platform.node()})"
     import platform
 
     return f"CPU {platform.processor() or platform.machine()} x{os.cpu_count()}"

@@ -30,9 +30,9 @@ commands:
   distsim sweep CONFIG.yaml             a parameter sweep of any of these (resumable)
   distsim export RESULT -o TABLE.csv    a result's summary as a tidy table (CSV, TSV, Parquet)
 
-'distsim COMMAND --help' describes a command. Without --scheduler or --in-process a run starts a
-local Dask cluster (one worker per GPU when GPUs are present, else one per CPU core) when it
-needs workers, and stops it at the end.
+'distsim COMMAND --help' describes a command. Without --scheduler, --scheduler-file or --in-process
+a run starts a local Dask cluster (one worker per GPU when GPUs are present, else one per usable
+CPU; TLS with a temporary certificate: yours alone) when it needs workers, and stops it at the end.
 """
 
 # exit statuses (a figure that fails after the data were written: 1)

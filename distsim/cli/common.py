@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterator
 
 from ..errors import UsageError
 
-CONNECT_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = 10  # an unreachable --scheduler / --scheduler-file fails after this long
+
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -43,10 +44,13 @@ def add_global_options(parser: argparse.ArgumentParser, *, leaf: bool) -> None:
     g = parser.add_argument_group("run options (before or after the command)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="connect to this Dask scheduler (tcp://host:8786, "
                    "tls://...) instead of starting a local cluster", **({"default": None} | d))
+    g.add_argument("--scheduler-file", metavar="PATH", help="connect to the Dask scheduler that wrote this file "
+                   "(dask scheduler --scheduler-file PATH) instead of starting a local cluster",
+                   **({"default": None} | d))
     g.add_argument("--in-process", action="store_true", help="run in this process, without Dask", **d)
     g.add_argument("--cpu", action="store_true", help="use the CPU backend even when GPUs are present", **d)
     g.add_argument("--workers", type=positive_int, metavar="N", help="workers of the local cluster (default: one per "
-                   "GPU, else one per CPU core)", **({"default": None} | d))
+                   "GPU, else one per usable CPU: affinity and cgroup quota)", **({"default": None} | d))
     g.add_argument("--quiet", "-q", action="store_true", help="no progress output", **d)
     g.add_argument("--progress", action="store_true", help="progress lines from the start when stderr is not a "
                    "terminal (by default a run that lasts prints one every 30 s)", **d)
@@ -121,44 +125,57 @@ class LazyClient:
 
     def _get(self) -> Any:
         if self._client is None:
-            self._client = _start(self._args)
+            _start(self._args, self._keep)
         return self._client
+
+    def _keep(self, client: Any) -> None:
+        self._client = client
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._get(), name)
 
-    def shutdown(self) -> None:
-        if self._client is None:
+    def shutdown(self, interrupted: bool = False) -> None:
+        """Close the client (and the local cluster it started); ``interrupted``: at once, killing the
+        local workers rather than waiting for their tasks."""
+        client, self._client = self._client, None
+        if client is None:
             return
         with contextlib.suppress(Exception):
-            self._client.close()  # a local cluster closes with its client (distsim.cluster)
+            if interrupted and hasattr(client, "abort"):
+                client.abort()
+            else:
+                client.close()  # a local cluster closes with its client (distsim.cluster)
 
 
-def _start(args: argparse.Namespace) -> Any:
-    import dask
-
+def _start(args: argparse.Namespace, keep: Callable[[Any], None]) -> None:
+    """Connect or start the cluster, handing the client to ``keep`` as soon as it exists (a Ctrl-C held
+    during a local start is raised after that, so that the cluster is stopped)."""
     from ..cluster import connect, dashboard_link
 
-    if args.scheduler:
+    scheduler_file = getattr(args, "scheduler_file", None)
+    if args.scheduler or scheduler_file:
+        if args.scheduler and scheduler_file:
+            raise UsageError("give --scheduler or --scheduler-file, not both")
         try:
-            with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S}s"}):
-                client = connect(args.scheduler)
-        except (OSError, TimeoutError, ValueError) as e:
-            raise UsageError(f"cannot reach the Dask scheduler at {args.scheduler} "
-                           f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})") from None
+            client = connect(args.scheduler, scheduler_file=scheduler_file, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, ValueError) as e:  # ConnectionError, a missing file, a malformed address
+            raise UsageError(str(e).splitlines()[0]) from None
+        keep(client)
     else:
         with _workers_ignore_ctrl_c():
             client = connect(gpus=not args.cpu and "auto", n_workers=args.workers, silence_logs=logging.CRITICAL)
+            keep(client)
     if not args.quiet:
         link = dashboard_link(client)
         print(f"[distsim] cluster: {describe(client)}" + (f"; dashboard {link}" if link else ""), file=sys.stderr)
-    return client
 
 
 @contextlib.contextmanager
 def _workers_ignore_ctrl_c() -> Iterator[None]:
-    """Start local workers with SIGINT ignored (inherited through exec): Ctrl-C then reaches this
-    process alone, which stops them cleanly, instead of every worker printing its own traceback."""
+    """Start local workers with SIGINT ignored (inherited through exec): Ctrl-C (sent to the terminal's
+    whole process group) then reaches this process alone, which stops them at once. A Ctrl-C during
+    the start itself (a second or two) is lost: blocking it instead would not reach the worker
+    processes (their signal mask is reset when they start)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -179,6 +196,11 @@ def client(args: argparse.Namespace) -> Iterator[Any]:
     lazy = LazyClient(args)
     try:
         yield lazy
+    except KeyboardInterrupt:
+        for name in ("asyncio", "distributed", "tornado"):  # the process is ending: no chatter of Dask's
+            logging.getLogger(name).setLevel(logging.CRITICAL)  # cancelled tasks after the one line
+        lazy.shutdown(interrupted=True)
+        raise
     finally:
         lazy.shutdown()
 

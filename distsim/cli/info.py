@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import backends
     from ..backends import cuda
-    from ..cluster import count_gpus, describe_default
+    from ..cluster import count_gpus, describe_default, gpu_inventory
 
     print(f"distsim {__version__} (python {platform.python_version()}, {platform.platform()})")
     versions = {"numpy": numpy.__version__, "numba": numba.__version__, "xarray": xarray.__version__,
@@ -43,8 +43,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"backend here: {backend}")
     n = count_gpus()
     print(f"GPUs seen (NVML): {n}")
+    gpus = gpu_inventory() if n else []
+    if gpus:
+        print(f"  driver {gpus[0]['driver']}, CUDA {gpus[0]['cuda']} (the newest the driver runs)")
+    for g in gpus:
+        print(f"  GPU {g['index']}: {g['name']}, {g['memory_gib']:.1f} GiB, compute capability "
+              f"{g['compute_capability']}, PCI {g['pci_bus_id']}")
     if backend == "gpu":
-        print(f"  device 0: {backends.device_description('gpu')}")
+        print(f"  this process runs on: {backends.device_description('gpu')}")
     elif "not available" in versions["cupy"] or "not available" in versions["dask_cuda"]:
         print(f"  for GPUs: {GPU_INSTALL}")
     print(f"cluster `distsim.connect()` would start: {describe_default() if not args.cpu else 'LocalCluster (CPU)'}")

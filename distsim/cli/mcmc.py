@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
                    help="stop after the round of iterations that passes this many seconds (the result is that of "
                         "the iterations done)")
     r.add_argument("--max-attempts", type=positive_int, default=None, metavar="N",
-                   help="attempts per interval and iteration before giving up (default: 2^31)")
+                   help="attempts per interval and iteration before the interval is called impossible (default: 10^7)")
     r.add_argument("--output", "-o", default=None, metavar="PATH", help="write the posterior Dataset (.nc or .zarr)")
     r.add_argument("--plot", default=None, metavar="PNG",
                    help="PNG of the posterior histograms and the joint of the first two rates")

@@ -16,6 +16,7 @@ from .executor import (
     execute_shard,
     executor_for,
     new_run_id,
+    task_cancelled,
 )
 from .failures import DETERMINISTIC, NotRetryable, TaskError
 from .progress import Progress
@@ -42,4 +43,5 @@ __all__ = [
     "new_run_id",
     "run_state_task",
     "split",
+    "task_cancelled",
 ]

@@ -53,6 +53,21 @@ def _worker_address() -> str:
 COMPILE_TOPIC = "distsim-compile"  # Dask event topic: a worker started compiling kernels (client prints it)
 
 
+def task_cancelled() -> bool:
+    """True inside a Dask task that its client no longer wants (cancelled, its client interrupted or
+    gone): a long task may look between slices of work and return early. False elsewhere."""
+    worker = backends.dask_worker()
+    if worker is None:
+        return False
+    try:
+        from distributed.worker import thread_state
+
+        state = worker.state.tasks.get(thread_state.key)
+    except (ValueError, AttributeError, ImportError):  # not in a Dask task
+        return False
+    return state is None or state.state in ("cancelled", "released", "forgotten")
+
+
 def _notice(kind: str, what: str) -> None:
     """Told at once by :mod:`distsim.backends.compiles` when a task starts compiling: printed here, or
     from a Dask worker sent to the client (event topic ``COMPILE_TOPIC``), whose executor prints it

@@ -43,3 +43,4 @@ class MCMCBlock:
     n_iter: int
     effort: np.ndarray  # float64 [C, n]: mean attempts per interval lately (GPU warps start in proportion;
     #                     never changes a draw)
+    time_left: float | None = None  # seconds the run may still take: the task stops between slices past it

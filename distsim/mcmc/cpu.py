@@ -215,22 +215,24 @@ def _atomic_load(typingctx, arr, i):
 @numba.njit(parallel=True, cache=True)
 def attempt_claims(seed, chains, it, theta_rx, starts, targets, dts, rct_start, rct_species, rct_stoich, chg_start,
                    chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events, max_attempts, live,
-                   first, simulated):
+                   first, simulated, nxt, seen, quota, stopped):
     """The attempts of one iteration. Every worker goes through the tasks (chain, interval) in turn and
-    claims their attempt indices one at a time (a shared counter per task, so claims form a prefix),
-    until a claimed index passes the task's lowest event found so far (``seen``, an atomic min).
+    claims their attempt indices one at a time (a shared counter per task ``nxt``, so claims form a
+    prefix), until a claimed index passes the task's lowest event found so far (``seen``, an atomic min).
 
     ``first`` [W, T, 2] gets each worker's first success and first error index per task (NONE if none).
     Every index below a task's lowest event is run by some worker, so the minimum over workers is the
     lowest-index event whatever the number of workers or their timing. ``live`` [C]: chains to run.
+    A worker runs at most ``quota`` attempts (``simulated[w]``: how many it ran); one that stops on its
+    quota before the last task sets ``stopped[w]``: a later call with the same ``nxt``, ``seen`` and
+    ``first`` (reset by the caller at the start of an iteration) continues the iteration, with the
+    same result, since every claimed index is run before the quota is looked at again.
     """
     W = first.shape[0]
     n = starts.shape[0]
     S = starts.shape[1]
     M = theta_rx.shape[1]
     T = chains.shape[0] * n
-    nxt = np.zeros(T, dtype=np.int64)
-    seen = np.full(T, NONE, dtype=np.int64)
     for w in prange(W):
         x = np.empty(S, dtype=np.int64)
         h = np.empty(M)
@@ -240,12 +242,14 @@ def attempt_claims(seed, chains, it, theta_rx, starts, targets, dts, rct_start, 
         no_grid = np.empty(0)
         no_rec = np.empty((0, S), dtype=np.int64)
         done = 0
+        stop = False
         for t in range(T):
             c = t // n
             i = t % n
-            first[w, t, 0] = NONE
-            first[w, t, 1] = NONE
-            while live[c]:
+            while live[c] and not stop:
+                if done >= quota:
+                    stop = True
+                    break
                 a = _atomic_rmw("add", nxt, t, 1)
                 if a >= max_attempts or a > _atomic_load(seen, t):
                     break
@@ -254,10 +258,14 @@ def attempt_claims(seed, chains, it, theta_rx, starts, targets, dts, rct_start, 
                                      can_inc, can_dec, max_events, x, h, av, False, no_r, no_b, no_grid, no_rec)
                 done += 1
                 if ok or er != ERR_NONE:
-                    first[w, t, 0 if ok else 1] = a
+                    k = 0 if ok else 1
+                    first[w, t, k] = min(first[w, t, k], a)
                     _atomic_rmw("min", seen, t, a)
                     break
+            if stop:
+                break
         simulated[w] = done
+        stopped[w] = stop
 
 
 @numba.njit(cache=True)
@@ -316,40 +324,57 @@ def path_statistics(seed, chains, it, best, live, theta_rx, starts, targets, dts
                         can_dec, max_events, x, h, av, True, r_sum[c, i], b_sum[c, i], empty_grid, empty_rec)
 
 
-@numba.njit(cache=True)
-def run_chains(seed, chains, theta0, it0, n_iter, starts, targets, dts, param_of, fixed_theta, prior_shape,
+@numba.njit(cache=True, nogil=True)
+def run_chains(seed, chains, theta, it0, n_iter, step0, starts, targets, dts, param_of, fixed_theta, prior_shape,
                prior_rate, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, dep_start, dep_list,
-               can_inc, can_dec, max_events, max_attempts, workers, draws, best_out, err_out, simulated):
-    """Iterations ``it0 .. it0+n_iter-1`` of every chain in ``chains`` (lock-step, attempts on ``workers``
-    threads: numba.get_num_threads()).
+               can_inc, can_dec, max_events, max_attempts, budget, draws, best_out, err_out, simulated, claims, first):
+    """Iterations ``it0 + step0 .. it0 + n_iter - 1`` of every chain in ``chains`` (lock-step, attempts on
+    W = ``first.shape[0]`` threads), until about ``budget`` attempts have run: returns the next step
+    (``n_iter`` when done), so that a caller can look at the clock and at Ctrl-C between slices.
 
-    theta0 [C, P] is the state; draws [C, n_iter, P] gets theta after each iteration, best_out
-    [C, n_iter, n] the accepted attempt index per interval, err_out [C, 4] (code, iteration, where,
-    detail) the first error of a chain (which then stops); simulated[0] += attempts run.
+    theta [C, P] is the state (updated in place); draws [C, n_iter, P] gets theta after each iteration,
+    best_out [C, n_iter, n] the accepted attempt index per interval, err_out [C, 4] (code, iteration,
+    where, detail) the first error of a chain (which then stops); simulated[0] += attempts run.
+    claims [3, C*n] (next index, lowest event, 1 in [2, 0] while an iteration's attempts are cut by
+    the budget) and first [W, C*n, 2] carry an unfinished iteration over to the next call; a call with
+    ``step0`` = 0 and claims[2, 0] = 0 starts afresh. The draws do not depend on the budget.
     """
     C = chains.shape[0]
     P = prior_shape.shape[0]
     n = starts.shape[0]
     M = param_of.shape[0]
-    W = workers
-    theta = theta0.copy()
+    W = first.shape[0]
     theta_rx = np.empty((C, M))
     best = np.empty(C * n, dtype=np.int64)
-    first = np.empty((W, C * n, 2), dtype=np.int64)
     done = np.zeros(W, dtype=np.int64)
+    stopped = np.zeros(W, dtype=np.bool_)
     live = np.empty(C, dtype=np.bool_)
     r_sum = np.zeros((C, n, M), dtype=np.int64)
     b_sum = np.zeros((C, n, M))
-    for step in range(n_iter):
+    nxt = claims[0]
+    seen = claims[1]
+    used = 0
+    step = step0
+    while step < n_iter:
         it = it0 + step
         for c in range(C):
             live[c] = err_out[c, 0] == ERR_NONE
             for j in range(M):
                 theta_rx[c, j] = theta[c, param_of[j]] if param_of[j] >= 0 else fixed_theta[j]
+        if claims[2, 0] == 0:  # a new iteration
+            nxt[:] = 0
+            seen[:] = NONE
+            first[:] = NONE
+        quota = max(1, (budget - used + W - 1) // W)
         attempt_claims(seed, chains, it, theta_rx, starts, targets, dts, rct_start, rct_species, rct_stoich,
-                        chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events,
-                        max_attempts, live, first, done)
+                       chg_start, chg_species, chg_delta, dep_start, dep_list, can_inc, can_dec, max_events,
+                       max_attempts, live, first, done, nxt, seen, quota, stopped)
+        used += done.sum()
         simulated[0] += done.sum()
+        if stopped.any():
+            claims[2, 0] = 1
+            return step
+        claims[2, 0] = 0
         lowest_events(first, n, max_attempts, it, best, err_out)
         for c in range(C):
             live[c] = err_out[c, 0] == ERR_NONE
@@ -368,6 +393,10 @@ def run_chains(seed, chains, theta0, it0, n_iter, starts, targets, dts, param_of
                     err_out[c, 2] = p
             for p in range(P):
                 draws[c, step, p] = theta[c, p]
+        step += 1
+        if used >= budget:
+            break
+    return step
 
 
 def monotone(stoich: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,9 @@
 
 A block of iterations is one launch of a persistent kernel: groups of thread blocks each run their
 chains' Gibbs loop on the device (attempts claimed 32 at a time, lowest-index acceptance, Gamma
-draws); the draws, accepted attempt indices and error words are copied back once per block. The
+draws); the draws, accepted attempt indices and error words are copied back once per block. With a
+time limit (``MCMCBlock.time_left``) each group halts after the iteration that passes it; the block
+returns the iterations all groups finished (``done``), those of a run asking for that many. The
 attempt is generated from the network (:func:`generate`) with counts and propensities in
 registers, in the CPU's operation order. Warps start on the tasks (chain, interval) in proportion
 to the attempts each needed in the previous block (``effort``), which never changes a draw.
@@ -109,9 +111,13 @@ def run_block_gpu(b: MCMCBlock, stamps: bool = False) -> dict:
             cp.zeros(T * SLOTS * M, dtype=cp.int64), cp.zeros(T * SLOTS * M), cp.zeros(T * M, dtype=cp.int64),
             cp.zeros(T * M), u32(2 * G), err, simulated, draws, best_out)
     clock = cp.zeros(G * (b.n_iter + 1) * 2, dtype=cp.uint64) if stamps else np.uint64(0)  # 0: a null pointer
-    fn((blocks,), (THREADS,), args + (clock,))
-    out = {"draws": cp.asnumpy(draws).reshape(C, b.n_iter, P), "best": cp.asnumpy(best_out).reshape(C, b.n_iter, n),
-           "err": cp.asnumpy(err).reshape(C, 4), "simulated": int(cp.asnumpy(simulated)[0])}
+    budget = np.uint64(0 if b.time_left is None else max(1, int(b.time_left * 1e9)))  # the time limit, ns
+    done = cp.zeros(G, dtype=cp.int32)
+    fn((blocks,), (THREADS,), args + (clock, budget, cp.zeros(G, dtype=cp.uint32), done))
+    k = int(cp.asnumpy(done).min())  # the iterations every group finished (a group halts at the time limit)
+    out = {"draws": cp.asnumpy(draws).reshape(C, b.n_iter, P)[:, :k],
+           "best": cp.asnumpy(best_out).reshape(C, b.n_iter, n)[:, :k],
+           "err": cp.asnumpy(err).reshape(C, 4), "simulated": int(cp.asnumpy(simulated)[0]), "done": k}
     if stamps:
         out["stamps"] = cp.asnumpy(clock).reshape(G, b.n_iter + 1, 2)
     return out

@@ -31,7 +31,7 @@ from .block import MCMCBlock, Problem
 from .shard import run_block
 
 MAX_EVENTS = 10_000_000
-MAX_ATTEMPTS = 2**31
+MAX_ATTEMPTS = 10**7  # per interval and iteration: past it the bridge is called effectively impossible
 FIRST_BLOCK = 20
 ROUND_SECONDS = 2.0
 
@@ -142,8 +142,13 @@ def infer_rates(
     stopped = sample.done < int(iterations) + 1
     iterations = sample.done - 1  # the last X-step is the path of the last kept draw
     if burn_in >= iterations:
-        raise RuntimeError(f"the time limit ({time_limit:g} s) ended the run after {iterations} iterations, within "
-                           f"the burn-in ({burn_in}): no draw to keep; raise time_limit or lower burn_in")
+        slow = ""
+        if sample.unfinished is not None:
+            c, i, n_att, it = sample.unfinished
+            slow = (f"; interval {i + 1} (t={obs.times[i]:g} to {obs.times[i + 1]:g}) had run {n_att} attempts "
+                    f"without a path hitting the observation (chain {c}, iteration {it})")
+        raise RuntimeError(f"the time limit ({time_limit:g} s) ended the run after {max(iterations, 0)} iterations, "
+                           f"within the burn-in ({burn_in}){slow}: no draw to keep; raise time_limit or lower burn_in")
     keep = np.arange(burn_in, iterations, thin)
     ds = _dataset(net, obs, rm, der, sample, keep, run, seed=seed, chains=chains, iterations=iterations,
                   burn_in=burn_in, thin=thin, stopped_by="time_limit" if stopped else "iterations")
@@ -159,6 +164,7 @@ class _Sample:
     best: np.ndarray  # [C, total, n]
     simulated: int = 0  # attempts simulated, all chains
     done: int = 0  # iterations (X-steps) done: total, or fewer when a time limit stopped the run
+    unfinished: tuple[int, int, int, int] | None = None  # a time limit inside an iteration: its slowest interval
 
 
 def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateModel, pr: Problem, seed: int,
@@ -175,28 +181,48 @@ def _sample(run: engine.Run, net: ReactionNetwork, obs: Observations, rm: RateMo
     it0, block = 0, FIRST_BLOCK
     while it0 < total:
         k = min(block, total - it0)
+        left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t_start))
         res = run.round(run_block, [MCMCBlock(pr, seed, np.arange(r.start, r.stop, dtype=np.int64),
-                                              theta[r.start:r.stop], it0, k, effort[r.start:r.stop]) for r in shards])
+                                              theta[r.start:r.stop], it0, k, effort[r.start:r.stop], left)
+                                    for r in shards])
+        done = min(int(x["done"]) for x in res)  # shards stopped by the time limit: the steps all did
         for r, x in zip(shards, res):
-            _raise_errors(net, obs, rm, x["err"], r.start, x["draws"], it0, theta[r.start:r.stop])
-            out.draws[r.start:r.stop, it0:it0 + k] = x["draws"]
-            out.best[r.start:r.stop, it0:it0 + k] = x["best"]
+            _raise_errors(net, obs, rm, x["err"], r.start, x["draws"], it0, theta[r.start:r.stop], it0 + done)
+            out.draws[r.start:r.stop, it0:it0 + done] = x["draws"][:, :done]
+            out.best[r.start:r.stop, it0:it0 + done] = x["best"][:, :done]
             out.simulated += x["simulated"]
-        theta = out.draws[:, it0 + k - 1].copy()
-        effort = out.best[:, it0:it0 + k].mean(axis=1) + 1.0
-        it0 += k
+        if done < k:
+            out.unfinished = _unfinished(res, shards, it0 + done)
+        if done:
+            theta = out.draws[:, it0 + done - 1].copy()
+            effort = out.best[:, it0:it0 + done].mean(axis=1) + 1.0
+        it0 += done
         block = int(np.clip(k * ROUND_SECONDS / max(run.last_round_seconds, 1e-3), 1, 100_000))
         run.progress.update(it0, message=f"{out.simulated / max(run.round_seconds, 1e-12):.3g} attempts/s")
-        if time_limit is not None and time.perf_counter() - t_start > time_limit and it0 < total:
+        if done < k or (time_limit is not None and time.perf_counter() - t_start > time_limit and it0 < total):
             break
     out.done = it0
     return out
 
 
-def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before) -> None:
+def _unfinished(res: list[dict], shards: list[range], it: int) -> tuple[int, int, int, int] | None:
+    """(chain, interval, attempts, iteration) of the interval with the most attempts in the iteration
+    a time limit cut short (None: no shard stopped inside an iteration)."""
+    best = (0, 0, -1, it)
+    for r, x in zip(shards, res):
+        u = x.get("unfinished")
+        if u is not None and u.size and int(u.max()) > best[2]:
+            c, i = np.unravel_index(int(u.argmax()), u.shape)
+            best = (r.start + int(c), int(i), int(u.max()), it)
+    return best if best[2] >= 0 else None
+
+
+def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before, it_end) -> None:
+    """The first error of each chain (before iteration ``it_end``: the steps every shard did) as a
+    RuntimeError naming the chain, the iteration and the interval or parameter."""
     for c in range(err.shape[0]):
         code, it, where, detail = (int(v) for v in err[c])
-        if code == cpu.ERR_NONE:
+        if code == cpu.ERR_NONE or it >= it_end:
             continue
         step = it - it0
         th = draws[c, step - 1] if step > 0 else theta_before[c]
@@ -216,7 +242,8 @@ def _raise_errors(net, obs, rm, err, chain0, draws, it0, theta_before) -> None:
             raise RuntimeError(
                 f"interval {where + 1} (t={obs.times[where]:g} to {obs.times[where + 1]:g}): no forward path hit the "
                 f"observation in {detail} attempts (chain {chain}, iteration {it}, theta: {ths}); the data are "
-                "very unlikely under these rates (raise max_attempts or start nearer the posterior)")
+                "very unlikely under these rates: the bridge is effectively impossible (check this observation; "
+                "or raise max_attempts, --max-attempts, or start nearer the posterior)")
         if code == cpu.ERR_MAX_EVENTS:
             raise RuntimeError(
                 f"interval {where + 1}: attempt {detail} exceeded max_events (chain {chain}, iteration {it}, "

@@ -354,3 +354,60 @@ def test_kubernetes_manifest():
     assert dash["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "dask-operator"}}}]
     docker = (DEPLOY / "kubernetes" / "Dockerfile").read_text()
     assert "FROM nvidia/cuda:" in docker and '".[gpu]"' in docker and "dask==2026.7.1" in docker
+
+
+def _slurm_bytes(text: str) -> float:
+    """A SLURM --mem value (K, M, G, T: binary units; bare: MB) in bytes."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    text = text.upper().removesuffix("B")
+    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text) * 2**20
+
+
+def _job(script: str) -> dict:
+    """The booking (#SBATCH) and the per-worker settings of a dask-jobqueue worker job script."""
+    from dask.utils import parse_bytes
+
+    directives = dict(line.split(None, 1)[1].partition("=")[::2] for line in script.splitlines()
+                      if line.startswith("#SBATCH --") and "=" in line)
+    words = [ln for ln in script.splitlines() if " --nthreads " in ln][0].split()
+    gres = directives.get("--gres", "gpu:0").split(":")[-1]
+    return {"cpus": int(directives["--cpus-per-task"]), "mem": _slurm_bytes(directives["--mem"]),
+            "gpus": int(gres), "nthreads": int(words[words.index("--nthreads") + 1]),
+            "memory_limit": parse_bytes(words[words.index("--memory-limit") + 1]),
+            "nworkers": int(words[words.index("--nworkers") + 1]) if "--nworkers" in words else 1}
+
+
+def test_slurm_workers_share_their_job():
+    """Issue 32: a `dask cuda worker` job starts one worker per GPU and gives each the --nthreads and
+    --memory-limit of the job script, so those must be per GPU worker: together the workers fit the
+    job's booking (it was 4 workers x the whole job's memory and 16 threads each on 16 CPUs)."""
+    pytest.importorskip("dask_jobqueue")
+    mod = _load(DEPLOY / "slurm" / "slurm_cluster.py", "slurm_cluster")
+    scripts = {}
+    for kind in ("gpu", "cpu"):
+        cluster = mod.make_cluster(kind, scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"})
+        try:
+            scripts[kind] = _job(cluster.job_script())
+        finally:
+            cluster.close()
+    gpu, cpu = scripts["gpu"], scripts["cpu"]
+    assert gpu["gpus"] == 4 and gpu["nworkers"] == 1  # dask-cuda: one worker per GPU of the job
+    assert gpu["nthreads"] == 1 and gpu["gpus"] * gpu["nthreads"] <= gpu["cpus"]
+    assert gpu["gpus"] * gpu["memory_limit"] <= gpu["mem"] and gpu["memory_limit"] >= 0.8 * gpu["mem"] / gpu["gpus"]
+    assert cpu["gpus"] == 0 and cpu["nthreads"] == 1 and cpu["nworkers"] * cpu["nthreads"] <= cpu["cpus"]
+    assert cpu["nworkers"] * cpu["memory_limit"] <= cpu["mem"] * 1.001
+
+
+def test_kubernetes_pods_read_their_tls_keys():
+    """The image runs as a non-root user; the TLS secrets are mounted group-readable with that user's
+    group as fsGroup (a 0400 root-owned key was unreadable to it)."""
+    docker = (DEPLOY / "kubernetes" / "Dockerfile").read_text()
+    uid = int(docker.split("--uid", 1)[1].split()[0])
+    (doc,) = [d for d in yaml.safe_load_all((DEPLOY / "kubernetes" / "daskcluster.yaml").read_text())
+              if d["kind"] == "DaskCluster"]
+    for role in ("worker", "scheduler"):
+        spec = doc["spec"][role]["spec"]
+        ctx = spec["securityContext"]
+        assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] == uid and ctx["fsGroup"] == ctx["runAsGroup"]
+        mode = {v["name"]: v for v in spec["volumes"]}["tls"]["secret"]["defaultMode"]
+        assert mode & 0o040 and not mode & 0o007, oct(mode)  # group-readable (fsGroup), nobody else

@@ -12,8 +12,6 @@ events that compare ``time``, e counts draws, firings plus stops (:mod:`distsim.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -23,6 +21,7 @@ from ..errors import did_you_mean
 from .arith import compile_stack
 from .compile_events import CompiledEvents, compile_events, parameter_slots, rule_dependents
 from .reactions import ReactionNetwork
+from .recent import Recent
 
 KIND_MASS_ACTION, KIND_LAW = 0, 1
 
@@ -54,9 +53,7 @@ class CompiledNetwork:
         return bool(np.all(self.kind == KIND_MASS_ACTION))
 
 
-_RECENT: "OrderedDict[int, tuple[ReactionNetwork, CompiledNetwork]]" = OrderedDict()
-_RECENT_MAX = 4
-_RECENT_LOCK = threading.Lock()  # worker threads compile too
+_RECENT: Recent[CompiledNetwork] = Recent(4)
 
 
 def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> CompiledNetwork:
@@ -65,20 +62,12 @@ def compile_network(net: ReactionNetwork, x0: np.ndarray | None = None) -> Compi
     networks compiled without ``x0`` are remembered (networks are immutable; the arrays are read-only),
     so repeated runs of one large network compile it once."""
     if x0 is None:
-        with _RECENT_LOCK:
-            hit = _RECENT.get(id(net))
-            if hit is not None and hit[0] is net:
-                _RECENT.move_to_end(id(net))
-                return hit[1]
+        hit = _RECENT.get(net)
+        return hit if hit is not None else _RECENT.put(net, (), _compile(net, None))
     c = _compile(net, x0)
     for v in vars(c).values():
         if isinstance(v, np.ndarray):
             v.setflags(write=False)
-    if x0 is None:
-        with _RECENT_LOCK:
-            _RECENT[id(net)] = (net, c)
-            while len(_RECENT) > _RECENT_MAX:
-                _RECENT.popitem(last=False)
     return c
 
 

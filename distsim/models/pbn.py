@@ -46,6 +46,7 @@ class PBN:
     source: str = ""
     update: str | None = None  # the update scheme the file states ('sync', 'async', or its own word); None: unstated
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)  # type: ignore[assignment]
+    _digest: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     # ---- construction -----------------------------------------------------------------------
 
@@ -241,7 +242,13 @@ class PBN:
         return replace(self, predictors=preds, fixed=self.fixed | frozenset(const), contexts=ctx)
 
     def digest(self) -> str:
-        """SHA-256 of a canonical text form (names, functions, probabilities, p, fixed, contexts)."""
+        """SHA-256 of a canonical text form (names, functions, probabilities, p, fixed, contexts;
+        computed once per PBN)."""
+        if self._digest is None:
+            object.__setattr__(self, "_digest", self._compute_digest())
+        return self._digest
+
+    def _compute_digest(self) -> str:
         h = hashlib.sha256()
         h.update(repr((self.nodes, self.perturbation, sorted(self.fixed))).encode())
         for plist in self.predictors:

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..models.boolean import And, AtLeast, Const, Expr, Not, Or, Var, Xor, truth_table, variables
 from ..models.pbn import PBN
+from ..models.recent import Recent
 
 TT_MAX_PARENTS = 16
 U32 = 2**32
@@ -276,10 +277,19 @@ class CompiledPBN:
         return 1 + (1 if self.dependent else len(self.multi_nodes))
 
 
+_RECENT: Recent[CompiledPBN] = Recent(8)
+
+
 def compile_pbn(full: PBN, keep: Sequence[int] | None = None) -> CompiledPBN:
     """Compile ``full``, or its subnetwork on ``keep`` (closed under parents) with the random-number
-    layout of ``full`` (see the module docstring)."""
+    layout of ``full`` (see the module docstring). The last few compiled are remembered (PBNs are
+    immutable; the arrays are read-only), so repeated runs of one model compile it once."""
     keep = list(range(full.n)) if keep is None else sorted(set(keep))
+    hit = _RECENT.get(full, tuple(keep))
+    return hit if hit is not None else _RECENT.put(full, tuple(keep), _compile_pbn(full, keep))
+
+
+def _compile_pbn(full: PBN, keep: list[int]) -> CompiledPBN:
     net = full if len(keep) == full.n else full.subnetwork(keep)
     sim = {old: new for new, old in enumerate(keep)}
     n = net.n

@@ -72,6 +72,7 @@ class Ctx:
 
     backend: str
     gpus: int
+    open_cluster: bool = False  # local clusters without TLS (distsim.connect(security=False)): its cost, A/B
     clients: dict = field(default_factory=dict)
 
     def client(self, n: int) -> Any:
@@ -81,7 +82,9 @@ class Ctx:
 
             for m in list(self.clients):  # one cluster at a time: 1 and 2 GPUs share the devices
                 self.close(m)
-            c = distsim.connect(gpus=n) if self.backend == "gpu" else distsim.connect(gpus=False, n_workers=n)
+            sec = {"security": False} if self.open_cluster else {}
+            c = (distsim.connect(gpus=n, **sec) if self.backend == "gpu"
+                 else distsim.connect(gpus=False, n_workers=n, **sec))
             c.wait_for_workers(n, timeout=300)
             print(f"# Dask workers ({n}) import distsim from {sorted(set(c.run(_distsim_dir).values()))}", flush=True)
             self.clients[n] = c
@@ -396,6 +399,8 @@ def main() -> None:
     ap.add_argument("--update", action="store_true", help="write the measured values as this device's records")
     ap.add_argument("--baseline-out", default=None, help="where --update writes (default: --baseline)")
     ap.add_argument("--noise", type=float, default=None, help="noise band for every figure (default per figure)")
+    ap.add_argument("--open-cluster", action="store_true",
+                    help="local clusters without TLS (security=False), to measure what TLS costs")
     ap.add_argument("--code", default=None, help="time the distsim of another checkout (an old commit: A/B in one "
                     "call; not with --update)")
     ap.add_argument("--list", action="store_true")
@@ -424,7 +429,7 @@ def main() -> None:
     skipped = [f for f in chosen if backend == "gpu" and f.gpus > gpus]
     chosen = [f for f in chosen if f not in skipped]
     base = load_baseline(Path(args.baseline))
-    ctx = Ctx(backend, gpus)
+    ctx = Ctx(backend, gpus, open_cluster=args.open_cluster)
     t_start = time.perf_counter()
     import distsim
 

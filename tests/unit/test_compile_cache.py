@@ -41,7 +41,7 @@ print(json.dumps({"compiles": compiles.count(), "seconds": time.perf_counter() -
 
 def _child(tmp: Path) -> tuple[dict, str]:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp / "numba"), DISTSIM_CACHE_DIR=str(tmp / "distsim"),
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     net = ROOT / "examples/pbn/bbm023_faure2006_mammalian_cell_cycle_10n.bnet"
     p = subprocess.run([sys.executable, "-c", CHILD, str(net)], env=env, capture_output=True, text=True, timeout=900,
                        cwd=tmp)
@@ -157,7 +157,7 @@ print(json.dumps({"compiles": compiles.count()}))
 
 @pytest.mark.gpu
 def test_a_second_process_loads_the_nvrtc_output_from_disk(tmp_path):
-    env = dict(os.environ, DISTSIM_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, DISTSIM_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
 
     def run() -> tuple[dict, str]:
         p = subprocess.run([sys.executable, "-c", NVRTC_CHILD], env=env, capture_output=True, text=True, timeout=600)

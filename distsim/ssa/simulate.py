@@ -143,15 +143,20 @@ def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: fl
                               max_events, keep_events, ensemble=realizations)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
 def _check_options(t_end: float, points: int, realizations: int, quantiles: Sequence[float] | None,
                    plot: str | None, time_limit: float | None = None) -> None:
-    if not (t_end > 0 and math.isfinite(t_end)):
-        raise ValueError(f"t_end must be positive and finite, got {t_end}")
+    if not (_is_number(t_end) and t_end > 0 and math.isfinite(t_end)):
+        raise ValueError(f"t_end must be positive and finite, got {t_end!r}")
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
     if isinstance(realizations, bool) or not isinstance(realizations, int) or not 1 <= realizations <= 2**32:
         raise ValueError(f"realizations must be an integer in [1, 2**32], got {realizations!r}")
-    if quantiles is not None and any(not 0 <= q <= 1 for q in quantiles):
+    if quantiles is not None and (isinstance(quantiles, (str, bytes)) or not hasattr(quantiles, "__iter__")
+                                  or any(not (_is_number(q) and 0 <= q <= 1) for q in quantiles)):
         raise ValueError(f"quantiles must be in [0, 1], got {quantiles}")
     if plot is not None and not str(plot).lower().endswith(".png"):
         raise ValueError(f"plot must be a .png path, got {plot!r}")

@@ -2,16 +2,19 @@
 trees use explicit stacks, so nesting costs memory, never Python recursion; beyond
 ``boolean.MAX_DEPTH`` open parentheses, calls, conditionals and prefix operators it refuses the file
 with a :class:`ModelError` naming file and line. A nested formula means exactly what its flat
-equivalent means: the same flip-rate table in every state and the same PBN."""
+equivalent means: the same flip-rate table in every state and the same PBN. And ``pbn.load(bnd)``
+never drops an initial distribution of the .cfg silently."""
 
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import distsim.pbn as pbn
 from distsim.errors import ModelError
 from distsim.maboss import exact, load as load_model
 from distsim.models.boolean import evaluate
@@ -92,7 +95,8 @@ def test_deep_cfg_expressions(tmp_path):
     assert model.rates.config.variables == {"$k": 2.0}
     assert model.rates.config.settings["max_time"] == 5.0
     assert model.rates.config.istates[("A",)] == ((0.25, (0,)), (0.75, (1,)))
-    _same_model(path, _write(tmp_path, "flat", _model("B", "rate_up = 2;"), "max_time = 5;"))
+    with pytest.warns(UserWarning, match="istate of A is a distribution"):  # the PBN starts A uniformly
+        _same_model(path, _write(tmp_path, "flat", _model("B", "rate_up = 2;"), "max_time = 5;"))
 
 
 @pytest.mark.parametrize("make, column", [  # a formula nested d deep; the column of its (d)th opening
@@ -117,3 +121,43 @@ def test_cap_in_cfg(tmp_path, monkeypatch):
     path = _write(tmp_path, "m", _model("B"), "$k = 1;\n$x = " + "(" * 51 + "1" + ")" * 51 + ";\n")
     with pytest.raises(ModelError, match=r"m\.cfg:2:.*nested too deeply"):
         read_maboss(path)
+
+
+# ---- pbn.load and the .cfg's initial states ---------------------------------------------------------
+
+def test_pbn_load_warns_about_istate_it_cannot_keep(tmp_path):
+    """An istate the PBN workload cannot draw (a probability other than 0, 1/2, 1, or a correlated
+    group) is never dropped silently: a warning per group names its nodes, says they start uniformly
+    random and points to distsim maboss; the warning is attributed to the caller's line."""
+    bnd = _write(tmp_path, "m", _model("B"), "A.istate = 1; [C].istate = 0.3 [0], 0.7 [1];\n"
+                                             "[B, A2].istate = 0.5 [0, 0], 0.5 [1, 1];\n")
+    bnd.write_text(bnd.read_text() + "Node A2 { logic = A2; }\n")
+    with pytest.warns(UserWarning) as rec:
+        net = pbn.load(bnd)
+    assert net.nodes == ("A", "B", "C", "A2")
+    msgs = [str(w.message) for w in rec]
+    assert len(msgs) == 2, msgs
+    assert "istate of C is a distribution (0.3 [0], 0.7 [1])" in msgs[0] and "start it uniformly random" in msgs[0]
+    assert "istate of B, A2 is a distribution (0.5 [0, 0], 0.5 [1, 1])" in msgs[1] and "start them" in msgs[1]
+    assert all("m.cfg" in m and "'distsim maboss'" in m for m in msgs)
+    assert {Path(w.filename).name for w in rec} == {Path(__file__).name}
+    # distsim maboss keeps that distribution: P(C = 1) = 0.7, P(B = A2) = 1
+    p0 = exact.initial(load_model(bnd))
+    X = ((np.arange(p0.size)[:, None] >> np.arange(4)[None, :]) & 1).astype(bool)
+    assert p0[X[:, 2]].sum() == pytest.approx(0.7, abs=1e-12)
+    assert p0[X[:, 1] != X[:, 3]].sum() == 0 and p0[X[:, 0]].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_pbn_load_is_quiet_about_istate_it_keeps(tmp_path):
+    """0, 1, random (-1), 1/2 each, and a group uniform over all its values: no warning."""
+    bnd = _write(tmp_path, "m", _model("B") + "Node D { logic = D; }\n",
+                 "A.istate = 1; B.istate = -1; [C].istate = 0.5 [0], 0.5 [1];\n"
+                 "[D].istate = 0 [1], 2 [0];\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pbn.load(bnd)
+        assert read_maboss(bnd)[1].initial == {"A": 1, "D": 0}
+    bnd2 = _write(tmp_path, "g", _model("B"), "[B, C].istate = 1 [0, 0], 1 [0, 1], 1 [1, 0], 1 [1, 1];\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pbn.load(bnd2)

@@ -47,9 +47,12 @@ translation uses none of them, :mod:`distsim.maboss` all) and node attributes: `
 :attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0
 or 1 with probability 1/2 each are left out (distsim draws them uniformly, the default). Any other
 initial distribution (a probability other than 0, 1/2 or 1, or a correlated group) has no
-``initial=`` equivalent: its nodes are left random and :attr:`MabossConfig.notes` says so, as it
-does for ``discrete_time = 1`` (MaBoSS's discrete-time mode samples the jump chain, whose statistics
-differ from the continuous-time chain's). Each note is also issued as a :class:`UserWarning`.
+``initial=`` equivalent (the PBN workload draws each node's start uniformly or fixes it): its nodes
+are left random and :attr:`MabossConfig.notes` says so, naming them and pointing to
+:mod:`distsim.maboss` (``distsim maboss``), which simulates any ``istate``; so it does for
+``discrete_time = 1`` (MaBoSS's discrete-time mode samples the jump chain, whose statistics differ
+from the continuous-time chain's). Each note is also issued as a :class:`UserWarning` (attributed to
+the caller of ``read_maboss`` or ``distsim.pbn.load``), never silently.
 
 :func:`read_rates` returns the continuous-time chain itself for :mod:`distsim.maboss` (each node's
 flip-rate tables, the .cfg with ``$variables`` optionally replaced, and MaBoSS's node order: a node
@@ -64,6 +67,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -797,17 +801,29 @@ def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None, warn: 
         if len(merged) == 1:
             initial.update(zip(group, next(iter(merged))))
         elif not _uniform(merged, len(group)):
-            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that distsim's "
-                         "initial= cannot express; the node(s) start uniformly random")
+            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that the PBN "
+                         f"workload's initial= cannot express: pbn.simulate, pbn.steady_state and 'distsim pbn' start "
+                         f"{'it' if len(group) == 1 else 'them'} uniformly random; 'distsim maboss' "
+                         "(distsim.maboss.maboss) simulates this initial distribution")
     if conf.settings.get("discrete_time", 0) != 0:
         notes.append("discrete_time = 1 asks MaBoSS for its discrete-time (jump chain) mode; the PBN is MaBoSS's "
                      "continuous-time process, whose stationary distribution differs in general")
     for note in notes if warn else ():
-        warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=3)
+        warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=_outside_distsim())
     return MabossConfig(initial=initial, istates=istates, variables=dict(conf.variables),
                         settings=dict(conf.settings), setting_lines=dict(conf.setting_lines),
                         internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
                         notes=tuple(notes), cfg=os.fspath(cpath) if cpath is not None else None)
+
+
+def _outside_distsim() -> int:
+    """The ``stacklevel`` of the first caller outside the distsim package, for a warning issued by the
+    function that calls this one (``read_maboss``, ``pbn.load`` and the CLI reach it by different paths)."""
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "")
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _uniform(dist: dict[tuple[int, ...], float], k: int) -> bool:

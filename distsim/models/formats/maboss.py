@@ -71,7 +71,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..arith import BinOp, Call, Neg, Num
 from ..boolean import MAX_DEPTH, Expr, Var
@@ -272,7 +272,7 @@ class _Parser:
                 if self.is_op("-", "!"):
                     self.i += 1
                     deeper(t)
-                    f.ops.append((_PREFIX, "neg" if self.toks[self.i - 1].value == "-" else "not", None))
+                    f.ops.append((_PREFIX, "neg" if t.value == "-" else "not", None))
                     continue
             operand: Any
             if t.kind == "num":
@@ -520,7 +520,7 @@ def _with_children(t: Any, c: list[Any]) -> Any:
     return t
 
 
-def _rebuild(root: Any, leaf: Any, attrs: dict[str, Any] | None = None, path: tuple[str, ...] = (),
+def _rebuild(root: Any, leaf: Callable[[_Ref], Term], attrs: dict[str, Any] | None = None, path: tuple[str, ...] = (),
              node: str = "", file: str = "") -> Term:
     """``root`` with every reference replaced, children before parents, with an explicit stack.
 

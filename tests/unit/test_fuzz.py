@@ -48,7 +48,7 @@ def test_mutations_are_reproducible():
 
 
 # findings in code other helpers own, reported to the lead (the mark goes when they are fixed)
-KNOWN = {"MaBoSS": "maboss.py's expression parser recurses on '!' chains (RecursionError; input MaBoSS/0/5)"}
+KNOWN: dict[str, str] = {}
 
 
 def _param(f):

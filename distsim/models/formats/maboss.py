@@ -35,7 +35,9 @@ functions ``log(x[, base])`` and ``exp(x[, base])``. Nothing is run as code: eve
 parsed and compiled exactly (:mod:`distsim.models.logic`). A node used but not defined, a node
 defined twice, an undefined ``$variable`` and a negative, infinite or NaN rate are errors that name
 the file and line. PopMaBoSS (``division``, ``death``, ``#cell``), schedules and user functions are
-not supported.
+not supported. Expressions are parsed, and their trees walked, with explicit stacks (never Python
+recursion): parentheses, calls, conditionals and prefix operators nest at most
+:data:`~distsim.models.boolean.MAX_DEPTH` deep, beyond which the file is refused naming file and line.
 
 **The .cfg** sets ``$variables`` (evaluated in file order), run settings (``time_tick``,
 ``max_time``, ``sample_count``, ``discrete_time``, ...: kept in ``MabossConfig.settings``; the PBN
@@ -45,9 +47,12 @@ translation uses none of them, :mod:`distsim.maboss` all) and node attributes: `
 :attr:`MabossConfig.initial` holds the nodes whose initial value is certain; nodes that start at 0
 or 1 with probability 1/2 each are left out (distsim draws them uniformly, the default). Any other
 initial distribution (a probability other than 0, 1/2 or 1, or a correlated group) has no
-``initial=`` equivalent: its nodes are left random and :attr:`MabossConfig.notes` says so, as it
-does for ``discrete_time = 1`` (MaBoSS's discrete-time mode samples the jump chain, whose statistics
-differ from the continuous-time chain's). Each note is also issued as a :class:`UserWarning`.
+``initial=`` equivalent (the PBN workload draws each node's start uniformly or fixes it): its nodes
+are left random and :attr:`MabossConfig.notes` says so, naming them and pointing to
+:mod:`distsim.maboss` (``distsim maboss``), which simulates any ``istate``; so it does for
+``discrete_time = 1`` (MaBoSS's discrete-time mode samples the jump chain, whose statistics differ
+from the continuous-time chain's). Each note is also issued as a :class:`UserWarning` (attributed to
+the caller of ``read_maboss`` or ``distsim.pbn.load``), never silently.
 
 :func:`read_rates` returns the continuous-time chain itself for :mod:`distsim.maboss` (each node's
 flip-rate tables, the .cfg with ``$variables`` optionally replaced, and MaBoSS's node order: a node
@@ -62,13 +67,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..arith import BinOp, Call, Neg, Num
-from ..boolean import Expr, Var
+from ..boolean import MAX_DEPTH, Expr, Var
 from ...errors import ModelError
 from .base import Format, first_content_line
 from ..logic import (Cmp, Cond, Logic, Term, TooComplex, cases, equivalent, mk_and, mk_not, mk_or, satisfiable,
@@ -229,89 +235,120 @@ class _Parser:
             raise self.err(f"expected {what}, found {t.value or 'end of file'!r}", t)
         return self.next()
 
-    # expression grammar (MaBoSS's BooleanGrammar.y)
+    # expression grammar (MaBoSS's BooleanGrammar.y), parsed by a loop with an explicit stack: the
+    # open parentheses, calls and 'test ?' parts are frames, each with its pending operands and
+    # operators (shunting-yard), so nesting costs memory, never Python recursion
     def expression(self) -> Any:
-        test = self.xor()
-        if self.take("?"):
-            then = self.expression()
-            self.expect(":", "in a conditional 'test ? a : b'")
-            return Cond(test, then, self.expression())
-        return test
-
-    def _chain(self, ops: tuple[str, ...], sub, make) -> Any:
-        node = sub()
-        while True:
-            t = self.peek()
-            if not self.is_op(*ops):
-                return node
-            self.i += 1
-            op = _KEYWORDS.get(t.value.lower(), t.value) if t.kind == "name" else t.value
-            node = make(op, node, sub())
-
-    def xor(self) -> Any:
-        return self._chain(("^",), self.disj, lambda op, a, b: Logic("xor", (a, b)))
-
-    def disj(self) -> Any:
-        return self._chain(("|", "||"), self.conj, lambda op, a, b: Logic("or", (a, b)))
-
-    def conj(self) -> Any:
-        return self._chain(("&", "&&"), self.equality, lambda op, a, b: Logic("and", (a, b)))
-
-    def equality(self) -> Any:
-        return self._chain(("==", "!="), self.relational, lambda op, a, b: Cmp(op, a, b))
-
-    def relational(self) -> Any:
-        return self._chain(("<", ">", "<=", ">="), self.additive, lambda op, a, b: Cmp(op, a, b))
-
-    def additive(self) -> Any:
-        return self._chain(("+", "-"), self.term, lambda op, a, b: BinOp(op, a, b))
-
-    def term(self) -> Any:
-        return self._chain(("*", "/"), self.unary, lambda op, a, b: BinOp(op, a, b))
-
-    def unary(self) -> Any:
-        if self.take("+"):
-            return self.unary()
-        if self.take("-"):
-            return Neg(self.unary())
-        if self.take("!"):
-            return Logic("not", (self.unary(),))
-        return self.primary()
+        """``?:`` (right-associative, lowest), then the left-associative binary levels, unary ``+ - !``."""
+        return self._parse(primary_only=False)
 
     def primary(self) -> Any:
-        t = self.peek()
-        if t.kind == "num":
-            self.i += 1
-            return Num(float(t.value))
-        if t.kind == "var":
-            self.i += 1
-            return _Ref("var", t.value, t.line, t.col)
-        if t.kind == "name" and t.value.lower() not in _KEYWORDS:
-            self.i += 1
-            if self.cfg and t.value.lower() in ("true", "false"):
-                return Num(1.0 if t.value.lower() == "true" else 0.0)
-            if self.is_op("("):
-                return self.call(t)
-            if self.cfg:
-                raise self.err(f"node name {t.value!r} in a .cfg expression (only numbers and $variables)", t)
-            self.mentions.append(t.value)
-            return _Ref("node", t.value, t.line, t.col)
-        if self.take("@"):
-            a = self.name("an attribute name after '@'")
-            return _Ref("alias", a.value, a.line, a.col)
-        if self.take("("):
-            e = self.expression()
-            self.expect(")")
-            return e
-        got = "end of file" if t.kind == "eof" else repr(t.value)
-        raise self.err(f"expected a number, a node, @attribute, $variable or '(', found {got}", t)
+        """A number, node, ``$variable``, ``@attribute``, call or parenthesised expression."""
+        return self._parse(primary_only=True)
 
-    def call(self, fname: _Tok) -> Any:
-        self.expect("(")
-        args = [] if self.is_op(")") else [self.expression()]
-        while self.take(","):
-            args.append(self.expression())
-        self.expect(")")
+    def _binop(self) -> str | None:
+        t = self.peek()
+        op = t.value if t.kind == "op" else _KEYWORDS.get(t.value.lower()) if t.kind == "name" else None
+        return op if op in _PREC else None
+
+    def _parse(self, primary_only: bool) -> Any:
+        frames = [_Frame("primary" if primary_only else "top", self.peek())]
+        nest = 0  # open frames and pending prefix operators and conditionals, across all frames
+
+        def deeper(t: _Tok) -> None:
+            nonlocal nest
+            nest += 1
+            if nest > MAX_DEPTH:
+                raise self.err(f"expression nested too deeply (parentheses, calls, conditionals and prefix "
+                               f"operators more than {MAX_DEPTH:,} deep)", t)
+
+        while True:
+            f = frames[-1]
+            # operand position: prefix operators, then a primary or an opening
+            t = self.peek()
+            if f.kind != "primary":
+                if self.take("+"):
+                    continue  # unary plus: the operand itself
+                if self.is_op("-", "!"):
+                    self.i += 1
+                    deeper(t)
+                    f.ops.append((_PREFIX, "neg" if t.value == "-" else "not", None))
+                    continue
+            operand: Any
+            if t.kind == "num":
+                self.i += 1
+                operand = Num(float(t.value))
+            elif t.kind == "var":
+                self.i += 1
+                operand = _Ref("var", t.value, t.line, t.col)
+            elif t.kind == "name" and t.value.lower() not in _KEYWORDS:
+                self.i += 1
+                if self.cfg and t.value.lower() in ("true", "false"):
+                    operand = Num(1.0 if t.value.lower() == "true" else 0.0)
+                elif self.is_op("("):
+                    self.i += 1
+                    if not self.take(")"):
+                        deeper(t)
+                        frames.append(_Frame("call", t))
+                        continue
+                    operand = self._call(t, [])
+                elif self.cfg:
+                    raise self.err(f"node name {t.value!r} in a .cfg expression (only numbers and $variables)", t)
+                else:
+                    self.mentions.append(t.value)
+                    operand = _Ref("node", t.value, t.line, t.col)
+            elif self.take("@"):
+                a = self.name("an attribute name after '@'")
+                operand = _Ref("alias", a.value, a.line, a.col)
+            elif self.take("("):
+                deeper(t)
+                frames.append(_Frame("paren", t))
+                continue
+            else:
+                got = "end of file" if t.kind == "eof" else repr(t.value)
+                raise self.err(f"expected a number, a node, @attribute, $variable or '(', found {got}", t)
+            # operator position: a binary operator or '?' continues the frame; anything else closes it
+            while True:
+                f.operands.append(operand)
+                if f.kind == "primary":
+                    return f.operands[0]
+                op = self._binop()
+                if op is not None:
+                    nest -= _reduce(f, _PREC[op])
+                    f.ops.append((_PREC[op], "bin", op))
+                    self.i += 1
+                    break
+                if self.is_op("?"):
+                    nest -= _reduce(f, 1)
+                    q = self.next()
+                    deeper(q)
+                    frames.append(_Frame("then", q, test=f.operands.pop()))
+                    break
+                nest -= _reduce(f, 0)
+                (value,) = f.operands
+                if f.kind == "top":
+                    return value
+                if f.kind == "call":
+                    f.args.append(value)
+                    f.operands.clear()
+                    if self.take(","):
+                        break  # the next argument, in this frame
+                    self.expect(")")
+                    value = self._call(f.tok, f.args)
+                elif f.kind == "paren":
+                    self.expect(")")
+                else:  # the 'then' part: the conditional waits for its 'else' in the frame below
+                    self.expect(":", "in a conditional 'test ? a : b'")
+                frames.pop()
+                nest -= 1
+                parent = frames[-1]
+                if f.kind == "then":
+                    deeper(f.tok)
+                    parent.ops.append((0, "cond", (f.test, value)))
+                    break
+                f, operand = parent, value
+
+    def _call(self, fname: _Tok, args: list[Any]) -> Call:
         if fname.value not in _FUNCS:
             raise self.err(f"unknown function {fname.value!r} (MaBoSS's built-ins are log and exp; user functions "
                            "are not supported)", fname)
@@ -319,6 +356,44 @@ class _Parser:
         if not lo <= len(args) <= hi:
             raise self.err(f"{fname.value}() takes 1 or 2 arguments, got {len(args)}", fname)
         return Call(fname.value, tuple(args))
+
+
+# binary operators by precedence (low to high; '?:' is 0, prefix operators bind tightest)
+_PREC = {"^": 1, "|": 2, "||": 2, "&": 3, "&&": 3, "==": 4, "!=": 4, "<": 5, ">": 5, "<=": 5, ">=": 5,
+         "+": 6, "-": 6, "*": 7, "/": 7}
+_PREFIX = 8
+_LOGIC = {"^": "xor", "|": "or", "||": "or", "&": "and", "&&": "and"}
+
+
+@dataclass
+class _Frame:
+    """An open part of an expression: the whole (top), a primary, '(' ... ')', a call's arguments, or
+    the 'then' part of ``test ? then : else``."""
+
+    kind: str  # top primary paren call then
+    tok: _Tok  # where it opens (the function name of a call)
+    operands: list[Any] = field(default_factory=list)
+    ops: list[tuple[int, str, Any]] = field(default_factory=list)  # (precedence, bin|neg|not|cond, payload)
+    args: list[Any] = field(default_factory=list)  # a call's finished arguments
+    test: Any = None  # a 'then' part's test
+
+
+def _reduce(f: _Frame, prec: int) -> int:
+    """Apply ``f``'s pending operators of precedence >= ``prec``; returns how many prefix operators and
+    conditionals that closed (they count in the nesting)."""
+    closed = 0
+    while f.ops and f.ops[-1][0] >= prec:
+        _, kind, payload = f.ops.pop()
+        b = f.operands.pop()
+        if kind == "bin":
+            a = f.operands.pop()
+            f.operands.append(Logic(_LOGIC[payload], (a, b)) if payload in _LOGIC else
+                              Cmp(payload, a, b) if _PREC[payload] in (4, 5) else BinOp(payload, a, b))
+            continue
+        closed += 1
+        f.operands.append(Neg(b) if kind == "neg" else Logic("not", (b,)) if kind == "not" else
+                          Cond(payload[0], payload[1], b))
+    return closed
 
 
 # ---- .bnd ------------------------------------------------------------------------------------------
@@ -404,34 +479,81 @@ def _constant(e: Any, variables: dict[str, float], p: _Parser, at: _Tok) -> floa
 
 
 def _substitute_vars(e: Any, variables: dict[str, float], file: str) -> Term:
-    def go(t: Any) -> Any:
-        if isinstance(t, _Ref):
-            if t.kind != "var":  # pragma: no cover - the .cfg parser allows only variables
-                raise ModelError(f"{t.name!r} cannot appear here", file=file, line=t.line, column=t.col)
-            if t.name not in variables:
-                raise ModelError(f"variable {t.name} is not defined (define it before use in the .cfg)", file=file,
-                                 line=t.line, column=t.col)
-            return Num(variables[t.name])
-        return _map(t, go)
+    def leaf(t: _Ref) -> Term:
+        if t.kind != "var":  # '@name' (the .cfg parser allows no node names)
+            raise ModelError(f"{'@' if t.kind == 'alias' else ''}{t.name} cannot appear here (only numbers and "
+                             "$variables)", file=file, line=t.line, column=t.col)
+        if t.name not in variables:
+            raise ModelError(f"variable {t.name} is not defined (define it before use in the .cfg)", file=file,
+                             line=t.line, column=t.col)
+        return Num(variables[t.name])
 
-    return go(e)
+    return _rebuild(e, leaf)
 
 
-def _map(t: Any, f) -> Any:
-    """Rebuild a term with ``f`` applied to its children."""
-    if isinstance(t, BinOp):
-        return BinOp(t.op, f(t.left), f(t.right))
+def _children(t: Any) -> tuple[Any, ...]:
+    if isinstance(t, (BinOp, Cmp)):
+        return (t.left, t.right)
     if isinstance(t, Neg):
-        return Neg(f(t.arg))
-    if isinstance(t, Call):
-        return Call(t.func, tuple(f(a) for a in t.args))
-    if isinstance(t, Cmp):
-        return Cmp(t.op, f(t.left), f(t.right))
+        return (t.arg,)
+    if isinstance(t, (Call, Logic)):
+        return tuple(t.args)
     if isinstance(t, Cond):
-        return Cond(f(t.test), f(t.then), f(t.other))
+        return (t.test, t.then, t.other)
+    return ()
+
+
+def _with_children(t: Any, c: list[Any]) -> Any:
+    """``t`` with the children ``c`` (in :func:`_children`'s order)."""
+    if isinstance(t, BinOp):
+        return BinOp(t.op, c[0], c[1])
+    if isinstance(t, Cmp):
+        return Cmp(t.op, c[0], c[1])
+    if isinstance(t, Neg):
+        return Neg(c[0])
+    if isinstance(t, Call):
+        return Call(t.func, tuple(c))
     if isinstance(t, Logic):
-        return Logic(t.op, tuple(f(a) for a in t.args))
+        return Logic(t.op, tuple(c))
+    if isinstance(t, Cond):
+        return Cond(c[0], c[1], c[2])
     return t
+
+
+def _rebuild(root: Any, leaf: Callable[[_Ref], Term], attrs: dict[str, Any] | None = None, path: tuple[str, ...] = (),
+             node: str = "", file: str = "") -> Term:
+    """``root`` with every reference replaced, children before parents, with an explicit stack.
+
+    ``leaf(ref)`` gives the term of a node or ``$variable`` reference. ``@name`` is replaced by the
+    attribute ``attrs[name]`` of ``node``, itself rebuilt; ``path``: the attributes being rebuilt (a
+    cycle is an error). References are met left to right, as a recursive walk meets them; a subtree
+    reached twice (an attribute used twice) is rebuilt once and shared.
+    """
+    done: dict[int, Any] = {}
+    todo: list[tuple[Any, tuple[str, ...], bool]] = [(root, path, False)]
+    while todo:
+        t, at, ready = todo.pop()
+        if id(t) in done:
+            continue
+        if isinstance(t, _Ref) and t.kind == "alias" and attrs is not None:
+            if not ready:
+                if t.name not in attrs:
+                    raise ModelError(f"@{t.name}: node {node!r} has no attribute {t.name!r}", file=file,
+                                     line=t.line, column=t.col)
+                if t.name in at:
+                    raise ModelError(f"@{t.name} refers to itself (node {node!r})", file=file, line=t.line,
+                                     column=t.col)
+                todo += [(t, at, True), (attrs[t.name], at + (t.name,), False)]
+            else:
+                done[id(t)] = done[id(attrs[t.name])]
+        elif isinstance(t, _Ref):
+            done[id(t)] = leaf(t)
+        elif not ready:
+            todo.append((t, at, True))
+            todo.extend((c, at, False) for c in reversed(_children(t)))
+        else:
+            done[id(t)] = _with_children(t, [done[id(c)] for c in _children(t)])
+    return done[id(root)]
 
 
 def _parse_cfg(text: str, file: str, node_names: set[str], override: dict[str, float] | None = None) -> _Cfg:
@@ -608,24 +730,17 @@ class _Resolver:
 
     def __call__(self, t: Any, decl: _NodeDecl, stack: tuple[str, ...]) -> Term:
         """``t`` resolved in node ``decl``; ``stack``: the attributes being resolved (a cycle is an error)."""
-        if not isinstance(t, _Ref):
-            return _map(t, lambda c: self(c, decl, stack))
+        return _rebuild(t, self.leaf, decl.attrs, stack, decl.name, self.file)
+
+    def leaf(self, t: _Ref) -> Term:
         if t.kind == "node":
             if t.name not in self.index:
                 raise ModelError(f"node {t.name!r} used but not defined", file=self.file, line=t.line, column=t.col)
             return Var(self.index[t.name])
-        if t.kind == "var":
-            if t.name not in self.variables:
-                raise ModelError(f"variable {t.name} is not defined{self.where}", file=self.file, line=t.line,
-                                 column=t.col)
-            return Num(self.variables[t.name])
-        if t.name not in decl.attrs:
-            raise ModelError(f"@{t.name}: node {decl.name!r} has no attribute {t.name!r}", file=self.file,
-                             line=t.line, column=t.col)
-        if t.name in stack:
-            raise ModelError(f"@{t.name} refers to itself (node {decl.name!r})", file=self.file, line=t.line,
+        if t.name not in self.variables:
+            raise ModelError(f"variable {t.name} is not defined{self.where}", file=self.file, line=t.line,
                              column=t.col)
-        return self(decl.attrs[t.name], decl, stack + (t.name,))
+        return Num(self.variables[t.name])
 
 
 def _flip_rates(i: int, decl: _NodeDecl, resolve: _Resolver) -> _Rates | None:
@@ -686,17 +801,29 @@ def _config(conf: _Cfg, names: list[str], top: float, cpath: Path | None, warn: 
         if len(merged) == 1:
             initial.update(zip(group, next(iter(merged))))
         elif not _uniform(merged, len(group)):
-            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that distsim's "
-                         "initial= cannot express; the node(s) start uniformly random")
+            notes.append(f"istate of {', '.join(group)} is a distribution ({_describe(merged)}) that the PBN "
+                         f"workload's initial= cannot express: pbn.simulate, pbn.steady_state and 'distsim pbn' start "
+                         f"{'it' if len(group) == 1 else 'them'} uniformly random; 'distsim maboss' "
+                         "(distsim.maboss.maboss) simulates this initial distribution")
     if conf.settings.get("discrete_time", 0) != 0:
         notes.append("discrete_time = 1 asks MaBoSS for its discrete-time (jump chain) mode; the PBN is MaBoSS's "
                      "continuous-time process, whose stationary distribution differs in general")
     for note in notes if warn else ():
-        warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=3)
+        warnings.warn(f"{cpath}: {note}", UserWarning, stacklevel=_outside_distsim())
     return MabossConfig(initial=initial, istates=istates, variables=dict(conf.variables),
                         settings=dict(conf.settings), setting_lines=dict(conf.setting_lines),
                         internal=tuple(conf.internal), max_rate=top, n_nodes=len(names),
                         notes=tuple(notes), cfg=os.fspath(cpath) if cpath is not None else None)
+
+
+def _outside_distsim() -> int:
+    """The ``stacklevel`` of the first caller outside the distsim package, for a warning issued by the
+    function that calls this one (``read_maboss``, ``pbn.load`` and the CLI reach it by different paths)."""
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "")
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _uniform(dist: dict[tuple[int, ...], float], k: int) -> bool:

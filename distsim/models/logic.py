@@ -72,14 +72,16 @@ def mk_not(a: Expr) -> Expr:
 
 def _flat(cls: type, args: tuple[Expr, ...] | list[Expr], unit: Const, zero: Const) -> Expr:
     out: list[Expr] = []
+    seen: set[Expr] = set()  # (a list scan made a chain of k distinct operands cost k^3)
     for a in args:
         for b in (a.args if isinstance(a, cls) else (a,)):
             if b == zero:
                 return zero
-            if b != unit and b not in out:
+            if b != unit and b not in seen:
+                seen.add(b)
                 out.append(b)
     for b in out:
-        if mk_not(b) in out:
+        if mk_not(b) in seen:
             return zero
     if not out:
         return unit

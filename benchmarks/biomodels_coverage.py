@@ -7,7 +7,7 @@ past ``--timeout`` seconds, costs only that model), in-process (no Dask), on the
 
 1. ``distsim.ssa.load(path)`` as a user would call it (units give Omega, counts must be whole);
 2. if that is refused with a message asking for ``system_size=`` (counts not whole, astronomical, or
-   firing too fast; substance units of another kind), the model is loaded again with
+   firing too fast) or naming a substance unit of another kind (gram), the model is loaded again with
    ``system_size`` = Omega chosen so that the **largest initial amount becomes 1000 molecules**
    (amounts read with ``system_size=1, rounding="nearest"``: counts plus the recorded roundings)
    and ``rounding="nearest"``: the documented options of :mod:`distsim.models.formats.sbml`;
@@ -55,7 +55,11 @@ REASONS = [
     (r"assignments? to (a )?compartment", "assignments to compartments"),
     (r"the model has no species", "no species (ODEs of parameters only)"),
     (r"initial value is not finite|initial value = .* is negative", "assignment rule's initial value NaN, inf or < 0"),
-    (r"no \(finite\) initial value|has no initial amount", "a species or parameter without initial value"),
+    (r"no \(finite\) (initial )?value|has no initial amount", "a species or parameter without initial value"),
+    (r"compartment '[^']*' has no size", "a compartment without size"),
+    (r"molecules is negative|initial (amount|concentration) -", "negative initial amounts (voltages, round-off)"),
+    (r"the model has no reactions", "no reactions"),
+    (r"unknown substance unit", "substance units of another kind (gram)"),
     (r"the math uses", "math not supported (tanh, reaction rates in rules)"),
     (r"more than exact simulation can count|system_size", "counts too large (even with system_size)"),
 ]
@@ -111,7 +115,7 @@ def run_one(path: str) -> dict:
         try:
             net = load(path)
         except ModelError as e:
-            if "system_size=" not in e.message:
+            if "system_size=" not in e.message and "unknown substance unit" not in e.message:
                 return {**out, "outcome": "refused", "reason": reason_of(e.message), "message": str(e)}
             omega = _omega(path, load)
             net = load(path, system_size=omega, rounding="nearest")
@@ -196,7 +200,8 @@ def report(results: list[dict], folder: str, seconds: float, source: str | None)
     detail = [r for r in results if r["outcome"] not in ("simulated", "simulated with system_size")]
     if detail:
         lines += ["## Messages", ""]
-        lines += [f"- {r['model']}: {r['outcome']}: {_one_line(r['message'])}" for r in sorted(detail, key=lambda r: r["model"])]
+        lines += [f"- {r['model']}: {r['outcome']}: {_one_line(r['message'])}"
+                  for r in sorted(detail, key=lambda r: r["model"])]
     return lines
 
 

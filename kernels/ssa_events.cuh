@@ -39,6 +39,7 @@
 #define DS_MAX_CASCADE 10000  // distsim/models/events.py MAX_CASCADE (defined by distsim/ssa/gpu_events.py)
 #endif
 #define DS_MAX_COUNT_F 9007199254740992.0  // 2**53
+#define DS_COUNT_TOL 1e-9  // event_ops.COUNT_TOL
 
 // the tables of distsim/models/compile_events.py CompiledEvents (EventArrays) and their sizes
 struct ds_events {
@@ -93,13 +94,15 @@ __device__ __noinline__ double ds_run_program(const int pid, const X& x, const d
     return st[0];
 }
 
-// target := v: a species count (a whole number in [0, 2**53]) or mutable parameter -1 - target,
-// written into the realization's reaction tables too; false if refused  (assign)
+// target := v: a species count (a whole number in [0, 2**53] to within DS_COUNT_TOL, relative) or
+// mutable parameter -1 - target, written into the realization's reaction tables too; false if
+// refused  (assign)
 template <class X>
 __device__ bool ds_ev_assign(const int target, const double v, const X& x, const ds_events& V, const ds_ev_work& W) {
     if (target >= 0) {
-        if (!(v >= 0.0 && v <= DS_MAX_COUNT_F && v == floor(v))) return false;
-        x[target] = (long long)v;
+        const double r = floor(v + 0.5);
+        if (!(v > -0.5 && v <= DS_MAX_COUNT_F && fabs(v - r) <= DS_COUNT_TOL * fmax(1.0, v))) return false;
+        x[target] = (long long)r;
         return true;
     }
     const int q = -1 - target;

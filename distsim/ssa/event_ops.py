@@ -31,6 +31,7 @@ from .errors import (ERR_EVENT_DELAY, ERR_EVENT_LOOP, ERR_EVENT_QUEUE, ERR_EVENT
 CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE = (CMP_CODES[op] for op in ("<", "<=", ">", ">=", "==", "!="))
 L_AND, L_OR, L_XOR, L_NOT = (LOGIC_CODES[op] for op in ("and", "or", "xor", "not"))
 MAX_COUNT_F = float(MAX_COUNT)
+COUNT_TOL = 1e-9  # a count assigned by a rule or event: whole to within this, relative (the SBML reader's tolerance)
 OP_SIN, OP_COS = arith.TRIG_CODES
 
 
@@ -153,12 +154,14 @@ def run_program(pid, x, p, t, prog_start, prog_op, prog_arg, st):
 
 @numba.njit(inline="always", cache=True)
 def assign(target, v, x, ev, w):
-    """target := v (a species count, which must be a whole number in [0, 2**53], or mutable
-    parameter -1 - target, written into the realization's reaction tables too); False if refused."""
+    """target := v (a species count, which must be a whole number in [0, 2**53] to within COUNT_TOL,
+    relative: rules computed in floating point give 806.9999999999999; or mutable parameter
+    -1 - target, written into the realization's reaction tables too); False if refused."""
     if target >= 0:
-        if not (v >= 0.0 and v <= MAX_COUNT_F and v == math.floor(v)):
+        r = math.floor(v + 0.5)
+        if not (v > -0.5 and v <= MAX_COUNT_F and abs(v - r) <= COUNT_TOL * max(1.0, v)):
             return False
-        x[target] = np.int64(v)
+        x[target] = np.int64(r)
         return True
     theta_r, larg_r, p = w[0], w[1], w[2]
     pts, pt, pls, pl = ev.par_theta_start, ev.par_theta, ev.par_law_start, ev.par_law

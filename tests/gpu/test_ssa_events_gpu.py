@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
-from test_ssa_events import STILL, event, with_events  # noqa: E402
+from test_ssa_events import STILL, event, rule, with_events  # noqa: E402
 from test_ssa_events_host import CASES  # noqa: E402
 
 from distsim.ssa import load  # noqa: E402
@@ -49,6 +49,17 @@ def test_event_errors_gpu_equal_cpu(method):
                          quantiles=None)
             messages.append(str(info.value))
         assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("method", ["direct", "warp"])
+def test_round_off_assignments_gpu_equal_cpu(method):
+    """A rule whose value is a whole number up to round-off (806.9999999999999) gives that number on
+    both backends, bit for bit."""
+    plain = load(STILL, format="text")
+    net = with_events(plain, rules=[rule(plain, "W", "X * (0.1 + 0.2) / 0.3 * 269 - 0.0000000000001")])
+    kw = dict(t_end=2, points=3, realizations=300, seed=1, method=method, keep_trajectories=True, quantiles=None)
+    a, b = (simulate(net, backend=be, **kw)["trajectory"].values for be in ("cpu", "gpu"))
+    assert np.array_equal(a, b) and (a[:, :, 0] == 807).all()
 
 
 def test_many_realizations_in_several_launches(monkeypatch):

@@ -303,6 +303,18 @@ def test_an_assigned_count_must_be_a_whole_number():
         simulate(net, t_end=2, points=3, realizations=5, seed=1)
 
 
+def test_an_assigned_count_within_round_off_of_a_whole_number_is_that_number():
+    """Rules computed in floating point give 806.9999999999999 (BIOMD0000000107): within COUNT_TOL
+    (relative) of a whole number it is that number; 2.5 is still refused."""
+    plain = parse_reactions(STILL)
+    net = with_events(plain, rules=[rule(plain, "W", "X * (0.1 + 0.2) / 0.3 * 269 - 0.0000000000001")])
+    ds = simulate(net, t_end=2, points=3, realizations=5, seed=1, keep_trajectories=True, quantiles=None)
+    assert (ds["trajectory"].sel(species="W").values == 3 * 269).all()  # 806.9999999998999 -> 807
+    net = with_events(plain, rules=[rule(plain, "W", "X - 0.5")])
+    with pytest.raises(SimulationError, match=r"assignment rule 'W' set species 'W' to X - 0.5 \(2.5\)"):
+        simulate(net, t_end=2, points=3, realizations=5, seed=1)
+
+
 def test_events_that_retrigger_forever_stop_with_an_error():
     plain = parse_reactions(STILL)
     net = with_events(plain, [event(plain, "up", "X < 5 and time >= 1", {"X": "9"}),

@@ -542,7 +542,8 @@ class _Converter:
                 return AVOGADRO, "mole (the Level 1/2 default substance unit)"
             if uid in builtin:
                 return builtin[uid], uid
-            raise self.err(f"{who}: unknown substance unit {uid!r}", element)
+            raise self.err(f"{who}: substance unit {uid!r} is not an amount of mole or item; pass system_size= "
+                           "(--system-size) to give the molecules per substance unit", element)
         factor, base, parts = 1.0, None, []
         for k in range(ud.getNumUnits()):
             u = ud.getUnit(k)

@@ -59,7 +59,7 @@ def test_round_off_assignments_gpu_equal_cpu(method):
     net = with_events(plain, rules=[rule(plain, "W", "X * (0.1 + 0.2) / 0.3 * 269 - 0.0000000000001")])
     kw = dict(t_end=2, points=3, realizations=300, seed=1, method=method, keep_trajectories=True, quantiles=None)
     a, b = (simulate(net, backend=be, **kw)["trajectory"].values for be in ("cpu", "gpu"))
-    assert np.array_equal(a, b) and (a[:, :, 0] == 807).all()
+    assert np.array_equal(a, b) and (a[:, :, 1] == 807).all()  # species Z, W, X, Y
 
 
 def test_many_realizations_in_several_launches(monkeypatch):

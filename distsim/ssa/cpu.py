@@ -147,6 +147,21 @@ def _record(rec, x, grid, k, t):
 
 
 @numba.njit(inline="always", cache=True)
+def direct_scan(a, target):
+    """The direct method's selection: the first reaction whose cumulative propensity exceeds target
+    (u2 a0); the last that can fire when target is a0 rounded up."""
+    c = 0.0
+    last = 0
+    for jj in range(a.shape[0]):
+        if a[jj] > 0.0:
+            last = jj
+        c = c + a[jj]
+        if c > target:
+            return jj
+    return last
+
+
+@numba.njit(inline="always", cache=True)
 def _fire(j, x, chg_start, chg_species, chg_delta):
     """Reaction j's net changes applied to x: ERR_NONE, or the error word of a count gone negative."""
     for q in range(chg_start[j], chg_start[j + 1]):
@@ -586,18 +601,9 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
         a0 = 0.0
         for q in range(M):
             a0 += a[q]
-        u = u2 * a0  # the first reaction whose cumulative propensity exceeds u (the direct method's scan)
-        j = -1
-        cum = 0.0
-        for q in range(M):
-            if a[q] > 0.0:
-                j = q
-            cum = cum + a[q]
-            if cum > u:
-                j = q
-                break
-        if j < 0:  # (no reaction can fire: the hazard reached the target by rounding)
+        if not a0 > 0.0:  # (no reaction can fire: the hazard reached the target by rounding)
             return e, ERR_INTEGRATOR, t, math.nan
+        j = direct_scan(a, u2 * a0)
         word = _fire(j, x, chg_start, chg_species, chg_delta)
         if word != ERR_NONE:
             return e, word, t, math.nan

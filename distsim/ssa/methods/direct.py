@@ -15,7 +15,7 @@ import numba
 
 from ...models.kinetics import event_uniforms, waiting_time
 from .. import gpu
-from ..cpu import CPUMethod
+from ..cpu import CPUMethod, direct_scan
 from .base import SSAMethod
 
 AUTO_MAX_REACTIONS = 32  # 'auto' takes the direct method up to this many reactions
@@ -45,17 +45,8 @@ def event(a, aux, e, seed, rid):
 
 @numba.njit(inline="always", cache=True)
 def select(a, aux, target):
-    """The first reaction whose cumulative propensity exceeds target = u2 a0."""
-    M = a.shape[0]
-    c = 0.0
-    last = 0
-    for jj in range(M):
-        if a[jj] > 0.0:
-            last = jj
-        c = c + a[jj]
-        if c > target:
-            return jj
-    return last  # u2 a0 rounded up to a0: the last reaction that can fire
+    """The first reaction whose cumulative propensity exceeds target = u2 a0 (:func:`cpu.direct_scan`)."""
+    return direct_scan(a, target)
 
 
 def aux_size(m: int) -> int:

@@ -3,7 +3,7 @@
 Workloads (imported on first use, PEP 562): ``distsim.pbn`` (probabilistic Boolean networks),
 ``distsim.ssa`` (exact stochastic simulation), ``distsim.grn`` (GRN inference by genetic
 algorithms), ``distsim.mcmc`` (Bayesian rate inference), ``distsim.maboss`` (MaBoSS time courses of
-continuous-time Boolean models). ``distsim.sweep(analysis, model, points,
+continuous-time Boolean models), ``distsim.pmmh`` (particle MCMC from noisy data). ``distsim.sweep(analysis, model, points,
 ...)`` runs parameter sweeps; ``distsim.connect()`` gives a Dask client (local CPU cores, local
 GPUs, or a scheduler address). ``distsim.export(ds)`` is any result's summary as a tidy table;
 ``distsim.examples_dir()`` is the folder of the example models (shipped in the wheel).
@@ -20,7 +20,7 @@ from typing import Any
 
 __version__ = "0.2.0"
 
-_SUBMODULES = ("pbn", "ssa", "grn", "mcmc", "maboss", "sweep", "models", "engine", "backends", "results", "rng", "cluster")
+_SUBMODULES = ("pbn", "ssa", "grn", "mcmc", "maboss", "sweep", "pmmh", "models", "engine", "backends", "results", "rng", "cluster")
 
 __all__ = ["__version__", "connect", "export", "examples_dir", *_SUBMODULES]
 

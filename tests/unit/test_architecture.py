@@ -19,7 +19,7 @@ LAYERS = [
     {"models", "results"},
     {"engine", "cluster"},
     {"pbn", "ssa", "grn", "mcmc", "maboss"},
-    {"sweep"},
+    {"sweep", "pmmh"},
     {"cli"},
     {"__main__"},
 ]

@@ -1,0 +1,207 @@
+"""Observation models: observables (formulas of species and parameters) with a noise model, and
+experiments (observation times, measurements, initial counts and fixed parameters of a condition).
+
+Noise models (y the measurement, h the observable's value, s its noise parameter):
+
+* ``normal``: y ~ N(h, s^2);
+* ``lognormal``: log y ~ N(log h, s^2) (y > 0);
+* ``poisson``: y ~ Poisson(h) (y a count; no noise parameter);
+* ``negbin``: y ~ negative binomial with mean h and dispersion s (variance h + h^2 / s; y a count).
+
+Formulas are parsed by :func:`distsim.models.arith.parse_arith` (never evaluated as code).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy.special import gammaln, xlogy
+
+from ..errors import DataError, ModelError, did_you_mean
+from ..models import arith
+from ..models.reactions import ReactionNetwork
+
+NOISE_MODELS = ("normal", "lognormal", "poisson", "negbin")
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class Observable:
+    """An observable's formula (text) and noise model; ``noise_parameter``: formula of the noise
+    parameter (sigma of normal/lognormal, dispersion of negbin; a number or a parameter name)."""
+
+    name: str
+    formula: str
+    noise: str = "normal"
+    noise_parameter: str | float | None = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Measurements of one condition: ``data`` {observable: values at ``times``} (NaN: not measured);
+    ``initial`` counts and fixed ``parameters`` that differ from the model's in this condition."""
+
+    times: Sequence[float]
+    data: Mapping[str, Sequence[float]]
+    initial: Mapping[str, int] = field(default_factory=dict)
+    parameters: Mapping[str, float] = field(default_factory=dict)
+    name: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class CompiledObservable:
+    name: str
+    formula: arith.Node
+    noise: int  # index into NOISE_MODELS
+    noise_parameter: arith.Node | None
+
+
+@dataclass(frozen=True)
+class CompiledExperiment:
+    name: str
+    times: np.ndarray  # float64 [T], increasing, >= 0
+    data: np.ndarray  # float64 [T, K] (NaN: not measured)
+    x0: np.ndarray  # int64 [S]
+    fixed: dict[str, float]  # parameters fixed in this condition
+    source: str
+
+
+def compile_observables(net: ReactionNetwork, observables: Sequence[Observable], extra: Sequence[str]
+                        ) -> list[CompiledObservable]:
+    """Parse every observable's formulas over the species and the parameters (the model's and ``extra``)."""
+    params = set(net.params) | set(extra)
+    known = list(net.species) + sorted(params)
+
+    def resolve(name: str) -> arith.Node:
+        if name in net.species:
+            return arith.Species(net.index(name))
+        if name in params:
+            return arith.Param(name)
+        raise ModelError(f"unknown name {name!r} in an observable{did_you_mean(name, known)}")
+
+    out, seen = [], set()
+    for ob in observables:
+        if not str(ob.name).isidentifier() or ob.name in seen:
+            raise ModelError(f"observable name {ob.name!r} must be a unique identifier")
+        seen.add(ob.name)
+        if ob.noise not in NOISE_MODELS:
+            raise ModelError(f"observable {ob.name!r}: noise model {ob.noise!r} is not one of "
+                             f"{', '.join(NOISE_MODELS)}{did_you_mean(str(ob.noise), NOISE_MODELS)}")
+        node = arith.parse_arith(str(ob.formula), resolve, file=f"observable {ob.name}")
+        if any(isinstance(n, arith.Time) for n in arith.walk(node)):
+            raise ModelError(f"observable {ob.name!r}: formulas of time are not supported")
+        noise_node = None
+        if ob.noise == "poisson":
+            if ob.noise_parameter is not None:
+                raise ModelError(f"observable {ob.name!r}: Poisson noise has no noise parameter")
+        else:
+            if ob.noise_parameter is None:
+                raise ModelError(f"observable {ob.name!r}: {ob.noise} noise needs a noise parameter "
+                                 "(a number or a parameter name)")
+            noise_node = arith.parse_arith(str(ob.noise_parameter), resolve, file=f"noise of observable {ob.name}")
+            if arith.species_of(noise_node):
+                raise ModelError(f"observable {ob.name!r}: the noise parameter may read parameters, not species")
+        out.append(CompiledObservable(ob.name, node, NOISE_MODELS.index(ob.noise), noise_node))
+    if not out:
+        raise ModelError("no observable given")
+    return out
+
+
+def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], ex: Experiment, index: int
+                       ) -> CompiledExperiment:
+    """Check an experiment's times and data against the observables and noise models."""
+    src = ex.source or f"experiment {ex.name or index}"
+    t = np.asarray(ex.times, dtype=np.float64)
+    if t.ndim != 1 or not t.size or not np.all(np.isfinite(t)) or t[0] < 0 or np.any(np.diff(t) <= 0):
+        raise DataError("observation times must be finite, >= 0 and strictly increasing", file=src)
+    names = [o.name for o in obs]
+    unknown = [k for k in ex.data if k not in names]
+    if unknown:
+        raise DataError(f"data for unknown observable {unknown[0]!r}{did_you_mean(unknown[0], names)}", file=src)
+    data = np.full((t.size, len(obs)), np.nan)
+    for k, o in enumerate(obs):
+        if o.name not in ex.data:
+            continue
+        col = np.asarray(ex.data[o.name], dtype=np.float64)
+        if col.shape != t.shape:
+            raise DataError(f"observable {o.name!r} has {col.size} values for {t.size} times", file=src)
+        ok = col[~np.isnan(col)]
+        noise = NOISE_MODELS[o.noise]
+        if np.any(~np.isfinite(ok)):
+            raise DataError(f"observable {o.name!r}: infinite measurement", file=src)
+        if noise in ("poisson", "negbin") and np.any((ok < 0) | (ok != np.floor(ok))):
+            bad = ok[(ok < 0) | (ok != np.floor(ok))][0]
+            raise DataError(f"observable {o.name!r}: {noise} noise needs counts (integers >= 0), got {bad:g}",
+                            file=src)
+        if noise == "lognormal" and np.any(ok <= 0):
+            raise DataError(f"observable {o.name!r}: lognormal noise needs measurements > 0", file=src)
+        data[:, k] = col
+    x0 = np.asarray(net.with_initial(**dict(ex.initial)).initial if ex.initial else net.initial, dtype=np.int64)
+    for k in ex.parameters:
+        if k not in net.params:
+            raise DataError(f"condition sets unknown parameter {k!r}{did_you_mean(k, net.params)}", file=src)
+    return CompiledExperiment(ex.name or f"experiment{index}", t, data, x0,
+                              {k: float(v) for k, v in ex.parameters.items()}, src)
+
+
+def noise_values(obs: Sequence[CompiledObservable], values: Mapping[str, float]) -> np.ndarray:
+    """Each observable's noise parameter at the parameter ``values`` (NaN for Poisson)."""
+    out = np.full(len(obs), np.nan)
+    for k, o in enumerate(obs):
+        if o.noise_parameter is not None:
+            out[k] = float(arith.evaluate(o.noise_parameter, np.zeros(1), values))
+    return out
+
+
+def log_density(noise: int, y: float, h: np.ndarray, s: float) -> np.ndarray:
+    """log p(y | h) of one measurement for every particle's observable value h."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if noise == 0:  # normal
+            if not s > 0:
+                return np.full(h.shape, -np.inf)
+            return -0.5 * _LOG_2PI - math.log(s) - 0.5 * ((y - h) / s) ** 2
+        if noise == 1:  # lognormal
+            if not s > 0:
+                return np.full(h.shape, -np.inf)
+            ly = math.log(y)
+            out = -0.5 * _LOG_2PI - math.log(s) - ly - 0.5 * ((ly - np.log(h)) / s) ** 2
+            return np.where(h > 0, out, -np.inf)
+        if noise == 2:  # poisson
+            out = xlogy(y, h) - h - gammaln(y + 1.0)
+            return np.where(h >= 0, out, -np.inf)
+        if not s > 0:  # negbin, mean h, dispersion s
+            return np.full(h.shape, -np.inf)
+        out = gammaln(y + s) - gammaln(s) - gammaln(y + 1.0) + s * (math.log(s) - np.log(s + h)) + \
+            xlogy(y, h) - xlogy(y, s + h)
+        return np.where(h >= 0, out, -np.inf)
+
+
+def log_weights(obs: Sequence[CompiledObservable], row: np.ndarray, X: np.ndarray, values: Mapping[str, float],
+                noise: np.ndarray) -> np.ndarray:
+    """Sum over the measured observables of one time point (``row``: [K], NaN = not measured) of
+    log p(y | particle state) for every particle (``X``: [N, S])."""
+    lw = np.zeros(X.shape[0])
+    for k, o in enumerate(obs):
+        y = row[k]
+        if math.isnan(y):
+            continue
+        h = np.asarray(arith.evaluate(o.formula, X, values), dtype=np.float64)
+        lw += log_density(o.noise, float(y), h, float(noise[k]))
+    return lw
+
+
+def as_observables(items: Sequence[Any]) -> list[Observable]:
+    """Observables from :class:`Observable` or dicts ``{"name":, "formula":, "noise":, "noise_parameter":}``."""
+    out = []
+    for it in items:
+        if isinstance(it, Observable):
+            out.append(it)
+        elif isinstance(it, Mapping):
+            out.append(Observable(**dict(it)))
+        else:
+            raise TypeError(f"an observable must be an Observable or a dict, got {it!r}")
+    return out

@@ -1,0 +1,385 @@
+"""``distsim.pmmh.infer``: particle marginal Metropolis-Hastings (Andrieu, Doucet and Holenstein 2010)
+with a bootstrap particle filter of exact SSA particles, chains sharded over the workers.
+
+Chain c works on phi = log theta. Iteration 0 estimates log p(y | theta_0); iteration it >= 1 proposes
+phi' = phi + L z (z standard normals from key (key_c, CHAIN_RID), counter (it, j, 0, 2)), runs the
+filter at phi' with iteration number it, and accepts when log u < log p^(y | phi') + log p(phi') -
+log p^(y | phi) - log p(phi) (u from counter (it, 0, 0, 3)); the estimate of the current point is
+kept, never recomputed (so the chain targets the exact posterior). L: during burn-in, Haario et al.'s
+(2001) adaptive Metropolis, L L^T = 2.38^2 / d (Cov(phi_0..phi_{it-1}) + 1e-8 I) once 2 d + 10 draws
+are in; L is frozen at the end of burn-in, so the kept draws are those of a fixed-kernel MH chain.
+A shard task is a pure function of its payload (the chains' state at ``it0``), so the draws do not
+depend on the number of workers, shards or rounds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import engine
+from ..errors import ConvergenceWarning
+from ..mcmc import diagnostics
+from ..models.reactions import ReactionNetwork
+from ..rng import check_seed, derive_seeds, philox, uniform_f64
+from ..ssa.methods import METHODS, choose_method
+from .filter import CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network, log_likelihood
+from .observation import Experiment, as_observables, compile_experiment, compile_observables
+from .priors import as_prior
+
+INITIAL_STEP = 0.1  # proposal sd of each log parameter before the adaptation starts
+VAR_WARN = 2.0  # Var(log-likelihood estimate) above which the particles are too few (Doucet et al. 2015)
+VAR_AUTO = 1.5  # particles="auto" doubles N until the variance is below this
+AUTO_START, AUTO_MAX = 32, 2**16
+CHECK_REPEATS = 20
+ROUND_SECONDS = 2.0
+
+
+@dataclass
+class ChainState:
+    phi: np.ndarray  # [d]
+    loglik: float
+    logprior: float
+    s1: np.ndarray  # [d]: sum of the burn-in draws so far
+    s2: np.ndarray  # [d, d]: sum of their outer products
+    n: int  # draws summed
+    chol: np.ndarray  # [d, d]: the proposal's Cholesky factor (frozen after burn-in)
+
+
+@dataclass(frozen=True)
+class PMMHBlock:
+    problem: Problem
+    seed: int
+    chains: np.ndarray  # chain ids
+    states: list[ChainState]
+    it0: int
+    n_iter: int
+    particles: int
+    burn_in: int
+    time_left: float | None = None
+
+
+@dataclass(frozen=True)
+class CheckBlock:
+    problem: Problem
+    seed: int
+    repeats: np.ndarray
+    theta: np.ndarray
+    particles: int
+
+
+def chain_key(seed: int, chain: int) -> int:
+    return int(derive_seeds(seed, [chain], domain=CHAIN_DOMAIN)[0])
+
+
+def _cholesky(a: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor in plain floating point (the same bits on every machine; d is small)."""
+    d = a.shape[0]
+    L = np.zeros_like(a)
+    for i in range(d):
+        for j in range(i + 1):
+            s = float(a[i, j])
+            for k in range(j):
+                s -= float(L[i, k]) * float(L[j, k])
+            if i == j:
+                L[i, i] = math.sqrt(s) if s > 0 else 1e-12
+            else:
+                L[i, j] = s / float(L[j, j])
+    return L
+
+
+def _normals(key: int, it: int, d: int) -> np.ndarray:
+    ctr = np.zeros((d, 4), np.uint32)
+    ctr[:, 0], ctr[:, 1], ctr[:, 3] = it, np.arange(d), 2
+    w = philox(ctr, np.array([key, CHAIN_RID], np.uint32))
+    u1, u2 = uniform_f64(w[:, 0], w[:, 1]), uniform_f64(w[:, 2], w[:, 3])
+    return np.array([math.sqrt(-2.0 * math.log(a)) * math.cos(2.0 * math.pi * b) for a, b in zip(u1, u2)])
+
+
+def _accept_u(key: int, it: int) -> float:
+    w = philox(np.array([it, 0, 0, 3], np.uint32), np.array([key, CHAIN_RID], np.uint32))
+    return float(uniform_f64(w[0], w[1]))
+
+
+def log_prior(pr: Problem, phi: np.ndarray) -> float:
+    return float(sum(p.log_density_phi(float(v)) for p, v in zip(pr.priors, phi)))
+
+
+def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in: int) -> tuple[ChainState, bool, int]:
+    """MH iteration ``it`` (>= 1) of one chain: (new state, accepted, SSA events fired)."""
+    d = st.phi.size
+    if it <= burn_in and st.n >= 2 * d + 10:
+        cov = (st.s2 - np.outer(st.s1, st.s1) / st.n) / (st.n - 1)
+        chol = _cholesky((2.38**2 / d) * (cov + 1e-8 * np.eye(d)))
+    else:
+        chol = st.chol
+    prop = st.phi + chol @ _normals(key, it, d)
+    lp = log_prior(pr, prop)
+    fired, accepted = 0, False
+    phi, ll, lpr = st.phi, st.loglik, st.logprior
+    if lp > -math.inf:
+        llp, fired = log_likelihood(pr, np.exp(prop), particles, key, it)
+        if llp > -math.inf and math.log(_accept_u(key, it)) < llp + lp - st.loglik - st.logprior:
+            phi, ll, lpr, accepted = prop, llp, lp, True
+    s1, s2, n = st.s1, st.s2, st.n
+    if it <= burn_in:
+        s1, s2, n = s1 + phi, s2 + np.outer(phi, phi), n + 1
+    return ChainState(phi, ll, lpr, s1, s2, n, chol), accepted, fired
+
+
+def initial_state(pr: Problem, key: int, particles: int) -> tuple[ChainState, int]:
+    phi = np.log(pr.initial)
+    ll, fired = log_likelihood(pr, pr.initial, particles, key, 0)
+    d = phi.size
+    return ChainState(phi, ll, log_prior(pr, phi), phi.copy(), np.outer(phi, phi), 1,
+                      INITIAL_STEP * np.eye(d)), fired
+
+
+def run_block(ctx: engine.ShardContext, b: PMMHBlock) -> dict:
+    """Shard task: iterations it0 .. it0 + n_iter - 1 of its chains (stopping early, between iterations,
+    past the time left or when cancelled); per chain and iteration phi, log-likelihood, accepted."""
+    deadline = None if b.time_left is None else time.monotonic() + b.time_left
+    C, d = len(b.chains), len(b.problem.names)
+    phi = np.zeros((C, b.n_iter, d))
+    ll = np.zeros((C, b.n_iter))
+    acc = np.zeros((C, b.n_iter), dtype=bool)
+    states: list[list[ChainState]] = [[] for _ in range(C)]
+    fired = 0
+    done = 0
+    keys = [chain_key(b.seed, int(c)) for c in b.chains]
+    for k in range(b.n_iter):
+        it = b.it0 + k
+        for ci in range(C):
+            st = states[ci][-1] if k else b.states[ci]
+            if st is None:  # iteration 0: the initial point
+                new, f = initial_state(b.problem, keys[ci], b.particles)
+                a = True
+            else:
+                new, a, f = step(b.problem, keys[ci], st, it, b.particles, b.burn_in)
+            states[ci].append(new)
+            phi[ci, k], ll[ci, k], acc[ci, k] = new.phi, new.loglik, a
+            fired += f
+        done = k + 1
+        if (deadline is not None and time.monotonic() > deadline) or engine.task_cancelled():
+            break
+    return {"phi": phi[:, :done], "loglik": ll[:, :done], "accepted": acc[:, :done], "states": states,
+            "fired": fired, "done": done}
+
+
+def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
+    """Shard task: independent filters at ``theta`` (repeat r: key derive_seeds(seed, r, CHECK_DOMAIN))."""
+    keys = derive_seeds(b.seed, b.repeats, domain=CHECK_DOMAIN)
+    return [log_likelihood(b.problem, b.theta, b.particles, int(k), 0)[0] for k in keys]
+
+
+def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments: Sequence[Experiment],
+                  prior: Mapping[str, Any], initial: Mapping[str, float] | None = None, method: str = "auto",
+                  max_events: int = 10_000_000) -> Problem:
+    """Check and compile the model, observables, experiments and priors (the inferred parameters are
+    the keys of ``prior``: model parameters or noise parameters of the observables)."""
+    check_network(net)
+    if not prior:
+        raise ValueError("give a prior for every parameter to infer (prior={'k1': 'gamma:2,1', ...})")
+    names = tuple(str(n) for n in prior)
+    priors = tuple(as_prior(n, prior[n]) for n in names)
+    extra = [n for n in names if n not in net.params]
+    obs = compile_observables(net, as_observables(observables), extra)
+    used = {p for o in obs for n in (o.formula, o.noise_parameter) if n is not None for p in _params(n)}
+    unused = [n for n in extra if n not in used]
+    if unused:
+        raise ValueError(f"prior given for {unused[0]!r}, which is neither a model parameter nor used by an "
+                         "observable")
+    if not experiments:
+        raise ValueError("no experiment (measurements) given")
+    exps = tuple(compile_experiment(net, obs, e, i) for i, e in enumerate(experiments))
+    init = dict(initial or {})
+    start = []
+    for n, p in zip(names, priors):
+        v = float(init.get(n, net.params.get(n, math.nan)))
+        lo, hi = p.support()
+        if not (v > 0 and lo <= v <= hi):
+            raise ValueError(f"initial value of {n!r} is {v}; give one > 0 inside its prior's support "
+                             f"({p}) with initial={{'{n}': ...}}")
+        start.append(v)
+    if method == "auto":
+        method = choose_method(net, "cpu")
+    if method not in METHODS:
+        raise ValueError(f"unknown SSA method {method!r}")
+    return Problem(net, method, names, priors, np.array(start), tuple(obs), exps, int(max_events))
+
+
+def _params(node) -> tuple[str, ...]:
+    from ..models import arith
+
+    return arith.params_of(node)
+
+
+def check_particles(run: engine.Run, pr: Problem, seed: int, theta: np.ndarray, particles: int,
+                    repeats: int = CHECK_REPEATS) -> float:
+    """Var of the filter's log-likelihood estimate at ``theta`` over ``repeats`` independent filters."""
+    shards = run.split(repeats)
+    res = run.round(run_check, [CheckBlock(pr, seed, np.arange(r.start, r.stop), theta, particles) for r in shards])
+    ll = np.array([v for x in res for v in x])
+    if not np.all(np.isfinite(ll)):
+        return math.inf
+    return float(np.var(ll, ddof=1))
+
+
+def infer(
+    net: ReactionNetwork | str | os.PathLike,
+    observables: Sequence[Any],
+    experiments: Sequence[Experiment] | Experiment,
+    *,
+    prior: Mapping[str, Any],
+    initial: Mapping[str, float] | None = None,
+    particles: int | str = "auto",
+    iterations: int = 5_000,
+    burn_in: int = 1_000,
+    chains: int = 4,
+    seed: int = 0,
+    client: Any = None,
+    backend: str | None = None,
+    method: str = "auto",
+    max_events: int = 10_000_000,
+    progress: bool | None = None,
+    time_limit: float | None = None,
+) -> xr.Dataset:
+    """Posterior of the parameters named in ``prior`` given noisy, partial measurements (PMMH).
+
+    ``observables``: :class:`~distsim.pmmh.Observable` (name, formula of species and parameters, noise
+    model, noise parameter); ``experiments``: :class:`~distsim.pmmh.Experiment` (times, {observable:
+    values}, initial counts and fixed parameters of the condition), all sharing the parameters.
+    ``prior``: ``{name: "gamma:2,1" | "lognormal:MU,SIGMA" | "uniform:LO,HI" | "loguniform:LO,HI"}``;
+    chains start at ``initial`` or the model's values. ``particles``: N, or ``"auto"`` (doubled from 32
+    until Var(log-likelihood estimate) < 1.5 at the starting point); a ConvergenceWarning when that
+    variance is > 2. ``iterations`` MH iterations per chain, burn-in (adaptation) included.
+    Returns the Dataset layout of :func:`distsim.mcmc.infer_rates`: one (chain, draw) data variable per
+    parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
+    ``acceptance_rate`` (chain) (sample stats), ``observed_value`` (observation, observable) with the
+    experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable.
+    """
+    if not isinstance(net, ReactionNetwork):
+        from ..ssa import load
+
+        net = load(net)
+    for name, v in (("iterations", iterations), ("chains", chains)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer)) or not 0 <= burn_in < iterations:
+        raise ValueError(f"burn_in must be an integer in [0, iterations), got {burn_in!r}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    auto = isinstance(particles, str)
+    if auto and particles != "auto":
+        raise ValueError(f"particles must be an integer or 'auto', got {particles!r}")
+    if not auto and (isinstance(particles, bool) or not isinstance(particles, (int, np.integer))
+                     or not 1 <= particles <= MAX_PARTICLES):
+        raise ValueError(f"particles must be an integer in [1, {MAX_PARTICLES}] or 'auto', got {particles!r}")
+    seed = check_seed(seed)
+    if isinstance(experiments, Experiment):
+        experiments = [experiments]
+    pr = build_problem(net, observables, experiments, prior, initial, method, max_events)
+    if (iterations + 1) * pr.n_intervals >= 2**32:
+        raise ValueError(f"iterations x observation times ({iterations} x {pr.n_intervals}) must be < 2**32")
+    with engine.Run("pmmh", client, backend, progress=progress, label="mcmc pmmh") as run:
+        N = AUTO_START if auto else int(particles)
+        while True:
+            var = check_particles(run, pr, seed, pr.initial, N)
+            if not auto or var < VAR_AUTO or N >= AUTO_MAX:
+                break
+            N *= 2
+        if var > VAR_WARN:
+            warnings.warn(f"Var(log-likelihood estimate) is {var:.3g} with {N} particles at the starting point "
+                          f"(> {VAR_WARN:g}; Doucet et al. 2015 recommend about 1 to 1.7): the chains will mix "
+                          "poorly; use more particles", ConvergenceWarning, stacklevel=2)
+        run.progress.start(f"{chains} chains x {iterations} iterations, {N} particles, {pr.n_intervals} "
+                           f"observation times, on {run.describe()}", total=int(iterations) + 1, unit="it")
+        out = _sample(run, pr, seed, int(chains), int(iterations) + 1, N, int(burn_in), time_limit)
+    done = out["done"]
+    if done - 1 <= burn_in:
+        raise RuntimeError(f"the time limit ({time_limit:g} s) ended the run after {max(done - 1, 0)} iterations, "
+                           f"within the burn-in ({burn_in}): no draw to keep; raise time_limit or lower burn_in")
+    return _dataset(pr, out, run, seed=seed, chains=chains, iterations=done - 1, burn_in=burn_in, particles=N,
+                    var=var, stopped_by="iterations" if done == iterations + 1 else "time_limit")
+
+
+def _sample(run: engine.Run, pr: Problem, seed: int, chains: int, total: int, N: int, burn_in: int,
+            time_limit: float | None) -> dict:
+    t_start = time.perf_counter()
+    shards = run.split(chains)
+    d = len(pr.names)
+    phi = np.zeros((chains, total, d))
+    ll = np.zeros((chains, total))
+    acc = np.zeros((chains, total), dtype=bool)
+    states: list[ChainState | None] = [None] * chains
+    fired, it0, block = 0, 0, 2
+    while it0 < total:
+        k = min(block, total - it0)
+        left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t_start))
+        res = run.round(run_block, [PMMHBlock(pr, seed, np.arange(r.start, r.stop), states[r.start:r.stop], it0, k,
+                                              N, burn_in, left) for r in shards])
+        done = min(int(x["done"]) for x in res)
+        for r, x in zip(shards, res):
+            phi[r.start:r.stop, it0:it0 + done] = x["phi"][:, :done]
+            ll[r.start:r.stop, it0:it0 + done] = x["loglik"][:, :done]
+            acc[r.start:r.stop, it0:it0 + done] = x["accepted"][:, :done]
+            for ci, c in enumerate(r):
+                states[c] = x["states"][ci][done - 1]
+            fired += x["fired"]
+        it0 += done
+        block = int(np.clip(k * ROUND_SECONDS / max(run.last_round_seconds, 1e-3), 1, 100_000))
+        run.progress.update(it0, message=f"{fired / max(run.round_seconds, 1e-12):.3g} SSA events/s")
+        if done < k or (time_limit is not None and time.perf_counter() - t_start > time_limit and it0 < total):
+            break
+    return {"phi": phi[:, :it0], "loglik": ll[:, :it0], "accepted": acc[:, :it0], "fired": fired, "done": it0}
+
+
+def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int, iterations: int, burn_in: int,
+             particles: int, var: float, stopped_by: str) -> xr.Dataset:
+    keep = np.arange(burn_in + 1, iterations + 1)
+    names = list(pr.names)
+    data: dict[str, Any] = {}
+    for p, nm in enumerate(names):
+        data[nm] = (("chain", "draw"), np.exp(out["phi"][:, keep, p]),
+                    {"long_name": f"parameter {nm}", "prior": str(pr.priors[p])})
+    rows = [(e.name, float(t), e.data[k]) for e in pr.experiments for k, t in enumerate(e.times)]
+    acc = out["accepted"][:, keep]
+    coords: dict[str, Any] = {
+        "chain": np.arange(chains), "draw": np.arange(keep.size), "iteration": ("draw", keep), "variable": names,
+        "observable": [o.name for o in pr.observables],
+        "log_likelihood": (("chain", "draw"), out["loglik"][:, keep],
+                           {"long_name": "particle filter estimate of log p(data | parameters)", "sample_stat": 1}),
+        "accepted": (("chain", "draw"), acc.astype(np.int8), {"long_name": "1 if the proposal was accepted",
+                                                             "sample_stat": 1}),
+        "acceptance_rate": (("chain",), acc.mean(axis=1), {"long_name": "accepted proposals / iterations",
+                                                           "sample_stat": 1}),
+        "observation_experiment": ("observation", [r[0] for r in rows]),
+        "observation_time": ("observation", np.array([r[1] for r in rows])),
+        "observed_value": (("observation", "observable"), np.array([r[2] for r in rows]).reshape(len(rows), -1),
+                           {"long_name": "measurement (NaN: not measured)"}),
+    }
+    ds = xr.Dataset(data, coords=coords)
+    diag = diagnostics.convergence(ds)
+    for k, long_name in (("rhat", "rank-normalised split R-hat"), ("ess_bulk", "bulk ESS"), ("ess_tail", "tail ESS")):
+        ds.coords[k] = ("variable", diag.loc[names, k].to_numpy(), {"long_name": long_name})
+    t_rounds = max(run.round_seconds, 1e-12)
+    ds.attrs = run.provenance(
+        workload="pmmh.infer", seed=seed, model_name=pr.net.name, model_sha256=pr.net.digest(), chains=chains,
+        iterations=iterations, burn_in=burn_in, thin=1, parameters=",".join(names), posterior_variables=",".join(names),
+        sample_stats="log_likelihood,accepted,acceptance_rate", particles=particles, ssa_method=pr.method,
+        loglik_variance_at_start=var, priors=",".join(f"{n}={p}" for n, p in zip(names, pr.priors)),
+        initial_theta=",".join(f"{n}={v!r}" for n, v in zip(names, pr.initial)),
+        observables=";".join(f"{o.name}~{('normal', 'lognormal', 'poisson', 'negbin')[o.noise]}"
+                             for o in pr.observables),
+        ssa_events=int(out["fired"]), iterations_per_second=(iterations + 1) * chains / t_rounds,
+        sampling_seconds=run.round_seconds, stopped_by=stopped_by, method="pmmh",
+    )
+    diagnostics.warn_if_not_converged(ds)
+    return ds

@@ -51,6 +51,11 @@ class Prior:
             return phi - math.log(self.b - self.a) if self.a <= th <= self.b else -math.inf
         return -math.log(math.log(self.b / self.a)) if math.log(self.a) <= phi <= math.log(self.b) else -math.inf
 
+    def center(self) -> float:
+        """A starting value: the mean (gamma, uniform) or the median (lognormal, loguniform)."""
+        return {"gamma": self.a / self.b, "lognormal": math.exp(self.a), "uniform": 0.5 * (self.a + self.b),
+                "loguniform": math.sqrt(self.a * self.b)}[self.kind]
+
     def support(self) -> tuple[float, float]:
         """The bounds of theta."""
         if self.kind in ("uniform", "loguniform"):

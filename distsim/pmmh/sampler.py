@@ -202,7 +202,7 @@ def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments:
     init = dict(initial or {})
     start = []
     for n, p in zip(names, priors):
-        v = float(init.get(n, net.params.get(n, math.nan)))
+        v = float(init.get(n, net.params.get(n, p.center())))
         lo, hi = p.support()
         if not (v > 0 and lo <= v <= hi):
             raise ValueError(f"initial value of {n!r} is {v}; give one > 0 inside its prior's support "
@@ -257,7 +257,7 @@ def infer(
     model, noise parameter); ``experiments``: :class:`~distsim.pmmh.Experiment` (times, {observable:
     values}, initial counts and fixed parameters of the condition), all sharing the parameters.
     ``prior``: ``{name: "gamma:2,1" | "lognormal:MU,SIGMA" | "uniform:LO,HI" | "loguniform:LO,HI"}``;
-    chains start at ``initial`` or the model's values. ``particles``: N, or ``"auto"`` (doubled from 32
+    chains start at ``initial``, else the model's values, else the prior's center. ``particles``: N, or ``"auto"`` (doubled from 32
     until Var(log-likelihood estimate) < 1.5 at the starting point); a ConvergenceWarning when that
     variance is > 2. ``iterations`` MH iterations per chain, burn-in (adaptation) included.
     Returns the Dataset layout of :func:`distsim.mcmc.infer_rates`: one (chain, draw) data variable per

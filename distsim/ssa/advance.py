@@ -62,8 +62,7 @@ def advance_one(method, rid, key, net, theta, law_arg, x, dt, e_hi, max_events, 
         n += np.uint64(1)
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
-def _advance(method, net, theta, law_arg, X, dt, key, e_hi, max_events, aux_n, max_stack, events, errors):
+def _advance_rows(method, net, theta, law_arg, X, dt, key, e_hi, max_events, aux_n, max_stack, events, errors):
     N, S = X.shape
     M = theta.shape[0]
     for p in prange(N):
@@ -74,6 +73,12 @@ def _advance(method, net, theta, law_arg, X, dt, key, e_hi, max_events, aux_n, m
                            a, aux, stack)
         events[p] = n
         errors[p] = w
+
+
+# threads pay off only for many particles: a parallel launch costs more than a few hundred short advances
+_advance_parallel = numba.njit(parallel=True, cache=True, error_model="numpy")(_advance_rows)
+_advance_serial = numba.njit(cache=True, error_model="numpy")(_advance_rows)
+PARALLEL_MIN_ROWS = 4096
 
 
 def advance(c: CompiledNetwork, method: CPUMethod, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray,
@@ -93,7 +98,8 @@ def advance(c: CompiledNetwork, method: CPUMethod, states: np.ndarray, theta: np
     events = np.zeros(N, dtype=np.uint64)
     errors = np.zeros(N, dtype=np.int32)
     if dt > 0 and N:
-        _advance(method, reaction_arrays(c), np.ascontiguousarray(theta, np.float64),
+        fn = _advance_parallel if N >= PARALLEL_MIN_ROWS else _advance_serial
+        fn(method, reaction_arrays(c), np.ascontiguousarray(theta, np.float64),
                  np.ascontiguousarray(law_arg, np.float64), states, float(dt), np.uint64(key), np.uint64(e_hi),
                  np.uint64(max_events), method.aux_size(c.n_reactions), c.max_stack, events, errors)
     return events, errors

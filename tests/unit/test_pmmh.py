@@ -1,0 +1,164 @@
+"""PMMH with SSA particles against exact references (CME forward algorithm, quadrature posterior).
+
+Immigration-death (0 -> X at k1, X -> 0 at k2 X): the filter's likelihood estimate is unbiased, the
+PMMH posterior of k1 is the exact-likelihood posterior, and the draws do not depend on how the chains
+are split into shards and rounds. Tolerances are 4 standard errors (fixed seeds).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import distsim.pmmh as pmmh
+from distsim.errors import ConvergenceWarning, DataError, ModelError
+from distsim.pmmh import exact, sampler
+from distsim.pmmh.filter import log_likelihood
+from distsim.ssa import load
+from distsim.ssa.advance import advance
+from distsim.ssa.methods import METHODS
+from distsim.models.compile_reactions import compile_network
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "pmmh"
+Z = 4.0
+
+# measurements of X (Poisson noise) at t = 1..12, an input of the tests (any counts would do)
+TIMES = list(range(1, 13))
+Y = [2, 4, 3, 6, 5, 4, 7, 5, 3, 6, 4, 5]
+
+
+@pytest.fixture(scope="module")
+def net():
+    return load(DATA / "immigration_death.rxn")
+
+
+def _problem(net, observables=None, experiments=None, prior=None):
+    observables = observables or [pmmh.Observable("y", "X", "poisson")]
+    experiments = experiments or [pmmh.Experiment(TIMES, {"y": Y})]
+    return sampler.build_problem(net, observables, experiments, prior or {"k1": "gamma:2,1"})
+
+
+def test_advance_matches_the_transition_law(net):
+    # X(dt) | X(0) = x0 ~ Binomial(x0, e^{-k2 dt}) + Poisson(k1 / k2 (1 - e^{-k2 dt}))
+    c = compile_network(net)
+    N, x0, dt = 20_000, 12, 1.5
+    X = np.full((N, 1), x0, dtype=np.int64)
+    ev, err = advance(c, METHODS["direct"].cpu, X, c.theta, c.law_arg, dt, key=11, e_hi=3)
+    assert not err.any()
+    k1, k2 = net.params["k1"], net.params["k2"]
+    q = math.exp(-k2 * dt)
+    mean = x0 * q + k1 / k2 * (1 - q)
+    var = x0 * q * (1 - q) + k1 / k2 * (1 - q)
+    x = X[:, 0].astype(float)
+    assert abs(x.mean() - mean) < Z * math.sqrt(var / N)
+    # Var of the sample variance ~ (mu4 - var^2) / N; bounded here by 2 var^2 / N + mu4 excess, use the sample's
+    m4 = np.mean((x - x.mean()) ** 4)
+    assert abs(x.var(ddof=1) - var) < Z * math.sqrt((m4 - var**2) / N)
+    # the same key and word give the same bits; another word other draws
+    Y1 = np.full((N, 1), x0, dtype=np.int64)
+    advance(c, METHODS["direct"].cpu, Y1, c.theta, c.law_arg, dt, key=11, e_hi=3)
+    assert np.array_equal(X, Y1)
+    Y2 = np.full((N, 1), x0, dtype=np.int64)
+    advance(c, METHODS["direct"].cpu, Y2, c.theta, c.law_arg, dt, key=11, e_hi=4)
+    assert not np.array_equal(X, Y2)
+
+
+def _unbiased(pr, theta, particles, repeats, max_count):
+    ll_exact = exact.log_likelihood(pr, theta, max_count)
+    ll = np.array([log_likelihood(pr, np.array(theta), particles, key, 0)[0] for key in range(repeats)])
+    r = np.exp(ll - ll_exact)
+    se = r.std(ddof=1) / math.sqrt(repeats)
+    assert abs(r.mean() - 1.0) < Z * se, (r.mean(), se)
+    assert se < 0.05  # the check has power: the estimate's spread is small enough to see a bias of 20%
+
+
+def test_filter_likelihood_is_unbiased_poisson(net):
+    _unbiased(_problem(net), [1.0], particles=16, repeats=600, max_count=40)
+
+
+def test_filter_likelihood_is_unbiased_several_experiments_and_noise_models(net):
+    # two conditions (initial counts 0 and 15, k2 fixed per condition), Gaussian noise on 2 X + 1
+    # with an inferred sigma and negative-binomial counts, each observable measured at some times only
+    obs = [pmmh.Observable("g", "2*X + 1", "normal", "sigma"), pmmh.Observable("n", "X", "negbin", 8)]
+    nan = float("nan")
+    exps = [pmmh.Experiment([0.5, 1.5, 3.0, 4.0], {"g": [3.1, nan, 9.5, 10.2], "n": [nan, 2, 4, nan]}),
+            pmmh.Experiment([1.0, 2.5], {"g": [25.0, 18.3], "n": [11, 9]}, initial={"X": 15},
+                            parameters={"k2": 0.3})]
+    pr = _problem(net, obs, exps, {"k1": "gamma:2,1", "sigma": "lognormal:0,1"})
+    _unbiased(pr, [1.3, 1.5], particles=32, repeats=600, max_count=50)
+
+
+def _exact_posterior(pr, grid, max_count):
+    logp = np.array([exact.log_likelihood(pr, [k], max_count) + pr.priors[0].log_density_phi(math.log(k))
+                     - math.log(k) for k in grid])
+    w = np.exp(logp - logp.max())
+    w /= np.trapezoid(w, grid)
+    mean = np.trapezoid(grid * w, grid)
+    sd = math.sqrt(np.trapezoid((grid - mean) ** 2 * w, grid))
+    return mean, sd
+
+
+def test_pmmh_posterior_matches_the_exact_posterior(net):
+    pr = _problem(net)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # ESS is checked below, as the tolerance
+        ds = pmmh.infer(net, [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment(TIMES, {"y": Y}),
+                        prior={"k1": "gamma:2,1"}, particles=32, iterations=2500, burn_in=300, chains=2, seed=3,
+                        progress=False)
+    mean, sd = _exact_posterior(pr, np.linspace(0.05, 3.0, 600), 40)
+    x = ds["k1"].values.ravel()
+    ess = float(ds["ess_bulk"].sel(variable="k1"))
+    assert ess > 200
+    assert abs(x.mean() - mean) < Z * sd / math.sqrt(ess), (x.mean(), mean, sd, ess)
+    assert abs(x.std() / sd - 1) < Z / math.sqrt(2 * ess) + 0.02, (x.std(), sd)
+    assert ds.attrs["particles"] == 32 and 0.1 < float(ds["acceptance_rate"].mean()) < 0.9
+    assert set(ds.data_vars) == {"k1"} and ds["log_likelihood"].dims == ("chain", "draw")
+    assert np.isfinite(ds["rhat"].values).all()
+
+
+def test_draws_do_not_depend_on_shards_or_rounds(net):
+    pr = _problem(net, prior={"k1": "gamma:2,1", "k2": "gamma:2,10"})
+    both = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), [None, None], 0, 8, 16, 4))
+    first = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [None], 0, 3, 16, 4))
+    rest = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [first["states"][0][-1]], 3, 5, 16, 4))
+    alone = np.concatenate([first["phi"][0], rest["phi"][0]])
+    assert np.array_equal(both["phi"][1], alone)
+    assert np.array_equal(both["loglik"][1], np.concatenate([first["loglik"][0], rest["loglik"][0]]))
+    assert not np.array_equal(both["phi"][0], both["phi"][1])
+
+
+def test_particle_number_check(net):
+    # one particle: the estimate's variance is far above 2 -> a warning naming the variance
+    with pytest.warns(ConvergenceWarning, match="Var\\(log-likelihood estimate\\)"):
+        pmmh.infer(net, [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment(TIMES, {"y": Y}),
+                   prior={"k1": "gamma:2,1"}, particles=1, iterations=3, burn_in=1, chains=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ds = pmmh.infer(net, [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment(TIMES, {"y": Y}),
+                        prior={"k1": "gamma:2,1"}, particles="auto", iterations=3, burn_in=1, chains=1,
+                        progress=False)
+    assert ds.attrs["loglik_variance_at_start"] < sampler.VAR_AUTO
+    assert ds.attrs["particles"] >= sampler.AUTO_START
+
+
+def test_bad_inputs_are_refused(net):
+    with pytest.raises(ModelError, match="unknown name 'Z'"):
+        _problem(net, [pmmh.Observable("y", "Z + 1", "poisson")])
+    with pytest.raises(ModelError, match="noise model 'gauss'"):
+        _problem(net, [pmmh.Observable("y", "X", "gauss", 1)])
+    with pytest.raises(ModelError, match="needs a noise parameter"):
+        _problem(net, [pmmh.Observable("y", "X", "normal")])
+    with pytest.raises(DataError, match="counts"):
+        _problem(net, experiments=[pmmh.Experiment([1, 2], {"y": [1.5, 2]})])
+    with pytest.raises(DataError, match="strictly increasing"):
+        _problem(net, experiments=[pmmh.Experiment([2, 1], {"y": [1, 2]})])
+    with pytest.raises(DataError, match="unknown observable 'q'"):
+        _problem(net, experiments=[pmmh.Experiment([1, 2], {"q": [1, 2]})])
+    with pytest.raises(ValueError, match="neither a model parameter nor used"):
+        _problem(net, prior={"k1": "gamma:2,1", "zz": "gamma:1,1"})
+    with pytest.raises(ValueError, match="not a proper prior"):
+        _problem(net, prior={"k1": "uniform:3,1"})

@@ -55,9 +55,13 @@ def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_coun
     if p.sum() != 1.0:
         raise ValueError("the initial state lies outside the box: raise max_count")
     total, t_prev = 0.0, 0.0
+    steps: dict[float, np.ndarray] = {}  # exp(Q dt) per distinct interval length
     for k, t in enumerate(ex.times):
         if t > t_prev:
-            p = np.maximum(p @ expm(Q * (t - t_prev)), 0.0)
+            dt = float(t) - t_prev
+            if dt not in steps:
+                steps[dt] = expm(Q * dt)
+            p = np.maximum(p @ steps[dt], 0.0)
         lik = np.exp(log_weights(pr.observables, ex.data[k], states, values, noise)) * p
         z = float(lik.sum())
         if z <= 0:

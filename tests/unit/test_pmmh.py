@@ -109,7 +109,7 @@ def test_pmmh_posterior_matches_the_exact_posterior(net):
         ds = pmmh.infer(net, [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment(TIMES, {"y": Y}),
                         prior={"k1": "gamma:2,1"}, particles=32, iterations=2500, burn_in=300, chains=2, seed=3,
                         progress=False)
-    mean, sd = _exact_posterior(pr, np.linspace(0.05, 3.0, 600), 40)
+    mean, sd = _exact_posterior(pr, np.linspace(0.05, 3.0, 300), 40)
     x = ds["k1"].values.ravel()
     ess = float(ds["ess_bulk"].sel(variable="k1"))
     assert ess > 200

@@ -105,11 +105,18 @@ def systematic(lw: np.ndarray, u: float) -> np.ndarray:
     return np.minimum(np.searchsorted(cum, pos, side="right"), lw.size - 1)
 
 
-def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it: int) -> tuple[float, int]:
+def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it: int, backend: str = "cpu"
+                   ) -> tuple[float, int]:
     """The bootstrap filter's estimate of log p(data | theta) (unbiased in the likelihood) and the SSA
-    events fired; -inf when every particle has zero weight at some measurement."""
+    events fired; -inf when every particle has zero weight at some measurement. ``backend`` 'gpu':
+    the particles advance on the current GPU (the same bits); the weights are computed on the host."""
     c = pr.compiled
-    method = METHODS[pr.method].cpu
+    if backend == "gpu":
+        from ..ssa.gpu_advance import advance_gpu
+
+        move, method = advance_gpu, METHODS[pr.method]
+    else:
+        move, method = advance, METHODS[pr.method].cpu
     n_int = pr.n_intervals
     total, fired, gi = 0.0, 0, 0
     for ex in pr.experiments:
@@ -119,7 +126,7 @@ def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it:
         X = np.repeat(ex.x0[None, :], particles, axis=0)
         t_prev = 0.0
         for k, t in enumerate(ex.times):
-            events, errors = advance(c, method, X, th, la, float(t) - t_prev, key=key, e_hi=it * n_int + gi,
+            events, errors = move(c, method, X, th, la, float(t) - t_prev, key=key, e_hi=it * n_int + gi,
                                      max_events=pr.max_events)
             fired += int(events.sum())
             lw = log_weights(pr.observables, ex.data[k], X, values, noise)

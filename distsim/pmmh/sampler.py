@@ -112,7 +112,8 @@ def log_prior(pr: Problem, phi: np.ndarray) -> float:
     return float(sum(p.log_density_phi(float(v)) for p, v in zip(pr.priors, phi)))
 
 
-def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in: int) -> tuple[ChainState, bool, int]:
+def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in: int, backend: str = "cpu"
+         ) -> tuple[ChainState, bool, int]:
     """MH iteration ``it`` (>= 1) of one chain: (new state, accepted, SSA events fired)."""
     d = st.phi.size
     if it <= burn_in and st.n >= 2 * d + 10:
@@ -125,7 +126,7 @@ def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in
     fired, accepted = 0, False
     phi, ll, lpr = st.phi, st.loglik, st.logprior
     if lp > -math.inf:
-        llp, fired = log_likelihood(pr, np.exp(prop), particles, key, it)
+        llp, fired = log_likelihood(pr, np.exp(prop), particles, key, it, backend)
         if llp > -math.inf and math.log(_accept_u(key, it)) < llp + lp - st.loglik - st.logprior:
             phi, ll, lpr, accepted = prop, llp, lp, True
     s1, s2, n = st.s1, st.s2, st.n
@@ -134,9 +135,9 @@ def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in
     return ChainState(phi, ll, lpr, s1, s2, n, chol), accepted, fired
 
 
-def initial_state(pr: Problem, key: int, particles: int) -> tuple[ChainState, int]:
+def initial_state(pr: Problem, key: int, particles: int, backend: str = "cpu") -> tuple[ChainState, int]:
     phi = np.log(pr.initial)
-    ll, fired = log_likelihood(pr, pr.initial, particles, key, 0)
+    ll, fired = log_likelihood(pr, pr.initial, particles, key, 0, backend)
     d = phi.size
     return ChainState(phi, ll, log_prior(pr, phi), phi.copy(), np.outer(phi, phi), 1,
                       INITIAL_STEP * np.eye(d)), fired
@@ -154,15 +155,16 @@ def run_block(ctx: engine.ShardContext, b: PMMHBlock) -> dict:
     fired = 0
     done = 0
     keys = [chain_key(b.seed, int(c)) for c in b.chains]
+    backend = _backend(ctx)
     for k in range(b.n_iter):
         it = b.it0 + k
         for ci in range(C):
             st = states[ci][-1] if k else b.states[ci]
             if st is None:  # iteration 0: the initial point
-                new, f = initial_state(b.problem, keys[ci], b.particles)
+                new, f = initial_state(b.problem, keys[ci], b.particles, backend)
                 a = True
             else:
-                new, a, f = step(b.problem, keys[ci], st, it, b.particles, b.burn_in)
+                new, a, f = step(b.problem, keys[ci], st, it, b.particles, b.burn_in, backend)
             states[ci].append(new)
             phi[ci, k], ll[ci, k], acc[ci, k] = new.phi, new.loglik, a
             fired += f
@@ -176,7 +178,11 @@ def run_block(ctx: engine.ShardContext, b: PMMHBlock) -> dict:
 def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
     """Shard task: independent filters at ``theta`` (repeat r: key derive_seeds(seed, r, CHECK_DOMAIN))."""
     keys = derive_seeds(b.seed, b.repeats, domain=CHECK_DOMAIN)
-    return [log_likelihood(b.problem, b.theta, b.particles, int(k), 0)[0] for k in keys]
+    return [log_likelihood(b.problem, b.theta, b.particles, int(k), 0, _backend(ctx))[0] for k in keys]
+
+
+def _backend(ctx: engine.ShardContext | None) -> str:
+    return "cpu" if ctx is None else ctx.backend
 
 
 def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments: Sequence[Experiment],

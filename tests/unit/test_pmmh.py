@@ -162,3 +162,41 @@ def test_bad_inputs_are_refused(net):
         _problem(net, prior={"k1": "gamma:2,1", "zz": "gamma:1,1"})
     with pytest.raises(ValueError, match="not a proper prior"):
         _problem(net, prior={"k1": "uniform:3,1"})
+
+
+def test_parameters_reach_kinetic_laws():
+    # a chain's values of law constants (Hill laws of the toggle switch) are those compile_network folds in
+    net = load(Path(__file__).resolve().parents[2] / "examples" / "ssa" / "toggle_switch.rxn")
+    pr = sampler.build_problem(net, [pmmh.Observable("u", "U", "negbin", "r")],
+                               [pmmh.Experiment([1, 2], {"u": [300, 250]})],
+                               {"a1": "lognormal:4,1", "K": "gamma:2,0.02", "mu": "gamma:2,20", "r": "gamma:2,0.2"})
+    values = pr.values(np.array([42.0, 90.0, 0.2, 10.0]))
+    th, la = pr.tables(values)
+    ref = compile_network(net.with_parameters(a1=42.0, K=90.0, mu=0.2))
+    assert np.array_equal(th, ref.theta) and np.array_equal(la, ref.law_arg)
+    ll, fired = log_likelihood(pr, np.array([42.0, 90.0, 0.2, 10.0]), 64, 1, 0)
+    assert math.isfinite(ll) and fired > 0
+
+
+def test_events_are_refused():
+    net = load(Path(__file__).resolve().parents[1] / "data" / "dsmts" / "00028" / "00028-sbml-l2v4.xml")
+    assert net.has_hooks
+    with pytest.raises(ModelError, match="particle MCMC does not support"):
+        sampler.check_network(net)
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not on PATH")
+def test_advance_kernel_compiles_for_every_method(tmp_path):
+    import subprocess
+
+    from distsim.backends import cuda
+    from distsim.ssa.gpu_advance import advance_source
+
+    for m in METHODS.values():
+        if m.cuda_header is None:
+            continue
+        f = tmp_path / "k.cu"
+        f.write_text(advance_source(m))
+        r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(cuda.kernels_dir()), "-o",
+                            str(tmp_path / "k.ptx"), str(f)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, (m.name, r.stderr)

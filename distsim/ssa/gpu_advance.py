@@ -1,0 +1,70 @@
+"""The GPU twin of :func:`distsim.ssa.advance.advance` (kernels/ssa_advance.cu): one particle per
+thread, the same Philox addresses and operation order, so both give the same states bit for bit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..backends import cuda, dsmath
+from ..models.compile_reactions import CompiledNetwork
+from . import gpu
+from .methods.base import SSAMethod
+
+BLOCK = 128
+
+
+def advance_source(method: SSAMethod) -> str:
+    """kernels/ssa_advance.cu with ``method``'s selection code compiled in."""
+    return (dsmath.neglog_table_cuda() + f'#define DS_METHOD_HEADER "{method.cuda_header}"\n'
+            f"#define DS_NEEDS_DEPGRAPH {int(method.cpu.needs_depgraph)}\n" + cuda.kernel_source("ssa_advance.cu"))
+
+
+def advance_gpu(c: CompiledNetwork, method: SSAMethod, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray,
+                dt: float, *, key: int, e_hi: int, max_events: int = 10_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`distsim.ssa.advance.advance` on the current GPU: ``states`` (int64 [N, S]) updated in place."""
+    import cupy as cp
+
+    if c.events is not None:
+        raise ValueError("advancing given states supports networks without SBML events, assignment rules or "
+                         "time-dependent propensities")
+    if method.cuda_header is None:
+        raise ValueError(f"method {method.name!r} has no generic CUDA header; use 'direct' or 'tree'")
+    N, S, M = states.shape[0], c.n_species, c.n_reactions
+    events, errors = np.zeros(N, np.uint64), np.zeros(N, np.int32)
+    if not (dt > 0 and N):
+        return events, errors
+    n_aux = method.cpu.aux_size(M)
+    xs = cp.asarray(np.ascontiguousarray(states, np.int64))
+    a = cp.empty(M * N, dtype=cp.float64)
+    aux = cp.empty(max(n_aux, 1) * N, dtype=cp.float64)
+    stack = cp.empty(max(1, c.max_stack) * N, dtype=cp.float64)
+    ev = cp.zeros(N, dtype=cp.uint64)
+    er = cp.zeros(N, dtype=cp.int32)
+    tb = _tables(c)
+    rows: dict[str, Any] = {"theta": cp.asarray(np.ascontiguousarray(theta, np.float64)),
+                            "law_arg": cp.asarray(np.ascontiguousarray(law_arg, np.float64))}
+    fn = gpu._module(("advance", method.cuda_header, method.cpu.needs_depgraph),
+                     lambda: advance_source(method)).get_function("ssa_advance")
+    fn(((N + BLOCK - 1) // BLOCK,), (BLOCK,),
+       (np.int32(N), np.uint32(key), np.uint32(e_hi), np.float64(dt), np.int32(S), np.int32(M), np.int32(n_aux),
+        *gpu.table_args(tb, **rows), np.uint64(max_events), xs, a, aux, stack, ev, er))
+    states[...] = xs.get()
+    return ev.get(), er.get()
+
+
+_TABLES: dict[tuple, dict[str, Any]] = {}
+
+
+def _tables(c: CompiledNetwork) -> dict[str, Any]:
+    """The network's device tables, kept per network and device (the last few)."""
+    import cupy as cp
+
+    k = (c.digest, cp.cuda.Device().id)
+    tb = _TABLES.get(k)
+    if tb is None:
+        if len(_TABLES) > 8:
+            _TABLES.clear()
+        tb = _TABLES[k] = gpu._tables(c)
+    return tb

@@ -1,0 +1,55 @@
+"""PMMH's particles on the GPU: the same bits as on the CPU (advance, filter, chains). GPU only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import distsim.pmmh as pmmh
+from distsim.models.compile_reactions import compile_network
+from distsim.pmmh import sampler
+from distsim.pmmh.filter import log_likelihood
+from distsim.ssa import load
+from distsim.ssa.advance import advance
+from distsim.ssa.methods import METHODS
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "pmmh"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ssa"
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("model", [DATA / "immigration_death.rxn", EXAMPLES / "michaelis_menten.rxn",
+                                   EXAMPLES / "schlogl.rxn", EXAMPLES / "toggle_switch.rxn"])
+@pytest.mark.parametrize("method", ["direct", "tree"])
+def test_advance_gpu_equals_cpu(model, method):
+    from distsim.ssa.gpu_advance import advance_gpu
+
+    net = load(model)
+    c = compile_network(net)
+    X = np.repeat(np.asarray(c.x0, np.int64)[None, :], 3000, axis=0)
+    X[::7] += 1  # particles in different states
+    Xg = X.copy()
+    ev, er = advance(c, METHODS[method].cpu, X, c.theta, c.law_arg, 2.5, key=77, e_hi=12)
+    evg, erg = advance_gpu(c, METHODS[method], Xg, c.theta, c.law_arg, 2.5, key=77, e_hi=12)
+    assert ev.sum() > 0
+    assert np.array_equal(X, Xg) and np.array_equal(ev, evg) and np.array_equal(er, erg)
+
+
+def test_filter_and_chains_gpu_equal_cpu():
+    net = load(DATA / "immigration_death.rxn")
+    obs = [pmmh.Observable("y", "X", "poisson")]
+    ex = pmmh.Experiment(list(range(1, 13)), {"y": [2, 4, 3, 6, 5, 4, 7, 5, 3, 6, 4, 5]})
+    pr = sampler.build_problem(net, obs, [ex], {"k1": "gamma:2,1", "k2": "gamma:2,10"})
+    for key in range(5):
+        assert log_likelihood(pr, np.array([1.1, 0.25]), 256, key, 3, "cpu") == \
+            log_likelihood(pr, np.array([1.1, 0.25]), 256, key, 3, "gpu")
+    kw = dict(prior={"k1": "gamma:2,1", "k2": "gamma:2,10"}, particles=128, iterations=40, burn_in=10, chains=2,
+              seed=9, progress=False)
+    with pytest.warns(Warning):
+        a = pmmh.infer(net, obs, ex, backend="cpu", **kw)
+    with pytest.warns(Warning):
+        b = pmmh.infer(net, obs, ex, backend="gpu", **kw)
+    for v in ("k1", "k2", "log_likelihood"):
+        assert np.array_equal(a[v].values, b[v].values)

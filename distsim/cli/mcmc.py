@@ -54,10 +54,41 @@ def register(subparsers: Any) -> None:
     r.add_argument("--trace", default=None, metavar="PNG", help="PNG of the draws against iteration, per chain")
     r.add_argument("--bands", default=None, metavar="PNG", help="PNG of 95%% pointwise bands of the latent paths")
     r.add_argument("--band-draws", type=positive_int, default=200, metavar="N", help="draws re-simulated for --bands")
+    _register_petab(ms)
+
+
+PETAB_EXAMPLE = """\
+example (PEtab test suite case 0001; seconds on 2 CPU cores):
+  distsim mcmc petab tests/data/pmmh/petab_0001/_0001.yaml --system-size 10 --iterations 200 --burn-in 50 \\
+      --chains 2 --particles 64
+"""
+
+
+def _register_petab(ms: Any) -> None:
+    r = subparser(ms, "petab", help="posterior of a PEtab problem's parameters from noisy data (particle MCMC)",
+                  epilog=PETAB_EXAMPLE)
+    r.add_argument("problem", help="PEtab v1 problem YAML (SBML model, observable, condition, measurement and "
+                   "parameter tables)")
+    r.add_argument("--system-size", type=positive_float, default=1.0, metavar="OMEGA",
+                   help="molecules per substance unit of the SBML: species amounts in the observables are count / "
+                        "OMEGA (default 1: counts)")
+    r.add_argument("--particles", default="auto", metavar="N|auto",
+                   help="particles of the filter, or 'auto': doubled until Var(log-likelihood estimate) < 1.5")
+    r.add_argument("--iterations", type=positive_int, default=2_000, metavar="N",
+                   help="Metropolis-Hastings iterations per chain, burn-in included")
+    r.add_argument("--burn-in", type=int, default=500, metavar="N",
+                   help="iterations dropped from each chain (the proposal adapts during them)")
+    r.add_argument("--chains", type=positive_int, default=4, metavar="N", help="independent chains")
+    r.add_argument("--seed", type=int, default=0, help="random seed; a seed gives the same draws on any hardware")
+    r.add_argument("--time-limit", type=positive_float, default=None, metavar="SECONDS",
+                   help="stop after the round of iterations that passes this many seconds")
+    r.add_argument("--output", "-o", default=None, metavar="PATH", help="write the posterior Dataset (.nc or .zarr)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``distsim mcmc rates``."""
+    """Run ``distsim mcmc rates`` or ``distsim mcmc petab``."""
+    if args.mcmc_command == "petab":
+        return run_petab(args)
     from ..mcmc.priors import parse_prior_spec
     from ..mcmc.diagnostics import summary
     from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates
@@ -107,3 +138,46 @@ def run(args: argparse.Namespace) -> int:
 
     return finish(args, ds, args.output, t0, {"plot": (args.plot, posterior), "trace": (args.trace, trace),
                                                  "bands": (args.bands, bands)})
+
+
+def run_petab(args: argparse.Namespace) -> int:
+    """Run ``distsim mcmc petab``: PMMH (distsim.pmmh) on a PEtab problem."""
+    from ..errors import UsageError
+    from ..mcmc.diagnostics import summary
+    from ..pmmh.petab import read_problem
+    from ..pmmh.sampler import infer
+
+    check_outputs(args, data=[args.output])
+    particles: int | str = args.particles
+    if particles != "auto":
+        try:
+            particles = int(particles)
+        except ValueError:
+            raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'") from None
+        if particles < 1:
+            raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'")
+    p = read_problem(args.problem, system_size=args.system_size)
+    print(p["net"].summary())
+    print("noisy observations (" + ", ".join(f"{o.name}: {o.noise}" for o in p["observables"]) +
+          "): particle marginal Metropolis-Hastings with exact SSA particles ran (distsim mcmc rates, the exact "
+          "data-augmentation sampler, takes exact counts of mass-action networks instead)")
+    t0 = time.perf_counter()
+    with client(args) as dask_client:
+        ds = infer(p["net"], p["observables"], p["experiments"], prior=p["prior"], initial=p["initial"],
+                   particles=particles, iterations=args.iterations, burn_in=args.burn_in, chains=args.chains,
+                   seed=args.seed, client=dask_client, backend=backend(args), progress=progress(args),
+                   time_limit=args.time_limit, species_scale=args.system_size)
+    ds.attrs["petab_problem"] = p["source"]
+    a = ds.attrs
+    print(f"{a['chains']} chains x {a['iterations']} iterations (burn-in {a['burn_in']}), {a['particles']} particles "
+          f"(Var log-likelihood {a['loglik_variance_at_start']:.3g}) on {a['backend']}: "
+          f"{a['iterations_per_second']:.4g} iterations/s"
+          + (" -- stopped by the time limit" if a.get("stopped_by") == "time_limit" else ""))
+    table = summary(ds, prob=0.95)
+    lo, hi = table.columns[2:4]
+    print(f"{'variable':<12} {'mean':>11} {'sd':>11} {lo:>11} {hi:>11} {'R-hat':>7} {'ESS':>8}")
+    for name, row in table.iterrows():
+        print(f"{name:<12} {row['mean']:11.4g} {row['sd']:11.4g} {row[lo]:11.4g} {row[hi]:11.4g} "
+              f"{row['rhat']:7.3f} {row['ess_bulk']:8.0f}")
+    print("acceptance per chain: " + " ".join(f"{v:.2f}" for v in ds.acceptance_rate.values))
+    return finish(args, ds, args.output, t0, {})

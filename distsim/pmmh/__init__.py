@@ -9,7 +9,8 @@ bootstrap particle filter whose particles are exact SSA realizations (any kineti
 """
 
 from .observation import NOISE_MODELS, Experiment, Observable
+from .petab import petab, read_problem
 from .priors import Prior
 from .sampler import infer
 
-__all__ = ["NOISE_MODELS", "Experiment", "Observable", "Prior", "infer"]
+__all__ = ["NOISE_MODELS", "Experiment", "Observable", "Prior", "infer", "petab", "read_problem"]

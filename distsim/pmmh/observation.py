@@ -70,15 +70,17 @@ class CompiledExperiment:
     source: str
 
 
-def compile_observables(net: ReactionNetwork, observables: Sequence[Observable], extra: Sequence[str]
-                        ) -> list[CompiledObservable]:
-    """Parse every observable's formulas over the species and the parameters (the model's and ``extra``)."""
+def compile_observables(net: ReactionNetwork, observables: Sequence[Observable], extra: Sequence[str],
+                        species_scale: float = 1.0) -> list[CompiledObservable]:
+    """Parse every observable's formulas over the species and the parameters (the model's and ``extra``);
+    a species reads as its count / ``species_scale`` (1: the count; SBML's system size: the amount)."""
     params = set(net.params) | set(extra)
     known = list(net.species) + sorted(params)
 
     def resolve(name: str) -> arith.Node:
         if name in net.species:
-            return arith.Species(net.index(name))
+            x = arith.Species(net.index(name))
+            return x if species_scale == 1.0 else arith.BinOp("/", x, arith.Num(float(species_scale)))
         if name in params:
             return arith.Param(name)
         raise ModelError(f"unknown name {name!r} in an observable{did_you_mean(name, known)}")

@@ -187,7 +187,7 @@ def _backend(ctx: engine.ShardContext | None) -> str:
 
 def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments: Sequence[Experiment],
                   prior: Mapping[str, Any], initial: Mapping[str, float] | None = None, method: str = "auto",
-                  max_events: int = 10_000_000) -> Problem:
+                  max_events: int = 10_000_000, species_scale: float = 1.0) -> Problem:
     """Check and compile the model, observables, experiments and priors (the inferred parameters are
     the keys of ``prior``: model parameters or noise parameters of the observables)."""
     check_network(net)
@@ -196,7 +196,7 @@ def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments:
     names = tuple(str(n) for n in prior)
     priors = tuple(as_prior(n, prior[n]) for n in names)
     extra = [n for n in names if n not in net.params]
-    obs = compile_observables(net, as_observables(observables), extra)
+    obs = compile_observables(net, as_observables(observables), extra, species_scale)
     used = {p for o in obs for n in (o.formula, o.noise_parameter) if n is not None for p in _params(n)}
     unused = [n for n in extra if n not in used]
     if unused:
@@ -256,6 +256,7 @@ def infer(
     max_events: int = 10_000_000,
     progress: bool | None = None,
     time_limit: float | None = None,
+    species_scale: float = 1.0,
 ) -> xr.Dataset:
     """Posterior of the parameters named in ``prior`` given noisy, partial measurements (PMMH).
 
@@ -270,6 +271,7 @@ def infer(
     parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
     ``acceptance_rate`` (chain) (sample stats), ``observed_value`` (observation, observable) with the
     experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable.
+    ``species_scale``: observables read each species as count / species_scale (SBML amounts: the system size).
     """
     if not isinstance(net, ReactionNetwork):
         from ..ssa import load
@@ -291,7 +293,9 @@ def infer(
     seed = check_seed(seed)
     if isinstance(experiments, Experiment):
         experiments = [experiments]
-    pr = build_problem(net, observables, experiments, prior, initial, method, max_events)
+    if not (isinstance(species_scale, (int, float)) and 0 < species_scale < math.inf):
+        raise ValueError(f"species_scale must be a positive number, got {species_scale!r}")
+    pr = build_problem(net, observables, experiments, prior, initial, method, max_events, float(species_scale))
     if (iterations + 1) * pr.n_intervals >= 2**32:
         raise ValueError(f"iterations x observation times ({iterations} x {pr.n_intervals}) must be < 2**32")
     with engine.Run("pmmh", client, backend, progress=progress, label="mcmc pmmh") as run:

@@ -1,0 +1,273 @@
+"""``distsim.pmmh.petab``: read a PEtab v1 problem (YAML + condition, measurement, observable and
+parameter TSVs + SBML) and run PMMH on it. The TSVs are read with :mod:`csv` (parsing only); formulas
+go through the project's expression parser; the SBML through :mod:`distsim.models.formats.sbml`.
+
+Mapping: an observable's ``observableFormula`` reads species as amounts in the model's substance unit
+(count / ``system_size``); ``noiseDistribution`` normal with ``observableTransformation`` lin is
+``normal``, with log ``lognormal`` (log10: refused), ``noiseFormula`` a number or a parameter id.
+Parameters with ``estimate`` 1 get their ``objectivePriorType`` prior (``uniform``, ``lognormal``,
+``parameterScaleUniform``, ``parameterScaleNormal`` on a log scale) or, without one, uniform on
+[lowerBound, upperBound] on their ``parameterScale`` (lin: ``uniform``; log/log10: ``loguniform``);
+the others are fixed at ``nominalValue``. Estimated parameters that only set initial amounts (SBML
+initial assignments) are fixed at their nominal value with a warning (PMMH infers rate and noise
+parameters). Not supported (a clear error): pre-equilibration, observable/noise parameter
+placeholders, replicate measurements of one observable at one time, condition values that are not numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..errors import ConfigError, DataError, did_you_mean
+from .observation import Experiment, Observable
+from .priors import Prior
+
+MAX_TSV_BYTES = 64 * 2**20
+
+
+def _tsv(path: Path) -> list[dict[str, str]]:
+    """Rows of a PEtab table (header line first), each {column: text}; bounded in size."""
+    if not path.is_file():
+        raise ConfigError(f"PEtab table not found: {path}")
+    if path.stat().st_size > MAX_TSV_BYTES:
+        raise DataError(f"the table has more than {MAX_TSV_BYTES} bytes", file=str(path))
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh, delimiter="\t"))
+    if not rows:
+        raise DataError("empty table (expected a header line)", file=str(path))
+    head = [h.strip() for h in rows[0]]
+    out = []
+    for i, r in enumerate(rows[1:], start=2):
+        if not any(v.strip() for v in r):
+            continue
+        if len(r) > len(head):
+            raise DataError(f"{len(r)} fields but {len(head)} columns", file=str(path), line=i)
+        d = {h: (r[k].strip() if k < len(r) else "") for k, h in enumerate(head)}
+        d["__line__"] = str(i)
+        out.append(d)
+    return out
+
+
+def _number(text: str, what: str, path: Path, line: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise DataError(f"{what}: {text!r} is not a number", file=str(path), line=int(line)) from None
+    return v
+
+
+def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict[str, Any]:
+    """The parts of a PEtab v1 problem as :func:`distsim.pmmh.infer` takes them: network, observables,
+    experiments, prior, initial, and the parameter scales (ids -> 'lin'/'log'/'log10')."""
+    import yaml
+
+    path = Path(problem_yaml)
+    if not path.is_file():
+        raise ConfigError(f"PEtab problem file not found: {path}")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"not valid YAML: {e}", file=str(path)) from None
+    if not isinstance(doc, dict) or str(doc.get("format_version")) not in ("1", "1.0.0"):
+        raise ConfigError("expected a PEtab v1 problem (format_version: 1)", file=str(path))
+    probs = doc.get("problems")
+    if not isinstance(probs, list) or len(probs) != 1 or not isinstance(probs[0], dict):
+        raise ConfigError("expected exactly one entry under 'problems'", file=str(path))
+    p = probs[0]
+    here = path.parent
+
+    def files(key: str) -> list[Path]:
+        v = p.get(key)
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise ConfigError(f"'{key}' must be a list of file names", file=str(path))
+        return [here / x for x in v]
+
+    sbml = files("sbml_files")
+    if len(sbml) != 1:
+        raise ConfigError("expected one SBML file", file=str(path))
+    params_file = here / str(doc.get("parameter_file", ""))
+    parameters = _tsv(params_file)
+    observables = [r | {"__file__": str(f)} for f in files("observable_files") for r in _tsv(f)]
+    conditions = [r | {"__file__": str(f)} for f in files("condition_files") for r in _tsv(f)]
+    measurements = [r | {"__file__": str(f)} for f in files("measurement_files") for r in _tsv(f)]
+
+    # parameters: nominal values, estimate flags, scales, priors
+    nominal: dict[str, float] = {}
+    prior: dict[str, Prior] = {}
+    scales: dict[str, str] = {}
+    for r in parameters:
+        pid, line = r.get("parameterId", ""), r["__line__"]
+        if not pid.isidentifier():
+            raise DataError(f"parameterId {pid!r} is not an identifier", file=str(params_file), line=int(line))
+        nominal[pid] = _number(r.get("nominalValue", ""), f"nominalValue of {pid}", params_file, line)
+        scale = r.get("parameterScale", "lin") or "lin"
+        if scale not in ("lin", "log", "log10"):
+            raise DataError(f"parameterScale of {pid} is {scale!r}, not lin, log or log10", file=str(params_file),
+                            line=int(line))
+        scales[pid] = scale
+        if r.get("estimate", "1") in ("1", "1.0", "true", "True"):
+            prior[pid] = _prior(r, pid, scale, params_file, line)
+
+    net = _network(sbml[0], nominal, system_size)
+    model_params = set(net.params)
+    obs, noise_ids = _observables(observables, net, set(nominal))
+    used = model_params | {n for n in noise_ids}
+    for pid in list(prior):
+        if pid not in used:
+            warnings.warn(f"PEtab parameter {pid!r} is estimated in {params_file.name} but sets only initial amounts "
+                          f"(or nothing the SSA reads): distsim's PMMH fixes it at its nominal value "
+                          f"{nominal[pid]:g}", UserWarning, stacklevel=3)
+            del prior[pid]
+    if not prior:
+        raise ConfigError("no estimated parameter that the model's reactions or the observables read",
+                          file=str(params_file))
+    fixed = {k: v for k, v in nominal.items() if k in model_params and k not in prior}
+    exps = _experiments(measurements, conditions, obs, net, fixed, system_size)
+    initial = {k: nominal[k] for k in prior}
+    return {"net": net, "observables": obs, "experiments": exps, "prior": prior, "initial": initial,
+            "scales": {k: scales[k] for k in prior}, "source": str(path)}
+
+
+def _prior(r: dict[str, str], pid: str, scale: str, file: Path, line: str) -> Prior:
+    lo = _number(r.get("lowerBound", ""), f"lowerBound of {pid}", file, line)
+    hi = _number(r.get("upperBound", ""), f"upperBound of {pid}", file, line)
+    kind = r.get("objectivePriorType", "") or ""
+    args = [a for a in (r.get("objectivePriorParameters", "") or "").split(";") if a.strip()]
+    vals = [_number(a, f"objectivePriorParameters of {pid}", file, line) for a in args]
+    ln = {"log": 1.0, "log10": math.log(10.0)}.get(scale)
+    try:
+        if not kind:
+            return Prior("uniform", lo, hi) if scale == "lin" else Prior("loguniform", lo, hi)
+        if len(vals) != 2:
+            raise ValueError(f"{kind} needs two objectivePriorParameters")
+        if kind == "uniform":
+            return Prior("uniform", *vals)
+        if kind == "logNormal":
+            return Prior("lognormal", *vals)
+        if kind == "parameterScaleUniform" and ln is not None:
+            return Prior("loguniform", math.exp(vals[0] * ln), math.exp(vals[1] * ln))
+        if kind == "parameterScaleNormal" and ln is not None:
+            return Prior("lognormal", vals[0] * ln, vals[1] * ln)
+    except ValueError as e:
+        raise DataError(f"prior of {pid}: {e}", file=str(file), line=int(line)) from None
+    raise DataError(f"objectivePriorType {kind!r} of {pid} (scale {scale}) is not supported for a positive rate "
+                    "parameter; use uniform, logNormal, or parameterScaleUniform/parameterScaleNormal on a log scale",
+                    file=str(file), line=int(line))
+
+
+def _network(sbml: Path, nominal: dict[str, float], system_size: float):
+    """The SBML with the PEtab nominal values of its parameters (they may set initial amounts)."""
+    from ..models.formats.sbml import check_sbml_file, read_sbml_string
+
+    check_sbml_file(str(sbml))
+    import libsbml
+
+    doc = libsbml.readSBMLFromFile(str(sbml))
+    model = doc.getModel()
+    if model is None:
+        raise ConfigError("no model in the SBML file", file=str(sbml))
+    for k, v in nominal.items():
+        par = model.getParameter(k)
+        if par is not None:
+            par.setValue(float(v))
+    return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size)
+
+
+def _observables(rows: list[dict[str, str]], net, params: set[str]) -> tuple[list[Observable], set[str]]:
+    out, noise_ids = [], set()
+    for r in rows:
+        f, line = Path(r["__file__"]), int(r["__line__"])
+        oid = r.get("observableId", "")
+        formula = r.get("observableFormula", "")
+        noise_f = r.get("noiseFormula", "")
+        if "observableParameter" in formula or "noiseParameter" in noise_f:
+            raise DataError(f"observable {oid}: placeholder parameters (observableParameter*/noiseParameter*) are not "
+                            "supported; write the parameter id or a number", file=str(f), line=line)
+        dist = r.get("noiseDistribution", "normal") or "normal"
+        trans = r.get("observableTransformation", "lin") or "lin"
+        if dist != "normal" or trans not in ("lin", "log"):
+            raise DataError(f"observable {oid}: noiseDistribution {dist!r} with observableTransformation {trans!r} is "
+                            "not supported (normal with lin or log)", file=str(f), line=line)
+        try:
+            float(noise_f)
+        except ValueError:
+            if not noise_f.isidentifier() or noise_f not in params:
+                raise DataError(f"observable {oid}: noiseFormula {noise_f!r} must be a number or a parameter id"
+                                f"{did_you_mean(noise_f, sorted(params))}", file=str(f), line=line) from None
+            noise_ids.add(noise_f)
+        out.append(Observable(oid, formula, "normal" if trans == "lin" else "lognormal", noise_f))
+    return out, noise_ids
+
+
+def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, str]], obs: list[Observable], net,
+                 fixed: dict[str, float], omega: float) -> list[Experiment]:
+    names = [o.name for o in obs]
+    conds = {r.get("conditionId", ""): r for r in conditions}
+    by_cond: dict[str, dict[float, dict[str, float]]] = {}
+    for r in measurements:
+        f, line = Path(r["__file__"]), int(r["__line__"])
+        if r.get("preequilibrationConditionId", ""):
+            raise DataError("pre-equilibration is not supported", file=str(f), line=line)
+        if r.get("observableParameters", "") or r.get("noiseParameters", ""):
+            raise DataError("observableParameters/noiseParameters are not supported", file=str(f), line=line)
+        oid, cid = r.get("observableId", ""), r.get("simulationConditionId", "")
+        if oid not in names:
+            raise DataError(f"unknown observableId {oid!r}{did_you_mean(oid, names)}", file=str(f), line=line)
+        if cid not in conds:
+            raise DataError(f"unknown simulationConditionId {cid!r}{did_you_mean(cid, list(conds))}", file=str(f),
+                            line=line)
+        t = _number(r.get("time", ""), "time", f, str(line))
+        y = _number(r.get("measurement", ""), "measurement", f, str(line))
+        if not (math.isfinite(t) and t >= 0):
+            raise DataError(f"time {t} must be finite and >= 0", file=str(f), line=line)
+        slot = by_cond.setdefault(cid, {}).setdefault(t, {})
+        if oid in slot:
+            raise DataError(f"a second measurement of {oid} at time {t:g} in condition {cid}: replicates are not "
+                            "supported", file=str(f), line=line)
+        slot[oid] = y
+    out = []
+    for cid, at in by_cond.items():
+        c = conds[cid]
+        initial, params = {}, dict(fixed)
+        for k, v in c.items():
+            if k in ("conditionId", "conditionName", "__line__", "__file__") or v == "":
+                continue
+            val = _number(v, f"condition {cid}, {k}", Path(c["__file__"]), c["__line__"])
+            if k in net.species:
+                count = val * omega
+                if abs(count - round(count)) > 1e-9 * max(1.0, abs(count)):
+                    raise DataError(f"condition {cid}: {k} = {val:g} is {count:g} molecules (system_size {omega:g}), "
+                                    "not a whole number", file=c["__file__"], line=int(c["__line__"]))
+                initial[k] = int(round(count))
+            elif k in net.params:
+                params[k] = val
+            else:
+                raise DataError(f"condition {cid}: {k!r} is neither a species nor a parameter of the model",
+                                file=c["__file__"], line=int(c["__line__"]))
+        times = sorted(at)
+        data = {o: [at[t].get(o, np.nan) for t in times] for o in names if any(o in at[t] for t in times)}
+        out.append(Experiment(times, data, initial=initial, parameters=params, name=cid, source=c["__file__"]))
+    return out
+
+
+def petab(problem_yaml: str | os.PathLike, *, system_size: float = 1.0, **kwargs: Any) -> xr.Dataset:
+    """Run :func:`distsim.pmmh.infer` on a PEtab v1 problem (``kwargs``: its options: ``particles``,
+    ``iterations``, ``burn_in``, ``chains``, ``seed``, ``time_limit``, ``client``, ``backend``, ...).
+    ``system_size``: molecules per substance unit of the SBML (the species in the observables are
+    amounts: count / system_size). Posterior variables are the PEtab parameter ids, on the linear scale."""
+    from .sampler import infer
+
+    p = read_problem(problem_yaml, system_size=system_size)
+    ds = infer(p["net"], p["observables"], p["experiments"], prior=p["prior"], initial=p["initial"],
+               species_scale=system_size, **kwargs)
+    ds.attrs["petab_problem"] = p["source"]
+    ds.attrs["petab_scales"] = ",".join(f"{k}={v}" for k, v in p["scales"].items())
+    return ds

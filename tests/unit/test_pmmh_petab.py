@@ -1,0 +1,83 @@
+"""PEtab v1 import for PMMH (PEtab test suite case 0001, tests/data/pmmh/petab_0001) and the CLI."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import distsim.pmmh as pmmh
+from distsim.cli import main
+from distsim.errors import ConvergenceWarning, DataError
+from distsim.pmmh.priors import Prior
+
+CASE = Path(__file__).resolve().parents[1] / "data" / "pmmh" / "petab_0001"
+
+
+def test_read_problem_maps_the_tables():
+    with pytest.warns(UserWarning, match="'a0' is estimated .* sets only initial amounts"):
+        p = pmmh.read_problem(CASE / "_0001.yaml", system_size=10)
+    net = p["net"]
+    assert net.initial == (10, 0)  # a0 = 1, b0 = 0 (the PEtab nominal values, not the SBML's b0 = 1) x 10
+    assert p["prior"] == {"k1": Prior("uniform", 0, 10), "k2": Prior("uniform", 0, 10)}
+    assert p["initial"] == {"k1": 0.8, "k2": 0.6}
+    (ob,) = p["observables"]
+    assert (ob.name, ob.formula, ob.noise, ob.noise_parameter) == ("obs_a", "A", "normal", "0.5")
+    (ex,) = p["experiments"]
+    assert list(ex.times) == [0.0, 10.0] and ex.data == {"obs_a": [0.7, 0.1]}
+
+
+def test_petab_runs_and_names_the_parameters():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = pmmh.petab(CASE / "_0001.yaml", system_size=10, particles=32, iterations=30, burn_in=10, chains=2,
+                        seed=1, progress=False)
+    assert set(ds.data_vars) == {"k1", "k2"}
+    assert np.all((ds["k1"].values > 0) & (ds["k1"].values <= 10))
+    assert ds.attrs["petab_scales"] == "k1=lin,k2=lin"
+    assert list(ds["observed_value"].values[:, 0]) == [0.7, 0.1]
+
+
+def test_petab_errors_name_file_and_line(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(CASE, case)
+    obs = case / "_observables.tsv"
+    obs.write_text("observableId\tobservableFormula\tnoiseFormula\nobs_a\tA\tnoiseParameter1_obs_a\n")
+    with pytest.raises(DataError, match="placeholder") as e:
+        pmmh.read_problem(case / "_0001.yaml", system_size=10)
+    assert e.value.line == 2 and e.value.file.endswith("_observables.tsv")
+    obs.write_text("observableId\tobservableFormula\tnoiseFormula\nobs_a\tA\t0.5\n")
+    par = case / "_parameters.tsv"
+    par.write_text(par.read_text().replace("k1\tlin\t0\t10\t0.8\t1", "k1\tlin\t0\t10\t0.8\t1\tnormal\t1;1")
+                   .replace("estimate\n", "estimate\tobjectivePriorType\tobjectivePriorParameters\n"))
+    with pytest.raises(DataError, match="objectivePriorType 'normal' of k1"):
+        pmmh.read_problem(case / "_0001.yaml", system_size=10)
+
+
+def test_cli_petab(tmp_path, capsys):
+    out = tmp_path / "post.nc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["mcmc", "petab", str(CASE / "_0001.yaml"), "--system-size", "10", "--iterations", "20",
+                   "--burn-in", "5", "--chains", "1", "--particles", "16", "-o", str(out), "--in-process"])
+    assert rc == 0 and out.exists()
+    text = capsys.readouterr().out
+    assert "particle marginal Metropolis-Hastings" in text and "k1" in text
+
+
+def test_same_chains_on_one_and_two_workers(dask_client):
+    from distsim.ssa import load
+
+    m = load(Path(__file__).resolve().parents[1] / "data" / "pmmh" / "immigration_death.rxn")
+    kw = dict(prior={"k1": "gamma:2,1", "k2": "gamma:2,10"}, particles=16, iterations=12, burn_in=4, chains=3,
+              seed=2, progress=False)
+    args = ([pmmh.Observable("y", "X", "poisson")], pmmh.Experiment([1, 2, 4], {"y": [1, 3, 2]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = pmmh.infer(m, *args, **kw)
+        b = pmmh.infer(m, *args, client=dask_client, **kw)
+    for v in ("k1", "k2", "log_likelihood"):
+        assert np.array_equal(a[v].values, b[v].values)

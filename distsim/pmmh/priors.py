@@ -53,8 +53,13 @@ class Prior:
 
     def center(self) -> float:
         """A starting value: the mean (gamma, uniform) or the median (lognormal, loguniform)."""
-        return {"gamma": self.a / self.b, "lognormal": math.exp(self.a), "uniform": 0.5 * (self.a + self.b),
-                "loguniform": math.sqrt(self.a * self.b)}[self.kind]
+        if self.kind == "gamma":
+            return self.a / self.b
+        if self.kind == "lognormal":
+            return math.exp(self.a)
+        if self.kind == "uniform":
+            return 0.5 * (self.a + self.b)
+        return math.sqrt(self.a * self.b)
 
     def support(self) -> tuple[float, float]:
         """The bounds of theta."""

@@ -18,7 +18,7 @@ import math
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -264,9 +264,9 @@ def infer(
     model, noise parameter); ``experiments``: :class:`~distsim.pmmh.Experiment` (times, {observable:
     values}, initial counts and fixed parameters of the condition), all sharing the parameters.
     ``prior``: ``{name: "gamma:2,1" | "lognormal:MU,SIGMA" | "uniform:LO,HI" | "loguniform:LO,HI"}``;
-    chains start at ``initial``, else the model's values, else the prior's center. ``particles``: N, or ``"auto"`` (doubled from 32
-    until Var(log-likelihood estimate) < 1.5 at the starting point); a ConvergenceWarning when that
-    variance is > 2. ``iterations`` MH iterations per chain, burn-in (adaptation) included.
+    chains start at ``initial``, else the model's values, else the prior's center. ``particles``: N,
+    or ``"auto"`` (doubled from 32 until Var(log-likelihood estimate) < 1.5 at the starting point); a
+    ConvergenceWarning when that variance is > 2. ``iterations`` MH iterations per chain, burn-in (adaptation) included.
     Returns the Dataset layout of :func:`distsim.mcmc.infer_rates`: one (chain, draw) data variable per
     parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
     ``acceptance_rate`` (chain) (sample stats), ``observed_value`` (observation, observable) with the

@@ -81,12 +81,14 @@ def test_filter_likelihood_is_unbiased_poisson(net):
 
 
 def test_filter_likelihood_is_unbiased_several_experiments_and_noise_models(net):
-    # two conditions (initial counts 0 and 15, k2 fixed per condition), Gaussian noise on 2 X + 1
-    # with an inferred sigma and negative-binomial counts, each observable measured at some times only
-    obs = [pmmh.Observable("g", "2*X + 1", "normal", "sigma"), pmmh.Observable("n", "X", "negbin", 8)]
+    # two conditions (initial counts 0 and 15, k2 fixed per condition), Gaussian noise on 2 X + 1,
+    # each observable measured at some times only
+    # with an inferred sigma, negative-binomial counts and log-normal X + 1
+    obs = [pmmh.Observable("g", "2*X + 1", "normal", "sigma"), pmmh.Observable("n", "X", "negbin", 8),
+           pmmh.Observable("l", "X + 1", "lognormal", 0.4)]
     nan = float("nan")
     exps = [pmmh.Experiment([0.5, 1.5, 3.0, 4.0], {"g": [3.1, nan, 9.5, 10.2], "n": [nan, 2, 4, nan]}),
-            pmmh.Experiment([1.0, 2.5], {"g": [25.0, 18.3], "n": [11, 9]}, initial={"X": 15},
+            pmmh.Experiment([1.0, 2.5], {"g": [25.0, 18.3], "n": [11, 9], "l": [9.0, nan]}, initial={"X": 15},
                             parameters={"k2": 0.3})]
     pr = _problem(net, obs, exps, {"k1": "gamma:2,1", "sigma": "lognormal:0,1"})
     _unbiased(pr, [1.3, 1.5], particles=32, repeats=600, max_count=50)
@@ -200,3 +202,13 @@ def test_advance_kernel_compiles_for_every_method(tmp_path):
         r = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "--ptx", "-I", str(cuda.kernels_dir()), "-o",
                             str(tmp_path / "k.ptx"), str(f)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, (m.name, r.stderr)
+
+
+def test_time_limit_stops_between_rounds(net):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ds = pmmh.infer(net, [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment(TIMES, {"y": Y}),
+                        prior={"k1": "gamma:2,1"}, particles=16, iterations=100_000, burn_in=5, chains=1, seed=1,
+                        progress=False, time_limit=1.0)
+    assert ds.attrs["stopped_by"] == "time_limit" and 5 < ds.attrs["iterations"] < 100_000
+    assert ds.sizes["draw"] == ds.attrs["iterations"] - 5

@@ -68,6 +68,11 @@ def test_cli_petab(tmp_path, capsys):
     assert "particle marginal Metropolis-Hastings" in text and "k1" in text
 
 
+def test_cli_petab_refuses_bad_particles(capsys):
+    assert main(["mcmc", "petab", str(CASE / "_0001.yaml"), "--particles", "many", "--in-process"]) != 0
+    assert "--particles 'many'" in capsys.readouterr().err
+
+
 def test_same_chains_on_one_and_two_workers(dask_client):
     from distsim.ssa import load
 

@@ -120,6 +120,11 @@ def test_pmmh_posterior_matches_the_exact_posterior(net):
     assert ds.attrs["particles"] == 32 and 0.1 < float(ds["acceptance_rate"].mean()) < 0.9
     assert set(ds.data_vars) == {"k1"} and ds["log_likelihood"].dims == ("chain", "draw")
     assert np.isfinite(ds["rhat"].values).all()
+    az = pytest.importorskip("arviz")
+    if hasattr(az, "InferenceData"):
+        idata = pmmh.to_inference_data(ds)
+        assert np.array_equal(idata.posterior["k1"].values, ds["k1"].values)
+        assert idata.sample_stats["log_likelihood"].shape == (2, ds.sizes["draw"])
 
 
 def test_draws_do_not_depend_on_shards_or_rounds(net):

@@ -1,7 +1,8 @@
 // Advance given states by exact SSA for a time dt, one particle per thread: the twin of
 // distsim/ssa/advance.py (advance_one) with the same floating-point operation order, so CPU and GPU
-// give the same particles (compile with --fmad=false). Particle p: Philox key (key, p), event n of the
-// call at counter (n, e_hi, 0, 0). States are rows xs[p * S + s] (the CPU's [N, S] layout); the work
+// give the same particles (compile with --fmad=false). Row r is particle p = r - g per of group
+// g = r / per (a chain: its rate and law constants theta[g], law_arg[g]): Philox key (keys[g], p),
+// event n of the call at counter (n, e_hi, 0, 0). States are rows xs[p * S + s] (the CPU's [N, S] layout); the work
 // arrays are columns (ds_col) as in ssa_generic.cu. The method comes in as in ssa_generic.cu.
 #include "ssa_common.cuh"
 #ifndef DS_METHOD_HEADER
@@ -13,7 +14,7 @@
 #endif
 
 extern "C" __global__ void ssa_advance(
-    const int N, const uint32_t key, const unsigned int e_hi, const double dt, const int S, const int M,
+    const int N, const int per, const uint32_t* __restrict__ keys, const int L, const unsigned int e_hi, const double dt, const int S, const int M,
     const int n_aux, const long long* __restrict__ x0, const signed char* __restrict__ kind,
     const double* __restrict__ theta, const int* __restrict__ rct_start, const int* __restrict__ rct_species,
     const int* __restrict__ rct_stoich, const int* __restrict__ chg_start, const int* __restrict__ chg_species,
@@ -28,6 +29,10 @@ extern "C" __global__ void ssa_advance(
     __syncthreads();
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= N) return;
+    const int g = p / per;
+    const uint32_t key = keys[g];
+    theta += (long long)g * M;
+    law_arg += (long long)g * L;
     const unsigned long long NN = (unsigned long long)N;
     long long* x = xs + (unsigned long long)p * S;
     const ds_col<double> a{a_ + p, NN}, aux{aux_ + p, NN}, st{stack_ + p, NN};
@@ -51,7 +56,7 @@ extern "C" __global__ void ssa_advance(
             ds_method_update(a, aux, n_aux, d, v);
         }
         double u;
-        const double t_new = t + ds_method_event(a, aux, M, n_aux, hi | n, key, (uint32_t)p, logtab, u);
+        const double t_new = t + ds_method_event(a, aux, M, n_aux, hi | n, key, (uint32_t)(p - g * per), logtab, u);
         if (!(t_new <= dt)) goto done;
         if (n >= max_events) { err = ERR_MAX_EVENTS; goto done; }
         j = ds_method_select(a, aux, M, n_aux, u);

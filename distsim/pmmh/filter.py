@@ -108,8 +108,16 @@ def systematic(lw: np.ndarray, u: float) -> np.ndarray:
 def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it: int, backend: str = "cpu"
                    ) -> tuple[float, int]:
     """The bootstrap filter's estimate of log p(data | theta) (unbiased in the likelihood) and the SSA
-    events fired; -inf when every particle has zero weight at some measurement. ``backend`` 'gpu':
-    the particles advance on the current GPU (the same bits); the weights are computed on the host."""
+    events fired; -inf when every particle has zero weight at some measurement."""
+    ll, fired = log_likelihoods(pr, np.asarray(theta, np.float64)[None, :], particles, np.array([key]), it, backend)
+    return float(ll[0]), fired
+
+
+def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.ndarray, it: int, backend: str = "cpu"
+                    ) -> tuple[np.ndarray, int]:
+    """:func:`log_likelihood` of G filters at once (chain g: parameters ``thetas[g]``, key ``keys[g]``):
+    their particles advance in one launch (``backend`` 'gpu': on the current GPU, the same bits); the
+    weights and the resampling run on the host. Each filter's estimate is the one it gives alone."""
     c = pr.compiled
     if backend == "gpu":
         from ..ssa.gpu_advance import advance_gpu
@@ -117,33 +125,48 @@ def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it:
         move, method = advance_gpu, METHODS[pr.method]
     else:
         move, method = advance, METHODS[pr.method].cpu
+    G, N = len(keys), int(particles)
     n_int = pr.n_intervals
-    total, fired, gi = 0.0, 0, 0
+    total = np.zeros(G)
+    fired, gi = 0, 0
     for ex in pr.experiments:
-        values = pr.values(theta, ex)
-        th, la = pr.tables(values)
-        noise = noise_values(pr.observables, values)
-        X = np.repeat(ex.x0[None, :], particles, axis=0)
+        values = [pr.values(th, ex) for th in thetas]
+        tabs = [pr.tables(v) for v in values]
+        noise = [noise_values(pr.observables, v) for v in values]
+        X = np.repeat(ex.x0[None, :], G * N, axis=0)
+        live = np.flatnonzero(total > -math.inf)  # chains still with a finite estimate
         t_prev = 0.0
         for k, t in enumerate(ex.times):
-            events, errors = move(c, method, X, th, la, float(t) - t_prev, key=key, e_hi=it * n_int + gi,
-                                     max_events=pr.max_events)
+            if not live.size:
+                return total, fired
+            rows = (live[:, None] * N + np.arange(N)).ravel()
+            Xl = np.ascontiguousarray(X[rows])
+            events, errors = move(c, method, Xl, np.array([tabs[g][0] for g in live]),
+                                  np.array([tabs[g][1] for g in live]), float(t) - t_prev, key=keys[live],
+                                  e_hi=it * n_int + gi, max_events=pr.max_events)
             fired += int(events.sum())
-            lw = log_weights(pr.observables, ex.data[k], X, values, noise)
-            bad = errors != ERR_NONE
-            if bad.any():
-                word = int(errors[np.flatnonzero(bad)[0]])
-                if word & ERR_MASK != ERR_MAX_EVENTS:
+            X[rows] = Xl
+            for q, g in enumerate(live):
+                Xg = X[g * N:(g + 1) * N]
+                lw = log_weights(pr.observables, ex.data[k], Xg, values[g], noise[g])
+                err = errors[q * N:(q + 1) * N]
+                bad = err != ERR_NONE
+                if bad.any():
                     p = int(np.flatnonzero(bad)[0])
-                    raise RuntimeError(describe(pr.net, word, p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
-                                                f"{dict(zip(pr.names, np.round(theta, 6)))}", key, None, X[p], None))
-                lw[bad] = -np.inf  # too many events: such a particle cannot explain the data (weight 0)
-            m = float(lw.max())
-            if m == -math.inf or math.isnan(m):
-                return -math.inf, fired
-            total += m + math.log(float(np.mean(np.exp(lw - m))))
-            if k + 1 < len(ex.times):
-                X = np.ascontiguousarray(X[systematic(lw, _uniform(key, it, gi, 0, 1))])
+                    word = int(err[p])
+                    if word & ERR_MASK != ERR_MAX_EVENTS:
+                        raise RuntimeError(describe(pr.net, word, p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
+                                                    f"{dict(zip(pr.names, np.round(thetas[g], 6)))}", int(keys[g]),
+                                                    None, Xg[p], None))
+                    lw[bad] = -np.inf  # too many events: such a particle cannot explain the data (weight 0)
+                m = float(lw.max())
+                if m == -math.inf or math.isnan(m):
+                    total[g] = -math.inf
+                    continue
+                total[g] += m + math.log(float(np.mean(np.exp(lw - m))))
+                if k + 1 < len(ex.times):
+                    X[g * N:(g + 1) * N] = Xg[systematic(lw, _uniform(int(keys[g]), it, gi, 0, 1))]
+            live = live[total[live] > -math.inf]
             t_prev = float(t)
             gi += 1
     return total, fired

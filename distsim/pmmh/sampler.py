@@ -30,7 +30,7 @@ from ..mcmc import diagnostics
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed, derive_seeds, philox, uniform_f64
 from ..ssa.methods import METHODS, choose_method
-from .filter import CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network, log_likelihood
+from .filter import CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network, log_likelihoods
 from .observation import Experiment, as_observables, compile_experiment, compile_observables
 from .priors import as_prior
 
@@ -112,9 +112,8 @@ def log_prior(pr: Problem, phi: np.ndarray) -> float:
     return float(sum(p.log_density_phi(float(v)) for p, v in zip(pr.priors, phi)))
 
 
-def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in: int, backend: str = "cpu"
-         ) -> tuple[ChainState, bool, int]:
-    """MH iteration ``it`` (>= 1) of one chain: (new state, accepted, SSA events fired)."""
+def propose(pr: Problem, key: int, st: ChainState, it: int, burn_in: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Iteration ``it``'s proposal of one chain: (phi', the Cholesky factor used, log prior of phi')."""
     d = st.phi.size
     if it <= burn_in and st.n >= 2 * d + 10:
         cov = (st.s2 - np.outer(st.s1, st.s1) / st.n) / (st.n - 1)
@@ -122,28 +121,45 @@ def step(pr: Problem, key: int, st: ChainState, it: int, particles: int, burn_in
     else:
         chol = st.chol
     prop = st.phi + chol @ _normals(key, it, d)
-    lp = log_prior(pr, prop)
-    fired, accepted = 0, False
-    phi, ll, lpr = st.phi, st.loglik, st.logprior
-    if lp > -math.inf:
-        llp, fired = log_likelihood(pr, np.exp(prop), particles, key, it, backend)
-        if llp > -math.inf and math.log(_accept_u(key, it)) < llp + lp - st.loglik - st.logprior:
-            phi, ll, lpr, accepted = prop, llp, lp, True
+    return prop, chol, log_prior(pr, prop)
+
+
+def accept(st: ChainState, key: int, it: int, burn_in: int, prop: np.ndarray, chol: np.ndarray, lp: float,
+           llp: float) -> tuple[ChainState, bool]:
+    """The MH decision of iteration ``it`` given the proposal's estimate ``llp``; adaptation sums in burn-in."""
+    phi, ll, lpr, accepted = st.phi, st.loglik, st.logprior, False
+    if lp > -math.inf and llp > -math.inf and math.log(_accept_u(key, it)) < llp + lp - st.loglik - st.logprior:
+        phi, ll, lpr, accepted = prop, llp, lp, True
     s1, s2, n = st.s1, st.s2, st.n
     if it <= burn_in:
         s1, s2, n = s1 + phi, s2 + np.outer(phi, phi), n + 1
-    return ChainState(phi, ll, lpr, s1, s2, n, chol), accepted, fired
+    return ChainState(phi, ll, lpr, s1, s2, n, chol), accepted
 
 
-def initial_state(pr: Problem, key: int, particles: int, backend: str = "cpu") -> tuple[ChainState, int]:
-    phi = np.log(pr.initial)
-    ll, fired = log_likelihood(pr, pr.initial, particles, key, 0, backend)
-    d = phi.size
-    return ChainState(phi, ll, log_prior(pr, phi), phi.copy(), np.outer(phi, phi), 1,
-                      INITIAL_STEP * np.eye(d)), fired
+def iterate(pr: Problem, keys: list[int], states: list[ChainState | None], it: int, particles: int, burn_in: int,
+            backend: str = "cpu") -> tuple[list[ChainState], list[bool], int]:
+    """Iteration ``it`` of a block of chains (``states`` None: iteration 0, the starting point), their
+    filters run together (:func:`~distsim.pmmh.filter.log_likelihoods`); each chain's result is the one
+    it gets alone."""
+    C, d = len(keys), len(pr.names)
+    if states[0] is None:
+        phi = np.log(pr.initial)
+        ll, fired = log_likelihoods(pr, np.tile(pr.initial, (C, 1)), particles, np.array(keys), 0, backend)
+        lp = log_prior(pr, phi)
+        return [ChainState(phi, float(ll[c]), lp, phi.copy(), np.outer(phi, phi), 1, INITIAL_STEP * np.eye(d))
+                for c in range(C)], [True] * C, fired
+    props = [propose(pr, keys[c], states[c], it, burn_in) for c in range(C)]
+    run = [c for c in range(C) if props[c][2] > -math.inf]  # outside the prior's support: rejected unseen
+    llp = np.full(C, -math.inf)
+    fired = 0
+    if run:
+        llp[run], fired = log_likelihoods(pr, np.exp(np.array([props[c][0] for c in run])), particles,
+                                          np.array([keys[c] for c in run]), it, backend)
+    out = [accept(states[c], keys[c], it, burn_in, *props[c], float(llp[c])) for c in range(C)]
+    return [o[0] for o in out], [o[1] for o in out], fired
 
 
-def run_block(ctx: engine.ShardContext, b: PMMHBlock) -> dict:
+def run_block(ctx: engine.ShardContext | None, b: PMMHBlock) -> dict:
     """Shard task: iterations it0 .. it0 + n_iter - 1 of its chains (stopping early, between iterations,
     past the time left or when cancelled); per chain and iteration phi, log-likelihood, accepted."""
     deadline = None if b.time_left is None else time.monotonic() + b.time_left
@@ -156,18 +172,13 @@ def run_block(ctx: engine.ShardContext, b: PMMHBlock) -> dict:
     done = 0
     keys = [chain_key(b.seed, int(c)) for c in b.chains]
     backend = _backend(ctx)
+    now: list[ChainState | None] = list(b.states)
     for k in range(b.n_iter):
-        it = b.it0 + k
+        now, accepted, f = iterate(b.problem, keys, now, b.it0 + k, b.particles, b.burn_in, backend)
         for ci in range(C):
-            st = states[ci][-1] if k else b.states[ci]
-            if st is None:  # iteration 0: the initial point
-                new, f = initial_state(b.problem, keys[ci], b.particles, backend)
-                a = True
-            else:
-                new, a, f = step(b.problem, keys[ci], st, it, b.particles, b.burn_in, backend)
-            states[ci].append(new)
-            phi[ci, k], ll[ci, k], acc[ci, k] = new.phi, new.loglik, a
-            fired += f
+            states[ci].append(now[ci])
+            phi[ci, k], ll[ci, k], acc[ci, k] = now[ci].phi, now[ci].loglik, accepted[ci]
+        fired += f
         done = k + 1
         if (deadline is not None and time.monotonic() > deadline) or engine.task_cancelled():
             break
@@ -178,7 +189,8 @@ def run_block(ctx: engine.ShardContext, b: PMMHBlock) -> dict:
 def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
     """Shard task: independent filters at ``theta`` (repeat r: key derive_seeds(seed, r, CHECK_DOMAIN))."""
     keys = derive_seeds(b.seed, b.repeats, domain=CHECK_DOMAIN)
-    return [log_likelihood(b.problem, b.theta, b.particles, int(k), 0, _backend(ctx))[0] for k in keys]
+    ll, _ = log_likelihoods(b.problem, np.tile(b.theta, (len(keys), 1)), b.particles, keys, 0, _backend(ctx))
+    return [float(v) for v in ll]
 
 
 def _backend(ctx: engine.ShardContext | None) -> str:

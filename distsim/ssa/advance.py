@@ -62,17 +62,21 @@ def advance_one(method, rid, key, net, theta, law_arg, x, dt, e_hi, max_events, 
         n += np.uint64(1)
 
 
-def _advance_rows(method, net, theta, law_arg, X, dt, key, e_hi, max_events, aux_n, max_stack, events, errors):
-    N, S = X.shape
-    M = theta.shape[0]
-    for p in prange(N):
+def _advance_rows(method, net, thetas, law_args, keys, per, X, dt, e_hi, max_events, aux_n, max_stack, events,
+                  errors):
+    """Row r belongs to group g = r // per (its rate and law constants thetas[g], law_args[g], key keys[g])
+    and is that group's particle r - g per."""
+    R, S = X.shape
+    M = thetas.shape[1]
+    for r in prange(R):
+        g = r // per
         a = np.empty(M, dtype=np.float64)
         aux = np.empty(aux_n, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
-        n, w = advance_one(method, np.uint64(p), np.uint64(key), net, theta, law_arg, X[p], dt, e_hi, max_events,
-                           a, aux, stack)
-        events[p] = n
-        errors[p] = w
+        n, w = advance_one(method, np.uint64(r - g * per), np.uint64(keys[g]), net, thetas[g], law_args[g], X[r], dt,
+                           e_hi, max_events, a, aux, stack)
+        events[r] = n
+        errors[r] = w
 
 
 # threads pay off only for many particles: a parallel launch costs more than a few hundred short advances
@@ -81,11 +85,9 @@ _advance_serial = numba.njit(cache=True, error_model="numpy")(_advance_rows)
 PARALLEL_MIN_ROWS = 4096
 
 
-def advance(c: CompiledNetwork, method: CPUMethod, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray,
-            dt: float, *, key: int, e_hi: int, max_events: int = 10_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """Advance every row of ``states`` (int64 [N, S], in place) by ``dt`` with rate constants ``theta``
-    and law constants ``law_arg`` (the network's arrays at the chain's parameters); returns (events,
-    error words) per row (:mod:`distsim.ssa.errors`; a row with an error holds its state at the error)."""
+def check_args(c: CompiledNetwork, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray, key: object,
+               max_events: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The checked groups: (thetas [G, M], law_args [G, L], keys uint32 [G], particles per group)."""
     if c.events is not None:
         raise ValueError("advancing given states supports networks without SBML events, assignment rules or "
                          "time-dependent propensities")
@@ -94,15 +96,35 @@ def advance(c: CompiledNetwork, method: CPUMethod, states: np.ndarray, theta: np
         raise ValueError(f"states must be a C-contiguous int64 array [N, {c.n_species}]")
     if not 0 < max_events <= MAX_EVENTS_PER_CALL:
         raise ValueError(f"max_events must be in [1, {MAX_EVENTS_PER_CALL}]")
-    N = states.shape[0]
-    events = np.zeros(N, dtype=np.uint64)
-    errors = np.zeros(N, dtype=np.int32)
-    if dt > 0 and N:
-        fn = _advance_parallel if N >= PARALLEL_MIN_ROWS else _advance_serial
-        fn(method, reaction_arrays(c), np.ascontiguousarray(theta, np.float64),
-                 np.ascontiguousarray(law_arg, np.float64), states, float(dt), np.uint64(key), np.uint64(e_hi),
-                 np.uint64(max_events), method.aux_size(c.n_reactions), c.max_stack, events, errors)
+    thetas = np.ascontiguousarray(np.atleast_2d(np.asarray(theta, np.float64)))
+    law_args = np.ascontiguousarray(np.atleast_2d(np.asarray(law_arg, np.float64)))
+    keys = np.atleast_1d(np.asarray(key, np.uint32))
+    G = keys.size
+    if thetas.shape != (G, c.n_reactions) or law_args.shape != (G, c.law_arg.size):
+        raise ValueError(f"one row of rate and law constants per key: {G} keys, theta {thetas.shape}, law_arg "
+                         f"{law_args.shape}")
+    if states.shape[0] % G:
+        raise ValueError(f"{states.shape[0]} states do not split into {G} equal groups")
+    return thetas, law_args, keys, states.shape[0] // G
+
+
+def advance(c: CompiledNetwork, method: CPUMethod, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray,
+            dt: float, *, key: int | np.ndarray, e_hi: int, max_events: int = 10_000_000
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Advance every row of ``states`` (int64 [G N, S], in place) by ``dt``; returns (events, error
+    words) per row (:mod:`distsim.ssa.errors`; a row with an error holds its state at the error).
+    ``key``: one key (G = 1), or G keys, one per group of N consecutive rows (a particle filter's
+    chains); ``theta`` [M] or [G, M] and ``law_arg`` [L] or [G, L]: the network's rate and law
+    constants (of each group). Row g N + p is particle p of group g (Philox key (key[g], p))."""
+    thetas, law_args, keys, per = check_args(c, states, theta, law_arg, key, max_events)
+    R = states.shape[0]
+    events = np.zeros(R, dtype=np.uint64)
+    errors = np.zeros(R, dtype=np.int32)
+    if dt > 0 and R:
+        fn = _advance_parallel if R >= PARALLEL_MIN_ROWS else _advance_serial
+        fn(method, reaction_arrays(c), thetas, law_args, keys, per, states, float(dt), np.uint64(e_hi),
+           np.uint64(max_events), method.aux_size(c.n_reactions), c.max_stack, events, errors)
     return events, errors
 
 
-__all__ = ["MAX_EVENTS_PER_CALL", "advance", "advance_one"]
+__all__ = ["MAX_EVENTS_PER_CALL", "advance", "advance_one", "check_args"]

@@ -10,6 +10,7 @@ import numpy as np
 from ..backends import cuda, dsmath
 from ..models.compile_reactions import CompiledNetwork
 from . import gpu
+from .advance import check_args
 from .methods.base import SSAMethod
 
 BLOCK = 128
@@ -22,13 +23,12 @@ def advance_source(method: SSAMethod) -> str:
 
 
 def advance_gpu(c: CompiledNetwork, method: SSAMethod, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray,
-                dt: float, *, key: int, e_hi: int, max_events: int = 10_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`distsim.ssa.advance.advance` on the current GPU: ``states`` (int64 [N, S]) updated in place."""
+                dt: float, *, key: int | np.ndarray, e_hi: int, max_events: int = 10_000_000
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`distsim.ssa.advance.advance` on the current GPU: ``states`` (int64 [G N, S]) updated in place."""
     import cupy as cp
 
-    if c.events is not None:
-        raise ValueError("advancing given states supports networks without SBML events, assignment rules or "
-                         "time-dependent propensities")
+    thetas, law_args, keys, per = check_args(c, states, theta, law_arg, key, max_events)
     if method.cuda_header is None:
         raise ValueError(f"method {method.name!r} has no generic CUDA header; use 'direct' or 'tree'")
     N, S, M = states.shape[0], c.n_species, c.n_reactions
@@ -43,13 +43,13 @@ def advance_gpu(c: CompiledNetwork, method: SSAMethod, states: np.ndarray, theta
     ev = cp.zeros(N, dtype=cp.uint64)
     er = cp.zeros(N, dtype=cp.int32)
     tb = _tables(c)
-    rows: dict[str, Any] = {"theta": cp.asarray(np.ascontiguousarray(theta, np.float64)),
-                            "law_arg": cp.asarray(np.ascontiguousarray(law_arg, np.float64))}
+    rows: dict[str, Any] = {"theta": cp.asarray(thetas), "law_arg": cp.asarray(law_args)}
     fn = gpu._module(("advance", method.cuda_header, method.cpu.needs_depgraph),
                      lambda: advance_source(method)).get_function("ssa_advance")
     fn(((N + BLOCK - 1) // BLOCK,), (BLOCK,),
-       (np.int32(N), np.uint32(key), np.uint32(e_hi), np.float64(dt), np.int32(S), np.int32(M), np.int32(n_aux),
-        *gpu.table_args(tb, **rows), np.uint64(max_events), xs, a, aux, stack, ev, er))
+       (np.int32(N), np.int32(per), cp.asarray(keys), np.int32(law_args.shape[1]), np.uint32(e_hi), np.float64(dt),
+        np.int32(S), np.int32(M), np.int32(n_aux), *gpu.table_args(tb, **rows), np.uint64(max_events), xs, a, aux,
+        stack, ev, er))
     states[...] = xs.get()
     return ev.get(), er.get()
 

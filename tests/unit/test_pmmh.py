@@ -17,7 +17,7 @@ import pytest
 import distsim.pmmh as pmmh
 from distsim.errors import ConvergenceWarning, DataError, ModelError
 from distsim.pmmh import exact, sampler
-from distsim.pmmh.filter import log_likelihood
+from distsim.pmmh.filter import log_likelihood, log_likelihoods
 from distsim.ssa import load
 from distsim.ssa.advance import advance
 from distsim.ssa.methods import METHODS
@@ -136,6 +136,11 @@ def test_draws_do_not_depend_on_shards_or_rounds(net):
     assert np.array_equal(both["phi"][1], alone)
     assert np.array_equal(both["loglik"][1], np.concatenate([first["loglik"][0], rest["loglik"][0]]))
     assert not np.array_equal(both["phi"][0], both["phi"][1])
+    # filters run together give each one's estimate alone
+    keys = np.array([sampler.chain_key(5, c) for c in range(3)])
+    thetas = np.array([[1.0, 0.2], [0.5, 0.1], [2.0, 0.4]])
+    together, _ = log_likelihoods(pr, thetas, 16, keys, 7)
+    assert list(together) == [log_likelihood(pr, thetas[g], 16, int(keys[g]), 7)[0] for g in range(3)]
 
 
 def test_particle_number_check(net):

@@ -35,6 +35,14 @@ def test_advance_gpu_equals_cpu(model, method):
     evg, erg = advance_gpu(c, METHODS[method], Xg, c.theta, c.law_arg, 2.5, key=77, e_hi=12)
     assert ev.sum() > 0
     assert np.array_equal(X, Xg) and np.array_equal(ev, evg) and np.array_equal(er, erg)
+    # three groups (chains) with their own keys and constants
+    th = np.stack([c.theta, c.theta * 0.5, c.theta * 2.0])
+    la = np.stack([c.law_arg] * 3)
+    Y = np.repeat(np.asarray(c.x0, np.int64)[None, :], 3 * 1000, axis=0)
+    Yg = Y.copy()
+    ev, er = advance(c, METHODS[method].cpu, Y, th, la, 1.5, key=np.array([5, 6, 7]), e_hi=1)
+    evg, erg = advance_gpu(c, METHODS[method], Yg, th, la, 1.5, key=np.array([5, 6, 7]), e_hi=1)
+    assert np.array_equal(Y, Yg) and np.array_equal(ev, evg) and np.array_equal(er, erg)
 
 
 def test_filter_and_chains_gpu_equal_cpu():

@@ -37,7 +37,7 @@ from .priors import as_prior
 INITIAL_STEP = 0.1  # proposal sd of each log parameter before the adaptation starts
 VAR_WARN = 2.0  # Var(log-likelihood estimate) above which the particles are too few (Doucet et al. 2015)
 VAR_AUTO = 1.5  # particles="auto" doubles N until the variance is below this
-AUTO_START, AUTO_MAX = 32, 2**16
+AUTO_START, AUTO_MAX = 32, 8192
 CHECK_REPEATS = 20
 ROUND_SECONDS = 2.0
 

@@ -61,3 +61,25 @@ def test_filter_and_chains_gpu_equal_cpu():
         b = pmmh.infer(net, obs, ex, backend="gpu", **kw)
     for v in ("k1", "k2", "log_likelihood"):
         assert np.array_equal(a[v].values, b[v].values)
+
+
+def test_one_gpu_equals_all_gpus():
+    """The chains of a run on one GPU (in-process) and spread over every GPU of the machine (a local
+    GPU cluster, chains as shards) are the same bits (on a 1-GPU machine: in-process vs a Dask worker)."""
+    import warnings
+
+    import distsim
+    from distsim.errors import ConvergenceWarning
+
+    net = load(DATA / "immigration_death.rxn")
+    obs = [pmmh.Observable("y", "X", "poisson")]
+    ex = pmmh.Experiment([1, 2, 4, 6], {"y": [1, 3, 2, 4]})
+    kw = dict(prior={"k1": "gamma:2,1", "k2": "gamma:2,10"}, particles=256, iterations=30, burn_in=10, chains=8,
+              seed=4, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = pmmh.infer(net, obs, ex, backend="gpu", **kw)
+        with distsim.connect() as client:
+            b = pmmh.infer(net, obs, ex, client=client, backend="gpu", **kw)
+    for v in ("k1", "k2", "log_likelihood"):
+        assert np.array_equal(a[v].values, b[v].values)

@@ -82,7 +82,7 @@ def _advance_rows(method, net, thetas, law_args, keys, per, X, dt, e_hi, max_eve
 # threads pay off only for many particles: a parallel launch costs more than a few hundred short advances
 _advance_parallel = numba.njit(parallel=True, cache=True, error_model="numpy")(_advance_rows)
 _advance_serial = numba.njit(cache=True, error_model="numpy")(_advance_rows)
-PARALLEL_MIN_ROWS = 4096
+PARALLEL_MIN_ROWS = 1024
 
 
 def check_args(c: CompiledNetwork, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray, key: object,

@@ -15,7 +15,8 @@ plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platfo
 pins=(tqdm==4.70.1 h5py==3.16.0 python-libsbml==5.21.2 dask==2026.7.1 distributed==2026.7.1 dask-cuda==26.10.0 rapids-dask-dependency==26.10.0
       partd==1.4.2 locket==1.0.0 tblib==3.2.2 zict==3.0.0 tornado==6.6.1 bokeh==3.9.2 xyzservices==2026.9.1
       zarr==3.1.6 numcodecs==0.16.6 donfig==0.8.1.post1 google-crc32c==1.9.0 h5netcdf==1.8.2
-      arviz-stats==0.8.0 xarray-einstats==0.9.1 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12)
+      arviz-stats==0.8.0 xarray-einstats==0.9.1 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12
+      smfsb==1.2.2 sbmlsh==0.0.4)
 for p in "${pins[@]}" "$@"; do
   [[ $p == "$dest" ]] && continue
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

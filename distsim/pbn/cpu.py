@@ -341,6 +341,16 @@ def unslice(S: np.ndarray, n_chains: int, n: int) -> np.ndarray:
     return bits.reshape(n, -1)[:, :n_chains].T.astype(bool)
 
 
+def node_ones_of(S: np.ndarray, n_chains: int) -> np.ndarray:
+    """uint64 ``[n]``: chains with each node at 1 in the bit-sliced ``S[node, group]`` (first ``n_chains``
+    lanes only: the padding lanes of the last word also evolve)."""
+    full, rest = divmod(n_chains, LANES)
+    ones = np.bitwise_count(S[:, :full]).sum(axis=1, dtype=np.uint64)
+    if rest:
+        ones += np.bitwise_count(S[:, full] & np.uint64((1 << rest) - 1)).astype(np.uint64)
+    return ones
+
+
 def slice_states(states: np.ndarray) -> np.ndarray:
     """Inverse of :func:`unslice`: bool ``[n_chains, n]`` -> uint64 ``S[node, group]``."""
     n_chains, n = states.shape

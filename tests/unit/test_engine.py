@@ -93,10 +93,10 @@ def test_timings_show_a_slow_worker_and_change_nothing(net, dask_client, local_r
 
 
 def test_simulate_same_on_cluster_and_in_process(net, dask_client):
-    kw = dict(steps=200, trajectories=1000, seed=5, targets="v_CycE=1")
+    kw = dict(steps=200, trajectories=1000, seed=5, targets="v_CycE=1", keep_states=True)
     a = simulate(net, client=dask_client, backend="cpu", **kw)
     b = simulate(net, client=LocalExecutor("cpu"), **kw)
-    for v in ("final_state", "frequency", "target_frequency", "transitions_01", "transitions_10"):
+    for v in ("final_state", "final_frequency", "frequency", "target_frequency", "transitions_01", "transitions_10"):
         assert np.array_equal(a[v].values, b[v].values), v
 
 

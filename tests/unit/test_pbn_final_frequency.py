@@ -35,3 +35,24 @@ def test_final_frequency_is_the_mean_final_state_and_nothing_else_changes(mode):
     assert 0 < full.final_frequency.values.sum() < net.n
     for v in lean.data_vars:
         assert np.array_equal(lean[v].values, full[v].values), v
+
+
+def test_initial_states_follow_the_documented_stream_layout():
+    """Node i of chain c is bit index[i] of the words at Philox counter (index[i] // 128, 0, 0, 1),
+    key (seed, c) -- checked against that rule one chain and node at a time (two blocks, a reduced
+    index, knockouts, a partial last word)."""
+    from distsim.pbn.cpu import init_sliced
+    from distsim.rng.philox import philox4x32_10
+
+    rng = np.random.default_rng(4)
+    index = np.sort(rng.choice(260, 150, replace=False)).astype(np.int32)
+    fix_mask = rng.random(150) < 0.1
+    fix_val = (rng.random(150) < 0.5).astype(np.uint8)
+    chain0, n_chains, seed = 1000, 77, 31
+    got = unslice(init_sliced(150, chain0, n_chains, seed, fix_mask, fix_val, index), n_chains, 150)
+    want = np.zeros((n_chains, 150), bool)
+    for c in range(n_chains):
+        for i, k in enumerate(index):
+            words = philox4x32_10(int(k) >> 7, 0, 0, 1, seed, chain0 + c)
+            want[c, i] = fix_val[i] if fix_mask[i] else (int(words[(int(k) >> 5) & 3]) >> (int(k) & 31)) & 1
+    assert np.array_equal(got, want)

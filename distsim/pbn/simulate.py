@@ -44,8 +44,8 @@ def simulate(
     last step (``final_frequency[node]``, counted where the states live: on a GPU only n numbers come
     back), and for each target set the fraction of steps in it and its 0->1 / 1->0 transition counts.
     ``keep_states=True`` also returns every trajectory's final state (``final_state[trajectory, node]``:
-    trajectories x nodes bytes, copied from the device to this process). Trajectory ``c`` uses the Philox stream (seed, c): the result is
-    identical on CPU and GPU and for any number of workers. ``mode``: 'sync' or 'async' (default:
+    trajectories x nodes bytes, copied from the device to this process). Trajectory ``c`` uses the
+    Philox stream (seed, c): the result is identical on CPU and GPU and for any number of workers. ``mode``: 'sync' or 'async' (default:
     the update the model file states, else 'sync'); ``fixed``: knockouts/mutations ``{"X": 0}``.
     """
     net = as_network(net, perturbation=perturbation, fixed=fixed)
@@ -75,8 +75,8 @@ def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_
     at, size = 0, min(steps, FIRST_ROUND_STEPS)
     while True:
         last = at + size == steps
-        out = chains.advance([replace(b, step_from=at, segments=(at + size,), want_states=keep_states and last, want_final=last)
-                              for b in chains.setups])
+        out = chains.advance([replace(b, step_from=at, segments=(at + size,), want_states=keep_states and last,
+                                      want_final=last) for b in chains.setups])
         ones = np.sum([r["node_ones"] for r in out], axis=0)
         counts = np.sum([r["pooled"][0] for r in out], axis=0)  # [T, 4]: ones, n01, n10, in the set at the end
         if pooled is None:
@@ -88,7 +88,8 @@ def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_
         at += size
         run.progress.update(at)
         if last:
-            return {"node_ones": node_ones, "pooled": pooled, "final_ones": np.sum([r["final_ones"] for r in out], axis=0),
+            final_ones = np.sum([r["final_ones"] for r in out], axis=0)
+            return {"node_ones": node_ones, "pooled": pooled, "final_ones": final_ones,
                     "states": [r.get("states") for r in out]}
         size = int(min(steps - at, max(1, size * ROUND_SECONDS / max(run.last_round_seconds, 1e-3))))
 

@@ -45,8 +45,9 @@ def simulate(
     back), and for each target set the fraction of steps in it and its 0->1 / 1->0 transition counts.
     ``keep_states=True`` also returns every trajectory's final state (``final_state[trajectory, node]``:
     trajectories x nodes bytes, copied from the device to this process). Trajectory ``c`` uses the
-    Philox stream (seed, c): the result is identical on CPU and GPU and for any number of workers. ``mode``: 'sync' or 'async' (default:
-    the update the model file states, else 'sync'); ``fixed``: knockouts/mutations ``{"X": 0}``.
+    Philox stream (seed, c): the result is identical on CPU and GPU and for any number of workers.
+    ``mode``: 'sync' or 'async' (default: the update the model file states, else 'sync'); ``fixed``:
+    knockouts/mutations ``{"X": 0}``.
     """
     net = as_network(net, perturbation=perturbation, fixed=fixed)
     mode = resolve_mode(mode, net)

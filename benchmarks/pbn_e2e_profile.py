@@ -3,7 +3,8 @@
     python3 benchmarks/pbn_e2e_profile.py                     # Sizek, 2^22 x 1000 steps, GPU if present
     python3 benchmarks/pbn_e2e_profile.py --backend cpu --trajectories 65536 --steps 200
 
-Prints, best of ``--reps``: the kernel alone (one advance of every chain, as ``pbn_sim.py`` times it),
+Prints, best of ``--reps``: the kernel alone (one advance of every chain, with the per-step node counts
+``simulate`` asks for, and without them as ``pbn_sim.py`` times it),
 ``simulate`` with its defaults and with ``keep_states=True``, and a profile (top functions by own
 time) of one default call.
 """
@@ -42,7 +43,7 @@ def main() -> None:
     n, steps = a.trajectories, a.steps
     zero = (np.zeros(net.n, bool), np.zeros(net.n, np.uint8))
 
-    def kernel() -> None:
+    def kernel(nodes: bool = True) -> float:
         c = compile_pbn(net)
         if backend == "gpu":
             import cupy as cp
@@ -53,7 +54,7 @@ def main() -> None:
             S = k.init_state(0, n, 1, *zero)
             cp.cuda.Device().synchronize()
             t = time.perf_counter()
-            k.advance(S, chain0=0, n_chains=n, step0=0, nsteps=steps, seed=1, want_nodes=True)
+            k.advance(S, chain0=0, n_chains=n, step0=0, nsteps=steps, seed=1, want_nodes=nodes)
             cp.cuda.Device().synchronize()
             return time.perf_counter() - t
         from distsim.pbn import cpu
@@ -62,7 +63,7 @@ def main() -> None:
         S = cpu.init_sliced(net.n, 0, n, 1, *zero)
         t = time.perf_counter()
         cpu.advance_sliced(S, c, chain0=0, n_chains=n, step0=0, nsteps=steps, seed=1, mode=0,
-                           targets=flat_targets(((),)), want_nodes=True)
+                           targets=flat_targets(((),)), want_nodes=nodes)
         return time.perf_counter() - t
 
     def sim(**kw) -> float:
@@ -73,6 +74,7 @@ def main() -> None:
     pbn.simulate(net, steps=10, trajectories=4096, seed=1, backend=backend, progress=False)  # compiles
     kernel()
     rows = [("kernel advance (node counts on), no init", min(kernel() for _ in range(a.reps))),
+            ("kernel advance, node counts off (pbn_sim.py)", min(kernel(False) for _ in range(a.reps))),
             ("simulate(), defaults", min(sim() for _ in range(a.reps))),
             ("simulate(keep_states=True)", min(sim(keep_states=True) for _ in range(a.reps)))]
     print(f"# {net.name}: {n} x {steps} steps on {backend}")

@@ -154,6 +154,17 @@ def pbn_e2e(ctx: Ctx, n: int) -> tuple[float, str]:
     return 1000 * n / wall, f"{wall:.3f} s, {n} x 1000 steps"
 
 
+def pbn_e2e_sizek(ctx: Ctx, n: int) -> tuple[float, str]:
+    """The issue-33 figure: ``pbn.simulate`` with the defaults a user gets (Sizek, 1,000 steps), to set
+    against the kernel figure of the same size (target: within 1.25x)."""
+    import distsim.pbn as pbn
+
+    net = pbn.load(SIZEK, perturbation=1e-3)
+    ds, wall = _timed(lambda: pbn.simulate(net, steps=1000, trajectories=n, seed=1, backend=ctx.backend,
+                                           progress=False))
+    return 1000 * n / wall, f"{wall:.3f} s, {n} x 1000 steps, {ds.attrs['rounds']} rounds"
+
+
 def pbn_steady(path: Path, target: str) -> Callable[[Ctx, Any], tuple[float, str]]:
     def run(ctx: Ctx, precision: float) -> tuple[float, str]:
         import distsim.pbn as pbn
@@ -280,6 +291,8 @@ FIGURES: list[Figure] = [
     Figure("pbn.e2e", "PBN simulate(), Montagud, in-process", "steps/s", True, pbn_e2e,
            {"gpu": (4096, 2**20), "cpu": (256, 2**14)},
            "python3 benchmarks/old_vs_new.py --baseline OLD --backend gpu --cases pbn_sim"),
+    Figure("pbn.e2e.sizek", "PBN simulate() with its defaults, Sizek, in-process", "steps/s", True, pbn_e2e_sizek,
+           {"gpu": (4096, 2**22), "cpu": (256, 2**14)}, "python3 benchmarks/headline.py --only pbn.e2e.sizek"),
     Figure("pbn.steady.sizek", "PBN steady state through Dask, Sizek r=1e-4", "s", False,
            pbn_steady(SIZEK, "v_Casp3=1"), {"gpu": (1e-2, 1e-4), "cpu": (1e-2, 2e-3)},
            "python3 benchmarks/pbn_steady_state.py --gpus 1 --precisions 1e-4 1e-5 --cpu-precisions 1e-4"),

@@ -333,3 +333,18 @@ extern "C" __global__ void pbn_init(uint32_t* __restrict__ S, const int G, const
         S[(unsigned long long)(g / DS_BLOCK) * n * DS_BLOCK + (unsigned long long)i * DS_BLOCK + g % DS_BLOCK] = word;
     }
 }
+
+// Chains with each node at 1 in a run's tiled state (its first `tiles` tiles, `n_chains` valid chains):
+// out[i] += the count for node i. One block per tile; a warp's counts meet in one atomic per node.
+extern "C" __global__ void pbn_node_ones(const uint32_t* __restrict__ S, const int n, const int n_chains,
+                                         unsigned long long* __restrict__ out)
+{
+    const int g = blockIdx.x * DS_BLOCK + threadIdx.x;  // word group: chains 32 g .. 32 g + 31
+    const int lanes = max(0, min(32, n_chains - 32 * g));
+    const uint32_t valid = lanes >= 32 ? 0xFFFFFFFFu : ((1u << lanes) - 1u);
+    const uint32_t* __restrict__ Sb = S + (unsigned long long)blockIdx.x * n * DS_BLOCK + threadIdx.x;
+    for (int i = 0; i < n; ++i) {
+        const uint32_t c = __reduce_add_sync(0xFFFFFFFFu, __popc(Sb[(unsigned long long)i * DS_BLOCK] & valid));
+        if ((threadIdx.x & 31) == 0 && c) atomicAdd(&out[i], (unsigned long long)c);
+    }
+}

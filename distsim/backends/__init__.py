@@ -46,16 +46,30 @@ def resolve(backend: str = "auto") -> str:
 def device_description(backend: str) -> str:
     """Human-readable name of the device a backend runs on in this process."""
     if backend == "gpu":  # which physical GPU: a worker of dask-cuda sees its own GPU as device 0
-        import platform
-
         import cupy
 
-        dev = cupy.cuda.Device()
-        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-        index = visible[dev.id] if dev.id < len(visible) else str(dev.id)
-        return f"{name} (GPU {index}, PCI {dev.pci_bus_id}, {platform.node()})"
+        return _gpu_description(cupy.cuda.Device().id, os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+    return _cpu_description()
+
+
+@functools.cache
+def _gpu_description(dev_id: int, visible_devices: str) -> str:
+    """Asked once per device (and CUDA_VISIBLE_DEVICES) in a process: every shard task records it, and
+    the driver's properties query is slow."""
+    import platform
+
+    import cupy
+
+    dev = cupy.cuda.Device()  # the current device: dev_id
+    props = cupy.cuda.runtime.getDeviceProperties(dev_id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    visible = [v.strip() for v in visible_devices.split(",") if v.strip()]
+    index = visible[dev_id] if dev_id < len(visible) else str(dev_id)
+    return f"{name} (GPU {index}, PCI {dev.pci_bus_id}, {platform.node()})"
+
+
+@functools.cache
+def _cpu_description() -> str:
     import platform
 
     return f"CPU {platform.processor() or platform.machine()} x{os.cpu_count()}"

@@ -74,7 +74,10 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--trajectories", type=positive_int, required=True, metavar="N", help="number of trajectories")
     sim.add_argument("--target", action="append", default=None, metavar="SET",
                      help='count the steps in this set of states, e.g. "A=1,B=0" (repeatable)')
-    sim.add_argument("--no-states", action="store_true", help="do not keep every trajectory's final state")
+    sim.add_argument("--keep-states", action="store_true",
+                     help="also keep every trajectory's final state (trajectories x nodes bytes); by default only "
+                          "the fraction of trajectories with each node at 1 (final_frequency)")
+    sim.add_argument("--no-states", action="store_true", help=argparse.SUPPRESS)  # the default since 2026-11-27
 
     ss = subparser(ps, "steady-state", help="steady-state probability of sets of states (Gelman-Rubin + two-state "
                    "Markov chain)")
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             from ..pbn import simulate
 
             ds = simulate(net, steps=args.steps, trajectories=args.trajectories, targets=args.target,
-                          keep_states=not args.no_states, client=dask_client, **kw)
+                          keep_states=args.keep_states, client=dask_client, **kw)
             _print_simulation(ds)
             return finish(args, ds, args.output, t0)
         kw.update(precision=args.precision, confidence=args.confidence, epsilon=args.epsilon, chains=args.chains,

@@ -191,6 +191,7 @@ class DaskExecutor:
         self.wrap = wrap  # e.g. fault injection (distsim.engine.faults)
         self.retries = int(dask.config.get("distsim.retries", 3) if retries is None else retries)
         self._placement: dict[str, dict[int, str]] = {}  # run id -> shard -> worker of its cached state
+        self._round_resources: dict[str, dict | None] = {}  # run id -> the resources its rounds ask for
         _subscribe_compile_notices(client)
 
     def _workers(self) -> dict[str, dict]:
@@ -221,10 +222,15 @@ class DaskExecutor:
 
     def run_round(self, fn: ShardFn, run_id: str, round_no: int, payloads: Sequence[Any],
                   on_done: OnDone | None = None) -> list[tuple[Any, dict]]:
-        workers = self._workers()
-        addrs = sorted(workers)
-        resources = self._resources(workers)
         placed = self._placement.setdefault(run_id, {})
+        if run_id in self._round_resources and all(s in placed for s in range(len(payloads))):
+            # every shard has its worker from an earlier round: no question to the scheduler (a worker
+            # gone since is no obstacle: placement is a preference, and the result names the new one)
+            addrs, resources = [], self._round_resources[run_id]
+        else:
+            workers = self._workers()
+            addrs = sorted(workers)
+            resources = self._round_resources[run_id] = self._resources(workers)
         futures = [self._submit(fn, run_id, round_no, s, p, resources,
                                 placed.get(s) or (addrs[s % len(addrs)] if addrs else None))
                    for s, p in enumerate(payloads)]
@@ -264,6 +270,7 @@ class DaskExecutor:
     def release(self, run_id: str, cached: bool = True) -> None:
         """Forget the run's placement and (``cached``) drop its state cached on the workers."""
         self._placement.pop(run_id, None)
+        self._round_resources.pop(run_id, None)
         if not cached:
             return
         try:

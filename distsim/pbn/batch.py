@@ -118,11 +118,14 @@ class _GPUBatch:
             for q, out in zip(active, outs):
                 if k >= counted[q]:
                     counts[q].add(k - counted[q], out)
-        return {q: counts[q].result(int(self.step[q]), self._states(q) if b.want_states else None)
-                for q, b in requests.items()}
+        return {q: counts[q].result(int(self.step[q]), self._states(q) if b.want_states else None,
+                                    self._final_ones(q) if b.want_final else None) for q, b in requests.items()}
 
     def _states(self, q: int) -> np.ndarray:
         return self.kernel.states_of(self.S, int(self.runs.n_chains[q]), int(self.runs.tile0[q]))
+
+    def _final_ones(self, q: int) -> np.ndarray:
+        return self.kernel.node_ones(self.S, int(self.runs.n_chains[q]), int(self.runs.tile0[q]))
 
 
 def _device(backend: str, blocks: Sequence[Block], base: PBN, nets: Sequence[PBN], knocks: Sequence[dict],
@@ -222,7 +225,7 @@ def _steady_group(base: PBN, probs: list[Problem], nets: list[PBN], knocks: list
 
 def simulations(base: PBN, nets: Sequence[PBN], seeds: Sequence[int], backend: str, *, steps: int,
                 trajectories: int, mode: str | None = None, initial: Any = "random", targets: Any = None,
-                keep_states: bool = True, fixed: Any = None, **unbatched: Any) -> list[xr.Dataset] | None:
+                keep_states: bool = False, fixed: Any = None, **unbatched: Any) -> list[xr.Dataset] | None:
     """:func:`~distsim.pbn.simulate.simulate` of every network (``nets[q]``, seed ``seeds[q]``),
     batched; None when the networks cannot share a batch."""
     if unbatched.keys() - {"progress"} or fixed:
@@ -241,14 +244,15 @@ def simulations(base: PBN, nets: Sequence[PBN], seeds: Sequence[int], backend: s
         t0 = time.perf_counter()
         blocks = [Block(shared or compile_pbn(nets[q]), check_mode(mode), tuple(tgts),
                         int(seeds[q]), 0, trajectories, fix_mask, fix_val, 0, (steps,), want_nodes=True,
-                        want_states=keep_states) for q in group]
+                        want_states=keep_states, want_final=True) for q in group]
         dev = _device(backend, blocks, base, [nets[q] for q in group], [knocks[q] for q in group],
                       list(range(base.n)), check_mode(mode), tuple(tgts), [int(seeds[q]) for q in group])
         res = dev.advance(dict(enumerate(blocks)))
         wall = (time.perf_counter() - t0) / len(group)
         for k, q in enumerate(group):
             r = res[k]
-            summed = {"node_ones": r["node_ones"], "pooled": r["pooled"][0], "states": [r.get("states")]}
+            summed = {"node_ones": r["node_ones"], "pooled": r["pooled"][0], "final_ones": r["final_ones"],
+                      "states": [r.get("states")]}
             out.append(simulation_dataset(nets[q], tgts, summed, _provenance(backend, 1, wall), rounds=1,
                                           round_seconds=wall, mode=mode, seed=int(seeds[q]), steps=steps,
                                           trajectories=trajectories, keep_states=keep_states))

@@ -108,24 +108,30 @@ def run_program(code, regs):
             regs[d] = ~a
 
 
-@numba.njit(cache=True)
+@numba.njit(parallel=True, cache=True)
 def _init_sliced(S, chain0, n_chains, seed, fix_mask, fix_val, index):
     n = S.shape[0]
-    for g in prange(S.shape[1]):
+    blocks = (int(index.max()) >> 7) + 1 if n else 1  # Philox blocks of 128 bits the nodes read
+    for g in prange(S.shape[1]):  # one thread per word group: each writes only its own column
+        words = np.zeros(n, dtype=np.uint64)  # the column, built here and stored once
+        bits = np.zeros(4 * blocks, dtype=np.uint64)
         for lane in range(LANES):
             c = g * LANES + lane
             if c >= n_chains:
                 break
             chain = np.uint64(chain0 + c)
-            bit = U1 << np.uint64(lane)
-            for i in range(n):
-                w = index[i] >> 5  # node i takes bit index[i] of the stream (its full-network index)
-                r = philox4x32_10(np.uint64(w) >> np.uint64(2), 0, 0, 1, seed, chain)
-                v = (r[w & 3] >> np.uint64(index[i] & 31)) & U1
+            for k in range(blocks):
+                r = philox4x32_10(np.uint64(k), 0, 0, 1, seed, chain)
+                for j in range(4):
+                    bits[4 * k + j] = r[j]
+            sh = np.uint64(lane)
+            for i in range(n):  # node i takes bit index[i] of the stream (its full-network index)
+                v = (bits[index[i] >> 5] >> np.uint64(index[i] & 31)) & U1
                 if fix_mask[i]:
                     v = np.uint64(fix_val[i])
-                if v:
-                    S[i, g] |= bit
+                words[i] |= v << sh
+        for i in range(n):
+            S[i, g] = words[i]
 
 
 def init_sliced(n: int, chain0: int, n_chains: int, seed: int, fix_mask: np.ndarray, fix_val: np.ndarray,
@@ -339,6 +345,16 @@ def unslice(S: np.ndarray, n_chains: int, n: int) -> np.ndarray:
     """Bit-sliced uint64 ``S[node, group]`` -> bool ``[n_chains, n]``."""
     bits = np.unpackbits(S.astype("<u8").view(np.uint8).reshape(n, -1, 8), axis=2, bitorder="little")
     return bits.reshape(n, -1)[:, :n_chains].T.astype(bool)
+
+
+def node_ones_of(S: np.ndarray, n_chains: int) -> np.ndarray:
+    """uint64 ``[n]``: chains with each node at 1 in the bit-sliced ``S[node, group]`` (first ``n_chains``
+    lanes only: the padding lanes of the last word also evolve)."""
+    full, rest = divmod(n_chains, LANES)
+    ones = np.bitwise_count(S[:, :full]).sum(axis=1, dtype=np.uint64)
+    if rest:
+        ones += np.bitwise_count(S[:, full] & np.uint64((1 << rest) - 1)).astype(np.uint64)
+    return ones
 
 
 def slice_states(states: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ thread advances 32 trajectories. Nothing here runs at import time; CuPy is impor
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -248,6 +248,7 @@ class GPUKernel:
     split: bool  # some nodes live in global memory (needs a scratch buffer)
     blocks_per_sm: int  # resident blocks of pbn_sliced per SM (occupancy)
     sms: int
+    run_cache: dict = field(default_factory=dict)  # device copies of recent runs' tables (run_tables)
 
     @classmethod
     def build(cls, c: CompiledPBN, mode: int, targets: Targets, registers: int | None = None) -> "GPUKernel":
@@ -308,6 +309,31 @@ class GPUKernel:
         """bool [n_chains, n] from the tiled device state (the run starting at tile ``tile0``)."""
         return unslice32(GPUKernel.node_major(S[tile0:tile0 + tiles_for(n_chains)]), n_chains)
 
+    def node_ones(self, S: Any, n_chains: int, tile0: int = 0) -> np.ndarray:
+        """uint64 [n]: chains with each node at 1 in the run starting at tile ``tile0``, counted on the
+        device (n words come back instead of the states)."""
+        import cupy as cp
+
+        n, tiles = self.compiled.n, tiles_for(n_chains)
+        out = cp.zeros(n, dtype=cp.uint64)
+        self.module.get_function("pbn_node_ones")((tiles,), (BLOCK,),
+                                                  (S[tile0:tile0 + tiles], np.int32(n), np.int32(n_chains), out))
+        return cp.asnumpy(out)
+
+    def run_tables(self, runs: Runs) -> tuple[Any, Any, Any]:
+        """The device copies of a stack's perturbation and knockout tables, kept for the next round of
+        the same tables (a round copies only its task table to the device)."""
+        import cupy as cp
+
+        key = (runs.pert_list.tobytes(), runs.pert_thresh.tobytes(), runs.fix_list.tobytes())
+        cache = self.run_cache
+        got = cache.get(key)
+        if got is None:
+            if len(cache) >= 16:
+                cache.clear()
+            got = cache[key] = (cp.asarray(runs.pert_list), cp.asarray(runs.pert_thresh), cp.asarray(runs.fix_list))
+        return got
+
     @staticmethod
     def node_major(S: Any) -> np.ndarray:
         """Host copy of the tiled state as ``[node, group]`` (group = block * BLOCK + thread)."""
@@ -330,14 +356,14 @@ class GPUKernel:
 
         n, T, R = self.compiled.n, self.n_targets, runs.n_runs
         tiles = runs.n_tiles
-        pooled = cp.zeros(R * T * 4, dtype=cp.uint64)
+        counts = cp.zeros(R * T * 4 + (R * n if want_nodes else 1), dtype=cp.uint64)  # one copy back per round
+        pooled, node_ones = counts[:R * T * 4], counts[R * T * 4:]
         chain_ones = cp.zeros(T * tiles * TILE_CHAINS if want_chain else 1, dtype=cp.uint32)
-        node_ones = cp.zeros(R * n if want_nodes else 1, dtype=cp.uint64)
         fn = self.module.get_function("pbn_sliced")
         tb = self.tables
         shared = 8 * n if want_nodes else 0
         scratch = cp.empty_like(S) if self.split else S
-        per_run = (cp.asarray(runs.pert_list), cp.asarray(runs.pert_thresh), cp.asarray(runs.fix_list))
+        per_run = self.run_tables(runs)
         for part in split_steps(runs.tasks(step0, nsteps, active), MAX_STEPS_PER_LAUNCH):
             tasks = plan_launch(part, self.capacity)
             queue = cp.zeros(1 + tiles, dtype=cp.uint32)
@@ -345,8 +371,9 @@ class GPUKernel:
                (S, scratch, cp.asarray(tasks.view(np.uint8)), np.int32(tiles), tb["func_start"], tb["func_thresh"],
                 tb["ctx_thresh"], np.int32(len(self.compiled.ctx_thresh)), tb["ctx_func"], *per_run,
                 np.int32(want_chain), chain_ones, np.int32(want_nodes), node_ones, pooled, queue), shared_mem=shared)
-        out = _results(runs, T, n, cp.asnumpy(pooled), cp.asnumpy(chain_ones) if want_chain else None,
-                       cp.asnumpy(node_ones) if want_nodes else None)
+        host = cp.asnumpy(counts)
+        out = _results(runs, T, n, host[:R * T * 4], cp.asnumpy(chain_ones) if want_chain else None,
+                       host[R * T * 4:] if want_nodes else None)
         return out if active is None else [out[r] for r in active]
 
 

@@ -38,6 +38,7 @@ class Block:
     want_chain: bool = False
     want_nodes: bool = False
     want_states: bool = False
+    want_final: bool = False  # chains with each node at 1 after the last step (counted where the state lives)
 
     @property
     def step_to(self) -> int:
@@ -85,7 +86,8 @@ class Chains(ShardKind):
         for k, end in enumerate(b.segments):
             counts.add(k, _advance(ctx.backend, state.S, b, state.step, end - state.step, b.want_chain, b.want_nodes))
             state.step = end
-        return counts.result(state.step, _states(ctx.backend, state.S, b) if b.want_states else None)
+        return counts.result(state.step, _states(ctx.backend, state.S, b) if b.want_states else None,
+                             _final_ones(ctx.backend, state.S, b) if b.want_final else None)
 
 
 class SegmentCounts:
@@ -107,7 +109,7 @@ class SegmentCounts:
         if self.node_ones is not None:
             self.node_ones += out["node_ones"]
 
-    def result(self, step: int, states: np.ndarray | None = None) -> dict:
+    def result(self, step: int, states: np.ndarray | None = None, final_ones: np.ndarray | None = None) -> dict:
         result = {"pooled": self.pooled, "step": step}
         if self.chain_ones is not None:  # sufficient statistics only: sum c and sum c^2 per target, exact
             result["chain_sums"] = [exact_sums(self.chain_ones[t]) for t in range(len(self.chain_ones))]
@@ -115,6 +117,8 @@ class SegmentCounts:
             result["node_ones"] = self.node_ones
         if states is not None:
             result["states"] = states
+        if final_ones is not None:
+            result["final_ones"] = final_ones
         return result
 
 
@@ -144,6 +148,15 @@ def _advance(backend: str, S, b: Block, step0: int, nsteps: int, want_chain: boo
     return cpu.advance_sliced(S, b.compiled, chain0=b.chain0, n_chains=b.n_chains, step0=step0, nsteps=nsteps,
                               seed=b.seed, mode=b.mode, targets=flat_targets(b.targets or ((),)),
                               want_chain=want_chain, want_nodes=want_nodes)
+
+
+def _final_ones(backend: str, S, b: Block) -> np.ndarray:
+    """uint64 [n]: the block's chains with each node at 1 now (reduced on the device: n words come back)."""
+    if backend == "gpu":
+        from .gpu import get_kernel
+
+        return get_kernel(b.compiled, b.mode, b.targets).node_ones(S, b.n_chains)
+    return cpu.node_ones_of(S, b.n_chains)
 
 
 def _states(backend: str, S, b: Block) -> np.ndarray:

@@ -32,19 +32,22 @@ def simulate(
     fixed: Mapping[str, int] | None = None,
     initial: str | Mapping[str, int] | None = "random",
     targets: TargetSpec | Sequence[TargetSpec] | None = None,
-    keep_states: bool = True,
+    keep_states: bool = False,
     client: Any = None,
     backend: str | None = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
     """Simulate ``trajectories`` independent trajectories for ``steps`` steps.
 
-    Returns a Dataset with the final state of every trajectory (``final_state[trajectory, node]``,
-    when ``keep_states``), the long-run frequency of each node being 1 over steps 1..steps and all
-    trajectories (``frequency[node]``), and for each target set the fraction of steps in it and its
-    0->1 / 1->0 transition counts. Trajectory ``c`` uses the Philox stream (seed, c): the result is
-    identical on CPU and GPU and for any number of workers. ``mode``: 'sync' or 'async' (default:
-    the update the model file states, else 'sync'); ``fixed``: knockouts/mutations ``{"X": 0}``.
+    Returns a Dataset with the long-run frequency of each node being 1 over steps 1..steps and all
+    trajectories (``frequency[node]``), the fraction of trajectories with each node at 1 after the
+    last step (``final_frequency[node]``, counted where the states live: on a GPU only n numbers come
+    back), and for each target set the fraction of steps in it and its 0->1 / 1->0 transition counts.
+    ``keep_states=True`` also returns every trajectory's final state (``final_state[trajectory, node]``:
+    trajectories x nodes bytes, copied from the device to this process). Trajectory ``c`` uses the
+    Philox stream (seed, c): the result is identical on CPU and GPU and for any number of workers.
+    ``mode``: 'sync' or 'async' (default: the update the model file states, else 'sync'); ``fixed``:
+    knockouts/mutations ``{"X": 0}``.
     """
     net = as_network(net, perturbation=perturbation, fixed=fixed)
     mode = resolve_mode(mode, net)
@@ -73,8 +76,8 @@ def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_
     at, size = 0, min(steps, FIRST_ROUND_STEPS)
     while True:
         last = at + size == steps
-        out = chains.advance([replace(b, step_from=at, segments=(at + size,), want_states=keep_states and last)
-                              for b in chains.setups])
+        out = chains.advance([replace(b, step_from=at, segments=(at + size,), want_states=keep_states and last,
+                                      want_final=last) for b in chains.setups])
         ones = np.sum([r["node_ones"] for r in out], axis=0)
         counts = np.sum([r["pooled"][0] for r in out], axis=0)  # [T, 4]: ones, n01, n10, in the set at the end
         if pooled is None:
@@ -86,20 +89,25 @@ def _run_steps(run: engine.Run, chains: engine.StatefulShards, steps: int, keep_
         at += size
         run.progress.update(at)
         if last:
-            return {"node_ones": node_ones, "pooled": pooled, "states": [r.get("states") for r in out]}
+            final_ones = np.sum([r["final_ones"] for r in out], axis=0)
+            return {"node_ones": node_ones, "pooled": pooled, "final_ones": final_ones,
+                    "states": [r.get("states") for r in out]}
         size = int(min(steps - at, max(1, size * ROUND_SECONDS / max(run.last_round_seconds, 1e-3))))
 
 
 def simulation_dataset(net: PBN, tgts: list, res: dict, provenance: Callable[..., dict], *, rounds: int,
                        round_seconds: float, mode: str, seed: int, steps: int, trajectories: int,
                        keep_states: bool) -> xr.Dataset:
-    """The Dataset of :func:`simulate` from the summed counts ``res`` (node_ones, pooled, states)."""
+    """The Dataset of :func:`simulate` from the summed counts ``res`` (node_ones, pooled, final_ones, states)."""
     node_ones = np.asarray(res["node_ones"]).astype(np.float64)
     denom = float(trajectories) * steps
     data: dict[str, Any] = {
         "frequency": ("node", node_ones / denom if steps else np.full(net.n, np.nan),
                       {"long_name": "fraction of (trajectory, step) pairs with the node at 1, steps 1..steps",
                        "units": "1"}),
+        "final_frequency": ("node", np.asarray(res["final_ones"]).astype(np.float64) / trajectories,
+                            {"long_name": "fraction of trajectories with the node at 1 after the last step",
+                             "units": "1"}),
     }
     coords: dict[str, Any] = {"node": list(net.nodes)}
     if keep_states:

@@ -122,8 +122,22 @@ def _planned_chunk_size(adapter: Adapter, model: Any, fixed: dict, pts: Points, 
         first = resolve_point(adapter, model, pts.point(0))
         planned = adapter.plan_chunk(model, first, int(seeds[0]), pts.n, run, dict(fixed))
         if planned is not None:
-            return int(max(1, min(pts.n, planned)))
-    return default_chunk_size(adapter, pts.n, run.n_workers(), run.uses_gpu())
+            return balanced_chunk_size(int(planned), pts.n, run.n_workers())
+    return balanced_chunk_size(default_chunk_size(adapter, pts.n, run.n_workers(), run.uses_gpu()), pts.n,
+                               run.n_workers())
+
+
+def balanced_chunk_size(size: int, n_points: int, n_workers: int) -> int:
+    """At most ``size`` points per task, the tasks as equal as they can be and their count a multiple of
+    the workers: 10,000 points in tasks of 3,000 on 2 workers are 4 tasks of 2,500, not 3,000 x 3 +
+    1,000 (one worker 6,000 points, the other 4,000: the sweep waits for the slower). Only the tasks
+    change: every point's answer is its own (its seed is the point's)."""
+    size = max(1, min(n_points, int(size)))
+    W = max(1, int(n_workers))
+    tasks = -(-n_points // size)
+    if tasks > 1 or W > 1:
+        tasks = min(n_points, -(-tasks // W) * W)
+    return -(-n_points // tasks)
 
 
 def sweep(

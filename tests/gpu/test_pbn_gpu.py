@@ -72,10 +72,10 @@ def test_simulate_gpu_equals_cpu():
     import distsim.pbn as pbn
 
     net = pbn.load("examples/pbn/kgbn_aspc1_optimized_pbn_48n_80f.txt", perturbation=0.01)
-    kw = dict(steps=300, trajectories=3000, seed=4, targets=["AKT1=1", "APC=0,BAD=1"])
+    kw = dict(steps=300, trajectories=3000, seed=4, targets=["AKT1=1", "APC=0,BAD=1"], keep_states=True)
     a = pbn.simulate(net, backend="cpu", **kw)
     b = pbn.simulate(net, backend="gpu", **kw)
-    for v in ("final_state", "frequency", "target_frequency", "transitions_01", "transitions_10"):
+    for v in ("final_state", "final_frequency", "frequency", "target_frequency", "transitions_01", "transitions_10"):
         assert np.array_equal(a[v].values, b[v].values), v
     assert b.attrs["backend"] == "gpu"
 
@@ -202,7 +202,7 @@ def test_batched_sweep_gpu_equals_cpu_per_point(case):
         for v in ref.data_vars:
             assert np.array_equal(g[v].values, ref[v].values, equal_nan=True), (v, s)
         assert g.attrs["chain_length"] == ref.attrs["chain_length"] and g.attrs["rounds"] == ref.attrs["rounds"]
-    kw = dict(steps=333, trajectories=5000, targets=target, mode=mode)
+    kw = dict(steps=333, trajectories=5000, targets=target, mode=mode, keep_states=True)
     got = batch.simulations(net, nets, seeds, "gpu", **kw)
     for g, m, s in zip(got, nets, seeds):
         ref = simulate(m, seed=s, backend="cpu", **kw)

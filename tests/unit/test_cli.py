@@ -1,5 +1,6 @@
 """The command line: main jobs write results; bad input gives a clear error and writes nothing."""
 
+import numpy as np
 import pytest
 
 from distsim.cli import main
@@ -17,10 +18,11 @@ def test_info(capsys):
 def test_simulate_writes_netcdf(examples, tmp_path, capsys):
     out = tmp_path / "sim.nc"
     rc = main(["--in-process", "-q", "pbn", "simulate", str(examples / SHM), "-p", "0.01", "--steps", "100",
-               "--trajectories", "300", "--target", "x1=1", "-o", str(out)])
+               "--trajectories", "300", "--target", "x1=1", "--keep-states", "-o", str(out)])
     assert rc == 0
     ds = open_result(out)
     assert ds.final_state.shape == (300, 3) and ds.attrs["workload"] == "pbn.simulate"
+    assert np.array_equal(ds.final_frequency.values, ds.final_state.values.sum(axis=0) / 300)
     assert 0 < float(ds.target_frequency[0]) < 1
     assert "fraction of steps" in capsys.readouterr().out
 

@@ -259,11 +259,13 @@ def test_provenance_lists_every_gpu_that_ran(monkeypatch):
         return types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device, runtime=runtime))
 
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    backends._gpu_description.cache_clear()  # asked once per device and process: forget any real GPU
     devices = []
     for visible in ("0,1", "1,0"):  # dask-cuda's rotation: worker k lists GPU k first
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
         devices.append(backends.device_description("gpu"))
     assert devices[0].startswith("NVIDIA H200 (GPU 0, PCI 0000:19:00.0") and "GPU 1, PCI 0000:2A:00.0" in devices[1]
+    backends._gpu_description.cache_clear()  # the fake GPUs' names stay in this test
     attrs = results.provenance(workload="ssa.simulate", devices=devices * 2)
     assert attrs["devices"] == ", ".join(sorted(devices))
 

@@ -191,19 +191,19 @@ def test_deep_model_simulates_like_its_flat_formula():
     bit for bit, as the network written with flat formulas (a function gives the same bits whatever its shape)."""
     net = read_boolnet(DEEP / "bbm151_tcr_redox_metabolism_130n.bnet")
     flat = parse_boolnet(_flat_text(net), file="flat.bnet", name=net.name)
-    a = pbn.simulate(net, steps=30, trajectories=64, seed=7, backend="cpu", progress=False)
-    b = pbn.simulate(flat, steps=30, trajectories=64, seed=7, backend="cpu", progress=False)
+    a = pbn.simulate(net, steps=30, trajectories=64, seed=7, backend="cpu", progress=False, keep_states=True)
+    b = pbn.simulate(flat, steps=30, trajectories=64, seed=7, backend="cpu", progress=False, keep_states=True)
     assert a["final_state"].shape == (64, net.n) and a["final_state"].values.any()
-    for v in ("final_state", "frequency"):
+    for v in ("final_state", "final_frequency", "frequency"):
         assert np.array_equal(a[v].values, b[v].values)
 
 
 def test_faure_2009_simulates_like_its_flat_formula():
     net = read_boolnet(DEEP / "bbm146_faure2009_budding_yeast_40n.bnet")
     flat = parse_boolnet(_flat_text(net), file="flat.bnet", name=net.name)
-    a = pbn.simulate(net, steps=30, trajectories=64, seed=7, backend="cpu", progress=False)
-    b = pbn.simulate(flat, steps=30, trajectories=64, seed=7, backend="cpu", progress=False)
-    for v in ("final_state", "frequency"):
+    a = pbn.simulate(net, steps=30, trajectories=64, seed=7, backend="cpu", progress=False, keep_states=True)
+    b = pbn.simulate(flat, steps=30, trajectories=64, seed=7, backend="cpu", progress=False, keep_states=True)
+    for v in ("final_state", "final_frequency", "frequency"):
         assert np.array_equal(a[v].values, b[v].values)
 
 

@@ -89,7 +89,7 @@ def test_batched_simulations_equal_one_call_per_point():
     net = load(FAURE).with_perturbation(0.02)
     points = [{"p": 0.02}, {"fix.v_Rb": 1}, {"fix.v_CycD": 0, "p": 0.05}]
     nets = _points_and_nets(net, points)
-    kw = dict(steps=300, trajectories=700, targets=["v_CycE=1", "v_Rb=0"])
+    kw = dict(steps=300, trajectories=700, targets=["v_CycE=1", "v_Rb=0"], keep_states=True)
     got = batch.simulations(net, nets, [5, 6, 7], "cpu", **kw)
     for g, m, s in zip(got, nets, [5, 6, 7]):
         ref = simulate(m, seed=s, backend="cpu", **kw)

@@ -71,7 +71,7 @@ def test_final_states_follow_stationary_distribution(examples, name, mode, backe
     net = networks(examples)[name]
     pi = ref.stationary_distribution(net, mode)
     B = burn_in(net, mode)
-    ds = simulate(net, steps=B, trajectories=64 * 300, mode=mode, seed=2024, backend=backend)
+    ds = simulate(net, steps=B, trajectories=64 * 300, mode=mode, seed=2024, backend=backend, keep_states=True)
     X = ds.final_state.values.astype(np.int64)
     idx = (X << np.arange(net.n)).sum(axis=1)
     counts = np.bincount(idx, minlength=1 << net.n).astype(float)

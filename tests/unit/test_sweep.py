@@ -418,3 +418,19 @@ def test_default_chunk_size_fills_gpus_with_batched_points():
     assert default_chunk_size(pbn_ss, 1000, 2, gpu=True) == pbn_ss.max_chunk
     grn = adapter_for("grn.infer")
     assert grn.run_chunk is None and default_chunk_size(grn, 87, 1, gpu=True) == min(grn.max_chunk, 22)
+
+
+def test_planned_tasks_are_even_and_a_multiple_of_the_workers():
+    """Issue 33: 10,000 points planned 3,000 per task on 2 workers were 3 x 3,000 + 1,000 (one worker
+    6,000 points, the other 4,000); the planner evens the tasks out (never above the plan)."""
+    from distsim.sweep.core import balanced_chunk_size
+
+    for size, n, W in [(3000, 10000, 2), (5000, 10000, 2), (256, 1000, 3), (64, 10, 4), (1, 5, 2), (7, 7, 1),
+                       (4, 3, 8), (100, 10000, 1)]:
+        C = balanced_chunk_size(size, n, W)
+        tasks = -(-n // C)
+        assert 1 <= C <= min(size, n)
+        assert tasks % W == 0 or tasks == n  # a multiple of the workers (unless each point is a task)
+        assert tasks == -(-n // C) and (tasks - 1) * C < n  # no empty task
+        assert C - (n - (tasks - 1) * C) <= tasks  # the last task is at most `tasks` points short of the others
+    assert balanced_chunk_size(3000, 10000, 2) == 2500

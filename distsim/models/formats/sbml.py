@@ -156,7 +156,7 @@ from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Sp
                      species_of, to_text)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, rule_order)
-from ..mass_action import MassActionShape, mass_action_shape, split_difference
+from ..mass_action import MassActionShape, mass_action_shape, signed_parts, split_difference, vanishes_without
 from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
@@ -376,6 +376,8 @@ class _Converter:
         self.ast_names = {getattr(libsbml, n): n for n in dir(libsbml)
                           if n.startswith("AST_") and isinstance(getattr(libsbml, n), int)}
         self.forward_only: list[str] = []
+        self.net_rate_split: list[str] = []  # reactions split by the signs of their law's terms
+        self.net_rate_kept: list[str] = []  # irreversible net-rate laws left whole, and why
         L = libsbml
         self.operators = {L.AST_PLUS, L.AST_TIMES, L.AST_MINUS, L.AST_DIVIDE, L.AST_POWER, L.AST_FUNCTION_POWER,
                           L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
@@ -396,6 +398,7 @@ class _Converter:
         self._compartments()
         self.initial_assigned = {m.getInitialAssignment(i).getSymbol() for i in range(m.getNumInitialAssignments())}
         fixed = self._species()
+        self.fixed = set(fixed)
         self._units()
         self.global_value: dict[str, float | None] = {}
         for i in range(m.getNumParameters()):
@@ -418,9 +421,13 @@ class _Converter:
             raise self.err("the model has no reactions", m)
         if self.forward_only:
             names = ", ".join(repr(n) for n in self.forward_only)
-            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
-                          "two mass-action terms; it is used as the propensity of the forward direction (a run "
-                          "stops if it becomes negative)", SBMLWarning, stacklevel=4)
+            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law has no negative terms; "
+                          "it is used as the propensity of the forward direction (a run stops if it becomes "
+                          "negative)", SBMLWarning, stacklevel=4)
+        if self.net_rate_split:
+            warnings.warn(f"{self.file}: net-rate kinetic laws split by sign into forward (_f) and backward (_r) "
+                          f"channels with the law's drift: {', '.join(self.net_rate_split)}", SBMLWarning,
+                          stacklevel=4)
         if self.rescaled:
             warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
                           stacklevel=4)
@@ -680,6 +687,10 @@ class _Converter:
             out["rounded"] = "; ".join(self.rounded)
         if self.rescaled:
             out["fractional_stoichiometry"] = "; ".join(self.rescaled)
+        if self.net_rate_split:
+            out["net_rate_split"] = ", ".join(self.net_rate_split)
+        if self.net_rate_kept:
+            out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
         return out
 
     def _has_rule(self, sid: str) -> bool:
@@ -763,8 +774,10 @@ class _Converter:
         if self.omega != 1.0:  # substance per time -> firings per time
             law = BinOp("*", Num(self.omega), law)
         reversible = r.getReversible() if r.isSetReversible() else True
-        if not reversible or self.reversible == "forward":
+        if self.reversible == "forward":
             return [self._direction(rid, reac, prod, law)]
+        if not reversible:
+            return self._net_rate(rid, reac, prod, law, irreversible=True) or [self._direction(rid, reac, prod, law)]
         parts = split_difference(law)
         if parts is not None:  # (a rate that events or rules change: the split's laws stay general laws)
             fwd, bwd = self._shape(parts[0], lenient=True), self._shape(parts[1], lenient=True)
@@ -774,13 +787,57 @@ class _Converter:
         shape = self._shape(law, lenient=True)
         if shape is not None and shape.orders == dict(reac):
             return [self._direction(rid, reac, prod, law)]  # one direction only: accepted
+        split = self._net_rate(rid, reac, prod, law, irreversible=False)
+        if split:
+            return split
         if self.reversible == "error":
-            raise self.err(f"{label} is reversible and its kinetic law ({to_text(law, self.species)}) is not a "
-                           "difference of two mass-action terms, one per direction; split it into two "
+            raise self.err(f"{label} is reversible and its kinetic law ({to_text(law, self.species)}) has no "
+                           "negative terms (terms of the backward direction); split it into two "
                            "irreversible reactions, or read with reversible='forward' (or 'split') to use the law "
                            "as the forward propensity", r)
         self.forward_only.append(rid)
         return [Reaction(reac, prod, law=law, name=rid)]
+
+    def _net_rate(self, rid: str, reac: tuple, prod: tuple, law: Node, irreversible: bool) -> list[Reaction] | None:
+        """The general net-rate split (module docstring): a law with negative terms becomes a forward
+        channel ``<id>_f`` (reactants -> products; its positive terms) and a backward channel ``<id>_r``
+        (products -> reactants; its negative terms, negated), so the drift is the law's. An irreversible
+        reaction is split only where the backward channel is a well-defined propensity (zero when a
+        species it consumes is absent); else None (as when the law has no negative terms)."""
+        shape = self._shape(law, lenient=True)
+        if shape is not None and shape.orders == dict(reac):
+            return None  # mass action (its falling factorials have minus signs)
+        negative = {p for p, v in self.global_value.items() if v is not None and v < 0 and p not in self.assigned}
+        negative |= {p for p, v in self.local_value.items() if v < 0}
+        parts = signed_parts(law, negative)
+        if parts is None or parts[1] is None:
+            return None
+        fwd, bwd = parts
+        if irreversible:
+            why = self._backward_undefined(bwd, reac, prod)
+            if why:
+                self.net_rate_kept.append(f"{rid} ({why})")
+                return None
+        out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
+        out.append(self._direction(f"{rid}_r", prod, reac, bwd))
+        self.net_rate_split.append(rid + (" (irreversible)" if irreversible else ""))
+        return out
+
+    def _backward_undefined(self, bwd: Node, reac: tuple, prod: tuple) -> str:
+        """Why the backward channel of an irreversible reaction is not a well-defined propensity ("" when
+        it is): it must consume at most one molecule of each species, and its law must vanish when one
+        of them is absent (a factor of every term)."""
+        change = dict(prod)
+        for i, n in reac:
+            change[i] = change.get(i, 0) - n
+        for i, d in sorted(change.items()):
+            if d <= 0 or i in self.fixed:
+                continue
+            if d > 1:
+                return f"its backward channel would consume {d} molecules of {self.species[i]!r}"
+            if not vanishes_without(bwd, i):
+                return f"its negative terms do not vanish when {self.species[i]!r} is absent"
+        return ""
 
     def _shape(self, law: Node, lenient: bool = False) -> MassActionShape | None:
         """The law's mass-action shape; ``lenient``: a parameter that events or rules assign may be the

@@ -160,3 +160,48 @@ def test_split_channel_going_negative_still_stops_the_run():
     assert [r.name for r in net.reactions] == ["R_f", "R_r"]
     with pytest.raises(SimulationError, match=r"'R_r' \(law: kr \* B\) is -\d+ \(negative\)"):
         ssa.simulate(net, t_end=1.0, points=2, realizations=4, seed=1, quantiles=None, backend="cpu")
+
+
+# ------------------------------------------------------------------------------------------------
+# assignment-rule species with fractional values
+
+RULE_MODEL = model(sp("M", 12) + sp("S", 0) + sp("P", 0) + sp("T", 0),
+                   par("k", 2) + par("d", 0.5) + par("c", 0.3),
+                   rx("decay", {"M": 1}, {}, "d * M") + rx("birth", {}, {"P": 1}, "k * S"),
+                   extra=f'<listOfRules><assignmentRule variable="S"><math xmlns="http://www.w3.org/1998/Math/MathML">'
+                         f'<apply><times/><ci>c</ci><ci>M</ci></apply></math></assignmentRule>'
+                         f'<assignmentRule variable="T"><math xmlns="http://www.w3.org/1998/Math/MathML">'
+                         f'<apply><plus/><ci>M</ci><ci>P</ci></apply></math></assignmentRule></listOfRules>')
+
+
+def test_fractional_rule_species_is_real_valued():
+    """S = c * M (0.3 x 12 = 3.6 at t = 0) is read by the birth law as a real; T = M + P (whole for
+    whole counts) stays a species. M decays at d, so E[P(t)] = k c M0 (1 - exp(-d t)) / d exactly."""
+    with pytest.warns(SBMLWarning, match=r"real-valued parameters .*: S$"):
+        net = read_sbml_string(RULE_MODEL)
+    assert net.species == ("M", "P", "T") and net.params["S"] == pytest.approx(3.6)
+    assert [(r.target, r.species) for r in net.rules] == [("S", -1), ("T", 2)] and net.initial == (12, 0, 12)
+    assert dict(net.metadata)["real_valued_species"] == "S"
+    R, t_end, points = 4000, 2.0, 5
+    ds = ssa.simulate(net, t_end=t_end, points=points, realizations=R, seed=7, quantiles=None, backend="cpu")
+    t = ds["time"].values[1:]
+    exact = 2 * 0.3 * 12 * (1 - np.exp(-0.5 * t)) / 0.5
+    mean, var = ds["mean"].sel(species="P").values[1:], ds["variance"].sel(species="P").values[1:]
+    z = np.abs((mean - exact) / np.sqrt(var / R))  # the sample variance's SE (P is not Poisson: M is random)
+    assert z.max() < _z_limit(z.size), (z, _z_limit(z.size))
+    total = ds["mean"].sel(species="T").values - ds["mean"].sel(species="M").values
+    assert np.allclose(total, ds["mean"].sel(species="P").values)  # T = M + P in every realization
+    assert ds.attrs["model_real_valued_species"] == "S"
+
+
+def test_boundary_rule_species_leaves_the_reactions():
+    """A boundary species set by a fractional rule and listed as a reactant (reactions never change
+    it) is real-valued: it leaves the reaction's sides; the law reads its value."""
+    body = model(sp("A", 5) + _boundary("E", 0), par("k", 1.5) + par("c", 0.25),
+                 rx("R", {"E": 1}, {"A": 1}, "k * E"),
+                 extra=f'<listOfRules><assignmentRule variable="E"><math xmlns="http://www.w3.org/1998/Math/MathML">'
+                       f'<apply><times/><ci>c</ci><ci>A</ci></apply></math></assignmentRule></listOfRules>')
+    with pytest.warns(SBMLWarning, match="real-valued"):
+        net = read_sbml_string(body)
+    assert net.species == ("A",) and net.reactions[0].reactants == () and net.reactions[0].products == ((0, 1),)
+    assert net.propensities(np.array([6.0]))[0] == pytest.approx(1.5 * 0.25 * 5)  # E = 1.25 from the start

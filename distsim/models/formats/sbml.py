@@ -357,6 +357,44 @@ def _error_text(e: Any) -> str:
     return short or detail
 
 
+def _affine_step(n: Node, forms: dict, consts: dict[str, float], real: set[int]
+                 ) -> tuple[dict[int, float], float] | None:
+    """The affine form ({species: coefficient}, constant) of node ``n`` from its operands' (in
+    ``forms``), or None when it is not affine in the counts (see ``_Converter._whole_affine``)."""
+    if isinstance(n, Num):
+        return {}, n.value
+    if isinstance(n, Species):
+        return None if n.index in real else ({n.index: 1.0}, 0.0)
+    if isinstance(n, Param):
+        return ({}, float(consts[n.name])) if n.name in consts else None
+    if isinstance(n, Neg):
+        f = forms[id(n.arg)]
+        return None if f is None else ({i: -c for i, c in f[0].items()}, -f[1])
+    if not isinstance(n, BinOp):
+        return None
+    a, b = forms[id(n.left)], forms[id(n.right)]
+    if a is None or b is None:
+        return None
+    if n.op in "+-":
+        sign = 1.0 if n.op == "+" else -1.0
+        out = dict(a[0])
+        for i, c in b[0].items():
+            out[i] = out.get(i, 0.0) + sign * c
+        return out, a[1] + sign * b[1]
+    if n.op == "*" and (not a[0] or not b[0]):
+        (lin, c0), k = (b, a[1]) if not a[0] else (a, b[1])
+        return {i: k * c for i, c in lin.items()}, k * c0
+    if n.op == "/" and not b[0] and b[1] != 0:
+        return {i: c / b[1] for i, c in a[0].items()}, a[1] / b[1]
+    if n.op == "^" and not a[0] and not b[0]:
+        try:
+            v = float(a[1] ** b[1])
+        except (OverflowError, ZeroDivisionError):
+            return None
+        return ({}, v) if isinstance(v, float) and math.isfinite(v) else None
+    return None
+
+
 class _Converter:
     def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str,
                  system_size: float | None, rounding: str):
@@ -376,6 +414,7 @@ class _Converter:
         self.ast_names = {getattr(libsbml, n): n for n in dir(libsbml)
                           if n.startswith("AST_") and isinstance(getattr(libsbml, n), int)}
         self.forward_only: list[str] = []
+        self.real_species: list[str] = []  # assignment-rule species simulated as real-valued parameters
         self.net_rate_split: list[str] = []  # reactions split by the signs of their law's terms
         self.net_rate_kept: list[str] = []  # irreversible net-rate laws left whole, and why
         L = libsbml
@@ -409,6 +448,8 @@ class _Converter:
         self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
         self.local_value: dict[str, float] = {}
         self.assigned = self._assigned_ids()
+        fixed = self._real_valued_rule_species(fixed)
+        self.fixed = set(fixed)
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
@@ -424,6 +465,10 @@ class _Converter:
             warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law has no negative terms; "
                           "it is used as the propensity of the forward direction (a run stops if it becomes "
                           "negative)", SBMLWarning, stacklevel=4)
+        if self.real_species:
+            warnings.warn(f"{self.file}: species set by assignment rules to values that need not be whole numbers "
+                          f"of molecules are real-valued parameters (not in the results' species): "
+                          f"{', '.join(self.real_species)}", SBMLWarning, stacklevel=4)
         if self.net_rate_split:
             warnings.warn(f"{self.file}: net-rate kinetic laws split by sign into forward (_f) and backward (_r) "
                           f"channels with the law's drift: {', '.join(self.net_rate_split)}", SBMLWarning,
@@ -630,6 +675,70 @@ class _Converter:
                 self.global_value[var] = value
         return values
 
+    def _real_valued_rule_species(self, fixed: list[int]) -> list[int]:
+        """Species whose assignment rule's value need not be a whole number of molecules become real-valued
+        quantities: parameters (of the same id, holding the rule's value in the model's units) that laws,
+        rules and events read; they leave the species (so the results). A rule keeps its species a count
+        when its value is, by its form, a whole number for whole counts (a sum of species with whole
+        coefficients, as ``Pt = P0 + P1``, up to round-off) or when it is a
+        non-boundary reactant or product (which SBML forbids). A boundary species listed by reactions leaves
+        their sides too (reactions never change it; laws read its value). Returns the new fixed indices."""
+        m = self.model
+        rules = {}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if r.isAssignment() and r.getVariable() in self.index and r.isSetMath():
+                rules[r.getVariable()] = r
+        fixed_ids = {self.species[i] for i in fixed}
+        for i in range(m.getNumReactions()):
+            rx = m.getReaction(i)
+            for refs in (rx.getListOfReactants(), rx.getListOfProducts()):
+                for k in range(refs.size()):
+                    if refs.get(k).getSpecies() not in fixed_ids:  # (SBML forbids it; libsbml may not say)
+                        rules.pop(refs.get(k).getSpecies(), None)
+        exprs = {}
+        for sid, r in rules.items():
+            label = f"assignment rule for {sid!r}"
+            exprs[sid] = self._target(sid, self._math(r.getMath(), {}, label, r, allow_time=True), label, r)[1]
+        real: set[int] = set()
+        while True:  # a rule reading a real-valued species is real-valued too
+            more = {self.index[sid] for sid, e in exprs.items() if self.index[sid] not in real and
+                    not self._whole_affine(e, real)}
+            if not more:
+                break
+            real |= more
+        if not real:
+            return fixed
+        self.real_species = [self.species[i] for i in sorted(real)]
+        kept = [s for s in self.species if self.index[s] not in real]
+        self.species = kept
+        self.index = {s: i for i, s in enumerate(kept)}
+        for sid in self.real_species:
+            self.global_value[sid] = None  # set from its rule
+        return [self.index[s] for s in kept if s in fixed_ids]
+
+    def _whole_affine(self, expr: Node, real: set[int]) -> bool:
+        """Whether ``expr`` is c0 + sum_i c_i x_i with whole c0, c_i (within _INT_TOL) and every
+        x_i a count (not in ``real``): whole for whole counts. Constants: numbers, compartment sizes
+        and parameters that nothing assigns."""
+        consts = {c: v for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        consts.update({p: v for p, v in self.global_value.items() if v is not None and p not in self.assigned
+                       and p not in self.initial_assigned})
+        forms: dict[int, tuple[dict[int, float], float] | None] = {}
+        stack: list[tuple[Node, bool]] = [(expr, False)]
+        while stack:
+            n, ready = stack.pop()
+            kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,) if isinstance(n, Neg) else ()
+            if not ready and kids:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            forms[id(n)] = _affine_step(n, forms, consts, real)
+        form = forms[id(expr)]
+        if form is None:
+            return False
+        return all(abs(v - round(v)) <= _INT_TOL * max(1.0, abs(v)) for v in [*form[0].values(), form[1]])
+
     def _count(self, value: float, what: str, element: Any) -> int:
         """A whole number of molecules; an amount that is not one is refused, or rounded with
         ``rounding="nearest"`` (recorded; a non-zero amount that becomes 0 also warns)."""
@@ -687,6 +796,8 @@ class _Converter:
             out["rounded"] = "; ".join(self.rounded)
         if self.rescaled:
             out["fractional_stoichiometry"] = "; ".join(self.rescaled)
+        if self.real_species:
+            out["real_valued_species"] = ", ".join(self.real_species)
         if self.net_rate_split:
             out["net_rate_split"] = ", ".join(self.net_rate_split)
         if self.net_rate_kept:
@@ -922,6 +1033,8 @@ class _Converter:
         for k in range(refs.size()):
             sr = refs.get(k)
             sid = sr.getSpecies()
+            if sid in self.real_species:
+                continue  # a boundary species made real-valued: reactions never change it
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():

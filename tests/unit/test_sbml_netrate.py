@@ -13,7 +13,8 @@ from scipy.stats import norm
 
 from distsim import ssa
 from distsim.errors import ModelError, SBMLWarning
-from distsim.models.arith import Num, Param, Species, parse_arith, to_text
+from distsim.models.arith import Param, Species, Time, evaluate, parse_arith, to_text
+from distsim.models.events import Compare
 from distsim.models.formats.sbml import read_sbml_string
 from distsim.models.mass_action import signed_parts, vanishes_without
 from distsim.ssa.errors import SimulationError
@@ -68,8 +69,6 @@ def test_signed_parts_values_and_limits():
     p, q = signed_parts(law)
     x = rng.uniform(1, 9, size=(50, len(NAMES)))
     env = {"c": 2.0, "kf": 0.7, "K": 3.0, "kr": 0.4}
-    from distsim.models.arith import evaluate
-
     assert np.allclose(evaluate(p, x, env) - evaluate(q, x, env), evaluate(law, x, env), rtol=1e-13)
     big = _parse(" * ".join(f"(A - {k} * B)" for k in range(1, 13)))  # 2^12 terms: refused, not built
     assert signed_parts(big) is None
@@ -205,3 +204,56 @@ def test_boundary_rule_species_leaves_the_reactions():
         net = read_sbml_string(body)
     assert net.species == ("A",) and net.reactions[0].reactants == () and net.reactions[0].products == ((0, 1),)
     assert net.propensities(np.array([6.0]))[0] == pytest.approx(1.5 * 0.25 * 5)  # E = 1.25 from the start
+
+
+# ------------------------------------------------------------------------------------------------
+# triggers linear in time
+
+def _trigger_model(trigger: str) -> str:
+    import libsbml
+
+    ast = libsbml.parseL3Formula(trigger)
+    assert ast is not None, trigger
+    math = libsbml.writeMathMLToString(ast).split("?>", 1)[-1]
+    events = (f'<listOfEvents><event id="stop" useValuesFromTriggerTime="true"><trigger initialValue="false" '
+              f'persistent="true">{math}</trigger><listOfEventAssignments><eventAssignment variable="k"><math '
+              f'xmlns="http://www.w3.org/1998/Math/MathML"><cn>0</cn></math></eventAssignment>'
+              f'</listOfEventAssignments></event></listOfEvents>')
+    return model(sp("A", 0), par("k", 30, constant=False) + par("T", 0.75), rx("birth", {}, {"A": 1}, "k"),
+                 extra=events)
+
+
+@pytest.mark.parametrize("trigger,op,threshold", [
+    ("T - time <= 0", ">=", 0.75),  # BIOMD0000000096's form
+    ("time - T >= 0", ">=", 0.75),
+    ("2 * time - 3 * T > 0", ">", 1.125),
+    ("-(time / 4) + 1 < T", ">", 1.0),
+    ("T <= time", "<=", 0.75),  # (time alone already: kept as written)
+])
+def test_trigger_linear_in_time_becomes_a_time_comparison(trigger, op, threshold):
+    net = read_sbml_string(_trigger_model(trigger))
+    c = net.events[0].trigger
+    assert isinstance(c, Compare) and Time() in (c.left, c.right)
+    side = c.right if c.left == Time() else c.left
+    assert c.op == op and float(evaluate(side, np.zeros((1, 1)), net.params)[0]) == pytest.approx(threshold, rel=1e-15)
+
+
+@pytest.mark.parametrize("trigger", ["time * time > 4", "A * time > 3", "exp(time) > 2", "k * time > 1"])
+def test_trigger_with_time_otherwise_is_refused_at_load(trigger):
+    with pytest.raises(ModelError, match=r"event 'stop': the trigger compares .*linear in time") as e:
+        read_sbml_string(_trigger_model(trigger))
+    assert e.value.line is not None
+
+
+def test_rewritten_trigger_fires_at_the_exact_instant():
+    """Births at k = 30 until the event 'T - time <= 0' sets k = 0 at T = 0.75: A(1) ~ Poisson(22.5),
+    and the run is bit for bit the one with the trigger written 'time >= T'."""
+    kw = dict(t_end=1.0, points=3, realizations=2000, seed=5, quantiles=None, backend="cpu")
+    ds = ssa.simulate(read_sbml_string(_trigger_model("T - time <= 0")), **kw)
+    same = ssa.simulate(read_sbml_string(_trigger_model("time >= T")), **kw)
+    assert np.array_equal(ds["mean"].values, same["mean"].values)
+    assert np.array_equal(ds["variance"].values, same["variance"].values)
+    lam, R = np.array([15.0, 22.5]), 2000
+    mean, var = ds["mean"].values[1:, 0], ds["variance"].values[1:, 0]
+    z = np.concatenate([(mean - lam) / np.sqrt(lam / R), (var - lam) / np.sqrt((lam + 2 * lam ** 2) / R)])
+    assert np.abs(z).max() < _z_limit(z.size), z

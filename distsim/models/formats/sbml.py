@@ -155,7 +155,7 @@ from ...errors import ModelError, SBMLWarning
 from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate, params_of,
                      species_of, to_text)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
-                      apply_rules_at_start, condition_nodes, rule_order)
+                      apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import MassActionShape, mass_action_shape, signed_parts, split_difference, vanishes_without
 from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
@@ -393,6 +393,50 @@ def _affine_step(n: Node, forms: dict, consts: dict[str, float], real: set[int]
             return None
         return ({}, v) if isinstance(v, float) and math.isfinite(v) else None
     return None
+
+
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _linear_step(n: Node, out: dict, consts: dict[str, float]) -> tuple[float, Node] | None:
+    """(a, b) of ``n = a * time + b`` from its operands' (in ``out``; see ``_Converter._linear_in_time``)."""
+    if isinstance(n, Time):
+        return 1.0, Num(0.0)
+    if isinstance(n, Neg):
+        f = out[id(n.arg)]
+        return None if f is None else (-f[0], Neg(f[1]))
+    if not isinstance(n, BinOp):
+        return None
+    a, b = out[id(n.left)], out[id(n.right)]
+    if a is None or b is None:
+        return None
+    zero = Num(0.0)
+    if n.op in "+-":
+        rest = a[1] if b[1] == zero else (b[1] if n.op == "+" else Neg(b[1])) if a[1] == zero \
+            else BinOp(n.op, a[1], b[1])
+        return a[0] + (b[0] if n.op == "+" else -b[0]), rest
+    if n.op == "*" and (a[0] == 0.0 or b[0] == 0.0):
+        const, lin = (n.left, b) if a[0] == 0.0 else (n.right, a)
+        k = _constant(const, consts)
+        if k is None:
+            return None
+        rest = zero if lin[1] == zero else BinOp("*", const, lin[1]) if const is n.left else BinOp("*", lin[1], const)
+        return k * lin[0], rest
+    if n.op == "/" and b[0] == 0.0:
+        k = _constant(n.right, consts)
+        if not k:
+            return None
+        return a[0] / k, zero if a[1] == zero else BinOp("/", a[1], n.right)
+    return None
+
+
+def _constant(n: Node, consts: dict[str, float]) -> float | None:
+    """The value of an expression of numbers and constants (no species, time or assigned parameter)."""
+    if species_of(n) or has_time(n) or any(p not in consts for p in params_of(n)):
+        return None
+    with np.errstate(all="ignore"):
+        v = float(evaluate(n, np.zeros((1, 0)), consts, 0.0)[0])
+    return v if math.isfinite(v) else None
 
 
 class _Converter:
@@ -1188,7 +1232,7 @@ class _Converter:
             if len(kids) < 2 or (t == L.AST_RELATIONAL_NEQ and len(kids) != 2):
                 raise self.err(f"{label}: a relation needs two operands, got {len(kids)}", where)
             ops = [self._math(k, {}, label, where, allow_time=True) for k in kids]
-            pairs = [Compare(rel[t], a, b) for a, b in zip(ops, ops[1:])]
+            pairs = [self._time_alone(Compare(rel[t], a, b), label, where) for a, b in zip(ops, ops[1:])]
             return pairs[0] if len(pairs) == 1 else Logic("and", tuple(pairs))
         logic = {L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor",
                  L.AST_LOGICAL_NOT: "not"}
@@ -1200,6 +1244,44 @@ class _Converter:
             return args[0] if len(args) == 1 and op != "not" else Logic(op, args)
         raise self.err(f"{label}: the trigger must be a relation or logical expression, got "
                        f"{self.ast_names.get(t, t)}", where)
+
+    def _time_alone(self, c: Compare, label: str, where: Any) -> Compare:
+        """A trigger's comparison with ``time`` alone on one side (what the SSA locates exactly): one
+        linear in time, ``a * time + b OP c`` (a a nonzero constant; b, c free of time, as
+        BIOMD0000000096's ``T - time <= 0``), becomes ``time OP' (c - b) / a`` (OP mirrored for a < 0;
+        the same instant up to rounding, exactly for a = +-1); any other use of time is refused."""
+        if not (has_time(c.left) or has_time(c.right)):
+            return c
+        if (isinstance(c.left, Time) and not has_time(c.right)) or (isinstance(c.right, Time) and not has_time(c.left)):
+            return c
+        lin = self._linear_in_time(BinOp("-", c.left, c.right))
+        if lin is None or lin[0] == 0.0 or not math.isfinite(lin[0]):
+            raise self.err(f"{label}: the trigger compares {to_text(c.left, self.species)} {c.op} "
+                           f"{to_text(c.right, self.species)}; distsim locates time in a trigger only in a comparison "
+                           "linear in time with a constant coefficient (as 'time >= 25' or 'T - time <= 0')", where)
+        a, b = lin  # a * time + b OP 0
+        minus_b = b.arg if isinstance(b, Neg) else Neg(b)
+        threshold = minus_b if a == 1.0 else b if a == -1.0 else BinOp("/", minus_b, Num(a))
+        return Compare(c.op if a > 0 else _MIRRORED[c.op], Time(), threshold)
+
+    def _linear_in_time(self, root: Node) -> tuple[float, Node] | None:
+        """(a, b) with ``root = a * time + b`` (a a number, b free of time), or None (explicit stack)."""
+        consts = {c: v for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        consts.update({p: v for p, v in self.global_value.items() if v is not None and p not in self.assigned})
+        out: dict[int, tuple[float, Node] | None] = {}
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if not has_time(n):
+                out[id(n)] = (0.0, n)
+                continue
+            kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,) if isinstance(n, Neg) else ()
+            if not ready and kids:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            out[id(n)] = _linear_step(n, out, consts)
+        return out[id(root)]
 
     # ---- math ------------------------------------------------------------------------------------
 

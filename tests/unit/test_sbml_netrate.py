@@ -257,3 +257,35 @@ def test_rewritten_trigger_fires_at_the_exact_instant():
     mean, var = ds["mean"].values[1:, 0], ds["variance"].values[1:, 0]
     z = np.concatenate([(mean - lam) / np.sqrt(lam / R), (var - lam) / np.sqrt((lam + 2 * lam ** 2) / R)])
     assert np.abs(z).max() < _z_limit(z.size), z
+
+
+# ------------------------------------------------------------------------------------------------
+# curated BioModels of each class (tests/data/biomodels/PROVENANCE.md): load and a short run
+
+@pytest.mark.parametrize("model_id,system_size,key,expect,t_end", [
+    ("BIOMD0000000057", 1e3, "net_rate_split", "v1, v2, v5", 1.0),
+    ("BIOMD0000000060", 1e3, "net_rate_split", "Closed_state_1, Open_state_2", 0.01),  # fast channel gating
+    ("BIOMD0000000115", 1e3, "net_rate_split", "reaction_0000002 (irreversible), reaction_0000004 (irreversible)",
+     1.0),
+    ("BIOMD0000000056", 333.0, "real_valued_species", "BCK2, CLN3, MCM1, SBF", 1.0),
+    ("BIOMD0000000144", 1e3, "real_valued_species", "Wee1Pc", 1.0),
+    ("BIOMD0000000096", 20.3, None, "time >= Day_in_hours", 1.0),
+    ("BIOMD0000000097", 66.7, None, "time >= Day_in_hours", 1.0),
+])
+def test_curated_biomodels_of_the_classes_load_and_run(model_id, system_size, key, expect, t_end):
+    """Each stopped before (negative propensity, a non-whole rule count, a trigger with time inside
+    an expression); system_size as in the coverage run (the largest initial amount near 1000)."""
+    from distsim.models.events import condition_text
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SBMLWarning)
+        net = ssa.load(BIOMODELS / f"{model_id}.xml", system_size=system_size, rounding="nearest")
+    if key is None:
+        assert condition_text(net.events[0].trigger, net.species) == expect
+    else:
+        assert dict(net.metadata)[key] == expect
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # (reaching max_events would warn)
+        ds = ssa.simulate(net, t_end=t_end, points=3, realizations=4, seed=1, quantiles=None, backend="cpu",
+                          max_events=200_000)
+    assert ds["mean"].shape == (3, net.n_species) and np.isfinite(ds["mean"].values).all()

@@ -289,3 +289,12 @@ def test_curated_biomodels_of_the_classes_load_and_run(model_id, system_size, ke
         ds = ssa.simulate(net, t_end=t_end, points=3, realizations=4, seed=1, quantiles=None, backend="cpu",
                           max_events=200_000)
     assert ds["mean"].shape == (3, net.n_species) and np.isfinite(ds["mean"].values).all()
+
+
+def test_gram_substance_unit_asks_for_system_size():
+    """A species in gram (BIOMD0000000244, 353) is refused with the system_size= hint, and reads with it."""
+    body = model(sp("A", 2.5), par("k", 1), rx("R", {"A": 1}, {}, "k * A"))
+    body = body.replace('<species id="A"', '<species id="A" substanceUnits="gram"')
+    with pytest.raises(ModelError, match=r"species 'A': substance unit 'gram' .*pass system_size="):
+        read_sbml_string(body)
+    assert read_sbml_string(body, system_size=4.0).initial == (10,)

@@ -69,10 +69,27 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B); a rate
   that events or rules change counts as a rate here (the two laws then stay general laws).
   A mass-action law of the forward direction alone is accepted as it is (GillesPy2 and antimony
-  mark most reactions reversible). Any other law of a reversible reaction is used as the
-  forward propensity, with one :class:`SBMLWarning` listing such reactions (a run stops with an
-  error if a propensity becomes negative).
-* ``"forward"``: never split; the law is the forward propensity (what GillesPy2 and
+  mark most reactions reversible). **Net rates**: any other law with negative terms -- Michaelis-Menten
+  denominators, modifiers, a parameter divisor (BIOMD0000000332 ``konIX*IX_f*LIPID/nva -
+  koffIX*IX_l``), ``-Vmax * (F - B) / D`` -- is split by sign (:func:`~distsim.models.mass_action.signed_parts`:
+  products and quotients distributed over sums and differences; falling factorials ``x - k``,
+  calls, powers and denominators of both signs stay whole): its positive terms are the propensity of
+  ``<id>_f`` (reactants -> products), its negative terms, negated, that of ``<id>_r`` (products ->
+  reactants), each a general law (or mass action where it has that shape). The CME then has the
+  ODE's drift exactly; each channel's propensity is still checked at run time (a run stops, naming
+  the channel and its law, if one becomes negative). This is SBMLToolkit.jl's reading of reversible
+  laws (its ``get_unidirectional_components`` separates the terms by sign for stochastic
+  simulation) and COPASI's "convert to irreversible" (a law ``F - B`` becomes two reactions);
+  GillesPy2 and libRoadRunner's gillespie use the law as one propensity (``"forward"``). The
+  metadata's ``net_rate_split`` lists the reactions split, with one :class:`SBMLWarning`. A
+  reversible law without negative terms is used as the forward propensity, with one
+  :class:`SBMLWarning` listing such reactions.
+  **Irreversible reactions** whose law has negative terms (a net rate, as BIOMD0000000058's
+  ``diffusion``, ``D * (c2 - c1)``) are split the same way only where the backward channel is a
+  well-defined propensity: it consumes at most one molecule of each (non-fixed) species, and that
+  species is a factor of every negative term, so the channel cannot fire without it; otherwise the law
+  stays the forward propensity (metadata ``net_rate_not_split``, with the reason).
+* ``"forward"``: never split (reversible or not); the law is the forward propensity (what GillesPy2 and
   libRoadRunner do).
 * ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
 
@@ -94,7 +111,16 @@ must then be whole (above). Assignments to compartments are refused.
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``, ``delay``: CPU only), assignments to species
 (as counts: the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
-rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
+rule's species is the rule's value at t = 0). A species set by an assignment rule is never changed by
+reactions, so its value need not be whole: unless the rule is, by its form, whole for whole counts
+(a sum of species with whole coefficients, ``Pt = P0 + P1``; round-off within 1e-9 is accepted), the
+species becomes a **real-valued parameter** of the same id holding the rule's value in the model's
+units (BIOMD0000000056's ``BCK2`` = b0 x MASS = 21.708), read as a real by laws, rules and events; it
+leaves the species (and reaction sides, for a boundary species), is listed in the metadata's
+``real_valued_species`` and in one :class:`SBMLWarning`. A trigger comparison linear in ``time``
+(``a * time + b OP c``, a a nonzero constant, as BIOMD0000000096's ``T - time <= 0``) becomes the
+time comparison ``time OP' (c - b) / a`` that the SSA locates exactly; any other use of time in a
+trigger is refused at load. :func:`distsim.ssa.simulate` simulates them exactly
 (:mod:`distsim.models.events`); rate inference refuses them. **Rate rules** for parameters (with an
 initial value) are read into ``net.rate_rules``, and kinetic laws may read ``time``, sin and cos:
 the SSA's hybrid loop integrates them on CPUs (:mod:`distsim.ssa.hybrid_ops`); a rate rule for a
@@ -959,6 +985,9 @@ class _Converter:
         (products -> reactants; its negative terms, negated), so the drift is the law's. An irreversible
         reaction is split only where the backward channel is a well-defined propensity (zero when a
         species it consumes is absent); else None (as when the law has no negative terms)."""
+        # The field's convention: SBMLToolkit.jl (src/reactions.jl, get_unidirectional_components) splits a
+        # reversible law's terms by sign for stochastic simulation; COPASI's "convert to irreversible"
+        # turns F - B into two reactions. GillesPy2 keeps the law whole (reversible="forward" here).
         shape = self._shape(law, lenient=True)
         if shape is not None and shape.orders == dict(reac):
             return None  # mass action (its falling factorials have minus signs)

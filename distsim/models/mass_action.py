@@ -30,7 +30,8 @@ from typing import Mapping
 
 from .arith import BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species
 
-__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "vanishes_without", "UNIT_TOLERANCE"]
+__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "mixed_factors", "vanishes_without",
+           "UNIT_TOLERANCE"]
 
 UNIT_TOLERANCE = 1e-12  # |c - 1| below which the constant factor counts as 1 (float rounding of V * (1/V) etc.)
 _MAX_POWER = 64
@@ -303,3 +304,21 @@ def vanishes_without(node: Node, i: int) -> bool:
         else:
             zero[id(n)] = False
     return zero[id(node)]
+
+
+def mixed_factors(law: Node, negative: frozenset[str] | set[str] = frozenset()) -> int:
+    """How many factors of ``law`` (the operands of its top-level products and quotients) have terms
+    of both signs by :func:`signed_parts` (``(100 - 2 * P2) * (99 - 2 * P2)``: 2, a falling factorial in
+    disguise, never negative on whole counts; ``D * (c2 - c1)``: 1, a net rate)."""
+    count = 0
+    stack = [law]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, BinOp) and n.op in "*/":
+            stack.extend((n.left, n.right))
+        elif isinstance(n, Neg):
+            stack.append(n.arg)
+        else:
+            parts = signed_parts(n, negative)
+            count += parts is not None and parts[0] is not None and parts[1] is not None
+    return count

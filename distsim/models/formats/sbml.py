@@ -87,8 +87,10 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   **Irreversible reactions** whose law has negative terms (a net rate, as BIOMD0000000058's
   ``diffusion``, ``D * (c2 - c1)``) are split the same way only where the backward channel is a
   well-defined propensity: it consumes at most one molecule of each (non-fixed) species, and that
-  species is a factor of every negative term, so the channel cannot fire without it; otherwise the law
-  stays the forward propensity (metadata ``net_rate_not_split``, with the reason).
+  species is a factor of every negative term, so the channel cannot fire without it, and only one
+  factor of the law has terms of both signs (DSMTS 00034's ``0.5 * k1 * (100 - 2 * P2) * (99 - 2 * P2)``
+  is a falling factorial, never negative); otherwise the law stays the forward propensity (metadata
+  ``net_rate_not_split``, with the reason).
 * ``"forward"``: never split (reversible or not); the law is the forward propensity (what GillesPy2 and
   libRoadRunner do).
 * ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
@@ -182,7 +184,8 @@ from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Sp
                      species_of, to_text)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
-from ..mass_action import MassActionShape, mass_action_shape, signed_parts, split_difference, vanishes_without
+from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
+                           vanishes_without)
 from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
@@ -383,16 +386,22 @@ def _error_text(e: Any) -> str:
     return short or detail
 
 
-def _affine_step(n: Node, forms: dict, consts: dict[str, float], real: set[int]
+def _whole(form: tuple[dict[int, float], float] | None) -> bool:
+    """Whether an affine form has whole coefficients and constant (within _INT_TOL, relative)."""
+    return form is not None and all(abs(v - round(v)) <= _INT_TOL * max(1.0, abs(v))
+                                    for v in [*form[0].values(), form[1]])
+
+
+def _affine_step(n: Node, forms: dict, consts: dict[str, float], real: set[int], params: dict
                  ) -> tuple[dict[int, float], float] | None:
     """The affine form ({species: coefficient}, constant) of node ``n`` from its operands' (in
-    ``forms``), or None when it is not affine in the counts (see ``_Converter._whole_affine``)."""
+    ``forms``), or None when it is not affine in the counts (see ``_Converter._affine``)."""
     if isinstance(n, Num):
         return {}, n.value
     if isinstance(n, Species):
         return None if n.index in real else ({n.index: 1.0}, 0.0)
     if isinstance(n, Param):
-        return ({}, float(consts[n.name])) if n.name in consts else None
+        return ({}, float(consts[n.name])) if n.name in consts else params.get(n.name)
     if isinstance(n, Neg):
         f = forms[id(n.arg)]
         return None if f is None else ({i: -c for i, c in f[0].items()}, -f[1])
@@ -770,10 +779,19 @@ class _Converter:
         for sid, r in rules.items():
             label = f"assignment rule for {sid!r}"
             exprs[sid] = self._target(sid, self._math(r.getMath(), {}, label, r, allow_time=True), label, r)[1]
+        by_param = {}  # parameters' rules, whose affine forms a species' rule may read
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if r.isAssignment() and r.getVariable() in self.global_value and r.isSetMath():
+                by_param[r.getVariable()] = self._math(r.getMath(), {}, f"assignment rule for {r.getVariable()!r}", r,
+                                                       allow_time=True)
         real: set[int] = set()
         while True:  # a rule reading a real-valued species is real-valued too
+            forms: dict[str, tuple[dict[int, float], float] | None] = {}
+            for _ in range(len(by_param)):  # (rules are acyclic: this many passes reach every form)
+                forms = {p: self._affine(e, real, forms) for p, e in by_param.items()}
             more = {self.index[sid] for sid, e in exprs.items() if self.index[sid] not in real and
-                    not self._whole_affine(e, real)}
+                    not _whole(self._affine(e, real, forms))}
             if not more:
                 break
             real |= more
@@ -787,14 +805,14 @@ class _Converter:
             self.global_value[sid] = None  # set from its rule
         return [self.index[s] for s in kept if s in fixed_ids]
 
-    def _whole_affine(self, expr: Node, real: set[int]) -> bool:
-        """Whether ``expr`` is c0 + sum_i c_i x_i with whole c0, c_i (within _INT_TOL) and every
-        x_i a count (not in ``real``): whole for whole counts. Constants: numbers, compartment sizes
-        and parameters that nothing assigns."""
+    def _affine(self, expr: Node, real: set[int], forms: dict) -> tuple[dict[int, float], float] | None:
+        """``expr`` as c0 + sum_i c_i x_i ({i: c_i}, c0) over counts x_i (not in ``real``), or None.
+        Constants: numbers, compartment sizes and parameters that nothing assigns; a parameter with an
+        assignment rule stands for its rule's form (``forms``)."""
         consts = {c: v for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
         consts.update({p: v for p, v in self.global_value.items() if v is not None and p not in self.assigned
                        and p not in self.initial_assigned})
-        forms: dict[int, tuple[dict[int, float], float] | None] = {}
+        out: dict[int, tuple[dict[int, float], float] | None] = {}
         stack: list[tuple[Node, bool]] = [(expr, False)]
         while stack:
             n, ready = stack.pop()
@@ -803,11 +821,8 @@ class _Converter:
                 stack.append((n, True))
                 stack.extend((k, False) for k in kids)
                 continue
-            forms[id(n)] = _affine_step(n, forms, consts, real)
-        form = forms[id(expr)]
-        if form is None:
-            return False
-        return all(abs(v - round(v)) <= _INT_TOL * max(1.0, abs(v)) for v in [*form[0].values(), form[1]])
+            out[id(n)] = _affine_step(n, out, consts, real, forms)
+        return out[id(expr)]
 
     def _count(self, value: float, what: str, element: Any) -> int:
         """A whole number of molecules; an amount that is not one is refused, or rounded with
@@ -999,6 +1014,8 @@ class _Converter:
         fwd, bwd = parts
         if irreversible:
             why = self._backward_undefined(bwd, reac, prod)
+            if not why and mixed_factors(law, negative) > 1:
+                why = "a product of several factors with negative terms, as a falling factorial: one propensity"
             if why:
                 self.net_rate_kept.append(f"{rid} ({why})")
                 return None

@@ -174,7 +174,8 @@ def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset()) -
     differences: ``V * (kf*A/(K + A) - kr*B)`` gives ``(V*(kf*A/(K + A)), V*(kr*B))``. Factors are
     species, parameters (those in ``negative`` count as negative), numbers by their sign, and -- each
     as a whole -- falling-factorial factors ``x - k``, calls and powers (their sign is checked at run
-    time); a denominator with terms of both signs is kept whole. None when the parts would be more than
+    time); a denominator with terms of both signs divides both parts whole (``1 + a - b``: its
+    sign, like every factor's, is checked at run time). None when the parts would be more than
     four times the law's size (plus 64 nodes). Without recursion (explicit stack)."""
     done: dict[int, tuple[Node | None, Node | None]] = {}
     stack: list[tuple[Node, bool]] = [(law, False)]
@@ -228,11 +229,9 @@ def _signed(n: Node, done: dict, negative: frozenset[str] | set[str]) -> tuple[N
     if n.op == "*":
         return _add(_mul(pa, pb), _mul(na, nb)), _add(_mul(pa, nb), _mul(na, pb))
     if n.op == "/":
-        if nb is None and pb is not None:
-            return _div(pa, n.right), _div(na, n.right)
         if pb is None and nb is not None:
             return _div(na, nb), _div(pa, nb)
-        return n, None  # a denominator of both signs (or zero): kept whole
+        return _div(pa, n.right), _div(na, n.right)  # a denominator of both signs stays whole
     return n, None  # '^': a power is one factor (its sign is checked at run time)
 
 

@@ -52,7 +52,7 @@ def _boundary(sid: str, amount: float) -> str:
     ("kon * A * L / nva - koff * B", "kon * A * L / nva", "koff * B"),
     ("k * (B - A)", "k * B", "k * A"),
     ("k * A * (A - 1) / 2", "k * A * (A - 1) / 2", None),  # a falling factorial is one factor
-    ("k * A / (K - B)", "k * A / (K - B)", None),  # a denominator of both signs stays whole
+    ("k * (A - C) / (K - B)", "k * A / (K - B)", "k * C / (K - B)"),  # a denominator of both signs stays whole
     ("kneg * A", None, "-kneg * A"),  # a parameter known to be negative
     ("(A - B) * (C - D)", "A * C + B * D", "A * D + B * C"),
 ])

@@ -424,9 +424,9 @@ def _affine_step(n: Node, forms: dict, consts: dict[str, float], real: set[int],
     if n.op == "^" and not a[0] and not b[0]:
         try:
             v = float(a[1] ** b[1])
-        except (OverflowError, ZeroDivisionError):
+        except (OverflowError, ZeroDivisionError, TypeError):  # (TypeError: a complex power)
             return None
-        return ({}, v) if isinstance(v, float) and math.isfinite(v) else None
+        return ({}, v) if math.isfinite(v) else None
     return None
 
 
@@ -516,7 +516,6 @@ class _Converter:
         self._compartments()
         self.initial_assigned = {m.getInitialAssignment(i).getSymbol() for i in range(m.getNumInitialAssignments())}
         fixed = self._species()
-        self.fixed = set(fixed)
         self._units()
         self.global_value: dict[str, float | None] = {}
         for i in range(m.getNumParameters()):
@@ -541,8 +540,8 @@ class _Converter:
             raise self.err("the model has no reactions", m)
         if self.forward_only:
             names = ", ".join(repr(n) for n in self.forward_only)
-            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law has no negative terms; "
-                          "it is used as the propensity of the forward direction (a run stops if it becomes "
+            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law has no negative terms (or too many "
+                          "to split); it is used as the propensity of the forward direction (a run stops if it becomes "
                           "negative)", SBMLWarning, stacklevel=4)
         if self.real_species:
             warnings.warn(f"{self.file}: species set by assignment rules to values that need not be whole numbers "

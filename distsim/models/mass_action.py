@@ -18,7 +18,8 @@ constant made of numbers and compartment sizes. Species factors must be the fall
 ``c == 1`` (theta is then the parameter itself, so rate inference can use it) or when there is no
 parameter (theta = ``c``); otherwise the law stays a general law (same propensity).
 :func:`split_difference` splits ``F - B`` (possibly times common factors, ``V * (F - B)``) for
-reversible reactions.
+reversible reactions; :func:`signed_parts` splits any law into its positive and negative terms
+(the general net-rate split of the SBML reader).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .arith import BinOp, Neg, Node, Num, Param, Species
+from .arith import BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species
 
-__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "UNIT_TOLERANCE"]
+__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "mixed_factors", "vanishes_without",
+           "UNIT_TOLERANCE"]
 
 UNIT_TOLERANCE = 1e-12  # |c - 1| below which the constant factor counts as 1 (float rounding of V * (1/V) etc.)
 _MAX_POWER = 64
@@ -164,3 +166,158 @@ def split_difference(law: Node) -> tuple[Node, Node] | None:
                         return BinOp("*", inner[0], other), BinOp("*", inner[1], other)
                     return BinOp("*", other, inner[0]), BinOp("*", other, inner[1])
     return None
+
+
+def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset()) -> tuple[Node | None, Node | None] | None:
+    """``(P, N)`` with ``law = P - N`` where P and N are sums of products of factors taken as
+    non-negative (None: no such terms), found by distributing products and quotients over sums and
+    differences: ``V * (kf*A/(K + A) - kr*B)`` gives ``(V*(kf*A/(K + A)), V*(kr*B))``. Factors are
+    species, parameters (those in ``negative`` count as negative), numbers by their sign, and -- each
+    as a whole -- falling-factorial factors ``x - k``, calls and powers (their sign is checked at run
+    time); a denominator with terms of both signs divides both parts whole (``1 + a - b``: its
+    sign, like every factor's, is checked at run time). None when the parts would be more than
+    four times the law's size (plus 64 nodes). Without recursion (explicit stack)."""
+    done: dict[int, tuple[Node | None, Node | None]] = {}
+    stack: list[tuple[Node, bool]] = [(law, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in done:
+            continue
+        if _falling_factor(n):
+            done[id(n)] = (n, None)
+            continue
+        kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,) if isinstance(n, Neg) else ()
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        done[id(n)] = _signed(n, done, negative)
+    p, q = done[id(law)]
+    limit = 4 * _size(law) + 64
+    if (p is not None and _size(p) > limit) or (q is not None and _size(q) > limit):
+        return None
+    return p, q
+
+
+def _falling_factor(n: Node) -> bool:
+    """``x - k`` (x a species' symbol: ``Species``, or it divided by something; k >= 0 a number): a
+    factor of a falling factorial ``x (x - 1) ...``, one factor for :func:`signed_parts`."""
+    if not (isinstance(n, BinOp) and n.op == "-" and isinstance(n.right, Num) and n.right.value >= 0):
+        return False
+    x = n.left
+    while isinstance(x, BinOp) and x.op == "/":
+        x = x.left
+    return isinstance(x, Species)
+
+
+def _signed(n: Node, done: dict, negative: frozenset[str] | set[str]) -> tuple[Node | None, Node | None]:
+    """(P, N) of one node from those of its operands (already in ``done``)."""
+    if isinstance(n, Num):
+        return (n, None) if n.value > 0 else (None, Num(-n.value)) if n.value < 0 else (None, None)
+    if isinstance(n, Param) and n.name in negative:
+        return None, Neg(n)
+    if isinstance(n, Neg):
+        p, q = done[id(n.arg)]
+        return q, p
+    if not isinstance(n, BinOp):
+        return n, None
+    (pa, na), (pb, nb) = done[id(n.left)], done[id(n.right)]
+    if n.op == "+":
+        return _add(pa, pb), _add(na, nb)
+    if n.op == "-":
+        return _add(pa, nb), _add(na, pb)
+    if n.op == "*":
+        return _add(_mul(pa, pb), _mul(na, nb)), _add(_mul(pa, nb), _mul(na, pb))
+    if n.op == "/":
+        if pb is None and nb is not None:
+            return _div(na, nb), _div(pa, nb)
+        return _div(pa, n.right), _div(na, n.right)  # a denominator of both signs stays whole
+    return n, None  # '^': a power is one factor (its sign is checked at run time)
+
+
+def _add(a: Node | None, b: Node | None) -> Node | None:
+    return b if a is None else a if b is None else BinOp("+", a, b)
+
+
+def _mul(a: Node | None, b: Node | None) -> Node | None:
+    if a is None or b is None:
+        return None
+    return b if a == Num(1.0) else a if b == Num(1.0) else BinOp("*", a, b)
+
+
+def _div(a: Node | None, b: Node) -> Node | None:
+    return None if a is None else BinOp("/", a, b)
+
+
+def _size(root: Node) -> int:
+    """Nodes of the tree as written out (shared subtrees counted each time), without expanding it."""
+    size: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in size:
+            continue
+        kids = _kids(n)
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        size[id(n)] = 1 + sum(size[id(k)] for k in kids)
+    return size[id(root)]
+
+
+def _kids(n: Node) -> tuple[Node, ...]:
+    if isinstance(n, BinOp):
+        return n.left, n.right
+    if isinstance(n, Neg):
+        return (n.arg,)
+    if isinstance(n, (Call, Relation)):
+        return tuple(n.args)
+    if isinstance(n, Piecewise):
+        return tuple(k for piece in n.pieces for k in piece) + (n.otherwise,)
+    return ()
+
+
+def vanishes_without(node: Node, i: int) -> bool:
+    """Whether ``node`` is 0 whenever species ``i`` is 0 by its form: species i is a factor of every
+    term (a factor of a product, the numerator of a quotient, the base of a positive power)."""
+    zero: dict[int, bool] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in zero:
+            continue
+        kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,) if isinstance(n, Neg) else ()
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        if isinstance(n, Species):
+            zero[id(n)] = n.index == i
+        elif isinstance(n, Neg):
+            zero[id(n)] = zero[id(n.arg)]
+        elif isinstance(n, BinOp):
+            a, b = zero[id(n.left)], zero[id(n.right)]
+            zero[id(n)] = {"*": a or b, "/": a, "+": a and b, "-": a and b,
+                           "^": a and isinstance(n.right, Num) and n.right.value > 0}[n.op]
+        else:
+            zero[id(n)] = False
+    return zero[id(node)]
+
+
+def mixed_factors(law: Node, negative: frozenset[str] | set[str] = frozenset()) -> int:
+    """How many factors of ``law`` (the operands of its top-level products and quotients) have terms
+    of both signs by :func:`signed_parts` (``(100 - 2 * P2) * (99 - 2 * P2)``: 2, a falling factorial in
+    disguise, never negative on whole counts; ``D * (c2 - c1)``: 1, a net rate)."""
+    count = 0
+    stack = [law]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, BinOp) and n.op in "*/":
+            stack.extend((n.left, n.right))
+        elif isinstance(n, Neg):
+            stack.append(n.arg)
+        else:
+            parts = signed_parts(n, negative)
+            count += parts is not None and parts[0] is not None and parts[1] is not None
+    return count

@@ -69,10 +69,29 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   (reactants -> products, propensity F) and ``<id>_r`` (products -> reactants, propensity B); a rate
   that events or rules change counts as a rate here (the two laws then stay general laws).
   A mass-action law of the forward direction alone is accepted as it is (GillesPy2 and antimony
-  mark most reactions reversible). Any other law of a reversible reaction is used as the
-  forward propensity, with one :class:`SBMLWarning` listing such reactions (a run stops with an
-  error if a propensity becomes negative).
-* ``"forward"``: never split; the law is the forward propensity (what GillesPy2 and
+  mark most reactions reversible). **Net rates**: any other law with negative terms -- Michaelis-Menten
+  denominators, modifiers, a parameter divisor (BIOMD0000000332 ``konIX*IX_f*LIPID/nva -
+  koffIX*IX_l``), ``-Vmax * (F - B) / D`` -- is split by sign (:func:`~distsim.models.mass_action.signed_parts`:
+  products and quotients distributed over sums and differences; falling factorials ``x - k``,
+  calls, powers and denominators of both signs stay whole): its positive terms are the propensity of
+  ``<id>_f`` (reactants -> products), its negative terms, negated, that of ``<id>_r`` (products ->
+  reactants), each a general law (or mass action where it has that shape). The CME then has the
+  ODE's drift exactly; each channel's propensity is still checked at run time (a run stops, naming
+  the channel and its law, if one becomes negative). This is SBMLToolkit.jl's reading of reversible
+  laws (its ``get_unidirectional_components`` separates the terms by sign for stochastic
+  simulation) and COPASI's "convert to irreversible" (a law ``F - B`` becomes two reactions);
+  GillesPy2 and libRoadRunner's gillespie use the law as one propensity (``"forward"``). The
+  metadata's ``net_rate_split`` lists the reactions split, with one :class:`SBMLWarning`. A
+  reversible law without negative terms is used as the forward propensity, with one
+  :class:`SBMLWarning` listing such reactions.
+  **Irreversible reactions** whose law has negative terms (a net rate, as BIOMD0000000058's
+  ``diffusion``, ``D * (c2 - c1)``) are split the same way only where the backward channel is a
+  well-defined propensity: it consumes at most one molecule of each (non-fixed) species, and that
+  species is a factor of every negative term, so the channel cannot fire without it, and only one
+  factor of the law has terms of both signs (DSMTS 00034's ``0.5 * k1 * (100 - 2 * P2) * (99 - 2 * P2)``
+  is a falling factorial, never negative); otherwise the law stays the forward propensity (metadata
+  ``net_rate_not_split``, with the reason).
+* ``"forward"``: never split (reversible or not); the law is the forward propensity (what GillesPy2 and
   libRoadRunner do).
 * ``"error"``: split as ``"split"`` does, and refuse any other reversible reaction.
 
@@ -94,7 +113,16 @@ must then be whole (above). Assignments to compartments are refused.
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``, ``delay``: CPU only), assignments to species
 (as counts: the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
-rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
+rule's species is the rule's value at t = 0). A species set by an assignment rule is never changed by
+reactions, so its value need not be whole: unless the rule is, by its form, whole for whole counts
+(a sum of species with whole coefficients, ``Pt = P0 + P1``; round-off within 1e-9 is accepted), the
+species becomes a **real-valued parameter** of the same id holding the rule's value in the model's
+units (BIOMD0000000056's ``BCK2`` = b0 x MASS = 21.708), read as a real by laws, rules and events; it
+leaves the species (and reaction sides, for a boundary species), is listed in the metadata's
+``real_valued_species`` and in one :class:`SBMLWarning`. A trigger comparison linear in ``time``
+(``a * time + b OP c``, a a nonzero constant, as BIOMD0000000096's ``T - time <= 0``) becomes the
+time comparison ``time OP' (c - b) / a`` that the SSA locates exactly; any other use of time in a
+trigger is refused at load. :func:`distsim.ssa.simulate` simulates them exactly
 (:mod:`distsim.models.events`); rate inference refuses them. **Rate rules** for parameters (with an
 initial value) are read into ``net.rate_rules``, and kinetic laws may read ``time``, sin and cos:
 the SSA's hybrid loop integrates them on CPUs (:mod:`distsim.ssa.hybrid_ops`); a rate rule for a
@@ -155,8 +183,9 @@ from ...errors import ModelError, SBMLWarning
 from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate, params_of,
                      species_of, to_text)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
-                      apply_rules_at_start, condition_nodes, rule_order)
-from ..mass_action import MassActionShape, mass_action_shape, split_difference
+                      apply_rules_at_start, condition_nodes, has_time, rule_order)
+from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
+                           vanishes_without)
 from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
@@ -357,6 +386,94 @@ def _error_text(e: Any) -> str:
     return short or detail
 
 
+def _whole(form: tuple[dict[int, float], float] | None) -> bool:
+    """Whether an affine form has whole coefficients and constant (within _INT_TOL, relative)."""
+    return form is not None and all(abs(v - round(v)) <= _INT_TOL * max(1.0, abs(v))
+                                    for v in [*form[0].values(), form[1]])
+
+
+def _affine_step(n: Node, forms: dict, consts: dict[str, float], real: set[int], params: dict
+                 ) -> tuple[dict[int, float], float] | None:
+    """The affine form ({species: coefficient}, constant) of node ``n`` from its operands' (in
+    ``forms``), or None when it is not affine in the counts (see ``_Converter._affine``)."""
+    if isinstance(n, Num):
+        return {}, n.value
+    if isinstance(n, Species):
+        return None if n.index in real else ({n.index: 1.0}, 0.0)
+    if isinstance(n, Param):
+        return ({}, float(consts[n.name])) if n.name in consts else params.get(n.name)
+    if isinstance(n, Neg):
+        f = forms[id(n.arg)]
+        return None if f is None else ({i: -c for i, c in f[0].items()}, -f[1])
+    if not isinstance(n, BinOp):
+        return None
+    a, b = forms[id(n.left)], forms[id(n.right)]
+    if a is None or b is None:
+        return None
+    if n.op in "+-":
+        sign = 1.0 if n.op == "+" else -1.0
+        out = dict(a[0])
+        for i, c in b[0].items():
+            out[i] = out.get(i, 0.0) + sign * c
+        return out, a[1] + sign * b[1]
+    if n.op == "*" and (not a[0] or not b[0]):
+        (lin, c0), k = (b, a[1]) if not a[0] else (a, b[1])
+        return {i: k * c for i, c in lin.items()}, k * c0
+    if n.op == "/" and not b[0] and b[1] != 0:
+        return {i: c / b[1] for i, c in a[0].items()}, a[1] / b[1]
+    if n.op == "^" and not a[0] and not b[0]:
+        try:
+            v = float(a[1] ** b[1])
+        except (OverflowError, ZeroDivisionError, TypeError):  # (TypeError: a complex power)
+            return None
+        return ({}, v) if math.isfinite(v) else None
+    return None
+
+
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _linear_step(n: Node, out: dict, consts: dict[str, float]) -> tuple[float, Node] | None:
+    """(a, b) of ``n = a * time + b`` from its operands' (in ``out``; see ``_Converter._linear_in_time``)."""
+    if isinstance(n, Time):
+        return 1.0, Num(0.0)
+    if isinstance(n, Neg):
+        f = out[id(n.arg)]
+        return None if f is None else (-f[0], Neg(f[1]))
+    if not isinstance(n, BinOp):
+        return None
+    a, b = out[id(n.left)], out[id(n.right)]
+    if a is None or b is None:
+        return None
+    zero = Num(0.0)
+    if n.op in "+-":
+        rest = a[1] if b[1] == zero else (b[1] if n.op == "+" else Neg(b[1])) if a[1] == zero \
+            else BinOp(n.op, a[1], b[1])
+        return a[0] + (b[0] if n.op == "+" else -b[0]), rest
+    if n.op == "*" and (a[0] == 0.0 or b[0] == 0.0):
+        const, lin = (n.left, b) if a[0] == 0.0 else (n.right, a)
+        k = _constant(const, consts)
+        if k is None:
+            return None
+        rest = zero if lin[1] == zero else BinOp("*", const, lin[1]) if const is n.left else BinOp("*", lin[1], const)
+        return k * lin[0], rest
+    if n.op == "/" and b[0] == 0.0:
+        k = _constant(n.right, consts)
+        if not k:
+            return None
+        return a[0] / k, zero if a[1] == zero else BinOp("/", a[1], n.right)
+    return None
+
+
+def _constant(n: Node, consts: dict[str, float]) -> float | None:
+    """The value of an expression of numbers and constants (no species, time or assigned parameter)."""
+    if species_of(n) or has_time(n) or any(p not in consts for p in params_of(n)):
+        return None
+    with np.errstate(all="ignore"):
+        v = float(evaluate(n, np.zeros((1, 0)), consts, 0.0)[0])
+    return v if math.isfinite(v) else None
+
+
 class _Converter:
     def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str,
                  system_size: float | None, rounding: str):
@@ -376,6 +493,9 @@ class _Converter:
         self.ast_names = {getattr(libsbml, n): n for n in dir(libsbml)
                           if n.startswith("AST_") and isinstance(getattr(libsbml, n), int)}
         self.forward_only: list[str] = []
+        self.real_species: list[str] = []  # assignment-rule species simulated as real-valued parameters
+        self.net_rate_split: list[str] = []  # reactions split by the signs of their law's terms
+        self.net_rate_kept: list[str] = []  # irreversible net-rate laws left whole, and why
         L = libsbml
         self.operators = {L.AST_PLUS, L.AST_TIMES, L.AST_MINUS, L.AST_DIVIDE, L.AST_POWER, L.AST_FUNCTION_POWER,
                           L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
@@ -406,6 +526,8 @@ class _Converter:
         self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
         self.local_value: dict[str, float] = {}
         self.assigned = self._assigned_ids()
+        fixed = self._real_valued_rule_species(fixed)
+        self.fixed = set(fixed)
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
@@ -418,9 +540,17 @@ class _Converter:
             raise self.err("the model has no reactions", m)
         if self.forward_only:
             names = ", ".join(repr(n) for n in self.forward_only)
-            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law is not a difference of "
-                          "two mass-action terms; it is used as the propensity of the forward direction (a run "
-                          "stops if it becomes negative)", SBMLWarning, stacklevel=4)
+            warnings.warn(f"{self.file}: reversible reaction(s) {names}: the kinetic law has no negative terms (or too many "
+                          "to split); it is used as the propensity of the forward direction (a run stops if it becomes "
+                          "negative)", SBMLWarning, stacklevel=4)
+        if self.real_species:
+            warnings.warn(f"{self.file}: species set by assignment rules to values that need not be whole numbers "
+                          f"of molecules are real-valued parameters (not in the results' species): "
+                          f"{', '.join(self.real_species)}", SBMLWarning, stacklevel=4)
+        if self.net_rate_split:
+            warnings.warn(f"{self.file}: net-rate kinetic laws split by sign into forward (_f) and backward (_r) "
+                          f"channels with the law's drift: {', '.join(self.net_rate_split)}", SBMLWarning,
+                          stacklevel=4)
         if self.rescaled:
             warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
                           stacklevel=4)
@@ -623,6 +753,76 @@ class _Converter:
                 self.global_value[var] = value
         return values
 
+    def _real_valued_rule_species(self, fixed: list[int]) -> list[int]:
+        """Species whose assignment rule's value need not be a whole number of molecules become real-valued
+        quantities: parameters (of the same id, holding the rule's value in the model's units) that laws,
+        rules and events read; they leave the species (so the results). A rule keeps its species a count
+        when its value is, by its form, a whole number for whole counts (a sum of species with whole
+        coefficients, as ``Pt = P0 + P1``, up to round-off) or when it is a
+        non-boundary reactant or product (which SBML forbids). A boundary species listed by reactions leaves
+        their sides too (reactions never change it; laws read its value). Returns the new fixed indices."""
+        m = self.model
+        rules = {}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if r.isAssignment() and r.getVariable() in self.index and r.isSetMath():
+                rules[r.getVariable()] = r
+        fixed_ids = {self.species[i] for i in fixed}
+        for i in range(m.getNumReactions()):
+            rx = m.getReaction(i)
+            for refs in (rx.getListOfReactants(), rx.getListOfProducts()):
+                for k in range(refs.size()):
+                    if refs.get(k).getSpecies() not in fixed_ids:  # (SBML forbids it; libsbml may not say)
+                        rules.pop(refs.get(k).getSpecies(), None)
+        exprs = {}
+        for sid, r in rules.items():
+            label = f"assignment rule for {sid!r}"
+            exprs[sid] = self._target(sid, self._math(r.getMath(), {}, label, r, allow_time=True), label, r)[1]
+        by_param = {}  # parameters' rules, whose affine forms a species' rule may read
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if r.isAssignment() and r.getVariable() in self.global_value and r.isSetMath():
+                by_param[r.getVariable()] = self._math(r.getMath(), {}, f"assignment rule for {r.getVariable()!r}", r,
+                                                       allow_time=True)
+        real: set[int] = set()
+        while True:  # a rule reading a real-valued species is real-valued too
+            forms: dict[str, tuple[dict[int, float], float] | None] = {}
+            for _ in range(len(by_param)):  # (rules are acyclic: this many passes reach every form)
+                forms = {p: self._affine(e, real, forms) for p, e in by_param.items()}
+            more = {self.index[sid] for sid, e in exprs.items() if self.index[sid] not in real and
+                    not _whole(self._affine(e, real, forms))}
+            if not more:
+                break
+            real |= more
+        if not real:
+            return fixed
+        self.real_species = [self.species[i] for i in sorted(real)]
+        kept = [s for s in self.species if self.index[s] not in real]
+        self.species = kept
+        self.index = {s: i for i, s in enumerate(kept)}
+        for sid in self.real_species:
+            self.global_value[sid] = None  # set from its rule
+        return [self.index[s] for s in kept if s in fixed_ids]
+
+    def _affine(self, expr: Node, real: set[int], forms: dict) -> tuple[dict[int, float], float] | None:
+        """``expr`` as c0 + sum_i c_i x_i ({i: c_i}, c0) over counts x_i (not in ``real``), or None.
+        Constants: numbers, compartment sizes and parameters that nothing assigns; a parameter with an
+        assignment rule stands for its rule's form (``forms``)."""
+        consts = {c: v for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        consts.update({p: v for p, v in self.global_value.items() if v is not None and p not in self.assigned
+                       and p not in self.initial_assigned})
+        out: dict[int, tuple[dict[int, float], float] | None] = {}
+        stack: list[tuple[Node, bool]] = [(expr, False)]
+        while stack:
+            n, ready = stack.pop()
+            kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,) if isinstance(n, Neg) else ()
+            if not ready and kids:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            out[id(n)] = _affine_step(n, out, consts, real, forms)
+        return out[id(expr)]
+
     def _count(self, value: float, what: str, element: Any) -> int:
         """A whole number of molecules; an amount that is not one is refused, or rounded with
         ``rounding="nearest"`` (recorded; a non-zero amount that becomes 0 also warns)."""
@@ -680,6 +880,12 @@ class _Converter:
             out["rounded"] = "; ".join(self.rounded)
         if self.rescaled:
             out["fractional_stoichiometry"] = "; ".join(self.rescaled)
+        if self.real_species:
+            out["real_valued_species"] = ", ".join(self.real_species)
+        if self.net_rate_split:
+            out["net_rate_split"] = ", ".join(self.net_rate_split)
+        if self.net_rate_kept:
+            out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
         return out
 
     def _has_rule(self, sid: str) -> bool:
@@ -763,8 +969,10 @@ class _Converter:
         if self.omega != 1.0:  # substance per time -> firings per time
             law = BinOp("*", Num(self.omega), law)
         reversible = r.getReversible() if r.isSetReversible() else True
-        if not reversible or self.reversible == "forward":
+        if self.reversible == "forward":
             return [self._direction(rid, reac, prod, law)]
+        if not reversible:
+            return self._net_rate(rid, reac, prod, law, irreversible=True) or [self._direction(rid, reac, prod, law)]
         parts = split_difference(law)
         if parts is not None:  # (a rate that events or rules change: the split's laws stay general laws)
             fwd, bwd = self._shape(parts[0], lenient=True), self._shape(parts[1], lenient=True)
@@ -774,13 +982,62 @@ class _Converter:
         shape = self._shape(law, lenient=True)
         if shape is not None and shape.orders == dict(reac):
             return [self._direction(rid, reac, prod, law)]  # one direction only: accepted
+        split = self._net_rate(rid, reac, prod, law, irreversible=False)
+        if split:
+            return split
         if self.reversible == "error":
-            raise self.err(f"{label} is reversible and its kinetic law ({to_text(law, self.species)}) is not a "
-                           "difference of two mass-action terms, one per direction; split it into two "
+            raise self.err(f"{label} is reversible and its kinetic law ({to_text(law, self.species)}) has no "
+                           "negative terms (terms of the backward direction); split it into two "
                            "irreversible reactions, or read with reversible='forward' (or 'split') to use the law "
                            "as the forward propensity", r)
         self.forward_only.append(rid)
         return [Reaction(reac, prod, law=law, name=rid)]
+
+    def _net_rate(self, rid: str, reac: tuple, prod: tuple, law: Node, irreversible: bool) -> list[Reaction] | None:
+        """The general net-rate split (module docstring): a law with negative terms becomes a forward
+        channel ``<id>_f`` (reactants -> products; its positive terms) and a backward channel ``<id>_r``
+        (products -> reactants; its negative terms, negated), so the drift is the law's. An irreversible
+        reaction is split only where the backward channel is a well-defined propensity (zero when a
+        species it consumes is absent); else None (as when the law has no negative terms)."""
+        # The field's convention: SBMLToolkit.jl (src/reactions.jl, get_unidirectional_components) splits a
+        # reversible law's terms by sign for stochastic simulation; COPASI's "convert to irreversible"
+        # turns F - B into two reactions. GillesPy2 keeps the law whole (reversible="forward" here).
+        shape = self._shape(law, lenient=True)
+        if shape is not None and shape.orders == dict(reac):
+            return None  # mass action (its falling factorials have minus signs)
+        negative = {p for p, v in self.global_value.items() if v is not None and v < 0 and p not in self.assigned}
+        negative |= {p for p, v in self.local_value.items() if v < 0}
+        parts = signed_parts(law, negative)
+        if parts is None or parts[1] is None:
+            return None
+        fwd, bwd = parts
+        if irreversible:
+            why = self._backward_undefined(bwd, reac, prod)
+            if not why and mixed_factors(law, negative) > 1:
+                why = "a product of several factors with negative terms, as a falling factorial: one propensity"
+            if why:
+                self.net_rate_kept.append(f"{rid} ({why})")
+                return None
+        out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
+        out.append(self._direction(f"{rid}_r", prod, reac, bwd))
+        self.net_rate_split.append(rid + (" (irreversible)" if irreversible else ""))
+        return out
+
+    def _backward_undefined(self, bwd: Node, reac: tuple, prod: tuple) -> str:
+        """Why the backward channel of an irreversible reaction is not a well-defined propensity ("" when
+        it is): it must consume at most one molecule of each species, and its law must vanish when one
+        of them is absent (a factor of every term)."""
+        change = dict(prod)
+        for i, n in reac:
+            change[i] = change.get(i, 0) - n
+        for i, d in sorted(change.items()):
+            if d <= 0 or i in self.fixed:
+                continue
+            if d > 1:
+                return f"its backward channel would consume {d} molecules of {self.species[i]!r}"
+            if not vanishes_without(bwd, i):
+                return f"its negative terms do not vanish when {self.species[i]!r} is absent"
+        return ""
 
     def _shape(self, law: Node, lenient: bool = False) -> MassActionShape | None:
         """The law's mass-action shape; ``lenient``: a parameter that events or rules assign may be the
@@ -865,6 +1122,8 @@ class _Converter:
         for k in range(refs.size()):
             sr = refs.get(k)
             sid = sr.getSpecies()
+            if sid in self.real_species:
+                continue  # a boundary species made real-valued: reactions never change it
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():
@@ -1018,7 +1277,7 @@ class _Converter:
             if len(kids) < 2 or (t == L.AST_RELATIONAL_NEQ and len(kids) != 2):
                 raise self.err(f"{label}: a relation needs two operands, got {len(kids)}", where)
             ops = [self._math(k, {}, label, where, allow_time=True) for k in kids]
-            pairs = [Compare(rel[t], a, b) for a, b in zip(ops, ops[1:])]
+            pairs = [self._time_alone(Compare(rel[t], a, b), label, where) for a, b in zip(ops, ops[1:])]
             return pairs[0] if len(pairs) == 1 else Logic("and", tuple(pairs))
         logic = {L.AST_LOGICAL_AND: "and", L.AST_LOGICAL_OR: "or", L.AST_LOGICAL_XOR: "xor",
                  L.AST_LOGICAL_NOT: "not"}
@@ -1030,6 +1289,44 @@ class _Converter:
             return args[0] if len(args) == 1 and op != "not" else Logic(op, args)
         raise self.err(f"{label}: the trigger must be a relation or logical expression, got "
                        f"{self.ast_names.get(t, t)}", where)
+
+    def _time_alone(self, c: Compare, label: str, where: Any) -> Compare:
+        """A trigger's comparison with ``time`` alone on one side (what the SSA locates exactly): one
+        linear in time, ``a * time + b OP c`` (a a nonzero constant; b, c free of time, as
+        BIOMD0000000096's ``T - time <= 0``), becomes ``time OP' (c - b) / a`` (OP mirrored for a < 0;
+        the same instant up to rounding, exactly for a = +-1); any other use of time is refused."""
+        if not (has_time(c.left) or has_time(c.right)):
+            return c
+        if (isinstance(c.left, Time) and not has_time(c.right)) or (isinstance(c.right, Time) and not has_time(c.left)):
+            return c
+        lin = self._linear_in_time(BinOp("-", c.left, c.right))
+        if lin is None or lin[0] == 0.0 or not math.isfinite(lin[0]):
+            raise self.err(f"{label}: the trigger compares {to_text(c.left, self.species)} {c.op} "
+                           f"{to_text(c.right, self.species)}; distsim locates time in a trigger only in a comparison "
+                           "linear in time with a constant coefficient (as 'time >= 25' or 'T - time <= 0')", where)
+        a, b = lin  # a * time + b OP 0
+        minus_b = b.arg if isinstance(b, Neg) else Neg(b)
+        threshold = minus_b if a == 1.0 else b if a == -1.0 else BinOp("/", minus_b, Num(a))
+        return Compare(c.op if a > 0 else _MIRRORED[c.op], Time(), threshold)
+
+    def _linear_in_time(self, root: Node) -> tuple[float, Node] | None:
+        """(a, b) with ``root = a * time + b`` (a a number, b free of time), or None (explicit stack)."""
+        consts = {c: v for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        consts.update({p: v for p, v in self.global_value.items() if v is not None and p not in self.assigned})
+        out: dict[int, tuple[float, Node] | None] = {}
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, ready = stack.pop()
+            if not has_time(n):
+                out[id(n)] = (0.0, n)
+                continue
+            kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,) if isinstance(n, Neg) else ()
+            if not ready and kids:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            out[id(n)] = _linear_step(n, out, consts)
+        return out[id(root)]
 
     # ---- math ------------------------------------------------------------------------------------
 

@@ -46,13 +46,13 @@ def run(args: argparse.Namespace) -> int:
         if store is not None:
             from ..sweep.core import store_status
 
-            print(store_status(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], store,
+            print(store_status(cfg.adapter, cfg.model, cfg.points, store,
                                seed=cfg.seed, **cfg.fixed))
         print("configuration ok")
         return 0
     t0 = time.perf_counter()
     with client(args) as dask_client:
-        ds = sweep(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], seed=cfg.seed,
+        ds = sweep(cfg.adapter, cfg.model, cfg.points, seed=cfg.seed,
                    client=dask_client, store=store, chunk_size=chunk, backend=backend(args), progress=progress(args),
                    **cfg.fixed)
     a = ds.attrs

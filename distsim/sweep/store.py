@@ -35,6 +35,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import DataError, OutputError
+from .layout import shaped
 
 CONFIG_ATTR = "distsim_sweep_config"
 RECORD_ATTR = "distsim_sweep_record"
@@ -434,7 +435,8 @@ def check_path(path: str | os.PathLike) -> None:
 
 def open_store(path: str | os.PathLike) -> xr.Dataset:
     """A sweep store read back and verified (:meth:`SweepStore.load`): every point computed and its
-    data matching their checksums, else :class:`StoreDamaged` naming the chunk's file. A store that a
+    data matching their checksums, else :class:`StoreDamaged` naming the chunk's file. A grid sweep's
+    store comes back with one dimension per parameter, as the sweep returned it (:mod:`.layout`). A store that a
     sweep is writing is refused (:class:`StoreLocked`)."""
     p = Path(path)
     with locked(p, readonly_ok=True):
@@ -445,7 +447,7 @@ def open_store(path: str | os.PathLike) -> xr.Dataset:
         except Exception as e:  # noqa: BLE001
             raise StoreDamaged(f"is not a readable zarr store ({_one_line(e)})", file=str(p)) from e
         st = SweepStore(p, config, config["n_points"], 1)
-        return st.load(verify=False)
+        return shaped(st.load(verify=False))
 
 
 # ---- the lock -----------------------------------------------------------------------------------

@@ -149,3 +149,17 @@ def test_parquet_without_pyarrow_says_what_to_install(results, tmp_path, monkeyp
     assert main(["export", str(results["ssa"]), "-o", str(out)]) == 2
     assert 'needs pyarrow: pip install "distsim-bio[parquet]"' in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_grid_sweep_table_has_the_same_rows_as_the_point_layout():
+    """A grid sweep (one dimension per parameter) exports the rows of its point layout, parameters as columns."""
+    from distsim.sweep import as_grid
+
+    ds = xr.Dataset({"mean": (("point", "time"), np.arange(8.0).reshape(4, 2))},
+                    coords={"point": [0, 1, 2, 3], "time": [0.0, 1.0], "k1": ("point", [1e-3, 1e-3, 2e-3, 2e-3]),
+                            "S": ("point", [100, 301, 100, 301])})
+    cols = ["point", "k1", "S", "time", "value"]
+    flat = to_table(ds)[cols].sort_values(["point", "time"]).values.tolist()
+    grid = as_grid(ds)
+    assert grid["mean"].dims == ("k1", "S", "time")
+    assert to_table(grid)[cols].sort_values(["point", "time"]).values.tolist() == flat

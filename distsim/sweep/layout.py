@@ -12,6 +12,7 @@ happen to form a full grid. The attributes :data:`LAYOUT_ATTR` and :data:`PARAME
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -46,8 +47,8 @@ def as_grid(ds: xr.Dataset, names: Sequence[str] | None = None) -> xr.Dataset:
     for name in names:
         if name not in ds.coords or ds[name].dims != ("point",):
             raise ValueError(f"{name!r} is not a swept parameter of this result (a coordinate on 'point')")
-        if name in ds.dims:
-            raise ValueError(f"parameter {name!r} has the name of a dimension of the result")
+        if name in ds.dims or name in ds.data_vars:
+            raise ValueError(f"parameter {name!r} has the name of a dimension or variable of the result")
     n = ds.sizes["point"]
     codes, axes = [], {}
     for name in names:
@@ -78,8 +79,16 @@ def as_grid(ds: xr.Dataset, names: Sequence[str] | None = None) -> xr.Dataset:
 
 
 def shaped(ds: xr.Dataset) -> xr.Dataset:
-    """A sweep result in its layout: :func:`as_grid` when it was given as a grid, else as it is."""
-    return as_grid(ds) if ds.attrs.get(LAYOUT_ATTR) == "grid" and "point" in ds.dims else ds
+    """A sweep result in its layout: :func:`as_grid` when it was given as a grid, else as it is. A
+    grid that cannot take that shape (a parameter named like a variable of the result) keeps the
+    point layout, with a warning saying why: the computed results are never lost to a reshape."""
+    if ds.attrs.get(LAYOUT_ATTR) != "grid" or "point" not in ds.dims:
+        return ds
+    try:
+        return as_grid(ds)
+    except ValueError as e:
+        warnings.warn(f"the sweep's result keeps its 'point' dimension: {e}", stacklevel=3)
+        return ds
 
 
 __all__ = ["LAYOUT_ATTR", "PARAMETERS_ATTR", "as_grid", "parameters", "shaped"]

@@ -460,3 +460,15 @@ def test_default_chunk_size_fills_gpus_with_batched_points():
     assert default_chunk_size(pbn_ss, 1000, 2, gpu=True) == pbn_ss.max_chunk
     grn = adapter_for("grn.infer")
     assert grn.run_chunk is None and default_chunk_size(grn, 87, 1, gpu=True) == min(grn.max_chunk, 22)
+
+
+def test_a_grid_that_cannot_take_its_shape_keeps_its_points():
+    """A reshape that fails (here: the recorded parameter is a variable, not a coordinate on `point`)
+    keeps the computed points and says why."""
+    from distsim.sweep.layout import shaped
+
+    ds = xr.Dataset({"x": ("point", np.arange(2.0)), "y": ("point", np.ones(2))}, coords={"point": [0, 1]},
+                    attrs={"sweep_layout": "grid", "sweep_parameters": json.dumps(["y"])})
+    with pytest.warns(UserWarning, match="keeps its 'point' dimension: 'y' is not a swept parameter"):
+        out = shaped(ds)
+    assert out is ds

@@ -67,6 +67,17 @@ def _open_group(path: Path, mode: str = "r") -> Any:
     return zarr.open_group(str(path), mode=mode, zarr_format=3)
 
 
+def is_sweep_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a zarr folder written by :func:`distsim.sweep` (its root holds the sweep's record)."""
+    p = Path(path)
+    if not (p.is_dir() and (p / "zarr.json").is_file()):
+        return False
+    try:
+        return CONFIG_ATTR in dict(_open_group(p).attrs)
+    except Exception:  # noqa: BLE001 -- not a readable zarr group: not a sweep store
+        return False
+
+
 def digest(values: Any) -> int:
     """BLAKE2b-64 of an array's shape and values as stored (text: UTF-8 with lengths), never 0."""
     a = np.asarray(values)

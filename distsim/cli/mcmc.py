@@ -22,7 +22,8 @@ SAMPLER = "distsim.mcmc.sampler"  # the home of the defaults (read only when sho
 
 def register(subparsers: Any) -> None:
     """Add the ``mcmc`` command (with its ``rates`` subcommand) to the ``distsim`` parser."""
-    mc = subparsers.add_parser("mcmc", help="Bayesian rate inference by data-augmentation MCMC (Niemi and Wheeler 2011)")
+    mc = subparsers.add_parser("mcmc", help="Bayesian rate inference by data-augmentation MCMC (Niemi and Wheeler "
+                               "2011)")
     ms = mc.add_subparsers(dest="mcmc_command", metavar="MCMC_COMMAND")
     ms.required = True
     r = subparser(ms, "rates", help="posterior of the rate constants given exact observations", epilog=EXAMPLE)

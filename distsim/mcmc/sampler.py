@@ -40,11 +40,13 @@ ITERATIONS = 50_000
 BURN_IN_DIVISOR = 5
 
 
+FIRST_BLOCK = 20
+ROUND_SECONDS = 2.0
+
+
 def default_burn_in(iterations: int) -> int:
     """The burn-in when none is given: a fifth of the iterations."""
     return int(iterations) // BURN_IN_DIVISOR
-FIRST_BLOCK = 20
-ROUND_SECONDS = 2.0
 
 
 def build_problem(net: ReactionNetwork, obs: Observations, rm: RateModel, *, max_events: int = MAX_EVENTS,

@@ -22,8 +22,8 @@ from .sensitivity import coefficients, plot_sensitivity, sensitivity
 from .store import StoreDamaged, StoreLocked, StoreMismatch, StoreRepaired, open_store
 
 __all__ = ["ADAPTERS", "Adapter", "Points", "StoreDamaged", "StoreLocked", "StoreMismatch", "StoreRepaired",
-           "adapter_for", "as_grid", "as_points", "coefficients", "default_chunk_size", "knockouts", "one_at_a_time",
-           "open_store", "plot_sensitivity", "register", "sensitivity", "sweep"]
+           "adapter_for", "as_grid", "as_points", "coefficients", "default_chunk_size", "knockouts",
+           "one_at_a_time", "open_store", "plot_sensitivity", "register", "sensitivity", "sweep"]
 
 
 class _CallableModule(types.ModuleType):

@@ -202,7 +202,8 @@ def sweep(
                                f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
             run.progress.update(plan.resumed)
             parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size, pts))
-        ds = st.load() if st is not None else _assemble(parts, coords, _attrs(adapter, model, config, plan.chunk_size, pts))
+        attrs = _attrs(adapter, model, config, plan.chunk_size, pts)
+        ds = st.load() if st is not None else _assemble(parts, coords, attrs)
     ds.attrs.update(run.provenance(
         chunk_size=plan.chunk_size, tasks=len(plan.tasks), points_computed=sum(len(t.points) for t in plan.tasks),
         points_resumed=plan.resumed, points_repaired=repaired,
@@ -212,7 +213,7 @@ def sweep(
 
 def _layout(pts: Points) -> dict[str, str]:
     """The result attributes that say how it is shaped (:mod:`distsim.sweep.layout`)."""
-    return {LAYOUT_ATTR: "grid" if pts.grid else "table", PARAMETERS_ATTR: json.dumps(pts.swept())}
+    return {LAYOUT_ATTR: "grid" if pts.grid else "table", PARAMETERS_ATTR: json.dumps(list(pts.names))}
 
 
 def _config(adapter: Adapter, model: Any, pts: Points, seed: int,

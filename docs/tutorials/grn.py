@@ -55,4 +55,4 @@ assert len(changed) == a["link_changes"]
 # %%
 curve = ds.best_so_far.values
 assert np.all(np.diff(curve) <= 0) and curve[-1] == OPTIMUM  # elitist: never worse
-print(f"best fitness by generation 0, 100, last: {curve[0]:.4f}, {curve[min(100, curve.size - 1)]:.4f}, {curve[-1]:.6f}")
+print(f"best fitness at generation 0: {curve[0]:.4f}, at the end: {curve[-1]:.6f}")

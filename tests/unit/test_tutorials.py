@@ -29,7 +29,8 @@ def test_one_tutorial_per_workload():
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_runs(path, tmp_path):
-    env = dict(os.environ, DISTSIM_DISABLE_GPU="1", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    path_ = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")  # this checkout's distsim
+    env = dict(os.environ, DISTSIM_DISABLE_GPU="1", PYTHONPATH=path_)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=900)

@@ -147,6 +147,13 @@ def test_as_grid_refuses_points_that_are_not_a_grid():
     assert g.x.dims == ("b", "a") and g.x.values.tolist() == [[0.0, 1.0], [2.0, 3.0]]
     with pytest.raises(ValueError, match="listed twice"):
         as_points({"a": [1, 2, 1]})
+    oat = xr.Dataset({"x": ("point", np.arange(4.0))},
+                     coords={"point": np.arange(4), "parameter": ("point", np.array(["k1", "k1", "k2", "k2"], object)),
+                             "factor": ("point", [0.5, 2.0, 0.5, 2.0])},
+                     attrs={"sweep_parameters": json.dumps(["parameter", "factor"])})
+    g = distsim.sweep.as_grid(oat)  # a one-at-a-time design is a grid of parameter x factor
+    assert g.x.dims == ("parameter", "factor") and list(g.parameter.values) == ["k1", "k2"]
+    assert g.x.sel(parameter="k2", factor=0.5).item() == 2.0
 
 
 def test_two_workers_and_other_chunks_give_the_same_result(mm, mm_sweep, dask_client):

@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
                         "on one H200 for the example below, about 2 hours on 2 CPU cores; see the README for what "
                         "converges)")
     r.add_argument("--burn-in", type=int, default=None, metavar="N",
-                   help="iterations dropped from each chain (default: a fifth of the iterations)")
+                   help="iterations dropped from each chain (default: a fifth of the iterations done)")
     r.add_argument("--chains", type=positive_int, default=4, metavar="N", help="independent chains")
     r.add_argument("--thin", type=positive_int, default=1, metavar="K", help="keep every K-th draw")
     r.add_argument("--prior", action="append", default=[], metavar="NAME=gamma:SHAPE,RATE",

@@ -116,7 +116,7 @@ def infer_rates(
     """Posterior draws of the rate parameters given exact observations (ArviZ layout).
 
     ``iterations`` Gibbs iterations per chain (burn-in included); the first ``burn_in`` (default: a
-    fifth of ``iterations``) are dropped and every ``thin``-th of the rest is kept. The default 4 x
+    fifth of the iterations done) are dropped and every ``thin``-th of the rest is kept. The default 4 x
     50,000 takes 15 s on one H200 for Niemi and Wheeler 2011's Michaelis-Menten example and about 2
     hours on 2 CPU cores; there K_M and k3 converge while k1 and k2 (identified only through K_M) do
     not reach the checks below (R-hat ~1.016, bulk ESS ~290). ``prior``: ``{name: (shape, rate)}`` gamma priors
@@ -142,9 +142,8 @@ def infer_rates(
     for name, v in (("iterations", iterations), ("chains", chains), ("thin", thin)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    if burn_in is None:
-        burn_in = default_burn_in(iterations)
-    if isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer)) or not 0 <= burn_in < iterations:
+    if burn_in is not None and (isinstance(burn_in, bool) or not isinstance(burn_in, (int, np.integer))
+                                or not 0 <= burn_in < iterations):
         raise ValueError(f"burn_in must be an integer in [0, iterations), got {burn_in!r}")
     if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < float("inf")):
         raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
@@ -159,6 +158,8 @@ def infer_rates(
         sample = _sample(run, net, obs, rm, pr, seed, int(chains), int(iterations) + 1, time_limit)
     stopped = sample.done < int(iterations) + 1
     iterations = sample.done - 1  # the last X-step is the path of the last kept draw
+    if burn_in is None:  # a fifth of the iterations done (all of them unless a time limit stopped the run)
+        burn_in = default_burn_in(max(iterations, 1))
     if burn_in >= iterations:
         slow = ""
         if sample.unfinished is not None:

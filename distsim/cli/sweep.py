@@ -19,7 +19,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--store", default=None, metavar="PATH", help="zarr store (.zarr) written as points finish; "
                    "a rerun resumes it (overrides the file's 'store')")
     p.add_argument("--output", "-o", default=None, metavar="PATH",
-                   help="write the final Dataset (.nc or .zarr; overrides the file's 'output')")
+                   help="write the final Dataset (.nc or .zarr; a grid's has one dimension per parameter, a "
+                        "table's a 'point' dimension; overrides the file's 'output')")
     p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                    help="points per task (overrides the file's 'chunk_size')")
     p.add_argument("--check", action="store_true", help="validate the configuration as a run does (every point's "

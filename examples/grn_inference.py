@@ -1,4 +1,4 @@
-"""GRN inference by an island genetic algorithm: the mouse-eye network of seed 002.
+"""GRN inference by an island genetic algorithm: the mouse-eye network of García-Calvo et al. 2018.
 
     python examples/grn_inference.py            # until the known optimum 0.0005859375 (a minute or two on CPU)
     python examples/grn_inference.py --small    # 50 generations (the test suite uses it)

@@ -1,4 +1,4 @@
-"""Bayesian inference of Michaelis-Menten rate constants from exact observations (seed 003).
+"""Bayesian inference of Michaelis-Menten rate constants from exact observations (Niemi and Wheeler 2011).
 
     python examples/mcmc_rates.py            # 4 chains x 1,000 iterations (GPU-sized at 50,000)
     python examples/mcmc_rates.py --small    # a quick run (the test suite uses it)

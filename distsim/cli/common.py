@@ -64,6 +64,25 @@ def subparser(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentPar
     return p
 
 
+class LazyDefault:
+    """A default read from a module only when it is shown or used (keeps ``distsim --help`` fast), so
+    a command and the Python API share one constant. :meth:`resolve` gives an argument's value."""
+
+    def __init__(self, module: str, attr: str):
+        self.module, self.attr = module, attr
+
+    def value(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.attr)
+
+    def __str__(self) -> str:
+        v = self.value()
+        return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+    @staticmethod
+    def resolve(v: Any) -> Any:
+        return v.value() if isinstance(v, LazyDefault) else v
+
+
 class LazyChoices:
     """Choices read from a module only when argparse needs them (keeps ``distsim --help`` fast)."""
 

@@ -16,7 +16,7 @@ def register(subparsers: Any) -> None:
                   description="Write a result (.nc or .zarr) as a table: by default its summary (every variable "
                               "without a per-realization, per-trajectory or histogram dimension; posterior draws as "
                               "mean, sd, quantiles, R-hat and ESS), in long form (name, coordinates, value).")
-    p.add_argument("result", help="a result written by distsim (.nc or .zarr)")
+    p.add_argument("result", help="a result written by distsim (.nc or .zarr; a sweep's store is read verified)")
     p.add_argument("--output", "-o", default=None, metavar="PATH",
                    help="the table (.csv, .tsv or .parquet; default: CSV on standard output)")
     p.add_argument("--variable", action="append", default=None, metavar="NAME", dest="variables",
@@ -30,7 +30,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:
         results.check_table_path(args.output, overwrite=args.overwrite)
-    table = results.to_table(args.result, args.variables, wide=args.wide)
+    source: Any = args.result
+    from ..sweep.store import is_sweep_store, open_store
+
+    if is_sweep_store(source):  # verified, in the sweep's layout, without the store's bookkeeping arrays
+        source = open_store(source)
+    table = results.to_table(source, args.variables, wide=args.wide)
     if args.output:
         results.write_table(table, args.output, overwrite=args.overwrite)
         print(f"written: {args.output} ({len(table)} rows)", file=sys.stderr)

@@ -19,7 +19,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--store", default=None, metavar="PATH", help="zarr store (.zarr) written as points finish; "
                    "a rerun resumes it (overrides the file's 'store')")
     p.add_argument("--output", "-o", default=None, metavar="PATH",
-                   help="write the final Dataset (.nc or .zarr; overrides the file's 'output')")
+                   help="write the final Dataset (.nc or .zarr; a grid's has one dimension per parameter, a "
+                        "table's a 'point' dimension; overrides the file's 'output')")
     p.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                    help="points per task (overrides the file's 'chunk_size')")
     p.add_argument("--check", action="store_true", help="validate the configuration as a run does (every point's "
@@ -46,13 +47,13 @@ def run(args: argparse.Namespace) -> int:
         if store is not None:
             from ..sweep.core import store_status
 
-            print(store_status(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], store,
+            print(store_status(cfg.adapter, cfg.model, cfg.points, store,
                                seed=cfg.seed, **cfg.fixed))
         print("configuration ok")
         return 0
     t0 = time.perf_counter()
     with client(args) as dask_client:
-        ds = sweep(cfg.adapter, cfg.model, [cfg.points.point(i) for i in range(cfg.points.n)], seed=cfg.seed,
+        ds = sweep(cfg.adapter, cfg.model, cfg.points, seed=cfg.seed,
                    client=dask_client, store=store, chunk_size=chunk, backend=backend(args), progress=progress(args),
                    **cfg.fixed)
     a = ds.attrs

@@ -15,14 +15,15 @@ import types
 
 from .adapters import ADAPTERS, Adapter, adapter_for, register
 from .core import default_chunk_size, sweep
+from .layout import as_grid
 from .points import Points, as_points, one_at_a_time
 from .screens import knockouts
 from .sensitivity import coefficients, plot_sensitivity, sensitivity
 from .store import StoreDamaged, StoreLocked, StoreMismatch, StoreRepaired, open_store
 
 __all__ = ["ADAPTERS", "Adapter", "Points", "StoreDamaged", "StoreLocked", "StoreMismatch", "StoreRepaired",
-           "adapter_for", "as_points", "coefficients", "default_chunk_size", "knockouts", "one_at_a_time",
-           "open_store", "plot_sensitivity", "register", "sensitivity", "sweep"]
+           "adapter_for", "as_grid", "as_points", "coefficients", "default_chunk_size", "knockouts",
+           "one_at_a_time", "open_store", "plot_sensitivity", "register", "sensitivity", "sweep"]
 
 
 class _CallableModule(types.ModuleType):

@@ -17,7 +17,8 @@
     # one_at_a_time: {factors: [0.5, 2], parameters: [k1, k2]}   (parameters default: every rate)
     chunk_size: 4                     # optional: points per task
     store: mm_sweep.zarr              # optional: incremental, resumable zarr store (relative to the working folder)
-    output: mm_sweep.nc               # optional: the final Dataset, .nc or .zarr (relative to the working folder)
+    output: mm_sweep.nc               # optional: the final Dataset, .nc or .zarr (relative to the working folder;
+                                      #   a grid's has one dimension per parameter, a table's a 'point' dimension)
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import xarray as xr
 from .. import engine, results
 from ..rng import check_seed, derive_seeds
 from .adapters import Adapter, adapter_for, check_fixed
+from .layout import LAYOUT_ATTR, PARAMETERS_ATTR, shaped
 from .points import SCALE_KEYS, Points, as_points
 from .store import StoreRepaired, SweepStore, locked, point_ranges
 
@@ -173,8 +174,10 @@ def sweep(
     and the worker's device, :func:`distsim.ssa.batch.chunk_points`; else about 4 tasks per worker,
     capped per analysis).
     ``analysis``, ``model`` and ``points`` are positional, so the analysis's own ``points=`` (SSA time
-    points) can be fixed. Returns one Dataset with a ``point`` dimension, the swept values (and
-    ``seed``) as coordinates on it, and each point's results as variables.
+    points) can be fixed. Returns one Dataset with each point's results as variables: for a grid, one
+    dimension per swept parameter (in the grid's order, indexed by its values; ``point`` and ``seed``
+    are coordinates over them); for a table, a ``point`` dimension with the swept values (and
+    ``seed``) as coordinates on it (:func:`distsim.sweep.as_grid` reshapes a table that is a full grid).
     """
     adapter = adapter_for(analysis)
     if not hasattr(model, "digest"):
@@ -189,7 +192,7 @@ def sweep(
     fields = dict(workload="sweep", seed=seed, model_name=getattr(model, "name", None),
                   model_sha256=config["model_sha256"], analysis=adapter.name, points=pts.n,
                   fixed=json.dumps(config["fixed"], sort_keys=True),
-                  store=os.fspath(store) if store is not None else None)
+                  store=os.fspath(store) if store is not None else None, **_layout(pts))
     with contextlib.ExitStack() as stack:
         st, repaired = None, 0
         if store is not None:
@@ -205,20 +208,26 @@ def sweep(
                     executor="none (every point is in the store)", wall_time_s=time.perf_counter() - t0,
                     chunk_size=st.chunk_size, tasks=0, points_computed=0, points_resumed=pts.n, points_repaired=0,
                     task_seconds=0.0, **fields))
-                return ds
+                return shaped(ds)
         with engine.Run("sweep", client, backend, progress=progress, label="sweep") as run:
             C = _chunk_size(adapter, model, fixed, pts, seeds, run, st, chunk_size)
             plan = _plan(adapter, model, fixed, pts, seeds, C, st)
             run.progress.start(f"{adapter.name}: {pts.n} points in {plan.chunks} chunks of {plan.chunk_size}; "
                                f"{plan.resumed} already done; {run.describe()}", total=pts.n, unit="pt")
             run.progress.update(plan.resumed)
-            parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size))
-        ds = st.load() if st is not None else _assemble(parts, coords, _attrs(adapter, model, config, plan.chunk_size))
+            parts = _collect(run, plan, st, coords, _attrs(adapter, model, config, plan.chunk_size, pts))
+        attrs = _attrs(adapter, model, config, plan.chunk_size, pts)
+        ds = st.load() if st is not None else _assemble(parts, coords, attrs)
     ds.attrs.update(run.provenance(
         chunk_size=plan.chunk_size, tasks=len(plan.tasks), points_computed=sum(len(t.points) for t in plan.tasks),
         points_resumed=plan.resumed, points_repaired=repaired,
         task_seconds=float(sum(m["seconds"] for m in run.metas)), **fields))
-    return ds
+    return shaped(ds)
+
+
+def _layout(pts: Points) -> dict[str, str]:
+    """The result attributes that say how it is shaped (:mod:`distsim.sweep.layout`)."""
+    return {LAYOUT_ATTR: "grid" if pts.grid else "table", PARAMETERS_ATTR: json.dumps(list(pts.names))}
 
 
 def _config(adapter: Adapter, model: Any, pts: Points, seed: int,
@@ -382,11 +391,11 @@ def _message(e: Exception) -> str:
     return e.args[0] if isinstance(e, KeyError) and e.args else str(e)
 
 
-def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int) -> dict[str, Any]:
+def _attrs(adapter: Adapter, model: Any, config: dict, chunk_size: int, pts: Points) -> dict[str, Any]:
     return results.provenance(workload="sweep", analysis=adapter.name, seed=config["seed"],
                               model_name=getattr(model, "name", None), model_sha256=config["model_sha256"],
                               points=config["n_points"], chunk_size=chunk_size,
-                              fixed=json.dumps(config["fixed"], sort_keys=True))
+                              fixed=json.dumps(config["fixed"], sort_keys=True), **_layout(pts))
 
 
 __all__ = ["Chunk", "SCALE_KEYS", "default_chunk_size", "resolve_point", "run_chunk", "sweep"]

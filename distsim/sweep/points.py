@@ -28,6 +28,7 @@ class Points:
 
     names: tuple[str, ...]
     columns: tuple[tuple[Any, ...], ...]  # one tuple per name, all of length n
+    grid: bool = False  # given as a grid (dict of value lists): the result gets one dimension per name
 
     @property
     def n(self) -> int:
@@ -74,7 +75,9 @@ def _value(name: str, v: Any) -> Any:
 
 def as_points(points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | Any) -> Points:
     """Normalise a grid (dict of lists: Cartesian product, last key fastest), a list of dicts (all with
-    the same keys), or a pandas DataFrame (one row per point)."""
+    the same keys), or a pandas DataFrame (one row per point); :class:`Points` are returned as they are."""
+    if isinstance(points, Points):
+        return points
     if hasattr(points, "to_dict") and hasattr(points, "columns"):  # pandas DataFrame
         points = points.to_dict(orient="records")
     if isinstance(points, Mapping):
@@ -94,7 +97,10 @@ def as_points(points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] 
             raise ValueError(f"point column {k!r}: expected numbers")
     if len(rows) > MAX_POINTS:
         raise ValueError(f"{len(rows)} points: at most 2**32 are supported")
-    return Points(names, tuple(tuple(col) for col in zip(*rows)))
+    return Points(names, tuple(tuple(col) for col in zip(*rows)), grid=isinstance(points, Mapping))
+
+
+_NONE = object()
 
 
 def _grid_rows(grid: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
@@ -105,7 +111,11 @@ def _grid_rows(grid: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, ...], list
     for k, vals in grid.items():
         if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray)) or len(vals) == 0:
             raise ValueError(f"grid parameter {k!r}: expected a non-empty list of values")
-        lists.append([_value(str(k), v) for v in vals])
+        values = [_value(str(k), v) for v in vals]
+        twice = next((v for i, v in enumerate(values) if v in values[:i]), _NONE)
+        if twice is not _NONE:
+            raise ValueError(f"grid parameter {k!r}: value {twice!r} is listed twice")
+        lists.append(values)
     n = math.prod(len(v) for v in lists)
     if n > MAX_POINTS:
         raise ValueError(f"the grid has {n} points: at most 2**32 are supported")

@@ -35,6 +35,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import DataError, OutputError
+from .layout import shaped
 
 CONFIG_ATTR = "distsim_sweep_config"
 RECORD_ATTR = "distsim_sweep_record"
@@ -64,6 +65,17 @@ def _open_group(path: Path, mode: str = "r") -> Any:
     import zarr
 
     return zarr.open_group(str(path), mode=mode, zarr_format=3)
+
+
+def is_sweep_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a zarr folder written by :func:`distsim.sweep` (its root holds the sweep's record)."""
+    p = Path(path)
+    if not (p.is_dir() and (p / "zarr.json").is_file()):
+        return False
+    try:
+        return CONFIG_ATTR in dict(_open_group(p).attrs)
+    except Exception:  # noqa: BLE001 -- not a readable zarr group: not a sweep store
+        return False
 
 
 def digest(values: Any) -> int:
@@ -434,7 +446,8 @@ def check_path(path: str | os.PathLike) -> None:
 
 def open_store(path: str | os.PathLike) -> xr.Dataset:
     """A sweep store read back and verified (:meth:`SweepStore.load`): every point computed and its
-    data matching their checksums, else :class:`StoreDamaged` naming the chunk's file. A store that a
+    data matching their checksums, else :class:`StoreDamaged` naming the chunk's file. A grid sweep's
+    store comes back with one dimension per parameter, as the sweep returned it (:mod:`.layout`). A store that a
     sweep is writing is refused (:class:`StoreLocked`)."""
     p = Path(path)
     with locked(p, readonly_ok=True):
@@ -445,7 +458,7 @@ def open_store(path: str | os.PathLike) -> xr.Dataset:
         except Exception as e:  # noqa: BLE001
             raise StoreDamaged(f"is not a readable zarr store ({_one_line(e)})", file=str(p)) from e
         st = SweepStore(p, config, config["n_points"], 1)
-        return st.load(verify=False)
+        return shaped(st.load(verify=False))
 
 
 # ---- the lock -----------------------------------------------------------------------------------

@@ -38,3 +38,43 @@ def test_seed_zero_is_shown(command, capsys):
         main([*command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: 0)" in text.rsplit("--seed SEED", 1)[1].split("--", 1)[0]
+
+
+def test_mcmc_rates_defaults_are_the_python_defaults(capsys):
+    """`distsim mcmc rates` and `mcmc.infer_rates` share one home for their defaults (mcmc.sampler)."""
+    import inspect
+
+    from distsim.cli.common import LazyDefault
+    from distsim.mcmc import sampler
+
+    args = build_parser().parse_args(["mcmc", "rates", "m.rxn", "--data", "d.csv"])
+    python = inspect.signature(sampler.infer_rates).parameters
+    assert LazyDefault.resolve(args.iterations) == python["iterations"].default == sampler.ITERATIONS
+    assert args.burn_in is None and python["burn_in"].default is None  # both: a fifth of the iterations
+    assert args.chains == python["chains"].default and args.thin == python["thin"].default
+    assert args.seed == python["seed"].default
+    with pytest.raises(SystemExit):
+        main(["mcmc", "rates", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"(default: {sampler.ITERATIONS:,}," in text
+
+
+def test_the_mcmc_burn_in_defaults_to_a_fifth_of_the_iterations():
+    from distsim.mcmc.sampler import default_burn_in
+
+    assert default_burn_in(50_000) == 10_000 and default_burn_in(500) == 100 and default_burn_in(4) == 0
+
+
+def test_the_default_burn_in_is_a_fifth_of_the_iterations_run(tmp_path):
+    import warnings
+
+    import distsim.mcmc as mcmc
+    import distsim.ssa as ssa
+
+    (tmp_path / "death.rxn").write_text("Death: X -> 0 ; mu = 0.1\ninit: X = 20\n")
+    (tmp_path / "obs.csv").write_text("time,X\n0,20\n2,16\n4,13\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 20 iterations: the convergence warning
+        ds = mcmc.infer_rates(ssa.load(tmp_path / "death.rxn"), tmp_path / "obs.csv", prior={"mu": (2.0, 10.0)},
+                              iterations=20, chains=1, seed=1, backend="cpu")
+    assert ds.attrs["burn_in"] == 4 and ds.sizes["draw"] == 16

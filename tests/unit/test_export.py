@@ -149,3 +149,42 @@ def test_parquet_without_pyarrow_says_what_to_install(results, tmp_path, monkeyp
     assert main(["export", str(results["ssa"]), "-o", str(out)]) == 2
     assert 'needs pyarrow: pip install "distsim-bio[parquet]"' in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_grid_sweep_table_has_the_same_rows_as_the_point_layout():
+    """A grid sweep (one dimension per parameter) exports the rows of its point layout, parameters as columns."""
+    from distsim.sweep import as_grid
+
+    ds = xr.Dataset({"mean": (("point", "time"), np.arange(8.0).reshape(4, 2))},
+                    coords={"point": [0, 1, 2, 3], "time": [0.0, 1.0], "k1": ("point", [1e-3, 1e-3, 2e-3, 2e-3]),
+                            "S": ("point", [100, 301, 100, 301])})
+    cols = ["point", "k1", "S", "time", "value"]
+    flat = to_table(ds)[cols].sort_values(["point", "time"]).values.tolist()
+    grid = as_grid(ds)
+    assert grid["mean"].dims == ("k1", "S", "time")
+    assert to_table(grid)[cols].sort_values(["point", "time"]).values.tolist() == flat
+
+
+def test_export_of_a_sweep_store_reads_it_verified_in_its_layout(tmp_path, capsys):
+    """`distsim export STORE.zarr`: the sweep's variables (not the store's checksums and done flags), a
+    grid's parameters as columns, the same rows as the returned Dataset's table."""
+    import distsim
+    import distsim.ssa as ssa
+    from distsim.cli import main
+    from distsim.engine import LocalExecutor
+
+    store = tmp_path / "s.zarr"
+    ds = distsim.sweep(ssa.simulate, ssa.load(EX / "ssa" / "michaelis_menten.rxn"), {"k1": [1e-3, 2e-3], "S": [100]},
+                       seed=1, store=store, client=LocalExecutor("cpu"), t_end=5.0, points=3, realizations=16,
+                       quantiles=None)
+    out = tmp_path / "s.csv"
+    assert main(["export", str(store), "-o", str(out), "--variable", "mean"]) == 0
+    import pandas as pd
+
+    got = pd.read_csv(out)
+    assert set(got["name"]) == {"mean"} and {"k1", "S", "time", "species"} <= set(got.columns)
+    want = to_table(ds, ["mean"])
+    assert len(got) == len(want) and sorted(got["value"]) == sorted(want["value"])
+    assert main(["export", str(store), "-o", str(tmp_path / "all.csv")]) == 0
+    names = set(pd.read_csv(tmp_path / "all.csv")["name"])
+    assert "mean" in names and not {"done", "chunk_digest"} & names

@@ -39,7 +39,7 @@ def test_sweep_worker_killed_mid_run(dask_client, tmp_path):
     ds = distsim.sweep(ssa.simulate, net, grid, seed=5, client=ex, chunk_size=1, store=tmp_path / "s.zarr", **fixed)
     assert marker.exists(), "the fault was not injected"
     ref = distsim.sweep(ssa.simulate, net, grid, seed=5, client=LocalExecutor("cpu"), **fixed)
-    assert list(ds.point.values) == list(range(6))
+    assert list(ds.point.values.ravel()) == list(range(6))
     for v in ("mean", "variance", "firings", "quantile_value"):
         assert np.array_equal(ds[v].values, ref[v].values), v
     dask_client.wait_for_workers(2, timeout=60)

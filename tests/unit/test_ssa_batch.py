@@ -176,4 +176,4 @@ def test_networks_with_events_run_point_by_point_in_sweeps():
     refs = per_point(net, [{name: v} for v in values], [{}, {}], seeds, **kw)
     for p, ref in enumerate(refs):
         for v in REDUCED:
-            np.testing.assert_array_equal(ds[v].isel(point=p).values, ref[v].values)
+            np.testing.assert_array_equal(ds[v].isel({name: p}).values, ref[v].values)  # a grid: dim `name`

@@ -3,6 +3,7 @@ zarr store resume after a SIGKILL (no finished point recomputed, none lost or du
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -96,17 +97,63 @@ def test_derived_seeds_are_a_permutation_keyed_by_seed():
 # ---- results equal direct calls, for any number of workers or chunking ----------------------------
 
 def test_ssa_points_equal_direct_calls(mm, mm_sweep):
-    ds = mm_sweep
-    assert ds.sizes["point"] == 4 and list(ds.k1.values) == [1e-3, 1e-3, 3e-3, 3e-3] and list(ds.S.values) == [100, 301] * 2
+    ds = mm_sweep  # a grid: one dimension per parameter, in the grid's order, indexed by its values
+    assert ds["mean"].dims[:2] == ("k1", "S") and "point" not in ds.dims
+    assert list(ds.k1.values) == [1e-3, 3e-3] and list(ds.S.values) == [100, 301] and ds.S.dtype == np.int64
     seeds = derive_seeds(9, np.arange(4))
-    assert np.array_equal(ds.seed.values, seeds)
-    for i in range(4):
-        net = mm.with_parameters(k1=float(ds.k1[i])).with_initial(S=int(ds.S[i]))
+    assert ds.point.dims == ("k1", "S") and np.array_equal(ds.point.values.ravel(), np.arange(4))
+    assert np.array_equal(ds.seed.values.ravel(), seeds)
+    for i, (k1, s) in enumerate([(1e-3, 100), (1e-3, 301), (3e-3, 100), (3e-3, 301)]):
+        net = mm.with_parameters(k1=k1).with_initial(S=s)
         ref = ssa.simulate(net, seed=int(seeds[i]), client=LocalExecutor("cpu"), **SSA_FIXED)
+        at = ds.sel(k1=k1, S=s)
+        assert int(at.point) == i
         for v in ("mean", "variance", "firings", "quantile_value"):
-            assert np.array_equal(ds[v].values[i], ref[v].values), (i, v)
-        assert int(ds.firings_total[i]) == ref.attrs["firings_total"]
+            assert np.array_equal(at[v].values, ref[v].values), (i, v)
+        assert int(at.firings_total) == ref.attrs["firings_total"]
     assert ds.attrs["workload"] == "sweep" and ds.attrs["analysis"] == "ssa.simulate"
+    assert ds.attrs["sweep_layout"] == "grid" and json.loads(ds.attrs["sweep_parameters"]) == ["k1", "S"]
+
+
+def test_grid_layout_equals_the_point_layout(mm, mm_sweep):
+    """The same points as a table keep `point`; as_grid of it is the grid sweep, and every value of
+    the grid is the point layout's value at that point."""
+    rows = [{"k1": k1, "S": s} for k1 in GRID["k1"] for s in GRID["S"]]
+    table = distsim.sweep(ssa.simulate, mm, rows, seed=9, client=LocalExecutor("cpu"), **SSA_FIXED)
+    assert table.sizes["point"] == 4 and table.attrs["sweep_layout"] == "table" and table.k1.dims == ("point",)
+    for v in table.data_vars:
+        if v in NONDETERMINISTIC:
+            continue
+        for i in range(4):
+            at = mm_sweep[v].sel(k1=rows[i]["k1"], S=rows[i]["S"])
+            assert np.array_equal(at.values, table[v].isel(point=i).values), (v, i)
+    grid = distsim.sweep.as_grid(table)
+    assert grid["mean"].dims == mm_sweep["mean"].dims and grid.attrs["sweep_layout"] == "grid"
+    same(grid, mm_sweep)
+    for c in ("k1", "S", "point", "seed"):
+        assert np.array_equal(grid[c].values, mm_sweep[c].values) and grid[c].dims == mm_sweep[c].dims, c
+
+
+def test_as_grid_refuses_points_that_are_not_a_grid():
+    ds = xr.Dataset({"x": ("point", np.arange(3.0))}, coords={"point": np.arange(3), "a": ("point", [1, 1, 2]),
+                                                               "b": ("point", [5, 6, 5])})
+    with pytest.raises(ValueError, match="3 points, but the values make 4 combinations"):
+        distsim.sweep.as_grid(ds)
+    ds = xr.Dataset({"x": ("point", np.arange(4.0))}, coords={"point": np.arange(4), "a": ("point", [1, 2, 1, 2]),
+                                                               "b": ("point", [5, 5, 6, 6])})
+    with pytest.raises(ValueError, match=r"point 1 \(a=2, b=5\) is out of grid order"):
+        distsim.sweep.as_grid(ds)
+    g = distsim.sweep.as_grid(ds, ["b", "a"])  # the same points, b slowest
+    assert g.x.dims == ("b", "a") and g.x.values.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    with pytest.raises(ValueError, match="listed twice"):
+        as_points({"a": [1, 2, 1]})
+    oat = xr.Dataset({"x": ("point", np.arange(4.0))},
+                     coords={"point": np.arange(4), "parameter": ("point", np.array(["k1", "k1", "k2", "k2"], object)),
+                             "factor": ("point", [0.5, 2.0, 0.5, 2.0])},
+                     attrs={"sweep_parameters": json.dumps(["parameter", "factor"])})
+    g = distsim.sweep.as_grid(oat)  # a one-at-a-time design is a grid of parameter x factor
+    assert g.x.dims == ("parameter", "factor") and list(g.parameter.values) == ["k1", "k2"]
+    assert g.x.sel(parameter="k2", factor=0.5).item() == 2.0
 
 
 def test_two_workers_and_other_chunks_give_the_same_result(mm, mm_sweep, dask_client):
@@ -287,7 +334,7 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path, mm):
                             **SSA_FIXED)
     assert resumed.attrs["points_computed"] == 0 and resumed.attrs["points_resumed"] == 12
     fresh = distsim.sweep(ssa.simulate, mm, RESUME_GRID, seed=9, client=LocalExecutor("cpu"), **SSA_FIXED)
-    assert list(resumed.point.values) == list(range(12))  # none lost, none duplicated
+    assert list(resumed.point.values.ravel()) == list(range(12))  # none lost, none duplicated
     same(resumed, fresh)
 
 
@@ -359,7 +406,8 @@ def test_example_configs_run(tmp_path, monkeypatch, example, capsys):
     assert main(["--in-process", "--cpu", "--quiet", "sweep", str(ROOT / "examples" / "sweeps" / example)]) == 0
     cfg = load_config(ROOT / "examples" / "sweeps" / example)
     out = xr.open_dataset(tmp_path / cfg.output.name, engine="h5netcdf")
-    assert out.sizes["point"] == cfg.points.n
+    dims = cfg.points.names if cfg.points.grid else ("point",)  # a grid: one dimension per parameter
+    assert set(dims) <= set(out.dims) and int(np.prod([out.sizes[d] for d in dims])) == cfg.points.n
     assert "computed" in capsys.readouterr().out
 
 
@@ -375,8 +423,9 @@ def test_grn_points_equal_direct_calls():
     for i, pop in enumerate([32, 48]):
         ref = grn.infer(problem, population=pop, link_mutation=0.3, seed=int(seeds[i]),
                         client=LocalExecutor("cpu"), **{k: v for k, v in fixed.items() if k != "backend"})
-        assert float(ds.fitness[i]) == ref.attrs["fitness"]
-        assert np.array_equal(ds.best_links[i].values, ref.best_links.values)
+        at = ds.sel(population=pop, link_mutation=0.3)
+        assert float(at.fitness) == ref.attrs["fitness"]
+        assert np.array_equal(at.best_links.values, ref.best_links.values)
     with pytest.raises(ValueError, match="GRN sweep parameter"):
         distsim.sweep(grn.infer, problem, {"bogus": [1]}, client=LocalExecutor("cpu"))
 
@@ -434,3 +483,15 @@ def test_planned_tasks_are_even_and_a_multiple_of_the_workers():
         assert tasks == -(-n // C) and (tasks - 1) * C < n  # no empty task
         assert C - (n - (tasks - 1) * C) <= tasks  # the last task is at most `tasks` points short of the others
     assert balanced_chunk_size(3000, 10000, 2) == 2500
+
+
+def test_a_grid_that_cannot_take_its_shape_keeps_its_points():
+    """A reshape that fails (here: the recorded parameter is a variable, not a coordinate on `point`)
+    keeps the computed points and says why."""
+    from distsim.sweep.layout import shaped
+
+    ds = xr.Dataset({"x": ("point", np.arange(2.0)), "y": ("point", np.ones(2))}, coords={"point": [0, 1]},
+                    attrs={"sweep_layout": "grid", "sweep_parameters": json.dumps(["y"])})
+    with pytest.warns(UserWarning, match="keeps its 'point' dimension: 'y' is not a swept parameter"):
+        out = shaped(ds)
+    assert out is ds

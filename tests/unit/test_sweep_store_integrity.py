@@ -231,7 +231,8 @@ def test_grn_sweep_with_a_store(tmp_path):
     grid = {"population": [32, 48], "link_mutation": [0.3]}
     ref = distsim.sweep(grn.infer, problem, grid, **kw)
     ds = distsim.sweep(grn.infer, problem, grid, store=tmp_path / "g.zarr", chunk_size=1, **kw)
-    assert ds.best_rule_name.dtype.kind in "OT" and ds.best_rule_name.values[0, 0] == ref.best_rule_name.values[0, 0]
+    assert ds.best_rule_name.dtype.kind in "OT"  # grid (population, link_mutation, gene)
+    assert ds.best_rule_name.values[0, 0, 0] == ref.best_rule_name.values[0, 0, 0]
     for v in ("fitness", "best_links", "best_rule_name"):
         assert np.array_equal(ds[v].values.astype(ref[v].dtype), ref[v].values), v
     again = distsim.sweep(grn.infer, problem, grid, store=tmp_path / "g.zarr", **kw)
@@ -349,7 +350,7 @@ def test_rerun_of_a_finished_sweep_computes_nothing(tmp_path, capsys):
     assert f"4 points: every one is in the store {tmp_path / 's.zarr'}, verified; nothing computed" in \
         capsys.readouterr().out
     out = xr.open_dataset(tmp_path / "out.nc", engine="h5netcdf")
-    assert out.sizes["point"] == 4 and out.attrs["points_computed"] == 0
+    assert dict(out.point.sizes) == {"k1": 2, "S": 2} and out.attrs["points_computed"] == 0
 
 
 def test_grown_grid_computes_only_the_new_points(store, finished):
@@ -359,7 +360,7 @@ def test_grown_grid_computes_only_the_new_points(store, finished):
     with warnings.catch_warnings():
         warnings.simplefilter("error", StoreRepaired)  # nothing is damaged, no old point recomputed
         ds = run(store, grown)
-    assert ds.attrs["points_computed"] == 2 and ds.attrs["points_resumed"] == 4 and ds.sizes["point"] == 6
+    assert ds.attrs["points_computed"] == 2 and ds.attrs["points_resumed"] == 4 and ds.sizes["k1"] == 3
     fresh = distsim.sweep(ssa.simulate, MM, grown, seed=9, chunk_size=2, client=LocalExecutor("cpu"), **FIXED)
     same(ds, fresh)
     same(open_store(store), fresh)

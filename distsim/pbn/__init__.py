@@ -32,9 +32,26 @@ def load(path: str | os.PathLike, *, perturbation: float | None = None, inputs: 
     from ..models.formats import load as _load
 
     net = _load(path, format=format, inputs=inputs, cfg=cfg)
+    if format == "maboss" or (format is None and os.fspath(path).lower().endswith((".bnd", ".cfg"))):
+        _warn_maboss_initial(path, cfg)
     if perturbation is not None:
         net = net.with_perturbation(perturbation)
     return net.with_fixed(fixed) if fixed else net
+
+
+def _warn_maboss_initial(path: str | os.PathLike, cfg: str | os.PathLike | None) -> None:
+    """A PBN carries no initial states: say so when the model's .cfg fixes some (never drop them silently)."""
+    import warnings
+
+    from ..models.formats.maboss import read_rates
+
+    conf = read_rates(path, cfg).config
+    if conf.initial:
+        shown = ", ".join(f"{k}={v}" for k, v in list(conf.initial.items())[:4])
+        more = f" and {len(conf.initial) - 4} more" if len(conf.initial) > 4 else ""
+        warnings.warn(f"{conf.cfg or path}: the .cfg fixes the initial values of {len(conf.initial)} node(s) ({shown}"
+                      f"{more}); pbn.load returns the network only, so pass initial=pbn.read_maboss(path)[1].initial "
+                      "to simulate/steady_state ('distsim pbn' applies them itself)", UserWarning, stacklevel=3)
 
 
 __all__ = ["MabossConfig", "PBN", "Predictor", "as_network", "default_chains", "from_primes", "influence", "load",

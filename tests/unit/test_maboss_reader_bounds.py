@@ -136,7 +136,8 @@ def test_pbn_load_warns_about_istate_it_cannot_keep(tmp_path):
         net = pbn.load(bnd)
     assert net.nodes == ("A", "B", "C", "A2")
     msgs = [str(w.message) for w in rec]
-    assert len(msgs) == 2, msgs
+    assert len(msgs) == 3, msgs
+    assert "fixes the initial values of 1 node(s) (A=1)" in msgs.pop()  # the certain one: pass it as initial=
     assert "istate of C is a distribution (0.3 [0], 0.7 [1])" in msgs[0] and "start it uniformly random" in msgs[0]
     assert "istate of B, A2 is a distribution (0.5 [0, 0], 0.5 [1, 1])" in msgs[1] and "start them" in msgs[1]
     assert all("m.cfg" in m and "'distsim maboss'" in m for m in msgs)
@@ -149,14 +150,15 @@ def test_pbn_load_warns_about_istate_it_cannot_keep(tmp_path):
 
 
 def test_pbn_load_is_quiet_about_istate_it_keeps(tmp_path):
-    """0, 1, random (-1), 1/2 each, and a group uniform over all its values: no warning."""
+    """Random (-1), 1/2 each, and a group uniform over all its values: no warning; certain values (0, 1),
+    which a PBN does not carry, only the one that names them for initial=."""
     bnd = _write(tmp_path, "m", _model("B") + "Node D { logic = D; }\n",
                  "A.istate = 1; B.istate = -1; [C].istate = 0.5 [0], 0.5 [1];\n"
                  "[D].istate = 0 [1], 2 [0];\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with pytest.warns(UserWarning) as rec:
         pbn.load(bnd)
-        assert read_maboss(bnd)[1].initial == {"A": 1, "D": 0}
+    assert len(rec) == 1 and "the .cfg fixes the initial values of 2 node(s) (A=1, D=0)" in str(rec[0].message)
+    assert read_maboss(bnd)[1].initial == {"A": 1, "D": 0}
     bnd2 = _write(tmp_path, "g", _model("B"), "[B, C].istate = 1 [0, 0], 1 [0, 1], 1 [1, 0], 1 [1, 1];\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

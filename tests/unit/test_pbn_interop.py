@@ -212,7 +212,7 @@ def test_maboss_example_loads_and_runs():
     S = rng.random((4096, net.n)) < 0.5
     t, d, c = (S[:, net.index(nm)] for nm in ("TNFR", "DISC_FAS", "CASP8"))
     assert np.array_equal(evaluate(rip1, S), (~t & d & ~c) | (t & ~c))
-    ds = pbn.simulate(net, steps=200, trajectories=256, mode="async", seed=1,
+    ds = pbn.simulate(net, steps=200, trajectories=256, mode="async", seed=1, keep_states=True,
                       initial=conf.initial, backend="cpu", progress=False)
     assert ds.sizes["trajectory"] == 256
 
@@ -406,3 +406,22 @@ def test_maboss_steady_state_estimate(tmp_path):
     with pytest.warns(UserWarning, match="perturbation p = 0"):  # MaBoSS has no perturbations
         ds = pbn.steady_state(net, "D=1", mode="async", precision=r, seed=5, backend="cpu", progress=False)
     assert abs(float(ds["probability"].values[0]) - exact) < 2 * r
+
+
+def test_pbn_load_says_when_the_cfg_fixes_initial_states(tmp_path):
+    """pbn.load returns a network only: the .cfg's certain initial values are named in a warning, never
+    dropped silently, and read_maboss gives them for initial=."""
+    import warnings
+
+    import distsim.pbn as pbn
+
+    (tmp_path / "m.bnd").write_text("node A { logic = !B; rate_up = @logic ? 1 : 0; rate_down = @logic ? 0 : 1; }\n"
+                                    "node B { logic = A; rate_up = @logic ? 1 : 0; rate_down = @logic ? 0 : 1; }\n")
+    (tmp_path / "m.cfg").write_text("A.istate = 1;\nB.istate = 0;\n")
+    with pytest.warns(UserWarning, match=r"fixes the initial values of 2 node\(s\) \(A=1, B=0\)"):
+        pbn.load(tmp_path / "m.bnd")
+    assert pbn.read_maboss(tmp_path / "m.bnd")[1].initial == {"A": 1, "B": 0}
+    (tmp_path / "m.cfg").write_text("A.istate = -1;\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pbn.load(tmp_path / "m.bnd")

@@ -11,9 +11,8 @@ from . import block
 from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
 
 CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
-GPU_CHUNK = 1 << 18  # per GPU launch
 
-__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK", "GPU_CHUNK"]
+__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK"]
 
 
 def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
@@ -46,7 +45,7 @@ def simulate_block(ctx: ShardContext, b: Block) -> dict:
     n = b.model.n
     run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK)
     if ctx.backend == "gpu":
-        from .gpu import run_gpu_chunk as run_chunk
-        size = block.chunk_size(b.n_win, n, 1 << 30, 1024, GPU_CHUNK)
+        from . import gpu
+        run_chunk, size = gpu.run_gpu_chunk, gpu.chunk_size(b)
     parts = [run_chunk(b, b.traj0 + s, min(size, b.n_traj - s)) for s in range(0, b.n_traj, size)]
     return merge(parts, b.n_win, b.model.n_words, b.model.vis_words)

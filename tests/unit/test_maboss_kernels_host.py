@@ -1,8 +1,9 @@
 """CPU == GPU for the maboss kernels without a GPU: ``kernels/ctbn.cu`` compiled for the host by g++
 (``cuda_host.h``: CUDA's keywords and intrinsics, IEEE doubles, no contraction) and launched by the
 unchanged ``distsim.maboss.gpu`` code with NumPy standing in for CuPy gives the Numba kernel's counts
-bit for bit (records, entropy sums, final states, fixed points, events), also when the record slabs
-overflow and the launch is redone. The device itself is checked by tests/gpu/test_maboss_gpu.py.
+bit for bit (records, entropy sums, final states, fixed points, events), also when the per-window
+record lists overflow and the launch is redone, with the device reduction in dense tables and in the
+hash table. The device itself is checked by tests/gpu/test_maboss_gpu.py.
 Skipped where g++ is not installed."""
 
 from __future__ import annotations
@@ -43,7 +44,14 @@ def host_gpu(monkeypatch, tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("cap", [16, 1])
-def test_host_kernel_equals_cpu(name, cap, host_gpu, monkeypatch):
+@pytest.mark.parametrize("tables", ["dense", "hash"])
+def test_host_kernel_equals_cpu(name, cap, tables, host_gpu, monkeypatch):
+    """The device reduction (dense tables, or the hash table starting tiny so that it overflows and the
+    launch is redone) gives the counts of the CPU's records reduced on the host."""
+    if tables == "hash":
+        monkeypatch.setattr(gpu, "DENSE_MAX_VISIBLE", -1)
+        monkeypatch.setattr(gpu, "HT_FIRST", 4)
+        monkeypatch.setattr(gpu, "_HT_SLOTS", {})
     bnd, cfg, mutants = CASES[name]
     m = load(bnd, cfg, max_time=3.0)
     c = compile_model(m, mutants)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backends import cuda, dsmath
 from .model import CompiledModel
-from . import block, cpu
+from . import block
 from .block import Block, visible_positions
 
 BLOCK = 128
@@ -41,38 +41,18 @@ def _device_model(m: CompiledModel) -> tuple:
     return _DEVICE_MODELS[key]
 
 
-DENSE_MAX_VISIBLE = 16  # dense sum tables up to 2**16 visible states ...
-DENSE_MAX_ENTRIES = 1 << 21  # ... and windows x states; else the hash table
 COPIES_MAX = 64  # copies of the sum tables (atomic contention) ...
 COPIES_BYTES = 16 << 20  # ... within this many bytes
 HT_FIRST = 1 << 12  # first hash-table slots of a launch (x 4 while it overflows; remembered per model)
 _HT_SLOTS: dict[str, int] = {}
 
 
-def dense_layout(m: CompiledModel, n_win: int) -> tuple[int, int, dict[str, int], int] | None:
-    """(states, copies, offsets, length of a copy) of the dense sum tables, or None for the hash table."""
-    nv = len(m.visible)
-    S = 1 << nv
-    if nv > DENSE_MAX_VISIBLE or n_win * S > DENSE_MAX_ENTRIES:
-        return None
-    return (S, *_copies(_sizes(n_win, S)))
-
-
-def _sizes(n_win: int, S: int) -> dict[str, int]:
-    """Words of each sum table in one copy (S = 0: no dense tables)."""
-    return {"q": n_win * S, "q2": n_win * S, "full": (n_win + 1) * S, "final": S, "th": n_win, "th2": n_win,
-            "dth": n_win + 1, "dth2": n_win + 1, "ev": 1}
-
-
-def _copies(sizes: dict[str, int]) -> tuple[int, dict[str, int], int]:
-    off, length = {}, 0
-    for k, v in sizes.items():
-        off[k] = length
-        length += v
-    copies = 1
-    while copies < COPIES_MAX and 2 * copies * length * 8 <= COPIES_BYTES:
-        copies *= 2
-    return copies, off, length
+def copies(length: int) -> int:
+    """Copies of the sum tables: a power of two, at most COPIES_MAX, within COPIES_BYTES."""
+    k = 1
+    while k < COPIES_MAX and 2 * k * length * 8 <= COPIES_BYTES:
+        k *= 2
+    return k
 
 
 def chunk_size(b: Block) -> int:
@@ -98,12 +78,9 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     mod = _module()
     fn = mod.get_function("ctbn_simulate")
     vw, nw, kw = m.vis_words, m.n_words, 1 + m.n_words
-    dense = dense_layout(m, b.n_win)
-    if dense is None:
-        S = 0
-        copies, off, length = _copies(_sizes(b.n_win, 0))
-    else:
-        S, copies, off, length = dense
+    S = block.dense_states(m, b.n_win)
+    off, length = block.table_offsets(b.n_win, S)
+    n_copies = copies(length)
     cap = block.REC_CAP
     slots = _HT_SLOTS.get(m.digest, HT_FIRST)
     while True:
@@ -111,7 +88,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         rates = cp.zeros(m.n * n, cp.float64)
         rec_state = cp.zeros(cap * vw * n, cp.uint64)
         rec_q = cp.zeros(cap * n, cp.int64)
-        acc = cp.zeros(copies * length, cp.uint64)
+        acc = cp.zeros(n_copies * length, cp.uint64)
         kbuf = cp.zeros(kw * n, cp.uint64)
         ctl = cp.zeros(slots, cp.uint32)
         keys = cp.zeros(slots * kw, cp.uint64)
@@ -123,7 +100,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
             fix_mask, fix_val, np.uint32(b.seed), np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
             np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_state, rec_q,
-            np.int32(vw), np.int32(nw), np.int32(dense is not None), np.int64(S), np.int32(copies), acc,
+            np.int32(vw), np.int32(nw), np.int32(S > 0), np.int64(S), np.int32(n_copies), acc,
             np.int64(length), *(np.int64(off[k]) for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2",
                                                            "ev")),
             kbuf, np.int32(kw), ctl, keys, s1, s2, np.uint64(slots - 1), flags))
@@ -137,8 +114,8 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             break
     del xs, rates, rec_state, rec_q, kbuf
     tot = cp.zeros(length, cp.uint64)
-    mod.get_function("ctbn_sum_copies")(((length + 255) // 256,), (256,), (np.int64(length), acc, np.int32(copies),
-                                                                          tot))
+    mod.get_function("ctbn_sum_copies")(((length + 255) // 256,), (256,), (np.int64(length), acc,
+                                                                          np.int32(n_copies), tot))
     tot = cp.asnumpy(tot)
     used = int(f[2])
     rows = np.zeros((0, kw + 2), np.uint64)
@@ -147,36 +124,15 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         mod.get_function("ctbn_ht_compact")(((slots + 255) // 256,), (256,), (
             np.uint64(slots), ctl, keys, s1, s2, np.int32(kw), cp.zeros(1, cp.uint32), out))
         rows = cp.asnumpy(out).reshape(used, kw + 2)
-    return _counts(tot, off, rows, S, b.n_win, vw, nw, n)
-
-
-def _counts(tot: np.ndarray, off: dict[str, int], rows: np.ndarray, S: int, n_win: int, vw: int, nw: int,
-            n: int) -> dict:
-    """The chunk's counts (as :func:`block.reduce_chunk` gives them) from the summed tables ``tot`` and the
-    hash table's used slots ``rows`` (key words, sum 1, sum 2)."""
-    seg = lambda k, size: tot[off[k]:off[k] + size]  # noqa: E731
-    th = seg("th", n_win) + np.cumsum(seg("dth", n_win + 1), dtype=np.uint64)[:n_win]  # uint64 wraps: exact
-    th2 = seg("th2", n_win) + np.cumsum(seg("dth2", n_win + 1), dtype=np.uint64)[:n_win]
-    tag, kind = rows[:, 0], {}
-    for name, sel in (("rec", tag < n_win), ("final", tag == n_win), ("fp", tag == n_win + 1)):
-        kind[name] = rows[sel]
-    if S:
-        full = np.cumsum(seg("full", (n_win + 1) * S).reshape(n_win + 1, S), axis=0, dtype=np.uint64)[:n_win]
-        q = seg("q", n_win * S).reshape(n_win, S) + full * np.uint64(cpu.QUANTA)
-        q2 = seg("q2", n_win * S).reshape(n_win, S) + full * np.uint64((cpu.QUANTA >> block.SQ_SHIFT) ** 2)
-        w, s = np.nonzero(q)
-        win, state, qs, q2s = (w.astype(np.int32), s.astype(np.uint64).reshape(-1, 1), q[w, s].view(np.int64),
-                               q2[w, s].view(np.int64))
-        fs = np.flatnonzero(seg("final", S))
-        final, final_n = fs.astype(np.uint64).reshape(-1, 1), seg("final", S)[fs].view(np.int64)
-    else:
-        r = kind["rec"]
-        win, state, qs, q2s = block._sum_rows((r[:, 0].astype(np.int32),), r[:, 1:1 + vw], r[:, -2].view(np.int64),
-                                              r[:, -1].view(np.int64))
-        r = kind["final"]
-        final, final_n = block._sum_rows((), r[:, 1:1 + vw], r[:, -2].view(np.int64))
-    r = kind["fp"]
-    fp, fp_n = block._sum_rows((), r[:, 1:1 + nw], r[:, -2].view(np.int64))
-    return {"win": win, "state": state, "q": qs, "q2": q2s, "th": th.view(np.int64), "th2": th2.view(np.int64),
-            "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n, "events": int(seg("ev", 1)[0]),
-            "trajectories": int(n)}
+    out = block.table_counts(tot, off, S, b.n_win)
+    tag = rows[:, 0]
+    if not S:
+        r = rows[tag < b.n_win]
+        out["win"], out["state"], out["q"], out["q2"] = block._sum_rows(
+            (r[:, 0].astype(np.int32),), r[:, 1:1 + vw], r[:, -2].view(np.int64), r[:, -1].view(np.int64))
+        r = rows[tag == b.n_win]
+        out["final"], out["final_n"] = block._sum_rows((), r[:, 1:1 + vw], r[:, -2].view(np.int64))
+    r = rows[tag == b.n_win + 1]
+    out["fp"], out["fp_n"] = block._sum_rows((), r[:, 1:1 + nw], r[:, -2].view(np.int64))
+    out["trajectories"] = int(n)
+    return out

@@ -37,7 +37,7 @@ def test_kernel_cpu_equals_gpu(case, cap, tables, monkeypatch):
     """The device reduction (dense tables with their copies, or the hash table, starting small so that it
     overflows) equals the CPU's records reduced on the host, bit for bit."""
     if tables == "hash":
-        monkeypatch.setattr(gpu, "DENSE_MAX_VISIBLE", -1)
+        monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
         monkeypatch.setattr(gpu, "HT_FIRST", 64)
         monkeypatch.setattr(gpu, "_HT_SLOTS", {})
     bnd, cfg, mutants = CASES[case]

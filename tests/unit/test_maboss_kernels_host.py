@@ -49,7 +49,7 @@ def test_host_kernel_equals_cpu(name, cap, tables, host_gpu, monkeypatch):
     """The device reduction (dense tables, or the hash table starting tiny so that it overflows and the
     launch is redone) gives the counts of the CPU's records reduced on the host."""
     if tables == "hash":
-        monkeypatch.setattr(gpu, "DENSE_MAX_VISIBLE", -1)
+        monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
         monkeypatch.setattr(gpu, "HT_FIRST", 4)
         monkeypatch.setattr(gpu, "_HT_SLOTS", {})
     bnd, cfg, mutants = CASES[name]

@@ -96,6 +96,11 @@ for r in "${ROOTS[@]}"; do
     case "$l" in *stubs) ;; *) export LD_LIBRARY_PATH=$l:$LD_LIBRARY_PATH ;; esac
   done
 done
+if [ ! -e "$W/lib/libcuda.so" ]; then  # the driver's library (MaBoSS.GPU links -lcuda)
+  drv=$( (ldconfig -p 2>/dev/null || true) | awk '/libcuda\.so(\.1)? /{print $NF; exit}')
+  [ -n "$drv" ] && ln -s "$drv" "$W/lib/libcuda.so"
+fi
+[ -e "$W/lib/libcuda.so" ] || say "libcuda.so: NOT FOUND (the link will fail)"
 export LIBRARY_PATH=$W/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
 INC=""  # the first root holding each header the build needs (the toolkit's own first)
 for h in cuda_runtime.h curand_kernel.h nvrtc.h nvJitLink.h; do

@@ -68,7 +68,9 @@ extern "C" __global__ void ctbn_simulate(
     const int n, const int* __restrict__ grp_start,
     const double* __restrict__ grp_cum, const int* __restrict__ grp_node_start, const int* __restrict__ grp_nodes,
     const unsigned long long* __restrict__ opt_bits, const int n_groups, const unsigned char* __restrict__ fix_mask,
-    const unsigned char* __restrict__ fix_val, const unsigned int seed, const long long traj0, const int n_win,
+    const unsigned char* __restrict__ fix_val, const int* __restrict__ child_start,
+    const int* __restrict__ child_index, const int* __restrict__ vis_nodes, const int n_vis,
+    const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
     unsigned char* __restrict__ xs, double* __restrict__ rates_all,
     unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw, const int n_words,
@@ -116,17 +118,23 @@ extern "C" __global__ void ctbn_simulate(
     unsigned long long* const sdth2 = my + o_dth2;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
-    int win = 0, nrec = 0, fp = 0;
+    int win = 0, nrec = 0, fp = 0, last = -1;
     bool over = false;
     while (true) {
-        // flip rates: each node's table over its parents (the first parent is the most significant bit)
-        double total = 0.0;
-        for (int i = 0; i < n; ++i) {
+        // flip rates (all at first, then those that read the node that flipped): each node's table over its
+        // parents (the first parent is the most significant bit); the sums in node order (cpu._update_rates)
+        const int k_end = last < 0 ? n : child_start[last + 1];
+        for (int k = last < 0 ? 0 : child_start[last]; k < k_end; ++k) {
+            const int i = last < 0 ? k : child_index[k];
             long long row = 0;
-            for (int k = par_start[i]; k < par_start[i + 1]; ++k) row = (row << 1) | x[(long long)par_index[k] * N + c];
-            const double ri = vals[val_start[i] + tt[tt_start[i] + row]];
-            rates[(long long)i * N + c] = ri;
+            for (int j = par_start[i]; j < par_start[i + 1]; ++j) row = (row << 1) | x[(long long)par_index[j] * N + c];
+            rates[(long long)i * N + c] = vals[val_start[i] + tt[tt_start[i] + row]];
+        }
+        double total = 0.0, rate_internal = 0.0;
+        for (int i = 0; i < n; ++i) {
+            const double ri = rates[(long long)i * N + c];
             total += ri;
+            if (ri != 0.0 && internal[i]) rate_internal += ri;
         }
         double u2 = 0.0, t_new, th;
         if (total == 0.0) {
@@ -141,15 +149,10 @@ extern "C" __global__ void ctbn_simulate(
             // MaBoSS's TH: entropy of which visible node flips next
             th = 0.0;
             if (n != 1) {
-                double rate_internal = 0.0;
-                for (int i = 0; i < n; ++i) {
-                    const double ri = rates[(long long)i * N + c];
-                    if (ri != 0.0 && internal[i]) rate_internal += ri;
-                }
                 const double tni = total - rate_internal;
-                for (int i = 0; i < n; ++i) {
-                    const double ri = rates[(long long)i * N + c];
-                    if (ri != 0.0 && !internal[i]) {
+                for (int j = 0; j < n_vis; ++j) {  // the visible nodes in node order
+                    const double ri = rates[(long long)vis_nodes[j] * N + c];
+                    if (ri != 0.0) {
                         const double p = ri / tni;
                         th -= (ds_log(p) * DS_INV_LN2) * p;
                     }
@@ -236,6 +239,7 @@ extern "C" __global__ void ctbn_simulate(
         }
         x[(long long)node * N + c] ^= 1;
         if (vpos[node] >= 0) vis[vpos[node] >> 6] ^= 1ULL << (vpos[node] & 63);
+        last = node;
         t = t_new;
         ++ev;
     }

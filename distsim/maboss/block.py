@@ -152,6 +152,21 @@ def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, fin
             "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
+def event_tables(m: CompiledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(child_start, child_index, vis_nodes): the nodes whose flip rates read node j are
+    ``child_index[child_start[j]:child_start[j + 1]]`` (recomputed after j flips); the visible nodes in node
+    order (the transition entropy's terms)."""
+    n = m.n
+    parents = np.repeat(np.arange(n, dtype=np.int32), np.diff(m.par_start))
+    order = np.lexsort((parents, m.par_index))  # by parent, then child
+    child_index = np.ascontiguousarray(parents[order], np.int32)
+    child_start = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(m.par_index, minlength=n), out=child_start[1:])
+    if child_index.size == 0:
+        child_index = np.zeros(1, np.int32)
+    return child_start, child_index, np.flatnonzero(m.internal == 0).astype(np.int32)
+
+
 def visible_positions(m: CompiledModel) -> np.ndarray:
     """``vpos[i]``: node i's bit in a visible state (-1: internal)."""
     vpos = np.full(m.n, -1, np.int32)

@@ -38,33 +38,48 @@ SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (block.SQ_SHIFT)
 
 
 @numba.njit(inline="always", cache=True)
-def _eval_rates(x, n, par_start, par_index, tt_start, tt, val_start, vals, rates):
-    """Every node's flip rate in state ``x`` (a table lookup over its parents); returns their sum in node order."""
-    total = 0.0
-    for i in range(n):
-        row = 0
-        for k in range(par_start[i], par_start[i + 1]):
-            row = (row << 1) | x[par_index[k]]
-        ri = vals[val_start[i] + tt[tt_start[i] + row]]
-        rates[i] = ri
-        total += ri
-    return total
+def _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals):
+    """Node i's flip rate in state ``x``: a table lookup over its parents (the first is the most significant bit)."""
+    row = 0
+    for k in range(par_start[i], par_start[i + 1]):
+        row = (row << 1) | x[par_index[k]]
+    return vals[val_start[i] + tt[tt_start[i] + row]]
 
 
 @numba.njit(inline="always", cache=True)
-def _transition_entropy(rates, internal, n, total):
-    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model)."""
-    if n == 1:
-        return 0.0
+def _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                  internal, rates):
+    """The flip rates after node ``last`` flipped (-1: all of them; else only the nodes whose rates read it);
+    returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order."""
+    if last < 0:
+        for i in range(n):
+            rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
+    else:
+        for k in range(child_start[last], child_start[last + 1]):
+            i = child_index[k]
+            rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
+    total = 0.0
     rate_internal = 0.0
     for i in range(n):
-        if rates[i] != 0.0 and internal[i]:
-            rate_internal += rates[i]
+        ri = rates[i]
+        total += ri
+        if ri != 0.0 and internal[i]:
+            rate_internal += ri
+    return total, rate_internal
+
+
+@numba.njit(inline="always", cache=True)
+def _transition_entropy(rates, vis_nodes, n, total, rate_internal):
+    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model);
+    ``vis_nodes``: the visible nodes in node order."""
+    if n == 1:
+        return 0.0
     tni = total - rate_internal
     th = 0.0
-    for i in range(n):
-        if rates[i] != 0.0 and not internal[i]:
-            p = rates[i] / tni
+    for j in range(vis_nodes.shape[0]):
+        ri = rates[vis_nodes[j]]
+        if ri != 0.0:
+            p = ri / tni
             th -= (ds_log(p) * INV_LN2) * p
     return th
 
@@ -87,10 +102,12 @@ def _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes,
 
 
 @numba.njit(inline="always", cache=True)
-def _next_event(x, n, par_start, par_index, tt_start, tt, val_start, vals, internal, rates, seed, traj, ev, t,
-                max_time, tick, discrete):
-    """The flip rates in state ``x`` and the draws of event ``ev``: (total, u2, t_new, th, fixed point)."""
-    total = _eval_rates(x, n, par_start, par_index, tt_start, tt, val_start, vals, rates)
+def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_index, tt_start, tt, val_start, vals,
+                internal, rates, seed, traj, ev, t, max_time, tick, discrete):
+    """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet) and the draws of event ``ev``:
+    (total, u2, t_new, th, fixed point)."""
+    total, rate_internal = _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt,
+                                         val_start, vals, internal, rates)
     if total == 0.0:
         return total, 0.0, max_time, 0.0, True
     w0, w1, w2, w3 = philox4x32_10(np.uint64(ev) & np.uint64(0xFFFFFFFF), np.uint64(ev) >> np.uint64(32), 0, 0,
@@ -100,7 +117,7 @@ def _next_event(x, n, par_start, par_index, tt_start, tt, val_start, vals, inter
         t_new = t + tick
     else:
         t_new = t + neglog_u01(u01_f64(w0, w1)) / total
-    return total, u2, t_new, _transition_entropy(rates, internal, n, total), False
+    return total, u2, t_new, _transition_entropy(rates, vis_nodes, n, total, rate_internal), False
 
 
 @numba.njit(inline="always", cache=True)
@@ -120,8 +137,9 @@ def _flip(rates, n, u2, total):
 @numba.njit(parallel=True, cache=True)
 def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
                    grp_node_start,
-                   grp_nodes, opt_bits, fix_mask, fix_val, seed, traj0, n_traj, n_win, max_time, tick, discrete,
-                   rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events):
+                   grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes, seed, traj0, n_traj,
+                   n_win, max_time, tick, discrete, rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis,
+                   final_full, fixed, events):
     n = par_start.shape[0] - 1
     scale = QUANTA / tick
     m_end = np.int64(n_win) * QUANTA
@@ -144,9 +162,11 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         ev = np.int64(0)
         fp = 0
         over = False
+        node = -1
         while True:
-            total, u2, t_new, th, is_fp = _next_event(x, n, par_start, par_index, tt_start, tt, val_start, vals,
-                                                      internal, rates, seed, traj, ev, t, max_time, tick, discrete)
+            total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                                                      par_index, tt_start, tt, val_start, vals, internal, rates,
+                                                      seed, traj, ev, t, max_time, tick, discrete)
             if is_fp:
                 fp = 1
             if t_new >= max_time:
@@ -206,8 +226,8 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
 
 @numba.njit(parallel=True, cache=True)
 def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
-                   grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val, seed, traj0, n_traj, n_win, max_time, tick,
-                   discrete, rec_cap, n_states, acc, o_q, o_q2, o_full, o_final, o_th, o_th2, o_dth, o_dth2, o_ev,
+                   grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes, seed,
+                   traj0, n_traj, n_win, max_time, tick, discrete, rec_cap, n_states, acc, o_q, o_q2, o_full, o_final, o_th, o_th2, o_dth, o_dth2, o_ev,
                    final_full, fixed, over):
     """:func:`simulate_chunk` summed straight into dense tables (at most 64 visible nodes, a state being one
     word): ``parts = acc.shape[0]`` ranges of trajectories in parallel, each into its own row of ``acc``
@@ -241,9 +261,11 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             thacc = 0.0
             ev = np.int64(0)
             fp = 0
+            node = -1
             while True:
-                total, u2, t_new, th, is_fp = _next_event(x, n, par_start, par_index, tt_start, tt, val_start, vals,
-                                                          internal, rates, seed, traj, ev, t, max_time, tick, discrete)
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                                                          par_index, tt_start, tt, val_start, vals, internal, rates,
+                                                          seed, traj, ev, t, max_time, tick, discrete)
                 if is_fp:
                     fp = 1
                 if t_new >= max_time:

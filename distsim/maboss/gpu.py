@@ -37,7 +37,8 @@ def _device_model(m: CompiledModel) -> tuple:
         par_index = m.par_index if m.par_index.size else np.zeros(1, np.int32)
         _DEVICE_MODELS[key] = tuple(cp.asarray(np.ascontiguousarray(a)) for a in (
             m.par_start, par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, visible_positions(m),
-            m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val))
+            m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
+            *block.event_tables(m)))
     return _DEVICE_MODELS[key]
 
 
@@ -74,7 +75,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
 
     m = b.model
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
-     grp_nodes, opt_bits, fix_mask, fix_val) = _device_model(m)
+     grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes) = _device_model(m)
     mod = _module()
     fn = mod.get_function("ctbn_simulate")
     vw, nw, kw = m.vis_words, m.n_words, 1 + m.n_words
@@ -98,7 +99,8 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (
             np.int64(n), par_start, par_index, tt_start, tt, val_start, vals, internal, vpos,
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
-            fix_mask, fix_val, np.uint32(b.seed), np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
+            fix_mask, fix_val, child_start, child_index, vis_nodes, np.int32(vis_nodes.size), np.uint32(b.seed),
+            np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
             np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_state, rec_q,
             np.int32(vw), np.int32(nw), np.int32(S > 0), np.int64(S), np.int32(n_copies), acc,
             np.int64(length), *(np.int64(off[k]) for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2",

@@ -36,7 +36,8 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
         over = np.zeros(parts, np.uint8)
         cpu.simulate_dense(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
                            m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
-                           np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap, S,
+                           *block.event_tables(m), np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick,
+                           b.discrete, cap, S,
                            acc, *(off[k] for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2", "ev")),
                            final_full, fixed, over)
         if not over.any():
@@ -67,7 +68,8 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
         cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
                            m.grp_start,
                            m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
-                           np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
+                           *block.event_tables(m), np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick,
+                           b.discrete, cap,
                            rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)
         if int(rec_n.max(initial=0)) <= cap:
             return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_int.sum(axis=0),

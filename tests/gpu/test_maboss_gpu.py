@@ -47,7 +47,7 @@ def test_kernel_cpu_equals_gpu(case, cap, tables, monkeypatch):
     b = shard.Block(c, 5, 0, 20000, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
     monkeypatch.setattr(block, "REC_CAP", cap)
     monkeypatch.setattr(block, "WIN_RECS", 0 if cap == 1 else 2)  # cap 1: every trajectory overflows
-    want = shard.run_cpu_chunk(b, 123, 20000)
+    want = shard.run_cpu_records(b, 123, 20000)
     got = gpu.run_gpu_chunk(b, 123, 20000)
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

@@ -59,7 +59,7 @@ def test_host_kernel_equals_cpu(name, cap, tables, host_gpu, monkeypatch):
     b = shard.Block(c, 77, 0, 300, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
     monkeypatch.setattr(block, "REC_CAP", cap)
     monkeypatch.setattr(block, "WIN_RECS", 0 if cap == 1 else 2)  # cap 1: every trajectory overflows
-    want = shard.run_cpu_chunk(b, 1000, 300)
+    want = shard.run_cpu_records(b, 1000, 300)
     got = gpu.run_gpu_chunk(b, 1000, 300)
     assert want["events"] > 0 and want["trajectories"] == 300
     for k in want:

@@ -12,12 +12,11 @@ import numba
 import numpy as np
 
 from . import cpu
+from .cpu import QUANTA, SQ_SHIFT, TH_SQ_SHIFT  # noqa: F401 -- the squares' scales, re-exported
 from .model import CompiledModel
 
-REC_CAP = 16  # first slab size per trajectory: REC_CAP + WIN_RECS * windows (x 4 while a chunk overflows)
+REC_CAP = 16  # records per trajectory: first slab REC_CAP + WIN_RECS * windows (records), or of one window
 WIN_RECS = 2  # every window holds at least one record
-# squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12 units
-from .cpu import QUANTA, SQ_SHIFT, TH_SQ_SHIFT  # noqa: E402
 DENSE_MAX_VISIBLE = 16  # dense sum tables up to 2**16 visible states ...
 DENSE_MAX_ENTRIES = 1 << 21  # ... and windows x states; else records (CPU) or the hash table (GPU)
 

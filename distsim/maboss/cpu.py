@@ -15,7 +15,12 @@ trajectory as an integer in units of ``2**-24`` tick x bit.
 Records: per trajectory, one ``(window, visible state, quanta)`` per distinct visible state in each
 window, in order of first visit (the slab ``rec_*[c, :rec_cap]``, a state being ``rec_state[c, r, :]``,
 its 64-bit words; ``rec_n[c] > rec_cap`` means the slab
-overflowed and the chunk is run again with a larger one).
+overflowed and the chunk is run again with a larger one), reduced by :func:`hash_reduce`. With few visible
+nodes, :func:`simulate_dense` keeps only the current window's records and adds them straight into dense
+[window, state] tables, as ``kernels/ctbn.cu`` does; both give the same integer sums.
+
+After a flip only the rates that read the flipped node are recomputed; the sums over nodes are always
+taken over all of them in node order, so the bits are those of a full recomputation.
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ from ..rng.philox import philox4x32_10, u01_f64
 QUANTA = 1 << 30
 TH_UNITS = 1 << 24  # transition-entropy integral: units of 2**-24 tick x bit
 TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
-TH_SQ_SHIFT = 12  # squares of entropy integrals at 2**12 units (block.TH_SQ_SHIFT)
-SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (block.SQ_SHIFT)
+TH_SQ_SHIFT = 12  # squares of entropy integrals at 2**12 units (ErrorTH)
+SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (ErrorProba)
 
 
 

@@ -31,7 +31,8 @@ MODELS = {
     "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {"discrete_time": 0}),
     "p53": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {}),
     "metastasis": (DATA / "metastasis.bnd", DATA / "metastasis.cfg", {}),
-    # 133 nodes: more than cmaboss's wheel takes
+    # 87 and 133 nodes: more than cmaboss's wheel takes
+    "sizek": (DATA / "sizek.bnd", DATA / "sizek.cfg", {}),
     "montagud": (DATA / "Montagud2022_Prostate_Cancer.bnd", DATA / "Montagud2022_Prostate_Cancer.cfg", {}),
 }
 

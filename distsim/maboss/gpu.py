@@ -84,13 +84,13 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     n_copies = copies(length)
     cap = block.REC_CAP
     slots = _HT_SLOTS.get(m.digest, HT_FIRST)
-    while True:
-        xs = cp.zeros(m.n * n, cp.uint8)
-        rates = cp.zeros(m.n * n, cp.float64)
-        rec_state = cp.zeros(cap * vw * n, cp.uint64)
-        rec_q = cp.zeros(cap * n, cp.int64)
+    while True:  # per-thread scratch (written before it is read) and the zeroed sums
+        xs = cp.empty(m.n * n, cp.uint8)
+        rates = cp.empty(m.n * n, cp.float64)
+        rec_state = cp.empty(cap * vw * n, cp.uint64)
+        rec_q = cp.empty(cap * n, cp.int64)
         acc = cp.zeros(n_copies * length, cp.uint64)
-        kbuf = cp.zeros(kw * n, cp.uint64)
+        kbuf = cp.empty(kw * n, cp.uint64)
         ctl = cp.zeros(slots, cp.uint32)
         keys = cp.zeros(slots * kw, cp.uint64)
         s1 = cp.zeros(slots, cp.uint64)

@@ -88,14 +88,20 @@ def with_samples(cfg: Path, n: int, folder: Path) -> Path:
 
 
 def probtraj(path: Path) -> dict[float, dict[str, tuple[float, float]]]:
-    """Time -> state -> (probability, error) of a MaBoSS probtraj CSV."""
+    """Time -> state (nodes sorted) -> (probability, error) of a MaBoSS probtraj CSV."""
     rows = {}
     for line in path.read_text().splitlines()[1:]:
         f = line.split("\t")
         if len(f) < 5:
             continue
-        rows[round(float(f[0]), 6)] = {f[i]: (float(f[i + 1]), float(f[i + 2])) for i in range(5, len(f) - 2, 3)}
+        rows[round(float(f[0]), 6)] = {_label(f[i]): (float(f[i + 1]), float(f[i + 2]))
+                                       for i in range(5, len(f) - 2, 3)}
     return rows
+
+
+def _label(state: str) -> str:
+    """A state's label with its nodes sorted (the two tools may list them in different orders)."""
+    return " -- ".join(sorted(state.split(" -- ")))
 
 
 def compare(ds_csv: Path, peer_csv: Path) -> str:

@@ -48,6 +48,7 @@ def test_compare_probtraj_files(tmp_path):
     assert same == "0 (z 0.0)"
     worst, z = peer.compare(tmp_path / "a_probtraj.csv", tmp_path / "b_probtraj.csv").replace(")", "").split(" (z ")
     assert 0 < float(worst) < 0.2 and 0 < float(z) < 6  # two seeds: a Monte Carlo difference
+    assert peer._label("B -- A") == peer._label("A -- B") == "A -- B" and peer._label("<nil>") == "<nil>"
 
 
 def test_patch_fails_loudly_on_other_source(tmp_path):

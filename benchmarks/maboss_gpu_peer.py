@@ -44,13 +44,14 @@ PATCHES = [
      "set(CUDA_ARCH_LIST ${MABOSS_ARCH})\nset(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})", False),
     # offline: the unit tests download googletest
     ("CMakeLists.txt", r"### Target unit_MaBoSS\.GPU ###\n.*?### Target unit_MaBoSS\.GPU ###\n", "", True),
-    ("CMakeLists.txt", "foreach(target MaBoSS.GPU unit_MaBoSS.GPU MaBoSSGCore)", "foreach(target MaBoSS.GPU MaBoSSGCore)",
-     False),
+    ("CMakeLists.txt", "foreach(target MaBoSS.GPU unit_MaBoSS.GPU MaBoSSGCore)",
+     "foreach(target MaBoSS.GPU MaBoSSGCore)", False),
     # CUDA 13 (CCCL 3) removed cub::TransformInputIterator
     ("src/statistics/fixed_states.cu", "#include <cub/iterator/transform_input_iterator.cuh>",
      "#include <thrust/iterator/transform_iterator.h>", False),
     ("src/statistics/fixed_states.cu",
-     r"cub::TransformInputIterator<bool, select_ftor, trajectory_status\*>\(([^()]*(?:\([^()]*\))?[^()]*), select_ftor\(\)\)",
+     r"cub::TransformInputIterator<bool, select_ftor, trajectory_status\*>"
+     r"\(([^()]*(?:\([^()]*\))?[^()]*), select_ftor\(\)\)",
      r"thrust::make_transform_iterator(\1, select_ftor())", True),
     # CUDA 13: cuCtxCreate takes creation parameters (cuCtxCreate_v4)
     ("src/kernel_compiler.cpp", "\tCU_CHECK(cuCtxCreate(&cuContext_, 0, cuDevice_));",

@@ -211,13 +211,15 @@ extern "C" __global__ void ctbn_simulate(
                     const unsigned long long qe = (unsigned long long)rec_q[(long long)e * N + c];
                     const unsigned long long qq = qe >> CTBN_SQ_SHIFT;
                     if (dense) {
-                        const long long at = (long long)win * n_states + (long long)rec_state[(long long)e * vw * N + c];
+                        const long long at =
+                            (long long)win * n_states + (long long)rec_state[(long long)e * vw * N + c];
                         atomicAdd(&sq[at], qe);
                         atomicAdd(&sq2[at], qq * qq);
                     } else {
                         kbuf[c] = (unsigned long long)win;
                         for (int w = 0; w < n_words; ++w)
-                            kbuf[(long long)(1 + w) * N + c] = w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
+                            kbuf[(long long)(1 + w) * N + c] =
+                                w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
                         ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, qe, qq * qq);
                     }
                 }

@@ -232,7 +232,8 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
 @numba.njit(parallel=True, cache=True)
 def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
                    grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes, seed,
-                   traj0, n_traj, n_win, max_time, tick, discrete, rec_cap, n_states, acc, o_q, o_q2, o_full, o_final, o_th, o_th2, o_dth, o_dth2, o_ev,
+                   traj0, n_traj, n_win, max_time, tick, discrete, rec_cap, n_states, acc, o_q, o_q2, o_full, o_final,
+                   o_th, o_th2, o_dth, o_dth2, o_ev,
                    final_full, fixed, over):
     """:func:`simulate_chunk` summed straight into dense tables (at most 64 visible nodes, a state being one
     word): ``parts = acc.shape[0]`` ranges of trajectories in parallel, each into its own row of ``acc``

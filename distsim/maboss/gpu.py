@@ -45,6 +45,7 @@ def _device_model(m: CompiledModel) -> tuple:
 COPIES_MAX = 64  # copies of the sum tables (atomic contention) ...
 COPIES_BYTES = 16 << 20  # ... within this many bytes
 HT_FIRST = 1 << 12  # first hash-table slots of a launch (x 4 while it overflows; remembered per model)
+HT_MAX_SLOTS = 1 << 26  # beyond: the launch's trajectories are run in halves
 _HT_SLOTS: dict[str, int] = {}
 
 
@@ -110,6 +111,11 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         if f[0]:
             cap *= 4
         elif f[1]:
+            if slots * 4 > HT_MAX_SLOTS and n > 1:  # too many distinct keys for one launch: halves
+                del xs, rates, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
+                h = n // 2
+                return block.merge([run_gpu_chunk(b, traj0, h), run_gpu_chunk(b, traj0 + h, n - h)], b.n_win,
+                                   m.n_words, vw)
             slots *= 4
             _HT_SLOTS[m.digest] = slots
         else:

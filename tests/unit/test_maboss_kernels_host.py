@@ -80,3 +80,21 @@ def test_host_kernel_two_word_states(host_gpu, tmp_path):
     assert want["state"].shape[1] == 2 and (want["state"][:, 1] != 0).any()
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+def test_host_kernel_hash_table_full_halves_the_launch(host_gpu, monkeypatch):
+    """More distinct (window, state) keys than the largest hash table: the trajectories run in halves,
+    with the same counts."""
+    monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
+    monkeypatch.setattr(gpu, "HT_FIRST", 4)
+    monkeypatch.setattr(gpu, "HT_MAX_SLOTS", 64)
+    monkeypatch.setattr(gpu, "_HT_SLOTS", {})
+    m = load(DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", max_time=3.0)
+    c = compile_model(m)
+    s = m.settings
+    b = shard.Block(c, 8, 0, 120, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_records(b, 0, 120)
+    assert len(want["win"]) > 32  # more keys than 64 slots hold at half load
+    got = gpu.run_gpu_chunk(b, 0, 120)
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

@@ -1,15 +1,65 @@
 // MaBoSS trajectories on the GPU: one thread per trajectory, the line-by-line twin of
 // distsim/maboss/cpu.py simulate_chunk (same Philox words, same arithmetic; build with --fmad=false).
-// Per-thread scratch and record slabs are interleaved: element k of trajectory c is at k * n_traj + c
-// (word w of record r's state: element r * vw + w).
-// The windows' entropy integrals are summed with integer atomics (order-free, so exact).
+// Per-thread scratch is interleaved: element k of trajectory c is at k * n_traj + c.
+// The records are reduced on the device (distsim/maboss/gpu.py): each thread keeps the distinct visible
+// states of its current window (quanta each; word w of entry r at (r * vw + w) * n_traj + c) and adds
+// them at the window's end to integer sums (atomics: order-free, so exact and equal to the CPU's sums):
+//  * dense (few visible nodes): tables [copy][window][state] of quanta and squares; a stretch of whole
+//    windows in one state adds +1 / -1 at its first window / the window after it (a difference table that
+//    the host sums over windows), and the transition entropy of those windows likewise;
+//  * hash: an open-addressing table keyed by (tag, words) with tag = window (records), n_win (the state
+//    at max_time); fixed points (tag n_win + 1, every node) always go to the table.
+// Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
 #include "philox.cuh"
 #include "dsmath.cuh"
 
 #define CTBN_QUANTA 1073741824LL  // 2**30 quanta per time_tick
 #define CTBN_TH_SCALE 0.015625    // 2**24 / 2**30
 #define CTBN_TH_SQ_SHIFT 12
+#define CTBN_SQ_SHIFT 14          // distsim.maboss.block.SQ_SHIFT
 #define CTBN_VW_MAX 16  // 64-bit words of a visible state (distsim.maboss.model.MAX_VISIBLE = 1024 nodes)
+
+// Add (v1, v2) to the key kbuf[j * N + c] (j < kw) of the hash table (slots of kw key words; ctl 0: empty,
+// 1: being written, 2: ready). flags[1] = 1 when the table is more than half full (the launch is redone
+// with a larger one); flags[2] counts used slots.
+__device__ void ctbn_ht_add(const unsigned long long* __restrict__ kbuf, const long long c, const long long N,
+                            const int kw, unsigned int* ctl, unsigned long long* keys, unsigned long long* s1,
+                            unsigned long long* s2, const unsigned long long mask, int* flags,
+                            const unsigned long long v1, const unsigned long long v2) {
+    unsigned long long h = 0xC2B2AE3D27D4EB4FULL;
+    for (int j = 0; j < kw; ++j) h = (h ^ kbuf[(long long)j * N + c]) * 0x9E3779B97F4A7C15ULL;
+    h = (h >> 20) & mask;
+    for (unsigned long long probe = 0; probe <= mask; ++probe, h = (h + 1ULL) & mask) {
+        unsigned int st = *(volatile unsigned int*)&ctl[h];
+        if (st == 0u) {
+            st = atomicCAS(&ctl[h], 0u, 1u);
+            if (st == 0u) {
+                for (int j = 0; j < kw; ++j) keys[(long long)h * kw + j] = kbuf[(long long)j * N + c];
+                __threadfence();
+                atomicExch(&ctl[h], 2u);
+                const unsigned int used = atomicAdd((unsigned int*)&flags[2], 1u);
+                if (2ULL * ((unsigned long long)used + 1ULL) > mask + 1ULL) flags[1] = 1;
+                atomicAdd(&s1[h], v1);
+                if (v2) atomicAdd(&s2[h], v2);
+                return;
+            }
+        }
+        while (st == 1u) st = *(volatile unsigned int*)&ctl[h];
+        __threadfence();
+        bool same = true;
+        for (int j = 0; j < kw; ++j)
+            if (*(volatile unsigned long long*)&keys[(long long)h * kw + j] != kbuf[(long long)j * N + c]) {
+                same = false;
+                break;
+            }
+        if (same) {
+            atomicAdd(&s1[h], v1);
+            if (v2) atomicAdd(&s2[h], v2);
+            return;
+        }
+    }
+    flags[1] = 1;  // full
+}
 
 extern "C" __global__ void ctbn_simulate(
     const long long n_traj, const int* __restrict__ par_start, const int* __restrict__ par_index,
@@ -18,14 +68,17 @@ extern "C" __global__ void ctbn_simulate(
     const int n, const int* __restrict__ grp_start,
     const double* __restrict__ grp_cum, const int* __restrict__ grp_node_start, const int* __restrict__ grp_nodes,
     const unsigned long long* __restrict__ opt_bits, const int n_groups, const unsigned char* __restrict__ fix_mask,
-    const unsigned char* __restrict__ fix_val, const unsigned int seed, const long long traj0, const int n_win,
+    const unsigned char* __restrict__ fix_val, const int* __restrict__ child_start,
+    const int* __restrict__ child_index, const int* __restrict__ vis_nodes, const int n_vis,
+    const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
     unsigned char* __restrict__ xs, double* __restrict__ rates_all,
-    int* __restrict__ rec_win, unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q,
-    int* __restrict__ rec_n, unsigned long long* __restrict__ th_sum, unsigned long long* __restrict__ th_sq,
-    unsigned long long* __restrict__ final_vis, const int vw, unsigned long long* __restrict__ final_full,
-    const int n_words,
-    unsigned char* __restrict__ fixed, long long* __restrict__ events) {
+    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw, const int n_words,
+    const int dense, const long long n_states, const int copies, unsigned long long* acc, const long long acc_len,
+    const long long o_q, const long long o_q2, const long long o_full, const long long o_final,
+    const long long o_th, const long long o_th2, const long long o_dth, const long long o_dth2, const long long o_ev,
+    unsigned long long* __restrict__ kbuf, const int kw, unsigned int* ht_ctl, unsigned long long* ht_keys,
+    unsigned long long* ht_s1, unsigned long long* ht_s2, const unsigned long long ht_mask, int* flags) {
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
     __syncthreads();
@@ -54,19 +107,34 @@ extern "C" __global__ void ctbn_simulate(
         if (vpos[i] >= 0 && x[(long long)i * N + c]) vis[vpos[i] >> 6] |= 1ULL << (vpos[i] & 63);
     const double scale = (double)CTBN_QUANTA / tick;
     const long long m_end = (long long)n_win * CTBN_QUANTA;
+    // this thread's copy of the sum tables
+    unsigned long long* const my = acc + (long long)(c & (long long)(copies - 1)) * acc_len;
+    unsigned long long* const sq = my + o_q;
+    unsigned long long* const sq2 = my + o_q2;
+    unsigned long long* const sfull = my + o_full;
+    unsigned long long* const sth = my + o_th;
+    unsigned long long* const sth2 = my + o_th2;
+    unsigned long long* const sdth = my + o_dth;
+    unsigned long long* const sdth2 = my + o_dth2;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
-    int win = 0, wstart = 0, nrec = 0, fp = 0;
+    int win = 0, nrec = 0, fp = 0, last = -1;
     bool over = false;
     while (true) {
-        // flip rates: each node's table over its parents (the first parent is the most significant bit)
-        double total = 0.0;
-        for (int i = 0; i < n; ++i) {
+        // flip rates (all at first, then those that read the node that flipped): each node's table over its
+        // parents (the first parent is the most significant bit); the sums in node order (cpu._update_rates)
+        const int k_end = last < 0 ? n : child_start[last + 1];
+        for (int k = last < 0 ? 0 : child_start[last]; k < k_end; ++k) {
+            const int i = last < 0 ? k : child_index[k];
             long long row = 0;
-            for (int k = par_start[i]; k < par_start[i + 1]; ++k) row = (row << 1) | x[(long long)par_index[k] * N + c];
-            const double ri = vals[val_start[i] + tt[tt_start[i] + row]];
-            rates[(long long)i * N + c] = ri;
+            for (int j = par_start[i]; j < par_start[i + 1]; ++j) row = (row << 1) | x[(long long)par_index[j] * N + c];
+            rates[(long long)i * N + c] = vals[val_start[i] + tt[tt_start[i] + row]];
+        }
+        double total = 0.0, rate_internal = 0.0;
+        for (int i = 0; i < n; ++i) {
+            const double ri = rates[(long long)i * N + c];
             total += ri;
+            if (ri != 0.0 && internal[i]) rate_internal += ri;
         }
         double u2 = 0.0, t_new, th;
         if (total == 0.0) {
@@ -81,15 +149,10 @@ extern "C" __global__ void ctbn_simulate(
             // MaBoSS's TH: entropy of which visible node flips next
             th = 0.0;
             if (n != 1) {
-                double rate_internal = 0.0;
-                for (int i = 0; i < n; ++i) {
-                    const double ri = rates[(long long)i * N + c];
-                    if (ri != 0.0 && internal[i]) rate_internal += ri;
-                }
                 const double tni = total - rate_internal;
-                for (int i = 0; i < n; ++i) {
-                    const double ri = rates[(long long)i * N + c];
-                    if (ri != 0.0 && !internal[i]) {
+                for (int j = 0; j < n_vis; ++j) {  // the visible nodes in node order
+                    const double ri = rates[(long long)vis_nodes[j] * N + c];
+                    if (ri != 0.0) {
                         const double p = ri / tni;
                         th -= (ds_log(p) * DS_INV_LN2) * p;
                     }
@@ -103,9 +166,27 @@ extern "C" __global__ void ctbn_simulate(
         }
         while (pos < pos_new) {
             const long long wend = (long long)(win + 1) * CTBN_QUANTA;
+            if (dense && nrec == 0 && pos == wend - CTBN_QUANTA && pos_new >= wend) {
+                // windows win .. k-1 whole in one state: the CPU's records (q = QUANTA each) and entropy integrals
+                const int k = (int)(pos_new / CTBN_QUANTA);
+                double a = 0.0;
+                a += (double)CTBN_QUANTA * th;
+                const long long ti = (long long)floor(a * CTBN_TH_SCALE + 0.5);
+                const long long ts = ti >> CTBN_TH_SQ_SHIFT;
+                const long long s0 = (long long)vis[0];
+                atomicAdd(&sfull[(long long)win * n_states + s0], 1ULL);
+                atomicAdd(&sfull[(long long)k * n_states + s0], ~0ULL);  // -1
+                atomicAdd(&sdth[win], (unsigned long long)ti);
+                atomicAdd(&sdth[k], (unsigned long long)(-ti));
+                atomicAdd(&sdth2[win], (unsigned long long)(ts * ts));
+                atomicAdd(&sdth2[k], (unsigned long long)(-(ts * ts)));
+                pos = (long long)k * CTBN_QUANTA;
+                win = k;
+                continue;
+            }
             const long long seg = pos_new < wend ? pos_new : wend;
             const long long q = seg - pos;
-            int r = wstart;
+            int r = 0;
             for (; r < nrec; ++r) {
                 bool same = true;
                 for (int w = 0; w < vw; ++w)
@@ -114,7 +195,6 @@ extern "C" __global__ void ctbn_simulate(
             }
             if (r == nrec) {
                 if (nrec == rec_cap) { over = true; break; }
-                rec_win[(long long)r * N + c] = win;
                 for (int w = 0; w < vw; ++w) rec_state[((long long)r * vw + w) * N + c] = vis[w];
                 rec_q[(long long)r * N + c] = 0;
                 ++nrec;
@@ -125,11 +205,27 @@ extern "C" __global__ void ctbn_simulate(
             if (pos == wend) {
                 const long long ti = (long long)floor(thacc * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
-                atomicAdd(&th_sum[win], (unsigned long long)ti);
-                atomicAdd(&th_sq[win], (unsigned long long)(ts * ts));
+                atomicAdd(&sth[win], (unsigned long long)ti);
+                atomicAdd(&sth2[win], (unsigned long long)(ts * ts));
+                for (int e = 0; e < nrec; ++e) {  // the window's records
+                    const unsigned long long qe = (unsigned long long)rec_q[(long long)e * N + c];
+                    const unsigned long long qq = qe >> CTBN_SQ_SHIFT;
+                    if (dense) {
+                        const long long at =
+                            (long long)win * n_states + (long long)rec_state[(long long)e * vw * N + c];
+                        atomicAdd(&sq[at], qe);
+                        atomicAdd(&sq2[at], qq * qq);
+                    } else {
+                        kbuf[c] = (unsigned long long)win;
+                        for (int w = 0; w < n_words; ++w)
+                            kbuf[(long long)(1 + w) * N + c] =
+                                w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
+                        ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, qe, qq * qq);
+                    }
+                }
                 thacc = 0.0;
                 ++win;
-                wstart = nrec;
+                nrec = 0;
             }
         }
         if (over || t_new >= max_time) break;
@@ -145,14 +241,54 @@ extern "C" __global__ void ctbn_simulate(
         }
         x[(long long)node * N + c] ^= 1;
         if (vpos[node] >= 0) vis[vpos[node] >> 6] ^= 1ULL << (vpos[node] & 63);
+        last = node;
         t = t_new;
         ++ev;
     }
-    rec_n[c] = over ? rec_cap + 1 : nrec;
-    for (int w = 0; w < vw; ++w) final_vis[(long long)w * N + c] = vis[w];
-    for (int w = 0; w < n_words; ++w) final_full[(long long)w * N + c] = 0ULL;
-    for (int i = 0; i < n; ++i)
-        if (x[(long long)i * N + c]) final_full[(long long)(i >> 6) * N + c] |= 1ULL << (i & 63);
-    fixed[c] = (unsigned char)fp;
-    events[c] = ev;
+    if (over) {  // a window with more than rec_cap visible states: the launch is redone with larger lists
+        flags[0] = 1;
+        return;
+    }
+    atomicAdd(&my[o_ev], (unsigned long long)ev);
+    if (dense) {
+        atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
+    } else {
+        kbuf[c] = (unsigned long long)n_win;
+        for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
+        ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
+    }
+    if (fp) {
+        kbuf[c] = (unsigned long long)n_win + 1ULL;
+        for (int w = 0; w < n_words; ++w) {
+            unsigned long long word = 0ULL;
+            for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)
+                if (x[(long long)i * N + c]) word |= 1ULL << (i & 63);
+            kbuf[(long long)(1 + w) * N + c] = word;
+        }
+        ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
+    }
+}
+
+// out[i] = sum over k < copies of in[k * len + i] (integer sums of the tables' copies)
+extern "C" __global__ void ctbn_sum_copies(const long long len, const unsigned long long* __restrict__ in,
+                                           const int copies, unsigned long long* __restrict__ out) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= len) return;
+    unsigned long long s = 0ULL;
+    for (int k = 0; k < copies; ++k) s += in[(long long)k * len + i];
+    out[i] = s;
+}
+
+// The used slots of the hash table, in any order (the host sorts them): key words, then the two sums.
+extern "C" __global__ void ctbn_ht_compact(const unsigned long long cap, const unsigned int* __restrict__ ctl,
+                                           const unsigned long long* __restrict__ keys,
+                                           const unsigned long long* __restrict__ s1,
+                                           const unsigned long long* __restrict__ s2, const int kw,
+                                           unsigned int* counter, unsigned long long* __restrict__ out) {
+    const unsigned long long h = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (h >= cap || ctl[h] != 2u) return;
+    const unsigned long long k = atomicAdd(counter, 1u);
+    for (int j = 0; j < kw; ++j) out[k * (kw + 2) + j] = keys[h * kw + j];
+    out[k * (kw + 2) + kw] = s1[h];
+    out[k * (kw + 2) + kw + 1] = s2[h];
 }

@@ -12,12 +12,13 @@ import numba
 import numpy as np
 
 from . import cpu
+from .cpu import QUANTA, SQ_SHIFT, TH_SQ_SHIFT  # noqa: F401 -- the squares' scales, re-exported
 from .model import CompiledModel
 
-REC_CAP = 16  # first slab size per trajectory: REC_CAP + WIN_RECS * windows (x 4 while a chunk overflows)
+REC_CAP = 16  # records per trajectory: first slab REC_CAP + WIN_RECS * windows (records), or of one window
 WIN_RECS = 2  # every window holds at least one record
-SQ_SHIFT = 14  # squares of window times at 2**16 quanta per tick (ErrorProba); of entropy integrals at 2**12
-TH_SQ_SHIFT = 12
+DENSE_MAX_VISIBLE = 16  # dense sum tables up to 2**16 visible states ...
+DENSE_MAX_ENTRIES = 1 << 21  # ... and windows x states; else records (CPU) or the hash table (GPU)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,49 @@ class Block:
     max_time: float
     tick: float
     discrete: bool
+
+
+def dense_states(m: CompiledModel, n_win: int) -> int:
+    """The number of visible states of the dense sum tables (0: too many for them)."""
+    nv = len(m.visible)
+    if nv > DENSE_MAX_VISIBLE or n_win << nv > DENSE_MAX_ENTRIES:
+        return 0
+    return 1 << nv
+
+
+def table_offsets(n_win: int, S: int) -> tuple[dict[str, int], int]:
+    """Where each sum table starts in one copy of the tables, and the copy's length (S = 0: no dense ones)."""
+    sizes = {"q": n_win * S, "q2": n_win * S, "full": (n_win + 1) * S, "final": S, "th": n_win, "th2": n_win,
+             "dth": n_win + 1, "dth2": n_win + 1, "ev": 1}
+    off, length = {}, 0
+    for k, v in sizes.items():
+        off[k] = length
+        length += v
+    return off, length
+
+
+def table_counts(tot: np.ndarray, off: dict[str, int], S: int, n_win: int) -> dict:
+    """Counts of :func:`reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
+    are summed modulo 2**64, which is exact): entropy sums, events and, with S > 0, the records and states
+    at max_time."""
+    tot = np.ascontiguousarray(tot).view(np.uint64)
+
+    def seg(k: str, size: int) -> np.ndarray:
+        return tot[off[k]:off[k] + size]
+
+    out = {"th": (seg("th", n_win) + np.cumsum(seg("dth", n_win + 1), dtype=np.uint64)[:n_win]).view(np.int64),
+           "th2": (seg("th2", n_win) + np.cumsum(seg("dth2", n_win + 1), dtype=np.uint64)[:n_win]).view(np.int64),
+           "events": int(seg("ev", 1)[0])}
+    if S:
+        full = np.cumsum(seg("full", (n_win + 1) * S).reshape(n_win + 1, S), axis=0, dtype=np.uint64)[:n_win]
+        q = seg("q", n_win * S).reshape(n_win, S) + full * np.uint64(QUANTA)
+        q2 = seg("q2", n_win * S).reshape(n_win, S) + full * np.uint64((QUANTA >> SQ_SHIFT) ** 2)
+        w, s = np.nonzero(q)  # window-major, states ascending: the order of _sum_rows
+        fs = np.flatnonzero(seg("final", S))
+        out.update(win=w.astype(np.int32), state=s.astype(np.uint64).reshape(-1, 1), q=q[w, s].view(np.int64),
+                   q2=q2[w, s].view(np.int64), final=fs.astype(np.uint64).reshape(-1, 1),
+                   final_n=seg("final", S)[fs].view(np.int64))
+    return out
 
 
 def first_cap(n_win: int) -> int:
@@ -105,6 +149,21 @@ def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, fin
     return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
             "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
             "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
+
+
+def event_tables(m: CompiledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(child_start, child_index, vis_nodes): the nodes whose flip rates read node j are
+    ``child_index[child_start[j]:child_start[j + 1]]`` (recomputed after j flips); the visible nodes in node
+    order (the transition entropy's terms)."""
+    n = m.n
+    parents = np.repeat(np.arange(n, dtype=np.int32), np.diff(m.par_start))
+    order = np.lexsort((parents, m.par_index))  # by parent, then child
+    child_index = np.ascontiguousarray(parents[order], np.int32)
+    child_start = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(m.par_index, minlength=n), out=child_start[1:])
+    if child_index.size == 0:
+        child_index = np.zeros(1, np.int32)
+    return child_start, child_index, np.flatnonzero(m.internal == 0).astype(np.int32)
 
 
 def visible_positions(m: CompiledModel) -> np.ndarray:

@@ -15,7 +15,12 @@ trajectory as an integer in units of ``2**-24`` tick x bit.
 Records: per trajectory, one ``(window, visible state, quanta)`` per distinct visible state in each
 window, in order of first visit (the slab ``rec_*[c, :rec_cap]``, a state being ``rec_state[c, r, :]``,
 its 64-bit words; ``rec_n[c] > rec_cap`` means the slab
-overflowed and the chunk is run again with a larger one).
+overflowed and the chunk is run again with a larger one), reduced by :func:`hash_reduce`. With few visible
+nodes, :func:`simulate_dense` keeps only the current window's records and adds them straight into dense
+[window, state] tables, as ``kernels/ctbn.cu`` does; both give the same integer sums.
+
+After a flip only the rates that read the flipped node are recomputed; the sums over nodes are always
+taken over all of them in node order, so the bits are those of a full recomputation.
 """
 
 from __future__ import annotations
@@ -32,48 +37,115 @@ from ..rng.philox import philox4x32_10, u01_f64
 QUANTA = 1 << 30
 TH_UNITS = 1 << 24  # transition-entropy integral: units of 2**-24 tick x bit
 TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
+TH_SQ_SHIFT = 12  # squares of entropy integrals at 2**12 units (ErrorTH)
+SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (ErrorProba)
 
 
 
 @numba.njit(inline="always", cache=True)
-def _eval_rates(x, n, par_start, par_index, tt_start, tt, val_start, vals, rates):
-    """Every node's flip rate in state ``x`` (a table lookup over its parents); returns their sum in node order."""
+def _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals):
+    """Node i's flip rate in state ``x``: a table lookup over its parents (the first is the most significant bit)."""
+    row = 0
+    for k in range(par_start[i], par_start[i + 1]):
+        row = (row << 1) | x[par_index[k]]
+    return vals[val_start[i] + tt[tt_start[i] + row]]
+
+
+@numba.njit(inline="always", cache=True)
+def _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                  internal, rates):
+    """The flip rates after node ``last`` flipped (-1: all of them; else only the nodes whose rates read it);
+    returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order."""
+    if last < 0:
+        for i in range(n):
+            rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
+    else:
+        for k in range(child_start[last], child_start[last + 1]):
+            i = child_index[k]
+            rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
     total = 0.0
-    for i in range(n):
-        row = 0
-        for k in range(par_start[i], par_start[i + 1]):
-            row = (row << 1) | x[par_index[k]]
-        ri = vals[val_start[i] + tt[tt_start[i] + row]]
-        rates[i] = ri
-        total += ri
-    return total
-
-
-@numba.njit(inline="always", cache=True)
-def _transition_entropy(rates, internal, n, total):
-    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model)."""
-    if n == 1:
-        return 0.0
     rate_internal = 0.0
     for i in range(n):
-        if rates[i] != 0.0 and internal[i]:
-            rate_internal += rates[i]
+        ri = rates[i]
+        total += ri
+        if ri != 0.0 and internal[i]:
+            rate_internal += ri
+    return total, rate_internal
+
+
+@numba.njit(inline="always", cache=True)
+def _transition_entropy(rates, vis_nodes, n, total, rate_internal):
+    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model);
+    ``vis_nodes``: the visible nodes in node order."""
+    if n == 1:
+        return 0.0
     tni = total - rate_internal
     th = 0.0
-    for i in range(n):
-        if rates[i] != 0.0 and not internal[i]:
-            p = rates[i] / tni
+    for j in range(vis_nodes.shape[0]):
+        ri = rates[vis_nodes[j]]
+        if ri != 0.0:
+            p = ri / tni
             th -= (ds_log(p) * INV_LN2) * p
     return th
+
+
+@numba.njit(inline="always", cache=True)
+def _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val):
+    """Trajectory ``traj``'s initial state in ``x``: group g's option from the uniform of counter (g, 0, 1, 0)."""
+    for g in range(grp_start.shape[0] - 1):
+        w0, w1, w2, w3 = philox4x32_10(g, 0, 1, 0, seed, traj)
+        u = u01_f64(w0, w1)
+        k = grp_start[g]
+        while k < grp_start[g + 1] - 1 and not (u < grp_cum[k]):
+            k += 1
+        bits = opt_bits[k]
+        for j in range(grp_node_start[g + 1] - grp_node_start[g]):
+            x[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
+    for i in range(x.shape[0]):
+        if fix_mask[i]:
+            x[i] = fix_val[i]
+
+
+@numba.njit(inline="always", cache=True)
+def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_index, tt_start, tt, val_start, vals,
+                internal, rates, seed, traj, ev, t, max_time, tick, discrete):
+    """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet) and the draws of event ``ev``:
+    (total, u2, t_new, th, fixed point)."""
+    total, rate_internal = _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt,
+                                         val_start, vals, internal, rates)
+    if total == 0.0:
+        return total, 0.0, max_time, 0.0, True
+    w0, w1, w2, w3 = philox4x32_10(np.uint64(ev) & np.uint64(0xFFFFFFFF), np.uint64(ev) >> np.uint64(32), 0, 0,
+                                   seed, traj)
+    u2 = u01_f64(w2, w3)
+    if discrete:
+        t_new = t + tick
+    else:
+        t_new = t + neglog_u01(u01_f64(w0, w1)) / total
+    return total, u2, t_new, _transition_entropy(rates, vis_nodes, n, total, rate_internal), False
+
+
+@numba.njit(inline="always", cache=True)
+def _flip(rates, n, u2, total):
+    """The node that flips: the first whose cumulative rate exceeds ``u2 * total`` (node order)."""
+    rr = u2 * total
+    node = -1
+    for i in range(n):
+        if rates[i] > 0.0:
+            node = i
+            rr -= rates[i]
+            if rr < 0.0:
+                break
+    return node
 
 
 @numba.njit(parallel=True, cache=True)
 def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
                    grp_node_start,
-                   grp_nodes, opt_bits, fix_mask, fix_val, seed, traj0, n_traj, n_win, max_time, tick, discrete,
-                   rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events):
+                   grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes, seed, traj0, n_traj,
+                   n_win, max_time, tick, discrete, rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis,
+                   final_full, fixed, events):
     n = par_start.shape[0] - 1
-    n_groups = grp_start.shape[0] - 1
     scale = QUANTA / tick
     m_end = np.int64(n_win) * QUANTA
     vw = rec_state.shape[2]
@@ -81,18 +153,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         traj = traj0 + c
         x = np.zeros(n, np.uint8)
         rates = np.zeros(n, np.float64)
-        for g in range(n_groups):
-            w0, w1, w2, w3 = philox4x32_10(g, 0, 1, 0, seed, traj)
-            u = u01_f64(w0, w1)
-            k = grp_start[g]
-            while k < grp_start[g + 1] - 1 and not (u < grp_cum[k]):
-                k += 1
-            bits = opt_bits[k]
-            for j in range(grp_node_start[g + 1] - grp_node_start[g]):
-                x[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
-        for i in range(n):
-            if fix_mask[i]:
-                x[i] = fix_val[i]
+        _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
         vis = np.zeros(vw, np.uint64)  # the visible state: bit j of word j // 64 = visible node j
         for i in range(n):
             if vpos[i] >= 0 and x[i]:
@@ -106,22 +167,13 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         ev = np.int64(0)
         fp = 0
         over = False
+        node = -1
         while True:
-            total = _eval_rates(x, n, par_start, par_index, tt_start, tt, val_start, vals, rates)
-            u2 = 0.0
-            if total == 0.0:
-                t_new = max_time
-                th = 0.0
+            total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                                                      par_index, tt_start, tt, val_start, vals, internal, rates,
+                                                      seed, traj, ev, t, max_time, tick, discrete)
+            if is_fp:
                 fp = 1
-            else:
-                w0, w1, w2, w3 = philox4x32_10(np.uint64(ev) & np.uint64(0xFFFFFFFF), np.uint64(ev) >> np.uint64(32),
-                                               0, 0, seed, traj)
-                u2 = u01_f64(w2, w3)
-                if discrete:
-                    t_new = t + tick
-                else:
-                    t_new = t + neglog_u01(u01_f64(w0, w1)) / total
-                th = _transition_entropy(rates, internal, n, total)
             if t_new >= max_time:
                 pos_new = m_end
             else:
@@ -159,14 +211,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                     wstart = nrec
             if over or t_new >= max_time:
                 break
-            rr = u2 * total
-            node = -1
-            for i in range(n):
-                if rates[i] > 0.0:
-                    node = i
-                    rr -= rates[i]
-                    if rr < 0.0:
-                        break
+            node = _flip(rates, n, u2, total)
             x[node] ^= np.uint8(1)
             if vpos[node] >= 0:
                 vis[vpos[node] >> 6] ^= np.uint64(1) << np.uint64(vpos[node] & 63)
@@ -182,6 +227,119 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                 final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
         fixed[c] = fp
         events[c] = ev
+
+
+@numba.njit(parallel=True, cache=True)
+def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
+                   grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes, seed,
+                   traj0, n_traj, n_win, max_time, tick, discrete, rec_cap, n_states, acc, o_q, o_q2, o_full, o_final,
+                   o_th, o_th2, o_dth, o_dth2, o_ev,
+                   final_full, fixed, over):
+    """:func:`simulate_chunk` summed straight into dense tables (at most 64 visible nodes, a state being one
+    word): ``parts = acc.shape[0]`` ranges of trajectories in parallel, each into its own row of ``acc``
+    (the tables of ``kernels/ctbn.cu``: quanta and squares per [window, state], +1 / -1 at the first window
+    of a stretch of whole windows in one state and at the window after it, entropy integrals likewise, state
+    counts at max_time, events). A trajectory keeps only its current window's records (``rec_cap`` of them;
+    ``over[p] = 1``: more were needed). ``final_full`` and ``fixed`` as in :func:`simulate_chunk`."""
+    n = par_start.shape[0] - 1
+    scale = QUANTA / tick
+    m_end = np.int64(n_win) * QUANTA
+    parts = acc.shape[0]
+    S = np.int64(n_states)
+    for p in prange(parts):
+        a = acc[p]
+        rec_state = np.zeros(rec_cap, np.int64)
+        rec_q = np.zeros(rec_cap, np.int64)
+        x = np.zeros(n, np.uint8)
+        rates = np.zeros(n, np.float64)
+        for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
+            traj = traj0 + c
+            x[:] = 0
+            _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+            vis = np.int64(0)
+            for i in range(n):
+                if vpos[i] >= 0 and x[i]:
+                    vis |= np.int64(1) << np.int64(vpos[i])
+            t = 0.0
+            pos = np.int64(0)
+            win = 0
+            nrec = 0
+            thacc = 0.0
+            ev = np.int64(0)
+            fp = 0
+            node = -1
+            while True:
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                                                          par_index, tt_start, tt, val_start, vals, internal, rates,
+                                                          seed, traj, ev, t, max_time, tick, discrete)
+                if is_fp:
+                    fp = 1
+                if t_new >= max_time:
+                    pos_new = m_end
+                else:
+                    pos_new = min(np.int64(math.floor(t_new * scale)), m_end)
+                while pos < pos_new:
+                    wend = np.int64(win + 1) * QUANTA
+                    if nrec == 0 and pos == wend - QUANTA and pos_new >= wend:  # whole windows win .. k-1
+                        k = pos_new // QUANTA
+                        acc_th = 0.0
+                        acc_th += np.float64(QUANTA) * th
+                        ti = np.int64(math.floor(acc_th * TH_SCALE + 0.5))
+                        ts = ti >> TH_SQ_SHIFT
+                        a[o_full + win * S + vis] += 1
+                        a[o_full + k * S + vis] -= 1
+                        a[o_dth + win] += ti
+                        a[o_dth + k] -= ti
+                        a[o_dth2 + win] += ts * ts
+                        a[o_dth2 + k] -= ts * ts
+                        pos = k * QUANTA
+                        win = k
+                        continue
+                    seg = min(pos_new, wend)
+                    q = seg - pos
+                    r = 0
+                    while r < nrec and rec_state[r] != vis:
+                        r += 1
+                    if r == nrec:
+                        if nrec == rec_cap:
+                            over[p] = 1
+                            break
+                        rec_state[r] = vis
+                        rec_q[r] = 0
+                        nrec += 1
+                    rec_q[r] += q
+                    thacc += np.float64(q) * th
+                    pos = seg
+                    if pos == wend:
+                        ti = np.int64(math.floor(thacc * TH_SCALE + 0.5))
+                        ts = ti >> TH_SQ_SHIFT
+                        a[o_th + win] += ti
+                        a[o_th2 + win] += ts * ts
+                        for e in range(nrec):
+                            qq = rec_q[e] >> SQ_SHIFT
+                            a[o_q + win * S + rec_state[e]] += rec_q[e]
+                            a[o_q2 + win * S + rec_state[e]] += qq * qq
+                        thacc = 0.0
+                        win += 1
+                        nrec = 0
+                if over[p] or t_new >= max_time:
+                    break
+                node = _flip(rates, n, u2, total)
+                x[node] ^= np.uint8(1)
+                if vpos[node] >= 0:
+                    vis ^= np.int64(1) << np.int64(vpos[node])
+                t = t_new
+                ev += 1
+            if over[p]:
+                break
+            a[o_ev] += ev
+            a[o_final + vis] += 1
+            for w in range(final_full.shape[1]):
+                final_full[c, w] = np.uint64(0)
+            for i in range(n):
+                if x[i]:
+                    final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            fixed[c] = fp
 
 
 @numba.njit(parallel=True, cache=True)

@@ -10,7 +10,7 @@ import numpy as np
 from ..backends import cuda, dsmath
 from .model import CompiledModel
 from . import block
-from .block import Block, reduce_chunk, visible_positions
+from .block import Block, visible_positions
 
 BLOCK = 128
 OPTIONS = ("--fmad=false",)
@@ -37,45 +37,110 @@ def _device_model(m: CompiledModel) -> tuple:
         par_index = m.par_index if m.par_index.size else np.zeros(1, np.int32)
         _DEVICE_MODELS[key] = tuple(cp.asarray(np.ascontiguousarray(a)) for a in (
             m.par_start, par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, visible_positions(m),
-            m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val))
+            m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
+            *block.event_tables(m)))
     return _DEVICE_MODELS[key]
 
 
+COPIES_MAX = 64  # copies of the sum tables (atomic contention) ...
+COPIES_BYTES = 16 << 20  # ... within this many bytes
+HT_FIRST = 1 << 12  # first hash-table slots of a launch (x 4 while it overflows; remembered per model)
+HT_MAX_SLOTS = 1 << 26  # beyond: the launch's trajectories are run in halves
+_HT_SLOTS: dict[str, int] = {}
+
+
+def copies(length: int) -> int:
+    """Copies of the sum tables: a power of two, at most COPIES_MAX, within COPIES_BYTES."""
+    k = 1
+    while k < COPIES_MAX and 2 * k * length * 8 <= COPIES_BYTES:
+        k *= 2
+    return k
+
+
+def chunk_size(b: Block) -> int:
+    """Trajectories per launch: the per-trajectory scratch within about 1 GiB."""
+    m = b.model
+    per = block.REC_CAP * (8 * m.vis_words + 8) + 9 * m.n + 8 * (1 + m.n_words) + 16
+    return int(min(MAX_CHUNK, max(1024, (1 << 30) // per)))
+
+
+MAX_CHUNK = 1 << 20
+
+
 def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
-    """Trajectories ``traj0 .. traj0 + n`` in one launch; the slabs grow (and the launch is redone) on overflow."""
+    """Trajectories ``traj0 .. traj0 + n`` in one launch, reduced on the device to integer sums (dense
+    tables or a hash table, see ``kernels/ctbn.cu``); only the distinct keys and their sums come back.
+    The launch is redone with larger per-thread lists or hash table when they overflow (integer sums:
+    nothing depends on how often)."""
     import cupy as cp
 
     m = b.model
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
-     grp_nodes, opt_bits, fix_mask, fix_val) = _device_model(m)
-    fn = _module().get_function("ctbn_simulate")
-    cap = block.first_cap(b.n_win)
-    vw = m.vis_words
-    while True:
-        xs = cp.zeros(m.n * n, cp.uint8)
-        rates = cp.zeros(m.n * n, cp.float64)
-        rec_win = cp.zeros(cap * n, cp.int32)
-        rec_state = cp.zeros(cap * vw * n, cp.uint64)
-        rec_q = cp.zeros(cap * n, cp.int64)
-        rec_n = cp.zeros(n, cp.int32)
-        th_sum = cp.zeros(b.n_win, cp.uint64)
-        th_sq = cp.zeros(b.n_win, cp.uint64)
-        final_vis = cp.zeros(vw * n, cp.uint64)
-        final_full = cp.zeros(m.n_words * n, cp.uint64)
-        fixed = cp.zeros(n, cp.uint8)
-        events = cp.zeros(n, cp.int64)
+     grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes) = _device_model(m)
+    mod = _module()
+    fn = mod.get_function("ctbn_simulate")
+    vw, nw, kw = m.vis_words, m.n_words, 1 + m.n_words
+    S = block.dense_states(m, b.n_win)
+    off, length = block.table_offsets(b.n_win, S)
+    n_copies = copies(length)
+    cap = block.REC_CAP
+    slots = _HT_SLOTS.get(m.digest, HT_FIRST)
+    while True:  # per-thread scratch (written before it is read) and the zeroed sums
+        xs = cp.empty(m.n * n, cp.uint8)
+        rates = cp.empty(m.n * n, cp.float64)
+        rec_state = cp.empty(cap * vw * n, cp.uint64)
+        rec_q = cp.empty(cap * n, cp.int64)
+        acc = cp.zeros(n_copies * length, cp.uint64)
+        kbuf = cp.empty(kw * n, cp.uint64)
+        ctl = cp.zeros(slots, cp.uint32)
+        keys = cp.zeros(slots * kw, cp.uint64)
+        s1 = cp.zeros(slots, cp.uint64)
+        s2 = cp.zeros(slots, cp.uint64)
+        flags = cp.zeros(3, cp.int32)
         fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (
             np.int64(n), par_start, par_index, tt_start, tt, val_start, vals, internal, vpos,
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
-            fix_mask, fix_val, np.uint32(b.seed), np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
-            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_win, rec_state, rec_q,
-            rec_n, th_sum, th_sq, final_vis, np.int32(vw), final_full, np.int32(m.n_words), fixed, events))
-        rn = cp.asnumpy(rec_n)
-        if int(rn.max(initial=0)) <= cap:
-            return reduce_chunk(cp.asnumpy(rec_win).reshape(cap, n).T,
-                                cp.asnumpy(rec_state).reshape(cap, vw, n).transpose(2, 0, 1),
-                                cp.asnumpy(rec_q).reshape(cap, n).T, rn, cp.asnumpy(th_sum).view(np.int64),
-                                cp.asnumpy(th_sq).view(np.int64), cp.asnumpy(final_vis).reshape(vw, n).T,
-                                cp.asnumpy(final_full).reshape(m.n_words, n).T, cp.asnumpy(fixed),
-                                cp.asnumpy(events))
-        cap *= 4
+            fix_mask, fix_val, child_start, child_index, vis_nodes, np.int32(vis_nodes.size), np.uint32(b.seed),
+            np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
+            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_state, rec_q,
+            np.int32(vw), np.int32(nw), np.int32(S > 0), np.int64(S), np.int32(n_copies), acc,
+            np.int64(length), *(np.int64(off[k]) for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2",
+                                                           "ev")),
+            kbuf, np.int32(kw), ctl, keys, s1, s2, np.uint64(slots - 1), flags))
+        f = cp.asnumpy(flags)
+        if f[0]:
+            cap *= 4
+        elif f[1]:
+            if slots * 4 > HT_MAX_SLOTS and n > 1:  # too many distinct keys for one launch: halves
+                del xs, rates, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
+                h = n // 2
+                return block.merge([run_gpu_chunk(b, traj0, h), run_gpu_chunk(b, traj0 + h, n - h)], b.n_win,
+                                   m.n_words, vw)
+            slots *= 4
+            _HT_SLOTS[m.digest] = slots
+        else:
+            break
+    del xs, rates, rec_state, rec_q, kbuf
+    tot = cp.zeros(length, cp.uint64)
+    mod.get_function("ctbn_sum_copies")(((length + 255) // 256,), (256,), (np.int64(length), acc,
+                                                                          np.int32(n_copies), tot))
+    tot = cp.asnumpy(tot)
+    used = int(f[2])
+    rows = np.zeros((0, kw + 2), np.uint64)
+    if used:
+        out = cp.zeros(used * (kw + 2), cp.uint64)
+        mod.get_function("ctbn_ht_compact")(((slots + 255) // 256,), (256,), (
+            np.uint64(slots), ctl, keys, s1, s2, np.int32(kw), cp.zeros(1, cp.uint32), out))
+        rows = cp.asnumpy(out).reshape(used, kw + 2)
+    out = block.table_counts(tot, off, S, b.n_win)
+    tag = rows[:, 0]
+    if not S:
+        r = rows[tag < b.n_win]
+        out["win"], out["state"], out["q"], out["q2"] = block._sum_rows(
+            (r[:, 0].astype(np.int32),), r[:, 1:1 + vw], r[:, -2].view(np.int64), r[:, -1].view(np.int64))
+        r = rows[tag == b.n_win]
+        out["final"], out["final_n"] = block._sum_rows((), r[:, 1:1 + vw], r[:, -2].view(np.int64))
+    r = rows[tag == b.n_win + 1]
+    out["fp"], out["fp_n"] = block._sum_rows((), r[:, 1:1 + nw], r[:, -2].view(np.int64))
+    out["trajectories"] = int(n)
+    return out

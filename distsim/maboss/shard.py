@@ -3,6 +3,7 @@ reduced to integer counts (:mod:`.block`)."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..engine import ShardContext
@@ -11,12 +12,46 @@ from . import block
 from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
 
 CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
-GPU_CHUNK = 1 << 18  # per GPU launch
+DENSE_CHUNK = 1 << 16  # trajectories per CPU call into dense tables
+DENSE_BYTES = 1 << 28  # the dense tables of all parts of a CPU call, at most
 
-__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK", "GPU_CHUNK"]
+__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK"]
 
 
 def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
+    """Trajectories ``traj0 .. traj0 + n`` on the CPU: summed into dense tables where the visible states are
+    few (:func:`cpu.simulate_dense`), else per-trajectory records reduced by a hash (:func:`run_cpu_records`)."""
+    m = b.model
+    S = block.dense_states(m, b.n_win)
+    off, length = block.table_offsets(b.n_win, S)
+    parts = int(min(n, 4 * numba.get_num_threads()))
+    if not S or parts * length * 8 > DENSE_BYTES:
+        return run_cpu_records(b, traj0, n)
+    vpos = visible_positions(m)
+    cap = block.REC_CAP
+    while True:
+        acc = np.zeros((parts, length), np.int64)
+        final_full = np.zeros((n, m.n_words), np.uint64)
+        fixed = np.zeros(n, np.uint8)
+        over = np.zeros(parts, np.uint8)
+        cpu.simulate_dense(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
+                           m.grp_start, m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
+                           *block.event_tables(m), np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick,
+                           b.discrete, cap, S,
+                           acc, *(off[k] for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2", "ev")),
+                           final_full, fixed, over)
+        if not over.any():
+            break
+        cap *= 4
+    out = block.table_counts(acc.sum(axis=0), off, S, b.n_win)
+    fpmask = fixed.astype(bool)
+    out["fp"], out["fp_n"] = block._sum_rows((), final_full[fpmask], np.ones(int(fpmask.sum()), np.int64))
+    out["trajectories"] = int(n)
+    return out
+
+
+def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
+    """:func:`run_cpu_chunk` through per-trajectory records of every window (:func:`cpu.simulate_chunk`)."""
     m = b.model
     vpos = visible_positions(m)
     cap = block.first_cap(b.n_win)
@@ -33,7 +68,8 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
         cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
                            m.grp_start,
                            m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
-                           np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick, b.discrete, cap,
+                           *block.event_tables(m), np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick,
+                           b.discrete, cap,
                            rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)
         if int(rec_n.max(initial=0)) <= cap:
             return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_int.sum(axis=0),
@@ -45,8 +81,10 @@ def simulate_block(ctx: ShardContext, b: Block) -> dict:
     """The shard task: the block's trajectories in chunks, on the worker's backend."""
     n = b.model.n
     run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK)
+    if block.dense_states(b.model, b.n_win):
+        size = DENSE_CHUNK
     if ctx.backend == "gpu":
-        from .gpu import run_gpu_chunk as run_chunk
-        size = block.chunk_size(b.n_win, n, 1 << 30, 1024, GPU_CHUNK)
+        from . import gpu
+        run_chunk, size = gpu.run_gpu_chunk, gpu.chunk_size(b)
     parts = [run_chunk(b, b.traj0 + s, min(size, b.n_traj - s)) for s in range(0, b.n_traj, size)]
     return merge(parts, b.n_win, b.model.n_words, b.model.vis_words)

@@ -20,7 +20,7 @@ from .cpu import QUANTA, TH_UNITS
 
 ALIGN = 64
 WAVE_MIN = 1024  # trajectories of a CPU shard, at least
-GPU_WAVE_MIN = 1 << 17  # of a GPU shard
+GPU_WAVE_MIN = 1 << 19  # of a GPU shard (a launch fills the device)
 
 
 def maboss(

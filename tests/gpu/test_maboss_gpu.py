@@ -32,7 +32,14 @@ def _same(a, b):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("cap", [16, 1])
-def test_kernel_cpu_equals_gpu(case, cap, monkeypatch):
+@pytest.mark.parametrize("tables", ["dense", "hash"])
+def test_kernel_cpu_equals_gpu(case, cap, tables, monkeypatch):
+    """The device reduction (dense tables with their copies, or the hash table, starting small so that it
+    overflows) equals the CPU's records reduced on the host, bit for bit."""
+    if tables == "hash":
+        monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
+        monkeypatch.setattr(gpu, "HT_FIRST", 64)
+        monkeypatch.setattr(gpu, "_HT_SLOTS", {})
     bnd, cfg, mutants = CASES[case]
     m = load(bnd, cfg, max_time=5.0)
     c = compile_model(m, mutants)
@@ -40,7 +47,7 @@ def test_kernel_cpu_equals_gpu(case, cap, monkeypatch):
     b = shard.Block(c, 5, 0, 20000, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
     monkeypatch.setattr(block, "REC_CAP", cap)
     monkeypatch.setattr(block, "WIN_RECS", 0 if cap == 1 else 2)  # cap 1: every trajectory overflows
-    want = shard.run_cpu_chunk(b, 123, 20000)
+    want = shard.run_cpu_records(b, 123, 20000)
     got = gpu.run_gpu_chunk(b, 123, 20000)
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

@@ -41,4 +41,20 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
     *p = old + v;
     return old;
 }
+inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
+    const unsigned int old = *p;
+    *p = old + v;
+    return old;
+}
+inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) {
+    const unsigned int old = *p;
+    if (old == cmp) *p = v;
+    return old;
+}
+inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+    const unsigned int old = *p;
+    *p = v;
+    return old;
+}
+#define __threadfence() ((void)0)
 using std::isinf;

@@ -1,8 +1,9 @@
 """CPU == GPU for the maboss kernels without a GPU: ``kernels/ctbn.cu`` compiled for the host by g++
 (``cuda_host.h``: CUDA's keywords and intrinsics, IEEE doubles, no contraction) and launched by the
 unchanged ``distsim.maboss.gpu`` code with NumPy standing in for CuPy gives the Numba kernel's counts
-bit for bit (records, entropy sums, final states, fixed points, events), also when the record slabs
-overflow and the launch is redone. The device itself is checked by tests/gpu/test_maboss_gpu.py.
+bit for bit (records, entropy sums, final states, fixed points, events), also when the per-window
+record lists overflow and the launch is redone, with the device reduction in dense tables and in the
+hash table. The device itself is checked by tests/gpu/test_maboss_gpu.py.
 Skipped where g++ is not installed."""
 
 from __future__ import annotations
@@ -43,7 +44,14 @@ def host_gpu(monkeypatch, tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("cap", [16, 1])
-def test_host_kernel_equals_cpu(name, cap, host_gpu, monkeypatch):
+@pytest.mark.parametrize("tables", ["dense", "hash"])
+def test_host_kernel_equals_cpu(name, cap, tables, host_gpu, monkeypatch):
+    """The device reduction (dense tables, or the hash table starting tiny so that it overflows and the
+    launch is redone) gives the counts of the CPU's records reduced on the host."""
+    if tables == "hash":
+        monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
+        monkeypatch.setattr(gpu, "HT_FIRST", 4)
+        monkeypatch.setattr(gpu, "_HT_SLOTS", {})
     bnd, cfg, mutants = CASES[name]
     m = load(bnd, cfg, max_time=3.0)
     c = compile_model(m, mutants)
@@ -51,7 +59,7 @@ def test_host_kernel_equals_cpu(name, cap, host_gpu, monkeypatch):
     b = shard.Block(c, 77, 0, 300, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
     monkeypatch.setattr(block, "REC_CAP", cap)
     monkeypatch.setattr(block, "WIN_RECS", 0 if cap == 1 else 2)  # cap 1: every trajectory overflows
-    want = shard.run_cpu_chunk(b, 1000, 300)
+    want = shard.run_cpu_records(b, 1000, 300)
     got = gpu.run_gpu_chunk(b, 1000, 300)
     assert want["events"] > 0 and want["trajectories"] == 300
     for k in want:
@@ -70,5 +78,23 @@ def test_host_kernel_two_word_states(host_gpu, tmp_path):
     want = shard.run_cpu_chunk(b, 0, 200)
     got = gpu.run_gpu_chunk(b, 0, 200)
     assert want["state"].shape[1] == 2 and (want["state"][:, 1] != 0).any()
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+def test_host_kernel_hash_table_full_halves_the_launch(host_gpu, monkeypatch):
+    """More distinct (window, state) keys than the largest hash table: the trajectories run in halves,
+    with the same counts."""
+    monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
+    monkeypatch.setattr(gpu, "HT_FIRST", 4)
+    monkeypatch.setattr(gpu, "HT_MAX_SLOTS", 64)
+    monkeypatch.setattr(gpu, "_HT_SLOTS", {})
+    m = load(DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", max_time=3.0)
+    c = compile_model(m)
+    s = m.settings
+    b = shard.Block(c, 8, 0, 120, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_records(b, 0, 120)
+    assert len(want["win"]) > 32  # more keys than 64 slots hold at half load
+    got = gpu.run_gpu_chunk(b, 0, 120)
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

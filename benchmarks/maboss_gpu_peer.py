@@ -1,0 +1,193 @@
+"""The two halves of ``benchmarks/maboss_gpu_peer.sh`` (run that script; this file is its helper).
+
+    python benchmarks/maboss_gpu_peer.py --patch SRC
+        apply the CUDA 13 / offline fixes to an unpacked MaBoSS.GPU source tree (each one checked)
+    python benchmarks/maboss_gpu_peer.py --peer-bin BIN --data DIR --models M ... --trajectories N ...
+        time MaBoSS.GPU (BIN; skipped if empty) and distsim's GPU backend on DIR/M.bnd + DIR/M.cfg with
+        sample_count = N, and print one table
+
+Times (the best of --repeats runs each): MaBoSS.GPU's own "main> simulation" timer (its diagnostics,
+switched on by the patch) and its whole process (parse, NVRTC compile, simulate, write the CSVs);
+distsim's warm ``maboss()`` call in this process (after a warm-up call that compiles the kernel) and a
+whole new process ``python3 -m distsim maboss M.bnd M.cfg -n N --csv ... --in-process -q`` (with the
+NVRTC and Numba disk caches filled by the warm-up). Ratios are distsim / MaBoSS.GPU (issue 31's goals:
+warm <= 0.5 at 1e6 on sizek and Montagud, <= 1 at 1e5; process <= 1). The last column compares the two
+time courses: the largest difference of a state's probability over all windows, and its z (the
+difference over distsim's standard error x sqrt 2, MaBoSS.GPU writing no error)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
+
+from _report import emit  # noqa: E402
+
+# (file, old text or regex, new text, is a regex): the fixes MaBoSS.GPU needs here
+PATCHES = [
+    # the GPU is named on the command line (-DMABOSS_ARCH=90): no FindCUDA detection (gone from new CMake)
+    ("CMakeLists.txt", "include(FindCUDA/select_compute_arch)\n"
+                       "CUDA_DETECT_INSTALLED_GPUS(INSTALLED_GPU_CCS_1)\n"
+                       "string(STRIP \"${INSTALLED_GPU_CCS_1}\" INSTALLED_GPU_CCS_2)\n"
+                       "string(REPLACE \" \" \";\" INSTALLED_GPU_CCS_3 \"${INSTALLED_GPU_CCS_2}\")\n"
+                       "string(REPLACE \".\" \"\" CUDA_ARCH_LIST \"${INSTALLED_GPU_CCS_3}\")\n"
+                       "SET(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})",
+     "set(CUDA_ARCH_LIST ${MABOSS_ARCH})\nset(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})", False),
+    # offline: the unit tests download googletest
+    ("CMakeLists.txt", r"### Target unit_MaBoSS\.GPU ###\n.*?### Target unit_MaBoSS\.GPU ###\n", "", True),
+    ("CMakeLists.txt", "foreach(target MaBoSS.GPU unit_MaBoSS.GPU MaBoSSGCore)",
+     "foreach(target MaBoSS.GPU MaBoSSGCore)", False),
+    # CUDA 13 (CCCL 3) removed cub::TransformInputIterator
+    ("src/statistics/fixed_states.cu", "#include <cub/iterator/transform_input_iterator.cuh>",
+     "#include <thrust/iterator/transform_iterator.h>", False),
+    ("src/statistics/fixed_states.cu",
+     r"cub::TransformInputIterator<bool, select_ftor, trajectory_status\*>"
+     r"\(([^()]*(?:\([^()]*\))?[^()]*), select_ftor\(\)\)",
+     r"thrust::make_transform_iterator(\1, select_ftor())", True),
+    # CUDA 13: cuCtxCreate takes creation parameters (cuCtxCreate_v4)
+    ("src/kernel_compiler.cpp", "\tCU_CHECK(cuCtxCreate(&cuContext_, 0, cuDevice_));",
+     "#if CUDA_VERSION >= 13000\n\tCU_CHECK(cuCtxCreate(&cuContext_, nullptr, 0, cuDevice_));\n#else\n"
+     "\tCU_CHECK(cuCtxCreate(&cuContext_, 0, cuDevice_));\n#endif", False),
+    # the run-time compile targets the same architecture as the precompiled LTO parts
+    ("src/kernel_compiler.cpp", '{ "-dlto", "--relocatable-device-code=true" }',
+     '{ "-dlto", "--relocatable-device-code=true", "-arch=compute_" CUDA_CC }', False),
+    # its timers (main> simulation, ...) printed on stderr
+    ("src/timer.cpp", "constexpr bool print_diags = false;", "constexpr bool print_diags = true;", False),
+]
+
+
+def patch(src: Path) -> None:
+    for name, old, new, is_re in PATCHES:
+        f = src / name
+        text = f.read_text()
+        if is_re:
+            out, k = re.subn(old, new, text, flags=re.S)
+        else:
+            k = text.count(old)
+            out = text.replace(old, new)
+        if k == 0:
+            raise SystemExit(f"patch failed: {name}: {old[:70]!r} not found")
+        f.write_text(out)
+        print(f"[maboss_gpu_peer] patched {name} ({k}x): {old.splitlines()[0][:70]}")
+
+
+def with_samples(cfg: Path, n: int, folder: Path) -> Path:
+    """A copy of the .cfg with sample_count = n (its own uncommented sample_count lines dropped)."""
+    lines = [ln for ln in cfg.read_text().splitlines() if not re.match(r"\s*sample_count\s*=", ln)]
+    out = folder / cfg.name
+    out.write_text("\n".join(lines) + f"\nsample_count = {n};\n")
+    return out
+
+
+def probtraj(path: Path) -> dict[float, dict[str, tuple[float, float]]]:
+    """Time -> state (nodes sorted) -> (probability, error) of a MaBoSS probtraj CSV."""
+    rows = {}
+    for line in path.read_text().splitlines()[1:]:
+        f = line.split("\t")
+        if len(f) < 5:
+            continue
+        rows[round(float(f[0]), 6)] = {_label(f[i]): (float(f[i + 1]), float(f[i + 2]))
+                                       for i in range(5, len(f) - 2, 3)}
+    return rows
+
+
+def _label(state: str) -> str:
+    """A state's label with its nodes sorted (the two tools may list them in different orders)."""
+    return " -- ".join(sorted(state.split(" -- ")))
+
+
+def compare(ds_csv: Path, peer_csv: Path) -> str:
+    a, b = probtraj(ds_csv), probtraj(peer_csv)
+    worst, z = 0.0, 0.0
+    for t in sorted(set(a) & set(b)):
+        for s in set(a[t]) | set(b[t]):
+            pa, ea = a[t].get(s, (0.0, 0.0))
+            pb = b[t].get(s, (0.0, 0.0))[0]
+            d = abs(pa - pb)
+            worst = max(worst, d)
+            if ea > 0:
+                z = max(z, d / (ea * math.sqrt(2)))
+    return f"{worst:.2g} (z {z:.1f})"
+
+
+def run_peer(bin_: str, bnd: Path, cfg: Path, prefix: Path) -> tuple[float, float]:
+    """(simulation seconds by MaBoSS.GPU's own timer, whole-process seconds)."""
+    t = time.perf_counter()
+    r = subprocess.run([bin_, "-o", str(prefix), str(bnd), str(cfg)], capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t
+    if r.returncode != 0:
+        raise RuntimeError(f"MaBoSS.GPU failed ({r.returncode}): {(r.stderr or r.stdout)[-800:]}")
+    agg = r.stderr.split("Aggregate stats:")[-1]
+    m = re.search(r"main> simulation\s*:\s*(\d+) us", agg)
+    return (int(m.group(1)) * 1e-6 if m else math.nan), wall
+
+
+def run_distsim_process(bnd: Path, cfg: Path, n: int, prefix: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "distsim", "maboss", str(bnd), str(cfg), "-n", str(n), "--csv", str(prefix),
+                    "--in-process", "-q", "--overwrite"], check=True, cwd=ROOT, capture_output=True, timeout=600)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--patch", type=Path, default=None, metavar="SRC")
+    ap.add_argument("--peer-bin", default="")
+    ap.add_argument("--data", type=Path, default=None)
+    ap.add_argument("--models", nargs="+", default=["sizek", "Montagud2022_Prostate_Cancer", "metastasis", "cellcycle"])
+    ap.add_argument("--trajectories", nargs="+", type=int, default=[100000, 1000000])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.patch is not None:
+        patch(args.patch)
+        return
+    if args.data is None:
+        ap.error("--data is needed (MaBoSS.GPU's data folder)")
+
+    from distsim.maboss import maboss
+
+    lines = ["| model | N | MaBoSS.GPU sim s | distsim warm s | warm ratio | MaBoSS.GPU process s | "
+             "distsim process s | process ratio | max abs dp (z) |", "|---|---|---|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for name in args.models:
+            bnd = args.data / f"{name}.bnd"
+            maboss(bnd, args.data / f"{name}.cfg", trajectories=1000, backend="gpu", progress=False)  # compile
+            for n in args.trajectories:
+                cfg = with_samples(args.data / f"{name}.cfg", n, tmp)
+                warm = min(_timed(lambda: maboss(bnd, cfg, backend="gpu", progress=False))
+                           for _ in range(args.repeats))
+                proc = min(run_distsim_process(bnd, cfg, n, tmp / f"ds_{name}") for _ in range(args.repeats))
+                sim = wall = math.nan
+                cmp = "-"
+                if args.peer_bin:
+                    try:
+                        runs = [run_peer(args.peer_bin, bnd, cfg, tmp / f"peer_{name}") for _ in range(args.repeats)]
+                        sim, wall = min(r[0] for r in runs), min(r[1] for r in runs)
+                        cmp = compare(tmp / f"ds_{name}_probtraj.csv", tmp / f"peer_{name}_probtraj.csv")
+                    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+                        cmp = f"peer failed: {str(e)[-200:]}".replace("\n", " ").replace("|", "/")
+                lines.append(f"| {name} | {n:.0e} | {sim:.3f} | {warm:.3f} | {warm / sim:.2f} | {wall:.3f} | "
+                             f"{proc:.3f} | {proc / wall:.2f} | {cmp} |")
+                print(lines[-1], file=sys.stderr, flush=True)
+    emit(lines, args.out)
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    main()

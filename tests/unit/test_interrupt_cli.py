@@ -4,6 +4,7 @@ while it starts, leaving no worker process behind."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -76,3 +77,19 @@ def test_ctrl_c_while_a_local_cluster_starts(delay, tmp_path):
     gone, alive = psutil.wait_procs(list(seen.values()), timeout=2)
     assert not alive, alive
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("what", ["ssa", "pbn steady-state"])
+def test_ctrl_c_with_an_external_scheduler_frees_its_workers(what, dask_client, tmp_path):
+    """The client goes at once; its cancelled tasks see that between two slices and leave the workers."""
+    args, started_line = RUNS[what]
+    cmd = _Command(["--scheduler", dask_client.scheduler.address, "--cpu", *args, "--progress"], tmp_path)
+    started = cmd.wait_for(started_line)
+    time.sleep(max(0.0, started + 2.0 - time.perf_counter()))  # the workers busy with their shards
+    cmd.proc.send_signal(signal.SIGINT)
+    t0 = time.perf_counter()
+    rc, t1, lines = cmd.finish()
+    assert rc == 130 and t1 - t0 < GRACE_S, (rc, t1 - t0, lines)
+    workers = list(dask_client.scheduler_info(n_workers=-1)["workers"])
+    futures = [dask_client.submit(os.getpid, workers=[w], pure=False) for w in workers]
+    assert len({f.result(timeout=GRACE_S) for f in futures}) == len(workers)

@@ -21,6 +21,7 @@ from distsim.pbn import shard as pbn_shard
 from distsim.pbn.compile import compile_pbn
 from distsim.pbn.inputs import check_mode, initial_state, parse_targets
 from distsim.ssa import cpu as ssa_cpu
+from test_ssa_time_dependent import sine_birth  # a birth process with rate a + b sin(w t)
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = LocalExecutor("cpu")
@@ -66,14 +67,22 @@ def test_slices_cover_the_work_in_order():
     assert s.stopped == "time_limit" and 0 < s.done < 10**9
 
 
-@pytest.mark.parametrize("model", ["michaelis_menten.rxn", "schlogl.rxn"])
-def test_ssa_slices_give_the_same_bits(model, uncut, monkeypatch):
+SSA_MODELS = {  # a network of each realization loop: plain, with SBML rules, hybrid (time in a kinetic law)
+    "plain": ("_simulate", lambda: ssa.load(ROOT / "examples" / "ssa" / "michaelis_menten.rxn")),
+    "rules": ("_simulate_events", lambda: ssa.load(ROOT / "tests" / "data" / "dsmts" / "00019" / "00019-sbml-l3v1.xml")),
+    "hybrid": ("_simulate_hybrid", sine_birth),
+}
+
+
+@pytest.mark.parametrize("loop", list(SSA_MODELS))
+def test_ssa_slices_give_the_same_bits(loop, uncut, monkeypatch):
     set_uncut, set_tiny = uncut
-    net = ssa.load(ROOT / "examples" / "ssa" / model)
+    kernel, make = SSA_MODELS[loop]
+    net = make()
     kw = dict(t_end=5, points=6, realizations=300, seed=7, keep_final=True, client=CPU)
     set_uncut()
     whole = ssa.simulate(net, **kw)
-    calls = _counted(monkeypatch, ssa_cpu, "_simulate")
+    calls = _counted(monkeypatch, ssa_cpu, kernel)
     set_tiny()
     cut = ssa.simulate(net, **kw)
     assert len(calls) > 100  # the pilot and the ensemble, realization by realization

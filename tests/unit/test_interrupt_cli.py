@@ -54,7 +54,7 @@ def _workers(proc: subprocess.Popen) -> list[psutil.Process]:
         return []
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("delay", [0.0, pytest.param(0.4, marks=pytest.mark.slow), pytest.param(1.0, marks=pytest.mark.slow)])
 def test_ctrl_c_while_a_local_cluster_starts(delay, tmp_path):
     """SIGINT once the worker processes are spawned (and a little later), while the cluster starts:
     exit 130 within a few seconds, no worker left running, no output."""
@@ -79,7 +79,7 @@ def test_ctrl_c_while_a_local_cluster_starts(delay, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("what", ["ssa", "pbn steady-state"])
+@pytest.mark.parametrize("what", ["ssa", pytest.param("pbn steady-state", marks=pytest.mark.slow)])
 def test_ctrl_c_with_an_external_scheduler_frees_its_workers(what, dask_client, tmp_path):
     """The client goes at once; its cancelled tasks see that between two slices and leave the workers."""
     args, started_line = RUNS[what]

@@ -310,7 +310,7 @@ def connect(
     if n_gpu and _gpu_stack_usable():
         return _gpu_client(n_gpu, threads_per_worker, processes, dashboard_address, cluster_kwargs)
     cluster = LocalCluster(
-        n_workers=n_workers or max(1, usable_cpus() // max(1, threads_per_worker)),
+        n_workers=planned_workers(False, n_workers, threads_per_worker),
         threads_per_worker=threads_per_worker,
         processes=processes,
         resources={"CPU": threads_per_worker},
@@ -318,6 +318,14 @@ def connect(
         **cluster_kwargs,
     )
     return _LocalClient(cluster)
+
+
+def planned_workers(gpus: bool | int | str = "auto", n_workers: int | None = None, threads_per_worker: int = 1) -> int:
+    """The worker processes :func:`connect` starts for a local cluster with these arguments."""
+    n_gpu = _gpus_to_use(gpus, n_workers)
+    if n_gpu and _gpu_stack_usable():
+        return n_gpu
+    return n_workers or max(1, usable_cpus() // max(1, threads_per_worker))
 
 
 def _remote_client(address: str | None, scheduler_file: str | os.PathLike | None, security: Security | bool | None,

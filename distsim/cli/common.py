@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import importlib
 import logging
+import multiprocessing
 import os
 import signal
 import sys
@@ -167,8 +168,8 @@ class LazyClient:
 
 
 def _start(args: argparse.Namespace, keep: Callable[[Any], None]) -> None:
-    """Connect or start the cluster, handing the client to ``keep`` as soon as it exists (a Ctrl-C held
-    during a local start is raised after that, so that the cluster is stopped)."""
+    """Connect or start the cluster, handing the client to ``keep`` as soon as it exists (a Ctrl-C during
+    a local start kills its workers: :func:`_start_local`)."""
     from ..cluster import connect, dashboard_link
 
     scheduler_file = getattr(args, "scheduler_file", None)
@@ -181,28 +182,59 @@ def _start(args: argparse.Namespace, keep: Callable[[Any], None]) -> None:
             raise UsageError(str(e).splitlines()[0]) from None
         keep(client)
     else:
-        with _workers_ignore_ctrl_c():
-            client = connect(gpus=not args.cpu and "auto", n_workers=args.workers, silence_logs=logging.CRITICAL)
-            keep(client)
+        client = _start_local(args)
+        keep(client)
     if not args.quiet:
         link = dashboard_link(client)
         print(f"[distsim] cluster: {describe(client)}" + (f"; dashboard {link}" if link else ""), file=sys.stderr)
 
 
-@contextlib.contextmanager
-def _workers_ignore_ctrl_c() -> Iterator[None]:
-    """Start local workers with SIGINT ignored (inherited through exec): Ctrl-C (sent to the terminal's
-    whole process group) then reaches this process alone, which stops them at once. A Ctrl-C during
-    the start itself (a second or two) is lost: blocking it instead would not reach the worker
-    processes (their signal mask is reset when they start)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def _start_local(args: argparse.Namespace) -> Any:
+    """Start a local cluster in a helper thread while this (main) thread watches. SIGINT is ignored
+    from the scheduler's start until the worker processes are spawned (a fraction of a second): they
+    inherit that through exec, so a Ctrl-C (sent to the terminal's whole process group) reaches this
+    process alone, which stops them at once. A Ctrl-C during the rest of the start (the workers
+    starting and registering: seconds) kills the workers spawned so far and is raised here at once."""
+    from ..cluster import connect, local_security, planned_workers
+
+    gpus = not args.cpu and "auto"
+    box: dict[str, Any] = {}
+    security = local_security()  # its key, and the dashboard's modules (bokeh: a second), before SIGINT is ignored
+    with contextlib.suppress(ImportError):
+        importlib.import_module("distributed.dashboard.scheduler")
+
+    def start() -> None:
+        try:
+            box["client"] = connect(gpus=gpus, n_workers=args.workers, security=security,
+                                    silence_logs=logging.CRITICAL)
+        except BaseException as e:  # noqa: BLE001 (raised in the calling thread)
+            box["error"] = e
+
+    if threading.current_thread() is not threading.main_thread():  # signal handlers are the main thread's
+        start()
+    else:
+        n = planned_workers(gpus, args.workers)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ignoring = True
+        helper = threading.Thread(target=start, name="distsim-cluster-start", daemon=True)
+        try:
+            helper.start()
+            while helper.is_alive():
+                helper.join(0.02)
+                if ignoring and len(multiprocessing.active_children()) >= n:
+                    signal.signal(signal.SIGINT, previous)
+                    ignoring = False
+        except KeyboardInterrupt:  # the start goes on in its thread; its workers are killed
+            for child in multiprocessing.active_children():
+                with contextlib.suppress(OSError, ValueError):
+                    child.kill()
+            raise
+        finally:
+            if ignoring:
+                signal.signal(signal.SIGINT, previous)
+    if "error" in box:
+        raise box["error"]
+    return box["client"]
 
 
 @contextlib.contextmanager

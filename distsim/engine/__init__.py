@@ -22,10 +22,13 @@ from .failures import DETERMINISTIC, NotRetryable, TaskError
 from .progress import Progress
 from .run import Run, StatefulShards
 from .shards import split
+from .slices import SLICE_SECONDS, Cancelled, Slices
 from .stateful import Missing, ShardKind, StateTask, run_state_task
 
 __all__ = [
     "DETERMINISTIC",
+    "SLICE_SECONDS",
+    "Cancelled",
     "DaskExecutor",
     "Executor",
     "LocalExecutor",
@@ -35,6 +38,7 @@ __all__ = [
     "Run",
     "ShardContext",
     "ShardKind",
+    "Slices",
     "StateTask",
     "StatefulShards",
     "TaskError",

@@ -185,12 +185,17 @@ def _evolve(run: engine.Run, problem: Problem, prm: GAParams, parts: list[range]
             rec.stop_reason = "time_limit"
             break
         m = min(per_round, epochs_total - epoch)
-        res = rec.add(islands.advance([Step(epoch, m, res[(s - 1) % S]["outgoing"] if external else None)
+        # one shard runs many epochs a round: it stops between generations at the time limit
+        left = None if time_limit is None or S > 1 else max(0.0, time_limit - run.elapsed())
+        res = rec.add(islands.advance([Step(epoch, m, res[(s - 1) % S]["outgoing"] if external else None, left)
                                        for s in range(S)]))
         epoch += res[0]["epochs"]
         best_fit = float(problem.fitness_of_score(min(r["best_key"] for r in res)[0]))
         run.progress.update(res[0]["generation"], message=f"best fitness {best_fit:.8g}")
         reached = rec.reached(res, prm.stop_score, run.elapsed())
+        if res[0].get("cut") and not reached:
+            rec.stop_reason = "time_limit"
+            break
     return rec
 
 

@@ -11,6 +11,7 @@ pure function of (seed, islands, immigrants).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ class Step:
     epoch0: int
     epochs: int
     incoming: tuple | None = None  # (act, rep, rules, score) host arrays for the first island
+    time_left: float | None = None  # seconds the run may still take: the step stops between generations past it
 
 
 @dataclass(eq=False)
@@ -57,29 +59,33 @@ def _build(backend: str, setup: Setup) -> ShardState:
     return ShardState(block, setup)
 
 
-def _advance(st: ShardState, step: Step) -> tuple[list, list, int, bool]:
-    """Run the step's epochs; returns (best, sum) per generation, epochs done, stopped."""
+def _advance(st: ShardState, step: Step, deadline: float | None = None) -> tuple[list, list, int, bool, bool]:
+    """Run the step's epochs; returns (best, sum) per generation, epochs done, stopped, and whether
+    ``deadline`` (``time.monotonic()``) cut the step between two generations."""
     b, prm = st.block, st.setup.params
     xp = b.xp
     best, total = [], []
-    done, stopped = 0, False
+    done, stopped, cut = 0, False, False
     for e in range(step.epoch0, step.epoch0 + step.epochs):
         if prm.migrates:
             b.migrate(step.incoming if st.setup.external else None)
         last = min((e + 1) * prm.migration_interval, prm.generations)
-        while b.generation < last:
+        while b.generation < last and not cut:
             b.step()
             s_min, s_sum = b.stats()
             best.append(s_min)
             total.append(s_sum)
+            cut = deadline is not None and time.monotonic() > deadline
         done += 1
+        if cut:
+            break
         if int(b.best_score.min()) <= prm.stop_score:
             stopped = True
             break
     if best:
         best = [xp.stack(best, axis=1)]
         total = [xp.stack(total, axis=1)]
-    return best, total, done, stopped
+    return best, total, done, stopped, cut
 
 
 def _result(st: ShardState, best: list, total: list, epochs: int, stopped: bool) -> dict:
@@ -116,7 +122,9 @@ class Islands(ShardKind):
         if step is None:
             s_min, s_sum = st.block.stats()
             return _result(st, [s_min[:, None]], [s_sum[:, None]], 0, False)
-        return _result(st, *_advance(st, step))
+        deadline = None if step.time_left is None else time.monotonic() + step.time_left
+        *out, cut = _advance(st, step, deadline)
+        return {**_result(st, *out), "cut": cut}
 
     def replay(self, ctx: ShardContext, st: ShardState, step: Step | None) -> None:
         if step is not None:

@@ -11,14 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import time
+
 import numpy as np
 
-from ..engine import ShardContext, ShardKind, StateTask, run_state_task
+from ..engine import ShardContext, ShardKind, Slices, StateTask, run_state_task
 from . import cpu
 from .compile import CompiledPBN
 from .stats import exact_sums
 
 MODES = {"sync": cpu.MODE_SYNC, "async": cpu.MODE_ASYNC}
+FIRST_STEPS = 8  # steps of a CPU advance's first slice (the next ones are sized by the measured rate)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class Block:
     want_nodes: bool = False
     want_states: bool = False
     want_final: bool = False  # chains with each node at 1 after the last step (counted where the state lives)
+    time_left: float | None = None  # seconds the run may still take: a CPU task stops between slices past it
 
     @property
     def step_to(self) -> int:
@@ -76,16 +80,22 @@ class Chains(ShardKind):
         return _State(0, _init(ctx.backend, b))
 
     def advance(self, ctx: ShardContext, state: _State, b: Block) -> dict:
-        """Counts per segment, per chain and per node, plus final states."""
+        """Counts per segment, per chain and per node, plus final states; ``{"cut": True, "step": s}``
+        when the block's time limit stopped it at step s (CPU)."""
         if state.step > b.step_from:  # a state past the block's start cannot go back: start again
             state.step, state.S = 0, _init(ctx.backend, b)
-        if state.step < b.step_from:  # replay: same bits, counts discarded
-            _advance(ctx.backend, state.S, b, state.step, b.step_from - state.step, False, False)
-        state.step = b.step_from
+        deadline = None if b.time_left is None else time.monotonic() + b.time_left
+        todo = [(b.step_from, False, False, None)] + [(end, b.want_chain, b.want_nodes, k)
+                                                       for k, end in enumerate(b.segments)]
         counts = SegmentCounts(b)
-        for k, end in enumerate(b.segments):
-            counts.add(k, _advance(ctx.backend, state.S, b, state.step, end - state.step, b.want_chain, b.want_nodes))
-            state.step = end
+        for end, want_chain, want_nodes, k in todo:  # first a replay to the block's start (counts discarded)
+            if end < state.step or (k is None and end == state.step):
+                continue
+            out = _advance(ctx.backend, state, b, end, want_chain, want_nodes, deadline)
+            if state.step < end:
+                return {"cut": True, "step": state.step}
+            if k is not None:
+                counts.add(k, out)
         return counts.result(state.step, _states(ctx.backend, state.S, b) if b.want_states else None,
                              _final_ones(ctx.backend, state.S, b) if b.want_final else None)
 
@@ -138,16 +148,38 @@ def _init(backend: str, b: Block):
     return cpu.init_sliced(b.compiled.n, b.chain0, b.n_chains, b.seed, b.fix_mask, b.fix_val, b.compiled.init_index)
 
 
-def _advance(backend: str, S, b: Block, step0: int, nsteps: int, want_chain: bool, want_nodes: bool) -> dict:
+def _advance(backend: str, state: _State, b: Block, to_step: int, want_chain: bool, want_nodes: bool,
+             deadline: float | None = None) -> dict:
+    """Advance ``state`` to ``to_step``: the counts of those steps. On CPUs in bounded slices of steps
+    (Ctrl-C, the ``deadline`` and a cancellation seen between them; counts are exact sums over the
+    slices, the occupancy the last slice's): past the deadline ``state.step`` stops short."""
+    step0, nsteps = state.step, to_step - state.step
     if backend == "gpu":
         from .gpu import get_kernel
 
+        state.step = to_step
         return get_kernel(b.compiled, b.mode, b.targets).advance(
-            S, chain0=b.chain0, n_chains=b.n_chains, step0=step0, nsteps=nsteps, seed=b.seed,
+            state.S, chain0=b.chain0, n_chains=b.n_chains, step0=step0, nsteps=nsteps, seed=b.seed,
             want_chain=want_chain, want_nodes=want_nodes)
-    return cpu.advance_sliced(S, b.compiled, chain0=b.chain0, n_chains=b.n_chains, step0=step0, nsteps=nsteps,
-                              seed=b.seed, mode=b.mode, targets=flat_targets(b.targets or ((),)),
-                              want_chain=want_chain, want_nodes=want_nodes)
+    kw = dict(chain0=b.chain0, n_chains=b.n_chains, seed=b.seed, mode=b.mode, targets=flat_targets(b.targets or ((),)),
+              want_chain=want_chain, want_nodes=want_nodes)
+    if nsteps == 0:  # only the occupancy
+        return cpu.advance_sliced(state.S, b.compiled, step0=step0, nsteps=0, **kw)
+    out: dict | None = None
+    slices = Slices(nsteps, first=FIRST_STEPS, time_left=None if deadline is None else deadline - time.monotonic())
+    for s0, s1 in slices:
+        part = cpu.advance_sliced(state.S, b.compiled, step0=step0 + s0, nsteps=s1 - s0, **kw)
+        state.step = step0 + s1
+        if out is None:
+            out = part
+            continue
+        out["pooled"][:, :3] += part["pooled"][:, :3]
+        out["pooled"][:, 3] = part["pooled"][:, 3]
+        for key in ("chain_ones", "node_ones"):
+            if key in part:
+                out[key] += part[key]
+    slices.raise_if_cancelled()
+    return out
 
 
 def _final_ones(backend: str, S, b: Block) -> np.ndarray:

@@ -64,6 +64,10 @@ class _Segment:
     counts: np.ndarray  # [T, 3]: ones, n01, n10 over states start+1..end
 
 
+class _TimeUp(Exception):
+    """A round cut short by the time limit (its chains stopped between slices)."""
+
+
 Request = list[Block]  # one round: the step of every shard
 Steps = Generator[Request, list[dict], Any]  # yields rounds, receives their results (one dict per shard)
 
@@ -78,6 +82,7 @@ class _Ensemble:
     steps: int = 0
     segments: list[_Segment] = field(default_factory=list)
     occupancy: dict[int, np.ndarray] = field(default_factory=dict)  # step -> chains in each target
+    deadline: float | None = None  # perf_counter() time past which a round stops between slices (not the first)
 
     @property
     def chains(self) -> int:
@@ -91,7 +96,11 @@ class _Ensemble:
         grid = {start + (to_step - start) * k // pieces for k in range(1, pieces + 1)}
         grid |= {b for b in boundaries if start < b < to_step}
         segs = (start,) + tuple(sorted(grid))
-        out = yield [replace(b, step_from=start, segments=segs, want_chain=want_chain) for b in self.setups]
+        left = None if self.deadline is None or not self.length else max(0.0, self.deadline - time.perf_counter())
+        out = yield [replace(b, step_from=start, segments=segs, want_chain=want_chain, time_left=left)
+                     for b in self.setups]
+        if any(r.get("cut") for r in out):  # the chains' counts stay those of the rounds before
+            raise _TimeUp()
         self.steps += self.chains * (to_step - self.length)
         pooled = np.sum([r["pooled"] for r in out], axis=0).astype(np.int64)  # [S, T, 4]
         self.occupancy[start] = pooled[0, :, 3]
@@ -195,6 +204,8 @@ class Problem:
         """Algorithms 2 and 3 as rounds (see the module docstring); returns the final :class:`_Search`."""
         s = self.settings
         budget = _Budget(s.max_length, s.max_steps, s.time_limit, t_start)
+        if s.time_limit is not None:
+            ens.deadline = t_start + s.time_limit
         search = yield from _gelman_rubin(ens, prog, budget, s.psi0, s.segments, s.rhat_threshold)
         yield from _two_state(ens, prog, budget, search, s.segments, s.precision, s.confidence, s.epsilon)
         return search
@@ -341,8 +352,12 @@ def _gelman_rubin(ens: _Ensemble, prog: engine.Progress, budget: _Budget, psi: i
         raise ValueError(f"the first round ({ens.chains} chains x {2 * psi} steps) already exceeds the limits: {first}")
     search = _Search(psi)
     while True:  # the progress total stays unknown until the two-state phase knows the sample size
-        search.sums = yield from ens.advance(2 * search.psi, count_from=search.psi, pieces=segments,
-                                             want_chain=True)
+        try:
+            search.sums = yield from ens.advance(2 * search.psi, count_from=search.psi, pieces=segments,
+                                                 want_chain=True)
+        except _TimeUp:  # (never the first round) the result of the last round that ended
+            search.note, search.psi = budget.time_note(), search.psi // 2
+            return search
         search.rhat = [rhat(s) for s in search.sums]
         est = [s.s1 / (s.chains * s.psi) for s in search.sums]
         search.record(ens.length, search.rhat, est)
@@ -364,25 +379,30 @@ def _two_state(ens: _Ensemble, prog: engine.Progress, budget: _Budget, search: _
     gr_var = search.gr_variance
     if not search.converged_gr:
         search.note = f"Gelman-Rubin did not converge ({search.note or 'limits reached'})"
-    while not search.note:
-        if m >= ens.length:  # the sample starts beyond the chains' end: extend past it first
-            yield from ens.advance(m + psi, pieces=segments, boundaries=(m,))
-        win = ens.window(m)
-        need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
-        E = max(-(-(N - w.size) // ens.chains) for N, w in zip(need, win))
-        search.record(ens.length, [math.nan] * ens.T, [w.estimate for w in win])
-        _report(prog, ens, f"two-state: length {ens.length}, sample {win[0].size:.3g} (need {max(need):.3g}), "
-                           f"estimate {_fmt([w.estimate for w in win])}", total=ens.length + max(E, 0))
-        if E > 0:
-            search.note = budget.check(ens, ens.length + E)
-            if not search.note:
-                yield from ens.advance(ens.length + E, pieces=segments)
-            continue
-        M = max([burn_in(w.alpha, w.beta, epsilon) for w in win if w.identifiable] + [0])
-        if M <= m:
-            break
-        later = [b for b in ens.boundaries() if b >= M]
-        m = later[0] if later and later[0] <= ens.length else M  # round up to a counted boundary
+    try:
+        while not search.note:
+            if m >= ens.length:  # the sample starts beyond the chains' end: extend past it first
+                yield from ens.advance(m + psi, pieces=segments, boundaries=(m,))
+            win = ens.window(m)
+            need = [_required(w, v, precision, confidence) for w, v in zip(win, gr_var)]
+            E = max(-(-(N - w.size) // ens.chains) for N, w in zip(need, win))
+            search.record(ens.length, [math.nan] * ens.T, [w.estimate for w in win])
+            _report(prog, ens, f"two-state: length {ens.length}, sample {win[0].size:.3g} (need {max(need):.3g}), "
+                               f"estimate {_fmt([w.estimate for w in win])}", total=ens.length + max(E, 0))
+            if E > 0:
+                search.note = budget.check(ens, ens.length + E)
+                if not search.note:
+                    yield from ens.advance(ens.length + E, pieces=segments)
+                continue
+            M = max([burn_in(w.alpha, w.beta, epsilon) for w in win if w.identifiable] + [0])
+            if M <= m:
+                break
+            later = [b for b in ens.boundaries() if b >= M]
+            m = later[0] if later and later[0] <= ens.length else M  # round up to a counted boundary
+    except _TimeUp:  # the sample of the rounds that ended
+        search.note = budget.time_note()
+        if m >= ens.length:
+            m = psi
     search.m = m
 
 
@@ -408,8 +428,11 @@ class _Budget:
         if self.max_steps is not None and ens.steps + ens.chains * (to_length - ens.length) > self.max_steps:
             return f"stopped: max_steps={self.max_steps:g} would be exceeded"
         if self.time_limit is not None and time.perf_counter() - self.t_start > self.time_limit:
-            return f"stopped: time_limit={self.time_limit:g} s reached"
+            return self.time_note()
         return ""
+
+    def time_note(self) -> str:
+        return f"stopped: time_limit={self.time_limit:g} s reached"
 
 
 def _required(w: TwoState, gr_variance: float, precision: float, confidence: float) -> int:

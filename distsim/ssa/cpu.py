@@ -32,6 +32,7 @@ from numba.extending import NativeValue, models, overload, register_model, typeo
 
 from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
 from ..backends.dsmath import neglog_u01
+from ..engine.slices import Slices
 from ..models.kinetics import bad_propensity, event_uniforms, law, mass_action, reaction_arrays
 from . import event_ops, hybrid_ops
 from .errors import ERR_INTEGRATOR, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_NONE, ERR_PROPENSITY, error_word
@@ -287,15 +288,20 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
     hist = np.zeros((n_chunks, K, S, bins) if bins else (1, 1, 1, 0), dtype=np.int64)
     lo = np.zeros(S, np.int64) if hist_lo is None else np.asarray(hist_lo, np.int64)
     wd = np.ones(S, np.int64) if hist_width is None else np.asarray(hist_width, np.int64)
-    args = (np.uint64(real0), R, np.uint64(seed), method.aux_size(M), c.max_stack, np.asarray(grid, np.float64),
-            int(max_events), sum_x, sum_x2, firings, events, errors, keep_trajectories, traj, keep_final, final, lo,
-            wd, hist)
     if c.events is None:
-        _simulate(method, reaction_arrays(c), *args)
-    elif c.events.hybrid:
-        _simulate_hybrid(method, reaction_arrays(c), event_arrays(c), event_work_shape(c), *args)
+        kernel, head = _simulate, (method, reaction_arrays(c))
     else:
-        _simulate_events(method, reaction_arrays(c), event_arrays(c), event_work_shape(c), *args)
+        kernel = _simulate_hybrid if c.events.hybrid else _simulate_events
+        head = (method, reaction_arrays(c), event_arrays(c), event_work_shape(c))
+    # bounded slices of realizations (Ctrl-C and cancellation seen between them); the sums accumulate
+    # in place and each realization keeps its stream (real0 + r): the same bits as one call
+    slices = Slices(R, first=n_chunks)
+    for r0, r1 in slices:
+        kernel(*head, np.uint64(real0 + r0), r1 - r0, np.uint64(seed), method.aux_size(M), c.max_stack,
+               np.asarray(grid, np.float64), int(max_events), sum_x, sum_x2, firings, events[r0:r1], errors[r0:r1],
+               keep_trajectories, traj[r0:r1] if keep_trajectories else traj, keep_final,
+               final[r0:r1] if keep_final else final, lo, wd, hist)
+    slices.raise_if_cancelled()
     out = {
         "sum_x": _exact_sum(sum_x), "sum_x2": _exact_sum(sum_x2), "firings": firings.sum(axis=0),
         "events": events, "errors": errors,

@@ -42,6 +42,12 @@ PATCHES = [
                        "string(REPLACE \".\" \"\" CUDA_ARCH_LIST \"${INSTALLED_GPU_CCS_3}\")\n"
                        "SET(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})",
      "set(CUDA_ARCH_LIST ${MABOSS_ARCH})\nset(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})", False),
+    # CUDA 13 + new CMake list include/ and include/cccl in CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES: the ';'
+    # splits this definition in two, leaving an unterminated quote in every compile line (dumpbin.c first;
+    # "/bin/sh: Syntax error: Unterminated quoted string"). MaBoSS.GPU never reads CUDA_INC_DIR: join the list.
+    ("CMakeLists.txt", 'add_compile_definitions(CUDA_INC_DIR="${CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES}")',
+     'list(JOIN CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES ":" MABOSS_CUDA_INC_DIRS)\n'
+     'add_compile_definitions(CUDA_INC_DIR="${MABOSS_CUDA_INC_DIRS}")', False),
     # offline: the unit tests download googletest
     ("CMakeLists.txt", r"### Target unit_MaBoSS\.GPU ###\n.*?### Target unit_MaBoSS\.GPU ###\n", "", True),
     ("CMakeLists.txt", "foreach(target MaBoSS.GPU unit_MaBoSS.GPU MaBoSSGCore)",

@@ -8,7 +8,10 @@
 //    windows in one state adds +1 / -1 at its first window / the window after it (a difference table that
 //    the host sums over windows), and the transition entropy of those windows likewise;
 //  * hash: an open-addressing table keyed by (tag, words) with tag = window (records), n_win (the state
-//    at max_time); fixed points (tag n_win + 1, every node) always go to the table.
+//    at max_time); fixed points (tag n_win + 1, every node) always go to the table. The key's first word
+//    is tag | copy << 32 with copy = thread index & (ht_copies - 1): the few hot states of a window get
+//    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
+//    hit; the host masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
 #include "philox.cuh"
 #include "dsmath.cuh"
@@ -78,7 +81,8 @@ extern "C" __global__ void ctbn_simulate(
     const long long o_q, const long long o_q2, const long long o_full, const long long o_final,
     const long long o_th, const long long o_th2, const long long o_dth, const long long o_dth2, const long long o_ev,
     unsigned long long* __restrict__ kbuf, const int kw, unsigned int* ht_ctl, unsigned long long* ht_keys,
-    unsigned long long* ht_s1, unsigned long long* ht_s2, const unsigned long long ht_mask, int* flags) {
+    unsigned long long* ht_s1, unsigned long long* ht_s2, const unsigned long long ht_mask, const int ht_copies,
+    int* flags) {
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
     __syncthreads();
@@ -116,6 +120,7 @@ extern "C" __global__ void ctbn_simulate(
     unsigned long long* const sth2 = my + o_th2;
     unsigned long long* const sdth = my + o_dth;
     unsigned long long* const sdth2 = my + o_dth2;
+    const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
@@ -216,7 +221,7 @@ extern "C" __global__ void ctbn_simulate(
                         atomicAdd(&sq[at], qe);
                         atomicAdd(&sq2[at], qq * qq);
                     } else {
-                        kbuf[c] = (unsigned long long)win;
+                        kbuf[c] = (unsigned long long)win | ht_copy;
                         for (int w = 0; w < n_words; ++w)
                             kbuf[(long long)(1 + w) * N + c] =
                                 w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
@@ -253,12 +258,12 @@ extern "C" __global__ void ctbn_simulate(
     if (dense) {
         atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
     } else {
-        kbuf[c] = (unsigned long long)n_win;
+        kbuf[c] = (unsigned long long)n_win | ht_copy;
         for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
         ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
     }
     if (fp) {
-        kbuf[c] = (unsigned long long)n_win + 1ULL;
+        kbuf[c] = ((unsigned long long)n_win + 1ULL) | ht_copy;
         for (int w = 0; w < n_words; ++w) {
             unsigned long long word = 0ULL;
             for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)

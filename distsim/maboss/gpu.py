@@ -65,7 +65,7 @@ def copies(length: int) -> int:
 def chunk_size(b: Block) -> int:
     """Trajectories per launch: the per-trajectory scratch within about 1 GiB."""
     m = b.model
-    per = block.REC_CAP * (8 * m.vis_words + 8) + 9 * m.n + 8 * (1 + m.n_words) + 16
+    per = block.REC_CAP * (8 * m.vis_words + 8) + 2 * m.n + 8 * (1 + m.n_words) + 16
     return int(min(MAX_CHUNK, max(1024, (1 << 30) // per)))
 
 
@@ -93,7 +93,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     prof = _Profile(cp)
     while True:  # per-thread scratch (written before it is read) and the zeroed sums
         xs = cp.empty(m.n * n, cp.uint8)
-        rates = cp.empty(m.n * n, cp.float64)
+        ridx = cp.empty(m.n * n, cp.uint8)
         rec_state = cp.empty(cap * vw * n, cp.uint64)
         rec_q = cp.empty(cap * n, cp.int64)
         acc = cp.zeros(n_copies * length, cp.uint64)
@@ -108,7 +108,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
             fix_mask, fix_val, child_start, child_index, vis_nodes, np.int32(vis_nodes.size), np.uint32(b.seed),
             np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
-            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_state, rec_q,
+            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, ridx, rec_state, rec_q,
             np.int32(vw), np.int32(nw), np.int32(S > 0), np.int64(S), np.int32(n_copies), acc,
             np.int64(length), *(np.int64(off[k]) for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2",
                                                            "ev")),
@@ -119,7 +119,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             cap *= 4
         elif f[1]:
             if slots * 4 > HT_MAX_SLOTS and n > 1:  # too many distinct keys for one launch: halves
-                del xs, rates, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
+                del xs, ridx, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
                 h = n // 2
                 return block.merge([run_gpu_chunk(b, traj0, h), run_gpu_chunk(b, traj0 + h, n - h)], b.n_win,
                                    m.n_words, vw)
@@ -127,7 +127,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             _HT_SLOTS[m.digest] = slots
         else:
             break
-    del xs, rates, rec_state, rec_q, kbuf
+    del xs, ridx, rec_state, rec_q, kbuf
     tot = cp.zeros(length, cp.uint64)
     mod.get_function("ctbn_sum_copies")(((length + 255) // 256,), (256,), (np.int64(length), acc,
                                                                           np.int32(n_copies), tot))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import subprocess
 import sys
@@ -186,6 +187,12 @@ def main() -> None:
                 lines.append(f"| {name} | {n:.0e} | {sim:.3f} | {warm:.3f} | {warm / sim:.2f} | {wall:.3f} | "
                              f"{proc:.3f} | {proc / wall:.2f} | {cmp} |")
                 print(lines[-1], file=sys.stderr, flush=True)
+            # one more warm run, untimed, with distsim's per-phase seconds on stderr (gpu.py's _Profile)
+            os.environ["DISTSIM_MABOSS_PROFILE"] = "1"
+            try:
+                maboss(bnd, cfg, backend="gpu", progress=False)
+            finally:
+                del os.environ["DISTSIM_MABOSS_PROFILE"]
     emit(lines, args.out)
 
 

@@ -155,7 +155,8 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     out["fp"], out["fp_n"] = block._sum_rows((), r[:, 1:1 + nw], r[:, -2].view(np.int64))
     out["trajectories"] = int(n)
     prof.lap("host merge")
-    prof.report(f"maboss gpu chunk n={n} dense={S > 0} slots={slots} keys={used} rec_cap={cap}")
+    prof.report(f"maboss gpu chunk n={n} nodes={m.n} visible={vis_nodes.size} dense={S > 0} slots={slots} "
+                f"keys={used} rec_cap={cap} events/trajectory={out['events'] / max(n, 1):.1f}")
     return out
 
 

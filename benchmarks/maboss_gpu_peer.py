@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import subprocess
 import sys
@@ -42,6 +43,12 @@ PATCHES = [
                        "string(REPLACE \".\" \"\" CUDA_ARCH_LIST \"${INSTALLED_GPU_CCS_3}\")\n"
                        "SET(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})",
      "set(CUDA_ARCH_LIST ${MABOSS_ARCH})\nset(CMAKE_CUDA_ARCHITECTURES ${CUDA_ARCH_LIST})", False),
+    # CUDA 13 + new CMake list include/ and include/cccl in CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES: the ';'
+    # splits this definition in two, leaving an unterminated quote in every compile line (dumpbin.c first;
+    # "/bin/sh: Syntax error: Unterminated quoted string"). MaBoSS.GPU never reads CUDA_INC_DIR: join the list.
+    ("CMakeLists.txt", 'add_compile_definitions(CUDA_INC_DIR="${CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES}")',
+     'list(JOIN CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES ":" MABOSS_CUDA_INC_DIRS)\n'
+     'add_compile_definitions(CUDA_INC_DIR="${MABOSS_CUDA_INC_DIRS}")', False),
     # offline: the unit tests download googletest
     ("CMakeLists.txt", r"### Target unit_MaBoSS\.GPU ###\n.*?### Target unit_MaBoSS\.GPU ###\n", "", True),
     ("CMakeLists.txt", "foreach(target MaBoSS.GPU unit_MaBoSS.GPU MaBoSSGCore)",
@@ -180,6 +187,12 @@ def main() -> None:
                 lines.append(f"| {name} | {n:.0e} | {sim:.3f} | {warm:.3f} | {warm / sim:.2f} | {wall:.3f} | "
                              f"{proc:.3f} | {proc / wall:.2f} | {cmp} |")
                 print(lines[-1], file=sys.stderr, flush=True)
+            # one more warm run, untimed, with distsim's per-phase seconds on stderr (gpu.py's _Profile)
+            os.environ["DISTSIM_MABOSS_PROFILE"] = "1"
+            try:
+                maboss(bnd, cfg, backend="gpu", progress=False)
+            finally:
+                del os.environ["DISTSIM_MABOSS_PROFILE"]
     emit(lines, args.out)
 
 

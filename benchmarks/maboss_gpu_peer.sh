@@ -114,6 +114,7 @@ for r in "${ROOTS[@]}"; do [ -d "$r/include/cccl/thrust" ] && { INC=$INC:$r/incl
 export CPATH=${INC#:}${CPATH:+:$CPATH}
 # cmake builds only MaBoSS.GPU: make the folders its generator targets would have made
 mkdir -p "$SRC/src/parser/generated" "$SRC/src/jit_kernels/include" "$SRC/src/jit_kernels/fatbin"
+echo "[maboss_gpu_peer] $(cmake --version | head -1); $(gcc --version | head -1)" | tee -a "$LOG" >&2
 say "CUDA: $CUDA_HOME ($("$NVCC" --version | tail -1)), arch sm_$ARCH; build log: $LOG"
 LINK="-L$W/lib"
 if cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
@@ -125,6 +126,14 @@ if cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPI
 else
   say "MaBoSS.GPU did not build; the last lines of $LOG:"
   tail -40 "$LOG" >&2
+  if [ -d "$SRC/build" ]; then  # the failing command in full, and the flags cmake generated
+    say "again with -j1 VERBOSE=1 (the failing command), into $LOG:"
+    cmake --build "$SRC/build" --target MaBoSS.GPU -j 1 -- VERBOSE=1 >>"$LOG" 2>&1 || true
+    tail -25 "$LOG" >&2
+    for f in "$SRC"/build/CMakeFiles/dumpbin.dir/flags.make "$SRC"/build/CMakeFiles/MaBoSSGCore.dir/flags.make; do
+      [ -f "$f" ] && { say "$f:"; cat "$f" | tee -a "$LOG" >&2; }
+    done
+  fi
 fi
 
 if [ "${PEER_BUILD_ONLY:-0}" = 1 ]; then [ -n "$PEER_BIN" ] && exit 0 || die "build failed"; fi

@@ -1,6 +1,8 @@
 // MaBoSS trajectories on the GPU: one thread per trajectory, the line-by-line twin of
 // distsim/maboss/cpu.py simulate_chunk (same Philox words, same arithmetic; build with --fmad=false).
-// Per-thread scratch is interleaved: element k of trajectory c is at k * n_traj + c.
+// Per-thread scratch is interleaved: element k of trajectory c is at k * n_traj + c. A node's rate is kept as
+// its index into the node's values (one byte: vals[val_start[i] + ridx[i]], a small cached table), not as a
+// double: the per-event sums over all nodes read 1/8 of the scratch bytes (the same doubles, same bits).
 // The records are reduced on the device (distsim/maboss/gpu.py): each thread keeps the distinct visible
 // states of its current window (quanta each; word w of entry r at (r * vw + w) * n_traj + c) and adds
 // them at the window's end to integer sums (atomics: order-free, so exact and equal to the CPU's sums):
@@ -8,7 +10,10 @@
 //    windows in one state adds +1 / -1 at its first window / the window after it (a difference table that
 //    the host sums over windows), and the transition entropy of those windows likewise;
 //  * hash: an open-addressing table keyed by (tag, words) with tag = window (records), n_win (the state
-//    at max_time); fixed points (tag n_win + 1, every node) always go to the table.
+//    at max_time); fixed points (tag n_win + 1, every node) always go to the table. The key's first word
+//    is tag | copy << 32 with copy = thread index & (ht_copies - 1): the few hot states of a window get
+//    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
+//    hit; the host masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
 #include "philox.cuh"
 #include "dsmath.cuh"
@@ -72,13 +77,14 @@ extern "C" __global__ void ctbn_simulate(
     const int* __restrict__ child_index, const int* __restrict__ vis_nodes, const int n_vis,
     const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
-    unsigned char* __restrict__ xs, double* __restrict__ rates_all,
+    unsigned char* __restrict__ xs, unsigned char* __restrict__ ridx_all,
     unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw, const int n_words,
     const int dense, const long long n_states, const int copies, unsigned long long* acc, const long long acc_len,
     const long long o_q, const long long o_q2, const long long o_full, const long long o_final,
     const long long o_th, const long long o_th2, const long long o_dth, const long long o_dth2, const long long o_ev,
     unsigned long long* __restrict__ kbuf, const int kw, unsigned int* ht_ctl, unsigned long long* ht_keys,
-    unsigned long long* ht_s1, unsigned long long* ht_s2, const unsigned long long ht_mask, int* flags) {
+    unsigned long long* ht_s1, unsigned long long* ht_s2, const unsigned long long ht_mask, const int ht_copies,
+    int* flags) {
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
     __syncthreads();
@@ -86,7 +92,8 @@ extern "C" __global__ void ctbn_simulate(
     if (c >= n_traj) return;
     const long long N = n_traj;
     unsigned char* x = xs;  // x[i] at i * N + c
-    double* rates = rates_all;
+    unsigned char* const ridx = ridx_all;  // ridx[i] at i * N + c
+#define CTBN_RATE(i) vals[val_start[i] + ridx[(long long)(i) * N + c]]
     const long long traj = traj0 + c;
     const uint32_t k0 = seed, k1 = (uint32_t)traj;  // trajectories < 2**32
     for (int g = 0; g < n_groups; ++g) {
@@ -116,6 +123,7 @@ extern "C" __global__ void ctbn_simulate(
     unsigned long long* const sth2 = my + o_th2;
     unsigned long long* const sdth = my + o_dth;
     unsigned long long* const sdth2 = my + o_dth2;
+    const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
@@ -128,11 +136,11 @@ extern "C" __global__ void ctbn_simulate(
             const int i = last < 0 ? k : child_index[k];
             long long row = 0;
             for (int j = par_start[i]; j < par_start[i + 1]; ++j) row = (row << 1) | x[(long long)par_index[j] * N + c];
-            rates[(long long)i * N + c] = vals[val_start[i] + tt[tt_start[i] + row]];
+            ridx[(long long)i * N + c] = tt[tt_start[i] + row];
         }
         double total = 0.0, rate_internal = 0.0;
         for (int i = 0; i < n; ++i) {
-            const double ri = rates[(long long)i * N + c];
+            const double ri = CTBN_RATE(i);
             total += ri;
             if (ri != 0.0 && internal[i]) rate_internal += ri;
         }
@@ -151,7 +159,7 @@ extern "C" __global__ void ctbn_simulate(
             if (n != 1) {
                 const double tni = total - rate_internal;
                 for (int j = 0; j < n_vis; ++j) {  // the visible nodes in node order
-                    const double ri = rates[(long long)vis_nodes[j] * N + c];
+                    const double ri = CTBN_RATE(vis_nodes[j]);
                     if (ri != 0.0) {
                         const double p = ri / tni;
                         th -= (ds_log(p) * DS_INV_LN2) * p;
@@ -216,7 +224,7 @@ extern "C" __global__ void ctbn_simulate(
                         atomicAdd(&sq[at], qe);
                         atomicAdd(&sq2[at], qq * qq);
                     } else {
-                        kbuf[c] = (unsigned long long)win;
+                        kbuf[c] = (unsigned long long)win | ht_copy;
                         for (int w = 0; w < n_words; ++w)
                             kbuf[(long long)(1 + w) * N + c] =
                                 w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
@@ -232,7 +240,7 @@ extern "C" __global__ void ctbn_simulate(
         double rr = u2 * total;
         int node = -1;
         for (int i = 0; i < n; ++i) {
-            const double ri = rates[(long long)i * N + c];
+            const double ri = CTBN_RATE(i);
             if (ri > 0.0) {
                 node = i;
                 rr -= ri;
@@ -253,12 +261,12 @@ extern "C" __global__ void ctbn_simulate(
     if (dense) {
         atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
     } else {
-        kbuf[c] = (unsigned long long)n_win;
+        kbuf[c] = (unsigned long long)n_win | ht_copy;
         for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
         ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
     }
     if (fp) {
-        kbuf[c] = (unsigned long long)n_win + 1ULL;
+        kbuf[c] = ((unsigned long long)n_win + 1ULL) | ht_copy;
         for (int w = 0; w < n_words; ++w) {
             unsigned long long word = 0ULL;
             for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)
@@ -268,6 +276,7 @@ extern "C" __global__ void ctbn_simulate(
         ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
     }
 }
+#undef CTBN_RATE
 
 // out[i] = sum over k < copies of in[k * len + i] (integer sums of the tables' copies)
 extern "C" __global__ void ctbn_sum_copies(const long long len, const unsigned long long* __restrict__ in,

@@ -3,6 +3,9 @@ trajectory, the same Philox words and arithmetic as :mod:`.cpu`, so the same bit
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -46,6 +49,8 @@ COPIES_MAX = 64  # copies of the sum tables (atomic contention) ...
 COPIES_BYTES = 16 << 20  # ... within this many bytes
 HT_FIRST = 1 << 12  # first hash-table slots of a launch (x 4 while it overflows; remembered per model)
 HT_MAX_SLOTS = 1 << 26  # beyond: the launch's trajectories are run in halves
+HT_COPIES = 32  # slots per hot key (a power of two; a warp's lanes use distinct ones), see kernels/ctbn.cu
+TAG_MASK = np.uint64(0xFFFFFFFF)  # a key's tag without its copy (bits 32..)
 _HT_SLOTS: dict[str, int] = {}
 
 
@@ -60,7 +65,7 @@ def copies(length: int) -> int:
 def chunk_size(b: Block) -> int:
     """Trajectories per launch: the per-trajectory scratch within about 1 GiB."""
     m = b.model
-    per = block.REC_CAP * (8 * m.vis_words + 8) + 9 * m.n + 8 * (1 + m.n_words) + 16
+    per = block.REC_CAP * (8 * m.vis_words + 8) + 2 * m.n + 8 * (1 + m.n_words) + 16
     return int(min(MAX_CHUNK, max(1024, (1 << 30) // per)))
 
 
@@ -85,9 +90,10 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     n_copies = copies(length)
     cap = block.REC_CAP
     slots = _HT_SLOTS.get(m.digest, HT_FIRST)
+    prof = _Profile(cp)
     while True:  # per-thread scratch (written before it is read) and the zeroed sums
         xs = cp.empty(m.n * n, cp.uint8)
-        rates = cp.empty(m.n * n, cp.float64)
+        ridx = cp.empty(m.n * n, cp.uint8)
         rec_state = cp.empty(cap * vw * n, cp.uint64)
         rec_q = cp.empty(cap * n, cp.int64)
         acc = cp.zeros(n_copies * length, cp.uint64)
@@ -102,17 +108,18 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
             fix_mask, fix_val, child_start, child_index, vis_nodes, np.int32(vis_nodes.size), np.uint32(b.seed),
             np.int64(traj0), np.int32(b.n_win), np.float64(b.max_time),
-            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, rates, rec_state, rec_q,
+            np.float64(b.tick), np.int32(int(b.discrete)), np.int32(cap), xs, ridx, rec_state, rec_q,
             np.int32(vw), np.int32(nw), np.int32(S > 0), np.int64(S), np.int32(n_copies), acc,
             np.int64(length), *(np.int64(off[k]) for k in ("q", "q2", "full", "final", "th", "th2", "dth", "dth2",
                                                            "ev")),
-            kbuf, np.int32(kw), ctl, keys, s1, s2, np.uint64(slots - 1), flags))
+            kbuf, np.int32(kw), ctl, keys, s1, s2, np.uint64(slots - 1), np.int32(HT_COPIES), flags))
         f = cp.asnumpy(flags)
+        prof.lap("kernel" if not (f[0] or f[1]) else "kernel redone")
         if f[0]:
             cap *= 4
         elif f[1]:
             if slots * 4 > HT_MAX_SLOTS and n > 1:  # too many distinct keys for one launch: halves
-                del xs, rates, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
+                del xs, ridx, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
                 h = n // 2
                 return block.merge([run_gpu_chunk(b, traj0, h), run_gpu_chunk(b, traj0 + h, n - h)], b.n_win,
                                    m.n_words, vw)
@@ -120,27 +127,60 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
             _HT_SLOTS[m.digest] = slots
         else:
             break
-    del xs, rates, rec_state, rec_q, kbuf
+    del xs, ridx, rec_state, rec_q, kbuf
     tot = cp.zeros(length, cp.uint64)
     mod.get_function("ctbn_sum_copies")(((length + 255) // 256,), (256,), (np.int64(length), acc,
                                                                           np.int32(n_copies), tot))
+    prof.lap("reduce")
     tot = cp.asnumpy(tot)
+    prof.lap("copy")
     used = int(f[2])
     rows = np.zeros((0, kw + 2), np.uint64)
     if used:
         out = cp.zeros(used * (kw + 2), cp.uint64)
         mod.get_function("ctbn_ht_compact")(((slots + 255) // 256,), (256,), (
             np.uint64(slots), ctl, keys, s1, s2, np.int32(kw), cp.zeros(1, cp.uint32), out))
+        prof.lap("reduce")
         rows = cp.asnumpy(out).reshape(used, kw + 2)
+        prof.lap("copy")
     out = block.table_counts(tot, off, S, b.n_win)
-    tag = rows[:, 0]
+    tag = rows[:, 0] & TAG_MASK
     if not S:
         r = rows[tag < b.n_win]
         out["win"], out["state"], out["q"], out["q2"] = block._sum_rows(
-            (r[:, 0].astype(np.int32),), r[:, 1:1 + vw], r[:, -2].view(np.int64), r[:, -1].view(np.int64))
+            ((r[:, 0] & TAG_MASK).astype(np.int32),), r[:, 1:1 + vw], r[:, -2].view(np.int64), r[:, -1].view(np.int64))
         r = rows[tag == b.n_win]
         out["final"], out["final_n"] = block._sum_rows((), r[:, 1:1 + vw], r[:, -2].view(np.int64))
     r = rows[tag == b.n_win + 1]
     out["fp"], out["fp_n"] = block._sum_rows((), r[:, 1:1 + nw], r[:, -2].view(np.int64))
     out["trajectories"] = int(n)
+    prof.lap("host merge")
+    prof.report(f"maboss gpu chunk n={n} nodes={m.n} visible={vis_nodes.size} dense={S > 0} slots={slots} "
+                f"keys={used} rec_cap={cap} events/trajectory={out['events'] / max(n, 1):.1f}")
     return out
+
+
+class _Profile:
+    """Per-phase seconds of a chunk on stderr when DISTSIM_MABOSS_PROFILE=1 (the device synchronized at
+    each lap, which costs a little; off by default)."""
+
+    def __init__(self, cp: Any):
+        self.on = os.environ.get("DISTSIM_MABOSS_PROFILE", "") not in ("", "0")
+        self.cp = cp
+        self.laps: dict[str, float] = {}
+        self.t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        if not self.on:
+            return
+        sync = getattr(getattr(getattr(self.cp, "cuda", None), "runtime", None), "deviceSynchronize", None)
+        if sync is not None:
+            sync()
+        t = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + t - self.t
+        self.t = t
+
+    def report(self, what: str) -> None:
+        if self.on:
+            print(f"[distsim profile] {what}: " + ", ".join(f"{k} {v:.4f} s" for k, v in self.laps.items()),
+                  file=sys.stderr, flush=True)

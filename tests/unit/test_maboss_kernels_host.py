@@ -98,3 +98,31 @@ def test_host_kernel_hash_table_full_halves_the_launch(host_gpu, monkeypatch):
     got = gpu.run_gpu_chunk(b, 0, 120)
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+def test_host_kernel_hash_copies_and_profile(host_gpu, monkeypatch, capfd):
+    """Hot (window, state) keys spread over HT_COPIES slots (the copy in the tag's high bits) give the
+    CPU's counts whatever the number of copies, with more slots used than with one copy; the
+    DISTSIM_MABOSS_PROFILE=1 line names the phases and the used slots."""
+    monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
+    monkeypatch.setenv("DISTSIM_MABOSS_PROFILE", "1")
+    m = load(DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", max_time=3.0)
+    c = compile_model(m)
+    s = m.settings
+    b = shard.Block(c, 21, 0, 256, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_records(b, 0, 256)
+    used = {}
+    for copies in (1, 4):
+        monkeypatch.setattr(gpu, "HT_COPIES", copies)
+        monkeypatch.setattr(gpu, "_HT_SLOTS", {})
+        capfd.readouterr()
+        got = gpu.run_gpu_chunk(b, 0, 256)
+        err = capfd.readouterr().err
+        for k in want:
+            np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=f"{copies}: {k}")
+        line = [x for x in err.splitlines() if x.startswith("[distsim profile] maboss gpu chunk n=256")]
+        assert len(line) == 1 and all(p in line[0] for p in ("kernel ", "reduce ", "copy ", "host merge "))
+        used[copies] = int(line[0].split(" keys=")[1].split()[0])
+    # one copy: one slot per distinct key (records, final states, fixed points)
+    assert used[1] == len(want["win"]) + len(want["final_n"]) + len(want["fp_n"])
+    assert used[4] > used[1]

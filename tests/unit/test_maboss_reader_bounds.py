@@ -163,3 +163,29 @@ def test_pbn_load_is_quiet_about_istate_it_keeps(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pbn.load(bnd2)
+
+
+def test_maboss_load_parses_once_per_contents(tmp_path, monkeypatch):
+    """distsim.maboss.load parses a model once per process for the same files, contents and variables
+    (the repeated parse was a fixed cost of every maboss() call), and again when a file changes."""
+    from distsim.maboss import model as mm
+
+    calls = []
+    real = mm.read_rates
+    monkeypatch.setattr(mm, "read_rates", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(mm, "_RATES", {})
+    bnd, cfg = tmp_path / "m.bnd", tmp_path / "m.cfg"
+    bnd.write_text("Node A { rate_up = $u; rate_down = 1; }\nNode B { logic = A; rate_up = @logic ? 1 : 0; "
+                   "rate_down = @logic ? 0 : 1; }\n")
+    cfg.write_text("$u = 2;\nmax_time = 3;\n")
+    a = mm.load(bnd, cfg)
+    b = mm.load(bnd, cfg, max_time=5)
+    assert len(calls) == 1 and a.rates is b.rates and b.settings.max_time == 5
+    c = mm.load(bnd, cfg, variables={"u": 3.0})
+    assert len(calls) == 2 and c.rates is not a.rates
+    cfg.write_text("$u = 4;\nmax_time = 3;\n")
+    d = mm.load(bnd, cfg)
+    assert len(calls) == 3 and d.rates is not a.rates
+    assert mm.load(bnd).rates is d.rates and len(calls) == 3  # the .cfg found beside: the same files
+    with pytest.raises(FileNotFoundError):
+        mm.load(tmp_path / "missing.bnd", cfg)

@@ -50,6 +50,9 @@ def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
     if c.events is not None and c.events.delays:
         raise ModelError("the GPU backend cannot simulate event delays yet; the CPU backend does (backend='cpu')",
                          file=net.source or None)
+    if c.events is not None and c.events.reported.any():
+        raise ModelError("the GPU backend cannot report rate-rule variables (SBML species with a rate rule, ODE "
+                         "models) yet; the CPU backend does (backend='cpu')", file=net.source or None)
     if not GPU_HYBRID and c.events is not None and c.events.cpu_only:
         why = ("its propensities change between firings (kinetic laws reading time or sin/cos, or rate rules)"
                if c.events.hybrid else "an event or rule uses sin/cos")

@@ -17,7 +17,8 @@ tolerances, stated here:
   time, until |Lambda(t*) - E| <= CROSS_TOL (1 + E) (at most NEWTON_MAX). y(t*) is that step's.
 
 The steps depend only on the realization's own values, in a fixed order: the same seed gives the same
-bits on any number of workers. (The CUDA twin is not written yet: GPUs refuse these networks.)
+bits on any number of workers. The CUDA twin is ``kernels/ssa_hybrid.cuh``; it does not record rate-rule
+values on the grid yet (:func:`record_grid`), so GPUs refuse networks that report them.
 """
 
 from __future__ import annotations
@@ -52,9 +53,43 @@ E1, E3, E4, E5, E6, E7 = 71 / 57600, -71 / 16695, 71 / 1920, -17253 / 339200, 22
 @numba.njit(cache=True)
 def new_work(n_rate_rules):
     """One realization's integrator work: states y0, y1, yt and a stage's input ys (rate-rule values,
-    then Lambda), the seven stages, and [next step size] (0: none yet)."""
+    then Lambda), the seven stages, [next step size] (0: none yet), the state at a grid point gy and
+    [next grid point to record] (:func:`record_grid`)."""
     n = n_rate_rules + 1
-    return np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty((7, n)), np.zeros(1)
+    return (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty((7, n)), np.zeros(1), np.empty(n),
+            np.zeros(1, dtype=np.int64))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def record_grid(t, te, a_static, x, ev, w, hw, grid, crec):
+    """crec[g] = the rate-rule values at the grid points g in [t, te) not recorded yet, inside an accepted
+    step from t (y0 its start, k[0] = f(t, y0)) that ends at te: y0 at g == t, else a fresh Dormand-Prince
+    step from t to g (the accuracy of the loop's steps; those steps stay as they are, so recording never
+    changes a realization). NaN where that step meets a bad propensity. Overwrites the stages k[1:], ys."""
+    y0, _, _, ys, k, _, gy, kc = hw
+    C = ev.rr_param.shape[0]
+    j = kc[0]
+    while j < grid.shape[0] and grid[j] < te:
+        if grid[j] <= t:
+            for c in range(C):
+                crec[j, c] = y0[c]
+        else:
+            _, d, _ = dp_step(t, grid[j] - t, y0, gy, ys, k, a_static, x, ev, w)
+            for c in range(C):
+                crec[j, c] = gy[c] if d < 0 else math.nan
+        j += 1
+    kc[0] = j
+
+
+@numba.njit(cache=True)
+def record_rest(ev, w, hw, crec):
+    """The grid points not recorded yet get the rate-rule values held in p (the end of a realization)."""
+    p = w[2]
+    kc = hw[7]
+    for j in range(kc[0], crec.shape[0]):
+        for c in range(ev.rr_param.shape[0]):
+            crec[j, c] = p[ev.rr_param[c]]
+    kc[0] = crec.shape[0]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -142,11 +177,12 @@ def _hermite_crossing(lam0, lam1, f0, f1, h, target):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
+def advance(t, t_hor, lam, target, a_static, x, ev, w, hw, grid, crec, recording):
     """Integrate from t (rate-rule values in p, Lambda = lam) until Lambda reaches target or time t_hor.
     Returns (status, t, lam, reaction, value): ADV_CROSSED at t = t* (p holds y(t*)), ADV_HORIZON at
-    t_hor, ADV_BAD_PROPENSITY (reaction, value) or ADV_STEP (the step size underflowed at t)."""
-    y0, y1, _, ys, k, hs = hw
+    t_hor, ADV_BAD_PROPENSITY (reaction, value) or ADV_STEP (the step size underflowed at t). With
+    ``recording``, the rate-rule values at the grid points passed go to crec (:func:`record_grid`)."""
+    y0, y1, _, ys, k, hs, _, _ = hw
     p = w[2]
     rr_param = ev.rr_param
     C = rr_param.shape[0]
@@ -183,7 +219,9 @@ def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
             h = hh * fac
         hs[0] = h
         if y1[C] >= target:
-            return _cross(t, hh, target, a_static, x, ev, w, hw)
+            return _cross(t, hh, target, a_static, x, ev, w, hw, grid, crec, recording)
+        if recording:
+            record_grid(t, t_hor if last else t + hh, a_static, x, ev, w, hw, grid, crec)
         t = t_hor if last else t + hh
         for i in range(C + 1):
             y0[i] = y1[i]
@@ -193,9 +231,9 @@ def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cross(t, h, target, a_static, x, ev, w, hw):
+def _cross(t, h, target, a_static, x, ev, w, hw, grid, crec, recording):
     """The crossing inside the accepted step (t, t + h) (y0 its start, y1 its end, k its stages)."""
-    y0, y1, yt, ys, k, _ = hw
+    y0, y1, yt, ys, k, _, _, _ = hw
     C = ev.rr_param.shape[0]
     s = h * _hermite_crossing(y0[C], y1[C], k[0, C], k[6, C], h, target)
     for it in range(NEWTON_MAX):
@@ -212,6 +250,8 @@ def _cross(t, h, target, a_static, x, ev, w, hw):
         if abs(miss) <= CROSS_TOL * (1.0 + target) or s_new == s or it == NEWTON_MAX - 1:
             break
         s = s_new
+    if recording:  # (k[0] is f(t, y0) again)
+        record_grid(t, t + s, a_static, x, ev, w, hw, grid, crec)
     for c in range(C):
         w[2][ev.rr_param[c]] = yt[c]
     return ADV_CROSSED, t + s, yt[C], -1, math.nan

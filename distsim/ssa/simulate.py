@@ -271,6 +271,8 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
                               {"long_name": "state on the time grid", "units": "molecules"})
     if b.bins:
         _histograms(ens, data, coords)
+    if "continuous" in res[0]:
+        _continuous(ens, data, coords)
     ds = xr.Dataset(data, coords=coords)
     firings = int(ds["firings"].values.sum())
     ds.attrs = run.provenance(
@@ -343,6 +345,22 @@ def mean_variance(sx: np.ndarray, sx2: np.ndarray, R: int) -> tuple[np.ndarray, 
     mean = _exact_ratio(sx, R)
     var = _exact_ratio(R * sx2 - sx * sx, R * (R - 1)) if R > 1 else np.full(np.shape(sx), np.nan)
     return mean, var
+
+
+def _continuous(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:
+    """Mean and sample variance over realizations of the reported rate-rule variables (SBML species with a rate
+    rule, the variables of an ODE model) on the grid, in the model's own units: the values of every realization
+    in realization order, reduced here, so any split into shards gives the same bits."""
+    vals = join([r["continuous"] for r in ens.res])  # [R, K, C]
+    names = [r.target for r in ens.net.rate_rules if r.reported]
+    coords["continuous"] = ("continuous", names, {"long_name": "variables with a rate rule (real-valued)"})
+    units = {"units": "the model's own (SBML amount or concentration, or parameter)"}
+    data["continuous_mean"] = (("time", "continuous"), vals.mean(axis=0), {"long_name": "mean value", **units})
+    var = vals.var(axis=0, ddof=1) if len(vals) > 1 else np.full(vals.shape[1:], np.nan)
+    data["continuous_variance"] = (("time", "continuous"), var, {"long_name": "sample variance (n-1)"})
+    if ens.first.keep_trajectories:
+        data["continuous_trajectory"] = (("realization", "time", "continuous"), vals,
+                                         {"long_name": "value on the time grid", **units})
 
 
 def _histograms(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:

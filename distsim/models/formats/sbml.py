@@ -401,6 +401,7 @@ class _Converter:
         for i in range(m.getNumParameters()):
             p = m.getParameter(i)
             self.global_value[p.getId()] = p.getValue() if p.isSetValue() else None
+        self.global_value.update(getattr(self, "continuous", {}))  # species with a rate rule
         self.reaction_ids = {m.getReaction(i).getId() for i in range(m.getNumReactions())}
         self.taken = set(self.index) | set(self.comp_size) | set(self.global_value) | self.reaction_ids
         self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
@@ -414,7 +415,7 @@ class _Converter:
         reactions: list[Reaction] = []
         for i in range(m.getNumReactions()):
             reactions.extend(self._reaction(m.getReaction(i)))
-        if not reactions:
+        if not reactions and not rate_rules:
             raise self.err("the model has no reactions", m)
         if self.forward_only:
             names = ", ".join(repr(n) for n in self.forward_only)
@@ -428,9 +429,12 @@ class _Converter:
         params = self._parameters(reactions, [*rules, *rate_rules], events)
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
         name = m.getName() or m.getId() or self.default_name
+        metadata = self._metadata()
+        if not reactions:  # rate rules alone: an ODE model
+            metadata["deterministic"] = "no reactions: every realization is the same solution of the rate rules"
         net = ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
                                      source=self.file, events=events, rules=rules, rate_rules=rate_rules,
-                                     metadata=self._metadata())
+                                     metadata=metadata)
         self._check_firing_rate(net)
         return net
 
@@ -488,15 +492,51 @@ class _Converter:
                 raise self.err(f"species {sid!r} is in unknown compartment {comp!r}", s)
             if self.level >= 3 and s.isSetConversionFactor():
                 raise self.err(f"species {sid!r}: conversion factors are not supported", s)
+            if self._continuous_species(s, comp):
+                continue
             self.index[sid] = len(self.species)
             self.species.append(sid)
             self.species_comp[sid] = comp
             self.amount_symbol[sid] = bool(s.getHasOnlySubstanceUnits()) or self.comp_dims[comp] == 0
             if s.getBoundaryCondition() or s.getConstant():
                 fixed.append(len(self.species) - 1)
-        if not self.species:
+        if not self.species and not self._rate_ruled():
             raise self.err("the model has no species", m)
         return fixed
+
+    # ---- species with a rate rule: continuous variables ---------------------------------------------
+
+    def _rate_ruled(self) -> set[str]:
+        m = self.model
+        return {m.getRule(i).getVariable() for i in range(m.getNumRules()) if m.getRule(i).isRate()}
+
+    def _continuous_species(self, s: Any, comp: str) -> bool:
+        """Whether species ``s`` has a rate rule; then it is no count but a continuous variable of the hybrid
+        loop (a parameter with a rate rule, reported in the result), valued as its SBML symbol: its amount (in
+        substance units) when the symbol is an amount, else its concentration. Laws, rules and events read the
+        symbol, so it needs no conversion: Omega (molecules per substance unit) enters only where a count x
+        is read (as x / Omega, or x / (Omega size)) and in the propensity (Omega x the law), as for every law.
+        ``self.continuous`` maps it to its initial value (None: set by an initial assignment)."""
+        if not hasattr(self, "continuous"):
+            self.continuous: dict[str, float | None] = {}
+            self.continuous_boundary: set[str] = set()
+        sid = s.getId()
+        if sid not in self._rate_ruled():
+            return False
+        amount = bool(s.getHasOnlySubstanceUnits()) or self.comp_dims[comp] == 0
+        value: float | None = None
+        if s.isSetInitialAmount():
+            value = s.getInitialAmount()
+            if not amount:
+                value /= self._size(comp, f"species {sid!r} (a concentration) has an initial amount", s)
+        elif s.isSetInitialConcentration():
+            value = s.getInitialConcentration()
+            if amount:
+                value *= self._size(comp, f"species {sid!r} (an amount) has an initial concentration", s)
+        self.continuous[sid] = value
+        if s.getBoundaryCondition() or s.getConstant():
+            self.continuous_boundary.add(sid)
+        return True
 
     # ---- units and amounts -----------------------------------------------------------------------
 
@@ -517,6 +557,9 @@ class _Converter:
                 uid = (s.getUnits() if self.level == 1 else s.getSubstanceUnits()) or "substance"
             omega, text = self._molecules_per_unit(uid, f"species {s.getId()!r}", s)
             found.setdefault(omega, (s.getId(), text))
+        if not found:  # no species (an ODE model of rate rules): no counts to convert
+            self.omega, self.omega_source = 1.0, "no species"
+            return
         if len(found) > 1:
             parts = "; ".join(f"{sid!r} in {text} ({om:.6g} molecules each)" for om, (sid, text) in found.items())
             raise self.err(f"the species use substance units of different sizes ({parts}); distsim needs one "
@@ -865,6 +908,11 @@ class _Converter:
         for k in range(refs.size()):
             sr = refs.get(k)
             sid = sr.getSpecies()
+            if sid in getattr(self, "continuous", {}):
+                if sid in self.continuous_boundary:
+                    continue  # a boundary species: the reaction does not change it (its rate rule does)
+                raise self.err(f"{label}: {what} {sid!r} has a rate rule but no boundaryCondition=\"true\"; SBML "
+                               "forbids a reaction to change a species that a rule determines", sr)
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():
@@ -939,18 +987,17 @@ class _Converter:
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"rate rule for {var!r}"
-            if var in self.index:
-                raise self.err(f"{label}: {var!r} is a species; distsim integrates rate rules for parameters only",
-                               r)
             if var not in self.global_value:
                 raise self.err(f"{label}: {var!r} is not a parameter of the model (rate rules for compartments "
                                "are not supported)", r)
             v = self.global_value[var]
             if v is None or not math.isfinite(v):
-                raise self.err(f"{label}: parameter {var!r} has no (finite) initial value", r)
+                what = "species" if var in getattr(self, "continuous", {}) else "parameter"
+                raise self.err(f"{label}: {what} {var!r} has no (finite) initial value", r)
             if not r.isSetMath():
                 raise self.err(f"{label} has no math", r)
-            out.append(RateRule(rid, var, -1, self._math(r.getMath(), {}, label, r, allow_time=True)))
+            reported = var in getattr(self, "continuous", {}) or not self.species  # species, or an ODE model
+            out.append(RateRule(rid, var, -1, self._math(r.getMath(), {}, label, r, allow_time=True), reported))
         return out
 
     def _sort_rules(self, rules: list[tuple[AssignmentRule, Any]]) -> list[AssignmentRule]:

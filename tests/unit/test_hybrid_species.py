@@ -1,0 +1,180 @@
+"""Species with rate rules, assignment rules reading ``time`` or rate-rule variables, and ODE-only models
+in the SSA's hybrid loop (issue 30).
+
+Exact references: a decaying input species x' = -c x (an SBML species with a rate rule, a concentration)
+driving 0 -> A at rate k x: A(t) Poisson with mean k x0 (1 - e^{-ct}) / c, and x reported on the grid
+as x0 e^{-ct} in every realization; a birth process whose rate is the assignment rule k = a + b time
+(Poisson with mean a t + b t^2 / 2); an ODE-only model x' = -c x against the closed form within the
+integrator's tolerance (distsim.ssa.hybrid_ops: RTOL 1e-9 per step).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distsim.errors import ModelError
+from distsim.models.arith import BinOp, Num, Param, Time
+from distsim.models.compile_reactions import compile_network
+from distsim.models.events import AssignmentRule, RateRule
+from distsim.models.formats.sbml import read_sbml_string
+from distsim.models.reactions import Reaction, ReactionNetwork
+from distsim.ssa import simulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_sbml_semantics import doc, model, par, rx  # noqa: E402
+from test_ssa_time_dependent import poisson_checks  # noqa: E402
+
+K, X0, C = 3.0, 4.0, 0.7
+A, B = 1.5, 0.8
+# 0.9 e^{-ct} values: the integrator's per-step tolerance is RTOL 1e-9 (relative) + ATOL 1e-12; over the
+# few dozen steps of t <= 5 the global error stays far below 1e-7 relative
+ODE_TOL = 1e-7
+
+
+def rate_rule(var: str, formula: str) -> str:
+    import libsbml
+
+    math_ = libsbml.writeMathMLToString(libsbml.parseL3Formula(formula)).split("?>", 1)[-1]
+    return f'<listOfRules><rateRule variable="{var}">{math_}</rateRule></listOfRules>'
+
+
+def assignment_rule(var: str, formula: str) -> str:
+    import libsbml
+
+    math_ = libsbml.writeMathMLToString(libsbml.parseL3Formula(formula)).split("?>", 1)[-1]
+    return f'<listOfRules><assignmentRule variable="{var}">{math_}</assignmentRule></listOfRules>'
+
+
+def input_species(size: float = 2.0, boundary: bool = True) -> str:
+    """x: a concentration (hasOnlySubstanceUnits false) in V of size ``size``, given as an initial amount
+    x0 size, so its symbol starts at x0; 0 -> A at rate k x (A an amount)."""
+    species = (f'<species id="x" compartment="V" initialAmount="{X0 * size}" hasOnlySubstanceUnits="false" '
+               f'boundaryCondition="{str(boundary).lower()}" constant="false"/>'
+               '<species id="A" compartment="V" initialAmount="0" hasOnlySubstanceUnits="true" '
+               'boundaryCondition="false" constant="false"/>')
+    # x is a modifier here; as a boundary reactant and product it must not change
+    return model(species, par("k", K) + par("c", C), rx("R", {"x": 1}, {"A": 1, "x": 1}, "k * x"),
+                 rate_rule("x", "-c * x"), size=size)
+
+
+def decay_mean(t):
+    return K * X0 * (1.0 - np.exp(-C * t)) / C
+
+
+def test_a_species_with_a_rate_rule_drives_a_poisson_count():
+    net = read_sbml_string(input_species())
+    assert net.species == ("A",) and [(r.target, r.reported) for r in net.rate_rules] == [("x", True)]
+    assert net.params["x"] == X0  # the concentration: amount x0 size / size
+    R = 4000
+    ds = simulate(net, t_end=5.0, points=6, realizations=R, seed=11, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], decay_mean(t), R)
+    assert ds["continuous"].values.tolist() == ["x"]
+    x = ds["continuous_mean"].sel(continuous="x").values
+    assert np.all(np.abs(x - X0 * np.exp(-C * t)) <= ODE_TOL * X0), x - X0 * np.exp(-C * t)
+    assert np.all(ds["continuous_variance"].values <= 1e-20)  # every realization follows the same ODE
+
+
+def test_continuous_values_do_not_depend_on_shards_and_recording_changes_nothing():
+    net = read_sbml_string(input_species())
+    one = simulate(net, t_end=3.0, points=7, realizations=300, seed=5, backend="cpu", quantiles=None,
+                   keep_trajectories=True)
+    two = simulate(net, t_end=3.0, points=7, realizations=300, seed=5, backend="cpu", quantiles=None,
+                   keep_trajectories=True, time_limit=1e9)  # waves: other shards
+    assert np.array_equal(one["continuous_trajectory"].values, two["continuous_trajectory"].values)
+    assert np.array_equal(one["trajectory"].values, two["trajectory"].values)
+    # the same network with x a plain parameter (not reported): the same counts, bit for bit
+    plain = ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=BinOp("*", Param("k"), Param("x")))],
+                                   {"k": K, "c": C, "x": X0},
+                                   rate_rules=[RateRule("x", "x", -1, BinOp("*", Num(-1.0), BinOp(
+                                       "*", Param("c"), Param("x"))))])
+    ref = simulate(plain, t_end=3.0, points=7, realizations=300, seed=5, backend="cpu", quantiles=None,
+                   keep_trajectories=True)
+    assert "continuous" not in ref.coords
+    assert np.array_equal(ref["trajectory"].values, one["trajectory"].values)
+
+
+def test_a_rate_rule_species_changed_by_a_reaction_is_refused():
+    with pytest.raises(ModelError, match=r"^<string>:\d+:\d+: reaction 'R': reactant 'x' has a rate rule but no "
+                                         r"boundaryCondition"):
+        read_sbml_string(input_species(boundary=False))
+
+
+def test_the_gpu_refuses_reported_variables_clearly():
+    from distsim.ssa import gpu_events
+
+    net = read_sbml_string(input_species())
+    with pytest.raises(ModelError, match="GPU backend cannot report rate-rule variables"):
+        gpu_events.check_gpu(net, compile_network(net))
+
+
+def birth(species_rule: bool = False) -> ReactionNetwork:
+    """0 -> A at rate k, the assignment rule k = a + b time."""
+    return ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=Param("k"), name="birth")],
+                                  {"a": A, "b": B, "k": A},
+                                  rules=[AssignmentRule("k", "k", -1, BinOp("+", Param("a"),
+                                                                           BinOp("*", Param("b"), Time())))])
+
+
+def test_a_rate_from_an_assignment_rule_reading_time():
+    net = birth()
+    assert net.hybrid
+    R = 4000
+    ds = simulate(net, t_end=4.0, points=5, realizations=R, seed=3, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], A * t + B * t * t / 2, R)
+
+
+def test_assignment_rule_from_sbml_reading_time_and_a_rate_rule_variable():
+    """k = a + b y with y' = 1 (y = time): the same birth process through a rule reading a rate-rule variable."""
+    rules = (assignment_rule("k", "a + b * y").replace("</listOfRules>", "")
+             + rate_rule("y", "1").replace("<listOfRules>", ""))
+    body = model('<species id="A" compartment="V" initialAmount="0" hasOnlySubstanceUnits="true" '
+                 'boundaryCondition="false" constant="false"/>',
+                 par("a", A) + par("b", B) + par("k", A, constant=False) + par("y", 0.0, constant=False),
+                 rx("R", {}, {"A": 1}, "k"), rules)
+    net = read_sbml_string(body)
+    R = 4000
+    ds = simulate(net, t_end=4.0, points=5, realizations=R, seed=9, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], A * t + B * t * t / 2, R)
+    assert "continuous" not in ds.coords  # y is a parameter: not reported
+
+
+def test_an_assignment_rule_for_a_species_reading_time_is_refused():
+    net = ReactionNetwork.create(["A", "W"], [0, 0], [Reaction((), ((0, 1),), rate="k")], {"k": 1.0},
+                                 rules=[AssignmentRule("W", "W", 1, BinOp("*", Num(2.0), Time()))])
+    with pytest.raises(ModelError, match="assignment rule 'W' for 'W' reads time .*'W' is a species"):
+        compile_network(net)
+
+
+def test_a_trigger_reading_a_moving_rule_is_refused():
+    from distsim.models.events import Assignment, Compare, Event
+
+    ev = Event("e", Compare(">", Param("k"), Num(2.0)), (Assignment("A", 0, Num(0.0)),))
+    net = ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=Param("k"))], {"a": A, "b": B, "k": A},
+                                 rules=birth().rules, events=[ev])
+    with pytest.raises(ModelError, match="event 'e': its trigger reads 'k', which changes between reactions"):
+        compile_network(net)
+
+
+def test_an_ode_model_without_species():
+    """x' = -c x alone (no species, no reactions): every realization equals the closed form x0 e^{-ct}."""
+    body = doc('<listOfCompartments><compartment id="V" size="1" constant="true"/></listOfCompartments>'
+               f'<listOfParameters>{par("x", X0, constant=False)}{par("c", C)}</listOfParameters>'
+               + rate_rule("x", "-c * x"))
+    net = read_sbml_string(body)
+    assert net.species == () and net.reactions == ()
+    assert dict(net.metadata)["deterministic"].startswith("no reactions")
+    ds = simulate(net, t_end=5.0, points=11, realizations=8, seed=1, backend="cpu", quantiles=None,
+                  keep_trajectories=True)
+    t = ds["time"].values
+    x = ds["continuous_trajectory"].sel(continuous="x").values
+    assert np.all(x == x[0])  # every realization equal
+    assert np.all(np.abs(x[0] - X0 * np.exp(-C * t)) <= ODE_TOL * X0)
+    assert ds.attrs["model_deterministic"].startswith("no reactions")

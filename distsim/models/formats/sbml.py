@@ -97,8 +97,12 @@ species and parameters (sorted so that a rule follows the rules it reads; the in
 rule's species is the rule's value at t = 0). :func:`distsim.ssa.simulate` simulates them exactly
 (:mod:`distsim.models.events`); rate inference refuses them. **Rate rules** for parameters (with an
 initial value) are read into ``net.rate_rules``, and kinetic laws may read ``time``, sin and cos:
-the SSA's hybrid loop integrates them on CPUs (:mod:`distsim.ssa.hybrid_ops`); a rate rule for a
-species is refused.
+the SSA's hybrid loop integrates them (:mod:`distsim.ssa.hybrid_ops`). A species with a rate rule is
+no count but such a continuous variable, valued as its SBML symbol (amount or concentration),
+reported in the SSA result (``continuous_mean``; CPU only yet); a reaction may change it only as a
+boundary species (then it does not). A model of rate rules alone (no species, no reactions) loads as
+a deterministic ODE (``deterministic`` in the metadata). Assignment rules may read ``time`` and
+rate-rule variables (``distsim.models.compile_events.moving_rules``).
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
@@ -118,7 +122,7 @@ never change the model: they are ignored, even when marked required, and libsbml
 their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): algebraic rules, rate rules for species or compartments, ``delay()``,
+its id, the file and line): algebraic rules, rate rules for compartments, ``delay()``,
 trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry
 without a common fraction, fast reactions, reactions without a kinetic law, conversion factors,
 assignments to compartments, required SBML packages (``comp``, ``distrib``, ...). Constraints are
@@ -987,9 +991,11 @@ class _Converter:
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"rate rule for {var!r}"
+            if var in self.comp_size:
+                raise self.err(f"{label}: {var!r} is a compartment; distsim does not integrate compartment sizes "
+                               "(species concentrations would change with them)", r)
             if var not in self.global_value:
-                raise self.err(f"{label}: {var!r} is not a parameter of the model (rate rules for compartments "
-                               "are not supported)", r)
+                raise self.err(f"{label}: {var!r} is not a parameter or species of the model", r)
             v = self.global_value[var]
             if v is None or not math.isfinite(v):
                 what = "species" if var in getattr(self, "continuous", {}) else "parameter"

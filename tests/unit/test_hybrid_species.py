@@ -113,7 +113,7 @@ def test_the_gpu_refuses_reported_variables_clearly():
         gpu_events.check_gpu(net, compile_network(net))
 
 
-def birth(species_rule: bool = False) -> ReactionNetwork:
+def birth() -> ReactionNetwork:
     """0 -> A at rate k, the assignment rule k = a + b time."""
     return ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=Param("k"), name="birth")],
                                   {"a": A, "b": B, "k": A},
@@ -130,15 +130,19 @@ def test_a_rate_from_an_assignment_rule_reading_time():
     poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], A * t + B * t * t / 2, R)
 
 
-def test_assignment_rule_from_sbml_reading_time_and_a_rate_rule_variable():
-    """k = a + b y with y' = 1 (y = time): the same birth process through a rule reading a rate-rule variable."""
+def rule_on_rate_rule() -> str:
+    """SBML: 0 -> A at rate k, the assignment rule k = a + b y and the rate rule y' = 1 (y = time)."""
     rules = (assignment_rule("k", "a + b * y").replace("</listOfRules>", "")
              + rate_rule("y", "1").replace("<listOfRules>", ""))
-    body = model('<species id="A" compartment="V" initialAmount="0" hasOnlySubstanceUnits="true" '
+    return model('<species id="A" compartment="V" initialAmount="0" hasOnlySubstanceUnits="true" '
                  'boundaryCondition="false" constant="false"/>',
                  par("a", A) + par("b", B) + par("k", A, constant=False) + par("y", 0.0, constant=False),
                  rx("R", {}, {"A": 1}, "k"), rules)
-    net = read_sbml_string(body)
+
+
+def test_assignment_rule_from_sbml_reading_a_rate_rule_variable():
+    """The birth process again, its rate a rule reading a rate-rule variable that equals time."""
+    net = read_sbml_string(rule_on_rate_rule())
     R = 4000
     ds = simulate(net, t_end=4.0, points=5, realizations=R, seed=9, backend="cpu", quantiles=None)
     t = ds["time"].values

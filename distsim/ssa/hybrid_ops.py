@@ -17,8 +17,7 @@ tolerances, stated here:
   time, until |Lambda(t*) - E| <= CROSS_TOL (1 + E) (at most NEWTON_MAX). y(t*) is that step's.
 
 The steps depend only on the realization's own values, in a fixed order: the same seed gives the same
-bits on any number of workers. The CUDA twin is ``kernels/ssa_hybrid.cuh``; it does not record rate-rule
-values on the grid yet (:func:`record_grid`), so GPUs refuse networks that report them.
+bits on any number of workers. The CUDA twin is ``kernels/ssa_hybrid.cuh`` (``ds_record_grid`` records the same values).
 """
 
 from __future__ import annotations

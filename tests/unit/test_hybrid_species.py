@@ -105,12 +105,14 @@ def test_a_rate_rule_species_changed_by_a_reaction_is_refused():
         read_sbml_string(input_species(boundary=False))
 
 
-def test_the_gpu_refuses_reported_variables_clearly():
+def test_the_gpu_refuses_ode_models_clearly():
     from distsim.ssa import gpu_events
 
-    net = read_sbml_string(input_species())
-    with pytest.raises(ModelError, match="GPU backend cannot report rate-rule variables"):
+    net = read_sbml_string(ode_model())
+    with pytest.raises(ModelError, match="GPU backend does not run models without species or reactions"):
         gpu_events.check_gpu(net, compile_network(net))
+    ok = read_sbml_string(input_species())  # a species with a rate rule runs on GPUs (tests/gpu)
+    gpu_events.check_gpu(ok, compile_network(ok))
 
 
 def birth() -> ReactionNetwork:
@@ -167,12 +169,16 @@ def test_a_trigger_reading_a_moving_rule_is_refused():
         compile_network(net)
 
 
-def test_an_ode_model_without_species():
-    """x' = -c x alone (no species, no reactions): every realization equals the closed form x0 e^{-ct}."""
-    body = doc('<listOfCompartments><compartment id="V" size="1" constant="true"/></listOfCompartments>'
+def ode_model() -> str:
+    """SBML: x' = -c x, a parameter, and nothing else."""
+    return doc('<listOfCompartments><compartment id="V" size="1" constant="true"/></listOfCompartments>'
                f'<listOfParameters>{par("x", X0, constant=False)}{par("c", C)}</listOfParameters>'
                + rate_rule("x", "-c * x"))
-    net = read_sbml_string(body)
+
+
+def test_an_ode_model_without_species():
+    """x' = -c x alone (no species, no reactions): every realization equals the closed form x0 e^{-ct}."""
+    net = read_sbml_string(ode_model())
     assert net.species == () and net.reactions == ()
     assert dict(net.metadata)["deterministic"].startswith("no reactions")
     ds = simulate(net, t_end=5.0, points=11, realizations=8, seed=1, backend="cpu", quantiles=None,

@@ -188,3 +188,22 @@ def test_an_ode_model_without_species():
     assert np.all(x == x[0])  # every realization equal
     assert np.all(np.abs(x[0] - X0 * np.exp(-C * t)) <= ODE_TOL * X0)
     assert ds.attrs["model_deterministic"].startswith("no reactions")
+
+
+def test_an_sbml_species_with_an_assignment_rule_reading_time_is_continuous():
+    """k, a species (a concentration), set by the rule k = a + b time: no count but a continuous variable
+    read by the law 'k', so 0 -> A is the same birth process."""
+    body = model('<species id="A" compartment="V" initialAmount="0" hasOnlySubstanceUnits="true" '
+                 'boundaryCondition="false" constant="false"/>'
+                 '<species id="k" compartment="V" initialConcentration="0" hasOnlySubstanceUnits="false" '
+                 'boundaryCondition="true" constant="false"/>',
+                 par("a", A) + par("b", B), rx("R", {}, {"A": 1}, "k"), assignment_rule("k", "a + b * time"),
+                 size=2.0)
+    net = read_sbml_string(body)
+    assert net.species == ("A",)
+    assert dict(net.metadata)["continuous_species"] == ("k (assignment rule reading time or a rate-rule variable, "
+                                                        "concentration in 'V')")
+    R = 4000
+    ds = simulate(net, t_end=4.0, points=5, realizations=R, seed=12, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], A * t + B * t * t / 2, R)

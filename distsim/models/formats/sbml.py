@@ -436,6 +436,8 @@ class _Converter:
         metadata = self._metadata()
         if not reactions:  # rate rules alone: an ODE model
             metadata["deterministic"] = "no reactions: every realization is the same solution of the rate rules"
+        if getattr(self, "continuous_how", None):  # species that are no counts (_continuous_species)
+            metadata["continuous_species"] = "; ".join(f"{k} ({v})" for k, v in self.continuous_how.items())
         net = ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
                                      source=self.file, events=events, rules=rules, rate_rules=rate_rules,
                                      metadata=metadata)
@@ -524,10 +526,16 @@ class _Converter:
         if not hasattr(self, "continuous"):
             self.continuous: dict[str, float | None] = {}
             self.continuous_boundary: set[str] = set()
+            self.continuous_how: dict[str, str] = {}
         sid = s.getId()
-        if sid not in self._rate_ruled():
+        if sid in self._rate_ruled():
+            how = "rate rule"
+        elif self._moving_rule(sid):
+            how = "assignment rule reading time or a rate-rule variable"
+        else:
             return False
         amount = bool(s.getHasOnlySubstanceUnits()) or self.comp_dims[comp] == 0
+        self.continuous_how[sid] = f"{how}, {'amount' if amount else 'concentration in ' + repr(comp)}"
         value: float | None = None
         if s.isSetInitialAmount():
             value = s.getInitialAmount()
@@ -541,6 +549,26 @@ class _Converter:
         if s.getBoundaryCondition() or s.getConstant():
             self.continuous_boundary.add(sid)
         return True
+
+    def _moving_rule(self, sid: str) -> bool:
+        """Whether ``sid`` has an assignment rule whose math reads ``time`` or a rate-rule variable (then the
+        species is no count but a continuous variable, :meth:`_continuous_species`; a rule reading such a
+        species only through another rule stays a count rule, refused when compiled)."""
+        m, L = self.model, self.L
+        ruled = self._rate_ruled()
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if not (r.isAssignment() and r.getVariable() == sid and r.isSetMath()):
+                continue
+            stack = [r.getMath()]
+            seen = 0
+            while stack and seen < MAX_MATH_NODES:  # explicit stack: no recursion on the nesting
+                ast = stack.pop()
+                seen += 1
+                if ast.getType() == L.AST_NAME_TIME or (ast.isName() and ast.getName() in ruled):
+                    return True
+                stack.extend(ast.getChild(k) for k in range(ast.getNumChildren()))
+        return False
 
     # ---- units and amounts -----------------------------------------------------------------------
 
@@ -707,7 +735,7 @@ class _Converter:
     def _check_firing_rate(self, net: ReactionNetwork) -> None:
         """Refuse units-derived counts (Avogadro) that fire more than MAX_UNITS_FIRING_RATE reactions per
         unit of model time at t = 0: far more firings than an exact simulation can do."""
-        if self.omega_source != "units" or self.omega == 1.0:
+        if self.omega_source != "units" or self.omega == 1.0 or not net.reactions:
             return
         with np.errstate(all="ignore"):
             rate = float(np.sum(net.propensities(np.asarray(net.initial, dtype=np.float64))))
@@ -915,8 +943,9 @@ class _Converter:
             if sid in getattr(self, "continuous", {}):
                 if sid in self.continuous_boundary:
                     continue  # a boundary species: the reaction does not change it (its rate rule does)
-                raise self.err(f"{label}: {what} {sid!r} has a rate rule but no boundaryCondition=\"true\"; SBML "
-                               "forbids a reaction to change a species that a rule determines", sr)
+                raise self.err(f"{label}: {what} {sid!r} has a {self.continuous_how[sid].split(',')[0]} but no "
+                               "boundaryCondition=\"true\"; SBML forbids a reaction to change a species that a rule "
+                               "determines", sr)
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():

@@ -207,3 +207,66 @@ def test_an_sbml_species_with_an_assignment_rule_reading_time_is_continuous():
     ds = simulate(net, t_end=4.0, points=5, realizations=R, seed=12, backend="cpu", quantiles=None)
     t = ds["time"].values
     poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], A * t + B * t * t / 2, R)
+
+
+# ---- curated BioModels of each class (tests/data/biomodels/PROVENANCE.md) -----------------------------
+
+BIOMODELS = Path(__file__).resolve().parents[1] / "data" / "biomodels"
+# model -> (load options, reported variables, continuous species named in the metadata)
+CURATED = {
+    "BIOMD0000000006": (dict(system_size=1000, rounding="nearest"), ["u", "v"], ["u", "z", "v"]),
+    "BIOMD0000000207": (dict(system_size=500, rounding="nearest"), ["M1", "X1", "M2", "X2"],
+                        ["M1", "X1", "M2", "X2"]),
+    "BIOMD0000000117": (dict(system_size=1000, rounding="nearest"), [], []),
+    "BIOMD0000000262": (dict(system_size=1, rounding="nearest"), [], ["EGF"]),
+    "BIOMD0000000020": ({}, ["V", "m", "h", "n"], []),
+    "BIOMD0000000118": ({}, ["zzs", "bbs", "hhs", "V", "nns"], []),
+    "BIOMD0000000238": ({}, ["M", "T", "BR"], []),
+}
+
+
+@pytest.mark.parametrize("name", CURATED)
+def test_curated_biomodels_load_and_run(name):
+    from distsim.ssa import load
+
+    options, reported, continuous = CURATED[name]
+    net = load(BIOMODELS / f"{name}.xml", **options)
+    assert [r.target for r in net.rate_rules if r.reported] == reported
+    meta = dict(net.metadata)
+    assert [part.split(" (")[0] for part in meta["continuous_species"].split("; ")] == continuous if continuous \
+        else "continuous_species" not in meta
+    ds = simulate(net, t_end=1.0, points=3, realizations=4, seed=1, backend="cpu", quantiles=None, progress=False)
+    assert ds.attrs["realizations"] == 4 and ds.attrs["truncated_realizations"] == 0
+    if reported:
+        assert np.all(np.isfinite(ds["continuous_mean"].values))
+    if not net.reactions:  # an ODE model: every realization the same
+        assert ds.attrs["model_deterministic"].startswith("no reactions")
+        assert np.all(ds["continuous_variance"].values == 0.0)
+    else:
+        assert int(ds["events"].values.sum()) > 0
+
+
+# libRoadRunner's CVODE at relative 1e-12 / absolute 1e-14 against the hybrid loop's Dormand-Prince (per-step
+# relative 1e-9, hybrid_ops.RTOL): over these runs' few hundred steps the global error stays below 1e-6 of the
+# value (plus 1e-9 of the variable's largest value, for values passing through 0)
+RR_TOL = 1e-6
+
+
+@pytest.mark.parametrize("name", ["BIOMD0000000020", "BIOMD0000000118", "BIOMD0000000238"])
+def test_ode_biomodels_match_libroadrunner(name):
+    roadrunner = pytest.importorskip("roadrunner")
+    from distsim.ssa import load
+
+    path = BIOMODELS / f"{name}.xml"
+    net = load(path)
+    names = [r.target for r in net.rate_rules if r.reported]
+    ds = simulate(net, t_end=10.0, points=11, realizations=1, seed=1, backend="cpu", quantiles=None, progress=False)
+    rr = roadrunner.RoadRunner(str(path))
+    rr.integrator.relative_tolerance = 1e-12
+    rr.integrator.absolute_tolerance = 1e-14
+    ref = np.asarray(rr.simulate(0.0, 10.0, 11, selections=["time", *names]))
+    assert np.array_equal(ref[:, 0], ds["time"].values)
+    ref = ref[:, 1:]
+    ours = ds["continuous_mean"].sel(continuous=names).values
+    bound = RR_TOL * np.abs(ref) + 1e-9 * np.abs(ref).max(axis=0)
+    assert np.all(np.abs(ours - ref) <= bound), np.abs(ours - ref) / np.maximum(bound, 1e-300)

@@ -356,8 +356,11 @@ def _continuous(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) ->
     names = [r.target for r in ens.net.rate_rules if r.reported]
     coords["continuous"] = ("continuous", names, {"long_name": "variables with a rate rule (real-valued)"})
     units = {"units": "the model's own (SBML amount or concentration, or parameter)"}
-    data["continuous_mean"] = (("time", "continuous"), vals.mean(axis=0), {"long_name": "mean value", **units})
-    var = vals.var(axis=0, ddof=1) if len(vals) > 1 else np.full(vals.shape[1:], np.nan)
+    d = vals - vals[:1]  # shifted by the first realization: equal realizations give their value and variance 0
+    data["continuous_mean"] = (("time", "continuous"), vals[0] + d.mean(axis=0), {"long_name": "mean value", **units})
+    n = len(vals)
+    var = ((d * d).sum(axis=0) - d.sum(axis=0) ** 2 / n) / (n - 1) if n > 1 else np.full(vals.shape[1:], np.nan)
+    var = np.maximum(var, 0.0)
     data["continuous_variance"] = (("time", "continuous"), var, {"long_name": "sample variance (n-1)"})
     if ens.first.keep_trajectories:
         data["continuous_trajectory"] = (("realization", "time", "continuous"), vals,

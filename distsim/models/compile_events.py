@@ -79,6 +79,9 @@ class CompiledEvents:
     hz_of: np.ndarray  # int32 [M]: the hazard program of reaction j (time, sin/cos, rate-rule parameters), or -1
     rr_param: np.ndarray  # int32 [C]: the mutable parameter of each rate rule
     rr_prog: np.ndarray  # int32 [C]: program of its derivative
+    # int32 [L]: the events whose trigger reads a variable that changes between firings (a rate-rule variable or
+    # a moving rule's target): the hybrid loop locates where its value changes (hybrid_ops.locate_triggers)
+    loc_ev: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     reported: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # bool [C]: the result reports the rule's variable (RateRule.reported)
     hybrid: bool = False  # the network is ReactionNetwork.hybrid
     cpu_only: bool = False  # hybrid, or sin/cos in a program: the CUDA kernels do not run it yet
@@ -108,6 +111,7 @@ class _Programs:
 
     def condition(self, cond) -> int:
         slots: list[tuple[int, str]] = []
+        cond = _inline_condition(cond, self.moving)
         return self._add(_read_mutable(compile_condition(cond, self.params, slots), slots, self.mutable))
 
     def target(self, species: int, name: str) -> int:
@@ -182,7 +186,8 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
         par_theta=_i32([j for s in par_theta for j in s]),
         par_law_start=_i32(np.cumsum([0] + [len(s) for s in par_law])), par_law=_i32([pc for s in par_law for pc in s]),
         hz_of=_i32(hz_of), rr_param=_i32(rr_param), rr_prog=_i32(rr_prog),
-        reported=np.asarray([r.reported for r in net.rate_rules], dtype=bool), hybrid=net.hybrid,
+        reported=np.asarray([r.reported for r in net.rate_rules], dtype=bool),
+        loc_ev=_i32(located_events(net, moving)), hybrid=net.hybrid,
         cpu_only=net.hybrid or trig, delays=any(e.delay is not None for e in net.events),
     )
 
@@ -240,6 +245,33 @@ def inline(node: Node, moving: dict[str, Node], what: str = "an expression", sou
         del done[len(done) - len(kids):]
         done.append(_rebuild(n, new))
     return done[0]
+
+
+def _inline_condition(cond, moving: dict[str, Node]):
+    """A trigger with the moving rules inlined into its comparisons (an explicit stack)."""
+    if not moving:
+        return cond
+    done: dict[int, object] = {}
+    stack = [(cond, False)]
+    while stack:
+        c, ready = stack.pop()
+        if isinstance(c, Compare):
+            done[id(c)] = Compare(c.op, inline(c.left, moving), inline(c.right, moving))
+        elif isinstance(c, Logic) and not ready:
+            stack.append((c, True))
+            stack.extend((a, False) for a in c.args)
+        elif isinstance(c, Logic):
+            done[id(c)] = Logic(c.op, tuple(done[id(a)] for a in c.args))
+        else:
+            done[id(c)] = c
+    return done[id(cond)]
+
+
+def located_events(net: ReactionNetwork, moving: dict[str, Node]) -> list[int]:
+    """The events whose trigger reads a rate-rule variable or a moving rule's target."""
+    varying = {r.target for r in net.rate_rules} | set(moving)
+    return [i for i, e in enumerate(net.events)
+            if varying.intersection(p for n in condition_nodes(e.trigger) for p in params_of(n))]
 
 
 def _children(n: Node) -> list[Node]:
@@ -346,7 +378,8 @@ def check_time_use(net: ReactionNetwork) -> None:
     """Refuse what the kernels cannot simulate exactly: ``time`` in a trigger other than alone on one
     side of a comparison whose other side does not use it, and a variable that changes between firings (a
     rate-rule variable, or the target of a moving assignment rule: :func:`moving_rules`) read by a
-    trigger, by the threshold of a time comparison or as a mass-action rate; an assignment rule for a
+    kinetic law's time comparison or as a mass-action rate (a trigger reading one is located by the
+    hybrid loop: :func:`located_events`); an assignment rule for a
     species that reads time or such a variable (the count would change between firings)."""
     src = net.source or None
     ruled = {r.target for r in net.rate_rules}
@@ -381,12 +414,6 @@ def check_time_use(net: ReactionNetwork) -> None:
             name = sorted(read)[0]
             raise ModelError(f"reaction {net.reactions[j].name or j + 1!r}: its kinetic law compares time with "
                              f"{name!r}, {what(name)}; distsim does not locate such changes yet", file=src)
-    for e in net.events:
-        read = varying.intersection(p for n in condition_nodes(e.trigger) for p in params_of(n))
-        if read:
-            name = sorted(read)[0]
-            raise ModelError(f"event {e.id!r}: its trigger reads {name!r}, {what(name)}; distsim does not locate "
-                             "such triggers yet", file=src)
     for j, r in enumerate(net.reactions):
         if r.law is None and r.rate in varying:
             has = "has a rate rule" if r.rate in ruled else "has an assignment rule reading time or a rate-rule variable"

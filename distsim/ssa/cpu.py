@@ -395,7 +395,7 @@ def replay(c: CompiledNetwork, method: CPUMethod, realization: int, *, seed: int
         _, word, t, v = run_realization_hybrid(np.uint64(realization), np.uint64(seed), reaction_arrays(c),
                                                event_arrays(c), *args[:4], *args[5:],
                                                event_ops.new_work(*event_work_shape(c)),
-                                               hybrid_ops.new_work(len(c.events.rr_param)),
+                                               hybrid_ops.new_work(len(c.events.rr_param), len(c.events.loc_ev)),
                                                np.empty((len(grid), len(c.events.rr_param))), False)
     else:
         _, word, t, v = run_realization_events(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c),
@@ -593,6 +593,12 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
         if status == hybrid_ops.ADV_STEP:
             return e, ERR_INTEGRATOR, t, math.nan
         k = _record(rec, x, grid, k, t)
+        if status == hybrid_ops.ADV_TRIGGER:  # a located trigger changed value: its events, as at a time stop
+            word, v, n = event_ops.fire_events(x, t, ev, w)
+            if word != ERR_NONE:
+                return e, word, t, v
+            fresh = fresh or n > 0
+            continue
         if status == hybrid_ops.ADV_HORIZON:
             if t_stop > t_end:  # the end of the grid
                 _record(rec, x, grid, k, math.inf)
@@ -649,7 +655,7 @@ def _simulate_hybrid(method, net, ev, dims, cont, real0, R, seed, aux_n, max_sta
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
         w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
-        hw = hybrid_ops.new_work(ev.rr_param.shape[0])
+        hw = hybrid_ops.new_work(ev.rr_param.shape[0], ev.loc_ev.shape[0])
         recording = cont.shape[0] == R
         for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
             evn, err, _, _ = run_realization_hybrid(np.uint64(real0 + r), seed, net, ev, grid, max_events, x, a, stack,

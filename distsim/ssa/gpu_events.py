@@ -50,6 +50,9 @@ def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
     if c.events is not None and c.events.delays:
         raise ModelError("the GPU backend cannot simulate event delays yet; the CPU backend does (backend='cpu')",
                          file=net.source or None)
+    if c.events is not None and len(c.events.loc_ev):
+        raise ModelError("the GPU backend cannot locate event triggers on rate-rule variables yet; the CPU backend "
+                         "does (backend='cpu')", file=net.source or None)
     if c.events is not None and (c.n_species == 0 or c.n_reactions == 0):
         raise ModelError("the GPU backend does not run models without species or reactions (ODE models of rate "
                          "rules); the CPU backend does (backend='cpu')", file=net.source or None)

@@ -270,3 +270,23 @@ def test_ode_biomodels_match_libroadrunner(name):
     ours = ds["continuous_mean"].sel(continuous=names).values
     bound = RR_TOL * np.abs(ref) + 1e-9 * np.abs(ref).max(axis=0)
     assert np.all(np.abs(ours - ref) <= bound), np.abs(ours - ref) / np.maximum(bound, 1e-300)
+
+
+def test_a_trigger_on_a_rate_rule_variable_is_located():
+    """Integrate and fire: v' = a, the event v >= 1 sets v = 0 and n = n + 1 (n' = 0): at time t,
+    n = floor(a t) and v = a t - n, every crossing located to the last bit of the integrator's step."""
+    from distsim.models.events import Assignment, Compare, Event
+
+    a = 0.7
+    fire = Event("fire", Compare(">=", Param("v"), Num(1.0)),
+                 (Assignment("v", -1, Num(0.0)), Assignment("n", -1, BinOp("+", Param("n"), Num(1.0)))))
+    net = ReactionNetwork.create([], [], [], {"a": a, "v": 0.0, "n": 0.0}, events=[fire],
+                                 rate_rules=[RateRule("v", "v", -1, Param("a"), True),
+                                             RateRule("n", "n", -1, Num(0.0), True)])
+    assert compile_network(net).events.loc_ev.tolist() == [0]
+    ds = simulate(net, t_end=10.0, points=21, realizations=2, seed=1, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    n = ds["continuous_mean"].sel(continuous="n").values
+    v = ds["continuous_mean"].sel(continuous="v").values
+    assert n.tolist() == np.floor(a * t).tolist()
+    assert np.all(np.abs(v - (a * t - np.floor(a * t))) <= 1e-12)

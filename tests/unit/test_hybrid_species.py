@@ -222,6 +222,7 @@ CURATED = {
     "BIOMD0000000020": ({}, ["V", "m", "h", "n"], []),
     "BIOMD0000000118": ({}, ["zzs", "bbs", "hhs", "V", "nns"], []),
     "BIOMD0000000238": ({}, ["M", "T", "BR"], []),
+    "BIOMD0000000127": ({}, ["v", "U"], []),  # its event's trigger reads v: located
 }
 
 
@@ -252,19 +253,21 @@ def test_curated_biomodels_load_and_run(name):
 RR_TOL = 1e-6
 
 
-@pytest.mark.parametrize("name", ["BIOMD0000000020", "BIOMD0000000118", "BIOMD0000000238"])
-def test_ode_biomodels_match_libroadrunner(name):
+@pytest.mark.parametrize("name,t_end", [("BIOMD0000000020", 10.0), ("BIOMD0000000118", 10.0),
+                                         ("BIOMD0000000238", 10.0), ("BIOMD0000000127", 20.0)])
+def test_ode_biomodels_match_libroadrunner(name, t_end):
+    """(BIOMD0000000127 spikes once, at t ~ 13: its event located on v, then reset.)"""
     roadrunner = pytest.importorskip("roadrunner")
     from distsim.ssa import load
 
     path = BIOMODELS / f"{name}.xml"
     net = load(path)
     names = [r.target for r in net.rate_rules if r.reported]
-    ds = simulate(net, t_end=10.0, points=11, realizations=1, seed=1, backend="cpu", quantiles=None, progress=False)
+    ds = simulate(net, t_end=t_end, points=11, realizations=1, seed=1, backend="cpu", quantiles=None, progress=False)
     rr = roadrunner.RoadRunner(str(path))
     rr.integrator.relative_tolerance = 1e-12
     rr.integrator.absolute_tolerance = 1e-14
-    ref = np.asarray(rr.simulate(0.0, 10.0, 11, selections=["time", *names]))
+    ref = np.asarray(rr.simulate(0.0, t_end, 11, selections=["time", *names]))
     assert np.array_equal(ref[:, 0], ds["time"].values)
     ref = ref[:, 1:]
     ours = ds["continuous_mean"].sel(continuous=names).values

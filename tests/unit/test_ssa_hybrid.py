@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from distsim.errors import ModelError
-from distsim.models.arith import BinOp, Neg, Num, Param, Species, Time
+from distsim.models.arith import BinOp, Neg, Num, Param, Piecewise, Relation, Species, Time
 from distsim.models.compile_reactions import compile_network
 from distsim.models.events import Assignment, AssignmentRule, Compare, Event, Logic, RateRule
 from distsim.models.formats.sbml import read_sbml_string
@@ -93,9 +93,11 @@ def test_an_event_resets_the_input():
     (lambda: ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), rate="k")], {"k": 1.0},
                                     rate_rules=[RateRule("rA", "A", 0, Num(1.0))]),
      "rate rule 'rA': 'A' is a species"),
-    (lambda: compile_network(decay(events=[Event("e", Compare(">", Param("X"), Num(1.0)),
-                                                 (Assignment("A", 0, Num(0.0)),))])),
-     "trigger reads 'X', which a rate rule changes"),
+    (lambda: compile_network(ReactionNetwork.create(
+        ["A"], [0], [Reaction((), ((0, 1),), law=Piecewise(((Num(1.0), Relation("<", (Time(), Param("X")))),),
+                                                            Num(0.0)))],
+        {"X": 1.0}, rate_rules=[RateRule("rX", "X", -1, Num(1.0))])),
+     "compares time with 'X', which a rate rule changes continuously"),
     (lambda: compile_network(decay(rules=[AssignmentRule("r", "A", 0, BinOp("*", Num(2.0), Param("X")))])),
      "assignment rule 'r' for 'A' reads 'X'.*'A' is a species"),
     (lambda: compile_network(ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), rate="X")], {"X": 1.0},

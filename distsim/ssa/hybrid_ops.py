@@ -16,6 +16,14 @@ tolerances, stated here:
   then Newton iterations, each a fresh Dormand-Prince step from the step's start to the candidate
   time, until |Lambda(t*) - E| <= CROSS_TOL (1 + E) (at most NEWTON_MAX). y(t*) is that step's.
 
+* Rate-rule values on the time grid (:func:`record_grid`, for the result's ``continuous_*``): a fresh step
+  from the start of the accepted step that holds the grid point to it; the loop's steps never change.
+* A trigger that reads a rate-rule variable (or a moving assignment rule's target) is *located*
+  (:func:`locate_triggers`): where its value at an accepted step's end differs from its start, bisection on
+  the step's length (fresh steps from the start) to the last bit finds the first point where it differs;
+  the loop stops there (``ADV_TRIGGER``) and runs the events as at a time comparison. A trigger that changes
+  twice inside one step is not seen (steps follow the tolerances above, not the trigger).
+
 The steps depend only on the realization's own values, in a fixed order: the same seed gives the same
 bits on any number of workers. The CUDA twin is ``kernels/ssa_hybrid.cuh`` (``ds_record_grid`` records the same values).
 """

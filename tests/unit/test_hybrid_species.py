@@ -293,3 +293,16 @@ def test_a_trigger_on_a_rate_rule_variable_is_located():
     v = ds["continuous_mean"].sel(continuous="v").values
     assert n.tolist() == np.floor(a * t).tolist()
     assert np.all(np.abs(v - (a * t - np.floor(a * t))) <= 1e-12)
+
+
+def test_the_gpu_refuses_located_triggers_clearly():
+    from distsim.ssa import gpu_events
+
+    net = read_sbml_string(input_species())
+    from distsim.models.events import Assignment, Compare, Event
+
+    low = Event("low", Compare("<", Param("x"), Num(1.0)), (Assignment("A", 0, Num(0.0)),))
+    located = ReactionNetwork.create(net.species, net.initial, net.reactions, net.params, events=[low],
+                                     rate_rules=net.rate_rules)
+    with pytest.raises(ModelError, match="GPU backend cannot locate event triggers on rate-rule variables"):
+        gpu_events.check_gpu(located, compile_network(located))

@@ -82,7 +82,8 @@ class CompiledEvents:
     # int32 [L]: the events whose trigger reads a variable that changes between firings (a rate-rule variable or
     # a moving rule's target): the hybrid loop locates where its value changes (hybrid_ops.locate_triggers)
     loc_ev: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    reported: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # bool [C]: the result reports the rule's variable (RateRule.reported)
+    # bool [C]: the result reports the rule's variable (RateRule.reported)
+    reported: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     hybrid: bool = False  # the network is ReactionNetwork.hybrid
     cpu_only: bool = False  # hybrid, or sin/cos in a program: the CUDA kernels do not run it yet
     delays: bool = False  # an event has a delay: CPU only (the CUDA kernels refuse it)
@@ -416,7 +417,8 @@ def check_time_use(net: ReactionNetwork) -> None:
                              f"{name!r}, {what(name)}; distsim does not locate such changes yet", file=src)
     for j, r in enumerate(net.reactions):
         if r.law is None and r.rate in varying:
-            has = "has a rate rule" if r.rate in ruled else "has an assignment rule reading time or a rate-rule variable"
+            has = ("has a rate rule" if r.rate in ruled
+                   else "has an assignment rule reading time or a rate-rule variable")
             raise ModelError(f"reaction {r.name or j + 1!r}: its mass-action rate {r.rate!r} {has}; give the "
                              "reaction a kinetic law instead", file=src)
     for e, c in _timed(net):
@@ -456,5 +458,6 @@ def rule_dependents(net: ReactionNetwork, changes: list[tuple[tuple[int, int], .
     return out
 
 
-__all__ = ["CompiledEvents", "compile_events", "parameter_slots", "rule_dependents", "time_comparisons", "check_time_use",
+__all__ = ["CompiledEvents", "compile_events", "parameter_slots", "rule_dependents", "time_comparisons",
+           "check_time_use", "moving_rules", "inline", "located_events",
            "stack_depth", "FLAG_INITIAL", "FLAG_PERSISTENT", "FLAG_TRIGGER_VALUES"]

@@ -138,8 +138,8 @@ def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: fl
         gpu_events.check_gpu(net, c)
     grid = np.linspace(0.0, float(t_end), points)
     no_counts = net.n_species == 0  # an ODE model (rate rules alone): no counts to bin
-    hist = (None, None, 0) if quantiles is None or no_counts else _histogram_bins(net, c, grid, seed, method, realizations,
-                                                                      max_events, max_bins)
+    hist = (None, None, 0) if quantiles is None or no_counts else _histogram_bins(
+        net, c, grid, seed, method, realizations, max_events, max_bins)
     return lambda r: SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist,
                               max_events, keep_events, ensemble=realizations)
 

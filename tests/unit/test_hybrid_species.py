@@ -10,7 +10,6 @@ integrator's tolerance (distsim.ssa.hybrid_ops: RTOL 1e-9 per step).
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 

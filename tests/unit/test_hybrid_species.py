@@ -158,14 +158,21 @@ def test_an_assignment_rule_for_a_species_reading_time_is_refused():
         compile_network(net)
 
 
-def test_a_trigger_reading_a_moving_rule_is_refused():
+def test_a_trigger_reading_a_moving_rule_is_located():
+    """The birth process k = a + b time; the event k > 2 (at t0 = (2 - a) / b) empties A: afterwards A is
+    Poisson with mean a (t - t0) + b (t^2 - t0^2) / 2."""
     from distsim.models.events import Assignment, Compare, Event
 
     ev = Event("e", Compare(">", Param("k"), Num(2.0)), (Assignment("A", 0, Num(0.0)),))
     net = ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=Param("k"))], {"a": A, "b": B, "k": A},
                                  rules=birth().rules, events=[ev])
-    with pytest.raises(ModelError, match="event 'e': its trigger reads 'k', which changes between reactions"):
-        compile_network(net)
+    assert compile_network(net).events.loc_ev.tolist() == [0]
+    R = 4000
+    ds = simulate(net, t_end=2.0, points=5, realizations=R, seed=21, backend="cpu", quantiles=None)
+    t = ds["time"].values
+    t0 = (2.0 - A) / B
+    mu = np.where(t < t0, A * t + B * t * t / 2, A * (t - t0) + B * (t * t - t0 * t0) / 2)
+    poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], mu, R)
 
 
 def ode_model() -> str:

@@ -312,3 +312,18 @@ def test_the_gpu_refuses_located_triggers_clearly():
                                      rate_rules=net.rate_rules)
     with pytest.raises(ModelError, match="GPU backend cannot locate event triggers on rate-rule variables"):
         gpu_events.check_gpu(located, compile_network(located))
+
+
+def test_an_initial_assignment_reading_a_rule_only_value_is_refused_clearly():
+    """(BIOMD0000000302 used to fail with a KeyError here.)"""
+    import libsbml
+
+    ia = libsbml.writeMathMLToString(libsbml.parseL3Formula("2 * r")).split("?>", 1)[-1]
+    body = model('<species id="A" compartment="V" initialAmount="0" hasOnlySubstanceUnits="true" '
+                 'boundaryCondition="false" constant="false"/>', '<parameter id="r" constant="false"/>',
+                 rx("R", {}, {"A": 1}, "1"),
+                 f'<listOfInitialAssignments><initialAssignment symbol="A">{ia}</initialAssignment>'
+                 '</listOfInitialAssignments>' + assignment_rule("r", "3"))
+    with pytest.raises(ModelError, match=r"^<string>:\d+:\d+: initial assignment to 'A' reads 'r', which has no "
+                                         "value before the rules run"):
+        read_sbml_string(body)

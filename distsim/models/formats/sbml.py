@@ -687,6 +687,10 @@ class _Converter:
             env = {c: v for c, v in self.comp_size.items() if v is not None}
             env.update({p: v for p, v in self.global_value.items() if v is not None})
             x = np.array([values], dtype=np.float64)
+            unset = sorted(set(params_of(target)) - set(env))
+            if unset:  # (a parameter whose value only a rule gives)
+                raise self.err(f"{label} reads {unset[0]!r}, which has no value before the rules run (its value comes "
+                               "from an assignment rule); distsim evaluates initial assignments before rules", ia)
             with np.errstate(all="ignore"):
                 value = float(evaluate(target, x, env, 0.0)[0])
             if sp >= 0:

@@ -28,7 +28,8 @@ extern "C" __global__ void ssa_hybrid(
     double* __restrict__ thetas_, double* __restrict__ largs_, double* __restrict__ p_, int* __restrict__ prev_,
     long long* __restrict__ pend_, double* __restrict__ vals_, double* __restrict__ est_,
     double* __restrict__ y0_, double* __restrict__ y1_, double* __restrict__ yt_, double* __restrict__ ys_,
-    double* __restrict__ k_, double* __restrict__ hs_,
+    double* __restrict__ k_, double* __restrict__ hs_, double* __restrict__ gy_, int* __restrict__ kc_,
+    const int record, double* __restrict__ crec,
     int* __restrict__ rec, unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
     int* __restrict__ errors)
 {
@@ -47,12 +48,16 @@ extern "C" __global__ void ssa_hybrid(
                       par_law, E, NR, T, P};
     const ds_reactions N{kind, W.theta, rct_start, rct_species, rct_stoich, law_start, law_op, W.larg};
     const ds_hybrid H{hz_of, rr_param, rr_prog, M, C};
-    const ds_hybrid_work HW{{y0_ + r, RR}, {y1_ + r, RR}, {yt_ + r, RR}, {ys_ + r, RR}, {k_ + r, RR}, {hs_ + r, RR}};
+    // crec (when record): rate-rule values, grid point j and rule c at row j C + c, column r
+    const ds_hybrid_work HW{{y0_ + r, RR}, {y1_ + r, RR}, {yt_ + r, RR}, {ys_ + r, RR}, {k_ + r, RR}, {hs_ + r, RR},
+                            {gy_ + r, RR}, {crec + (record ? r : 0), record ? RR : 0ull}, {kc_ + r, RR}, grid, K,
+                            record != 0};
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     for (int s = 0; s < S; ++s) x[s] = x0[s];
     for (int d = 0; d < M; ++d) W.theta[d] = theta[d];
     for (int pc = 0; pc < law_start[M]; ++pc) W.larg[pc] = law_arg[pc];
     HW.hs[0] = 0.0;
+    HW.kc[0] = 0;
     double t = 0.0;
     int k = 0;
     unsigned long long e = 0ull;
@@ -98,6 +103,7 @@ extern "C" __global__ void ssa_hybrid(
                         if (v > 2147483647LL) err = ERR_OVERFLOW;
                         rec[((unsigned long long)k * S + s) * RR + r] = (int)v;
                     }
+                if (HW.rec) ds_record_rest(W, H, HW);
                 goto done;
             }
             n = 0;
@@ -109,6 +115,7 @@ extern "C" __global__ void ssa_hybrid(
         if (max_events > 0 && e >= (unsigned long long)max_events) {
             for (int kk = k; kk < K; ++kk)
                 for (int s = 0; s < S; ++s) rec[((unsigned long long)kk * S + s) * RR + r] = (int)x[s];
+            if (HW.rec) ds_record_rest(W, H, HW);
             err = ERR_MAX_EVENTS;
             goto done;
         }

@@ -24,9 +24,15 @@ struct ds_hybrid {
 };
 
 // one realization's integrator work (hybrid_ops.new_work): y0, y1, yt, ys (C + 1 entries each), the
-// seven stages (7 (C + 1): stage i, component c at i (C + 1) + c) and the next step size
+// seven stages (7 (C + 1): stage i, component c at i (C + 1) + c), the next step size, the state at a
+// grid point gy (C + 1) and the next grid point to record kc; with rec, the rate-rule values on the grid
+// go to cr (grid point j, rule c at j C + c)
 struct ds_hybrid_work {
-    ds_col<double> y0, y1, yt, ys, k, hs;
+    ds_col<double> y0, y1, yt, ys, k, hs, gy, cr;
+    ds_col<int> kc;
+    const double* grid;
+    int K;
+    bool rec;
 };
 
 __device__ __forceinline__ ds_col<double> ds_stage(const ds_col<double>& k, const int i, const int n) {
@@ -101,6 +107,36 @@ __device__ __noinline__ double ds_dp_step(const double t, const double h, const 
     return err;
 }
 
+// the rate-rule values at the grid points in [t, te) not recorded yet, inside an accepted step from t (y0 its
+// start, k stage 0 f(t, y0)): y0 at a point equal to t, else a fresh step from t to it  (record_grid)
+template <class X>
+__device__ __noinline__ void ds_record_grid(const double t, const double te, const double a_static, const X& x,
+                                            const ds_events& V, const ds_ev_work& W, const ds_hybrid& H,
+                                            const ds_hybrid_work& HW) {
+    const int C = H.C;
+    int j = HW.kc[0];
+    while (j < HW.K && HW.grid[j] < te) {
+        if (HW.grid[j] <= t) {
+            for (int c = 0; c < C; ++c) HW.cr[j * C + c] = HW.y0[c];
+        } else {
+            int d = -1;
+            double v = 0.0;
+            ds_dp_step(t, HW.grid[j] - t, HW.y0, HW.gy, HW.ys, HW.k, a_static, x, V, W, H, d, v);
+            for (int c = 0; c < C; ++c)
+                HW.cr[j * C + c] = d < 0 ? HW.gy[c] : __longlong_as_double(0x7ff8000000000000LL);
+        }
+        ++j;
+    }
+    HW.kc[0] = j;
+}
+
+// the grid points not recorded yet get the rate-rule values held in p  (record_rest)
+__device__ __forceinline__ void ds_record_rest(const ds_ev_work& W, const ds_hybrid& H, const ds_hybrid_work& HW) {
+    for (int j = HW.kc[0]; j < HW.K; ++j)
+        for (int c = 0; c < H.C; ++c) HW.cr[j * H.C + c] = W.p[H.rr_param[c]];
+    HW.kc[0] = HW.K;
+}
+
 // theta in [0, 1] where the step's cubic Hermite interpolant of Lambda equals target  (_hermite_crossing)
 __device__ __forceinline__ double ds_hermite_crossing(const double lam0, const double lam1, const double f0,
                                                       const double f1, const double h, const double target) {
@@ -137,6 +173,7 @@ __device__ __noinline__ int ds_cross(const double t, const double h, const doubl
         if (fabs(miss) <= DS_CROSS_TOL * (1.0 + target) || s_new == s || it == DS_NEWTON_MAX - 1) break;
         s = s_new;
     }
+    if (HW.rec) ds_record_grid(t, t + s, a_static, x, V, W, H, HW);  // (k stage 0 is f(t, y0) again)
     for (int c = 0; c < C; ++c) W.p[H.rr_param[c]] = HW.yt[c];
     t_out = t + s;
     lam = HW.yt[C];
@@ -182,6 +219,7 @@ __device__ __noinline__ int ds_advance(double& t, const double t_hor, double& la
         if (!last || fac < 1.0) h = hh * fac;
         HW.hs[0] = h;
         if (HW.y1[C] >= target) return ds_cross(t, hh, target, a_static, x, V, W, H, HW, t, lam, d, v);
+        if (HW.rec) ds_record_grid(t, last ? t_hor : t + hh, a_static, x, V, W, H, HW);
         t = last ? t_hor : t + hh;
         for (int i = 0; i < n; ++i) HW.y0[i] = HW.y1[i];
     }

@@ -82,10 +82,14 @@ def _print_ensemble(ds: Any) -> None:
           f"{a['firings_total']:.3g} firings, {a['firings_per_second']:.3g} firings/s, "
           f"{a['mean_firings_per_realization']:.1f} per realization"
           + (" -- stopped by the time limit" if a.get("stopped_by") == "time_limit" else ""))
-    w = max(8, *(len(str(s)) for s in ds.species.values))
+    cont = list(ds["continuous"].values) if "continuous" in ds.coords else []  # rate-rule variables (reals)
+    w = max([8, *(len(str(s)) for s in [*ds.species.values, *cont])])
     print(f"{'species':<{w}} {'mean(t_end)':>12} {'sd(t_end)':>10} {'5%':>8} {'50%':>8} {'95%':>8}")
     last = ds.isel(time=-1)
     for s_, name in enumerate(ds.species.values):
         qs = [int(last.quantile_value.values[q, s_]) for q in range(3)] if "quantile_value" in ds else ["", "", ""]
         print(f"{str(name):<{w}} {float(last['mean'][s_]):12.3f} {float(np.sqrt(last['variance'][s_])):10.3f} "
               f"{qs[0]:>8} {qs[1]:>8} {qs[2]:>8}")
+    for c_, name in enumerate(cont):
+        print(f"{str(name):<{w}} {float(last['continuous_mean'][c_]):12.6g} "
+              f"{float(np.sqrt(last['continuous_variance'][c_])):10.3g}   (rate rule, model units)")

@@ -20,6 +20,10 @@ mirrored to ``time OP' c``); the kernels stop at the earliest such instant befor
 ``time``, sin/cos or a rate-rule parameter is one more program (``hz_of``; it reads the mutable
 parameters at run time), and each rate rule's derivative too (``rr_prog``, its parameter ``rr_param``);
 the hybrid loop (``distsim/ssa/hybrid_ops.py``, ``kernels/ssa_hybrid.cuh``) integrates them.
+An assignment rule for a parameter that reads ``time`` or a rate-rule variable (or the target of such a
+rule) *moves* too: where a kinetic law or a rate rule reads its target, the rule's expression is inlined
+(:func:`moving_rules`; rules in their sorted SBML order), so the integrator evaluates it at every stage.
+The rule itself still runs at firings and events, so events and other rules see its value at those instants.
 
 **Dependencies.** A firing changes some species; the rules that read them change their targets,
 and so on down the (sorted) rules: :func:`rule_dependents` adds the reactions reading any of those
@@ -28,13 +32,13 @@ targets to the firing's dependents, so the dependency graph stays exact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import ModelError
 from .arith import (OP_FUNC_BASE, OP_NEG, OP_PUSH_CONST, OP_PUSH_SPECIES, OP_PUSH_TIME, OP_SELECT, TRIG_CODES,
-                    Node, Relation, Time, compile_stack, has_logic, walk,
+                    BinOp, Call, Neg, Node, Param, Piecewise, Relation, Time, compile_stack, has_logic, walk,
                     params_of, species_of, to_text)
 from .events import (CMP_CODES, LOGIC_CODES, OP_PUSH_BOOL, OP_PUSH_PARAM, Compare, Logic, compile_condition,
                      condition_nodes, condition_text, has_time, has_trig)
@@ -75,6 +79,11 @@ class CompiledEvents:
     hz_of: np.ndarray  # int32 [M]: the hazard program of reaction j (time, sin/cos, rate-rule parameters), or -1
     rr_param: np.ndarray  # int32 [C]: the mutable parameter of each rate rule
     rr_prog: np.ndarray  # int32 [C]: program of its derivative
+    # int32 [L]: the events whose trigger reads a variable that changes between firings (a rate-rule variable or
+    # a moving rule's target): the hybrid loop locates where its value changes (hybrid_ops.locate_triggers)
+    loc_ev: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    # bool [C]: the result reports the rule's variable (RateRule.reported)
+    reported: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     hybrid: bool = False  # the network is ReactionNetwork.hybrid
     cpu_only: bool = False  # hybrid, or sin/cos in a program: the CUDA kernels do not run it yet
     delays: bool = False  # an event has a delay: CPU only (the CUDA kernels refuse it)
@@ -87,8 +96,9 @@ class CompiledEvents:
 class _Programs:
     """The flat programs of one network's events and rules, numbered in the order they are added."""
 
-    def __init__(self, params: dict, mutable: dict[str, int]) -> None:
+    def __init__(self, params: dict, mutable: dict[str, int], moving: dict[str, Node] | None = None) -> None:
         self.params, self.mutable = params, mutable
+        self.moving = moving or {}  # moving rules, inlined into every expression (moving_rules)
         self.progs: list[list[tuple[int, float]]] = []
 
     def _add(self, prog: list[tuple[int, float]]) -> int:
@@ -97,10 +107,12 @@ class _Programs:
 
     def expr(self, node: Node) -> int:
         slots: list[tuple[int, str]] = []
+        node = inline(node, self.moving)
         return self._add(_read_mutable(compile_stack(node, self.params, slots)[0], slots, self.mutable))
 
     def condition(self, cond) -> int:
         slots: list[tuple[int, str]] = []
+        cond = _inline_condition(cond, self.moving)
         return self._add(_read_mutable(compile_condition(cond, self.params, slots), slots, self.mutable))
 
     def target(self, species: int, name: str) -> int:
@@ -152,7 +164,8 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
     check_time_use(net)
     params = net.params
     mutable = _mutable_parameters(net)
-    pg = _Programs(params, mutable)
+    moving = moving_rules(net)
+    pg = _Programs(params, mutable, moving)
     events = _event_arrays(net, pg)
     rule_target = [pg.target(r.species, r.target) for r in net.rules]
     rule_prog = [pg.expr(r.expr) for r in net.rules]
@@ -160,7 +173,7 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
     for op, threshold in time_comparisons(net):
         tc_op.append(CMP_CODES[op])
         tc_prog.append(pg.expr(threshold))
-    hz_of = [pg.expr(r.law) if net.hybrid and _moves(r.law, net) else -1 for r in net.reactions]
+    hz_of = [pg.expr(r.law) if net.hybrid and _moves(r.law, net, moving) else -1 for r in net.reactions]
     rr_param = [mutable[r.target] for r in net.rate_rules]
     rr_prog = [pg.expr(r.expr) for r in net.rate_rules]
     theta_at, law_at = parameter_slots(net, law_start)
@@ -173,17 +186,119 @@ def compile_events(net: ReactionNetwork, law_start: np.ndarray) -> CompiledEvent
         par_theta_start=_i32(np.cumsum([0] + [len(s) for s in par_theta])),
         par_theta=_i32([j for s in par_theta for j in s]),
         par_law_start=_i32(np.cumsum([0] + [len(s) for s in par_law])), par_law=_i32([pc for s in par_law for pc in s]),
-        hz_of=_i32(hz_of), rr_param=_i32(rr_param), rr_prog=_i32(rr_prog), hybrid=net.hybrid,
+        hz_of=_i32(hz_of), rr_param=_i32(rr_param), rr_prog=_i32(rr_prog),
+        reported=np.asarray([r.reported for r in net.rate_rules], dtype=bool),
+        loc_ev=_i32(located_events(net, moving)), hybrid=net.hybrid,
         cpu_only=net.hybrid or trig, delays=any(e.delay is not None for e in net.events),
     )
 
 
-def _moves(law: Node | None, net: ReactionNetwork) -> bool:
-    """Whether a kinetic law changes between firings: it reads time, sin/cos or a rate-rule parameter."""
+def _moves(law: Node | None, net: ReactionNetwork, moving: dict[str, Node]) -> bool:
+    """Whether a kinetic law changes between firings: it reads time, sin/cos, a rate-rule parameter or
+    the target of a moving assignment rule."""
     if law is None:
         return False
     return (has_time(law) or has_trig(law) or has_logic(law)
-            or bool(set(params_of(law)) & {r.target for r in net.rate_rules}))
+            or bool(set(params_of(law)) & ({r.target for r in net.rate_rules} | set(moving))))
+
+
+MAX_INLINED_NODES = 100_000  # the size of a kinetic law or rate rule after inlining moving rules
+
+
+def moving_rules(net: ReactionNetwork) -> dict[str, Node]:
+    """Target -> expression (moving rules it reads already inlined) of each assignment rule for a
+    parameter that changes between firings: it reads ``time``, a rate-rule variable or the target of an
+    earlier moving rule (``net.rules`` is sorted so that a rule follows those it reads)."""
+    ruled = {r.target for r in net.rate_rules}
+    out: dict[str, Node] = {}
+    for r in net.rules:
+        if r.species < 0 and (has_time(r.expr) or set(params_of(r.expr)) & (ruled | set(out))):
+            out[r.target] = inline(r.expr, out, f"assignment rule {r.id!r}", net.source)
+    return out
+
+
+def inline(node: Node, moving: dict[str, Node], what: str = "an expression", source: str = "") -> Node:
+    """``node`` with every parameter of ``moving`` replaced by its expression (an explicit stack: no
+    recursion on the depth of the tree)."""
+    if not moving or not set(params_of(node)) & set(moving):
+        return node
+    done: list[Node] = []  # the rebuilt children, in postorder
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    size = 0
+    while stack:
+        n, ready = stack.pop()
+        kids = _children(n)
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((c, False) for c in reversed(kids))
+            continue
+        size += 1
+        if size > MAX_INLINED_NODES:
+            raise ModelError(f"{what}: more than {MAX_INLINED_NODES} operations once the assignment rules it reads "
+                             "are inlined", file=source or None)
+        if isinstance(n, Param) and n.name in moving:
+            done.append(moving[n.name])
+            continue
+        if not kids:
+            done.append(n)
+            continue
+        new = done[len(done) - len(kids):]
+        del done[len(done) - len(kids):]
+        done.append(_rebuild(n, new))
+    return done[0]
+
+
+def _inline_condition(cond, moving: dict[str, Node]):
+    """A trigger with the moving rules inlined into its comparisons (an explicit stack)."""
+    if not moving:
+        return cond
+    done: dict[int, object] = {}
+    stack = [(cond, False)]
+    while stack:
+        c, ready = stack.pop()
+        if isinstance(c, Compare):
+            done[id(c)] = Compare(c.op, inline(c.left, moving), inline(c.right, moving))
+        elif isinstance(c, Logic) and not ready:
+            stack.append((c, True))
+            stack.extend((a, False) for a in c.args)
+        elif isinstance(c, Logic):
+            done[id(c)] = Logic(c.op, tuple(done[id(a)] for a in c.args))
+        else:
+            done[id(c)] = c
+    return done[id(cond)]
+
+
+def located_events(net: ReactionNetwork, moving: dict[str, Node]) -> list[int]:
+    """The events whose trigger reads a rate-rule variable or a moving rule's target."""
+    varying = {r.target for r in net.rate_rules} | set(moving)
+    return [i for i, e in enumerate(net.events)
+            if varying.intersection(p for n in condition_nodes(e.trigger) for p in params_of(n))]
+
+
+def _children(n: Node) -> list[Node]:
+    if isinstance(n, BinOp):
+        return [n.left, n.right]
+    if isinstance(n, Neg):
+        return [n.arg]
+    if isinstance(n, (Call, Relation)):
+        return list(n.args)
+    if isinstance(n, Piecewise):
+        return [c for v, cond in n.pieces for c in (v, cond)] + [n.otherwise]
+    return []
+
+
+def _rebuild(n: Node, kids: list[Node]) -> Node:
+    if isinstance(n, BinOp):
+        return BinOp(n.op, kids[0], kids[1])
+    if isinstance(n, Neg):
+        return Neg(kids[0])
+    if isinstance(n, Call):
+        return Call(n.func, tuple(kids))
+    if isinstance(n, Relation):
+        return Relation(n.op, tuple(kids))
+    assert isinstance(n, Piecewise)
+    pieces = tuple((kids[2 * i], kids[2 * i + 1]) for i in range(len(n.pieces)))
+    return Piecewise(pieces, kids[-1])
 
 
 def _read_mutable(prog: list[tuple[int, float]], slots: list[tuple[int, str]], mutable: dict[str, int]
@@ -262,34 +377,50 @@ def time_comparisons(net: ReactionNetwork) -> list[tuple[str, Node]]:
 
 def check_time_use(net: ReactionNetwork) -> None:
     """Refuse what the kernels cannot simulate exactly: ``time`` in a trigger other than alone on one
-    side of a comparison whose other side does not read it, ``time`` in an assignment rule, and a
-    rate-rule parameter read by a trigger, an assignment rule or as a mass-action rate (each would
-    change between firings)."""
+    side of a comparison whose other side does not use it, and a variable that changes between firings (a
+    rate-rule variable, or the target of a moving assignment rule: :func:`moving_rules`) read by a
+    kinetic law's time comparison or as a mass-action rate (a trigger reading one is located by the
+    hybrid loop: :func:`located_events`); an assignment rule for a
+    species that reads time or such a variable (the count would change between firings)."""
     src = net.source or None
+    ruled = {r.target for r in net.rate_rules}
+    for r in net.rules:
+        if r.species >= 0 and (has_time(r.expr) or set(params_of(r.expr)) & ruled):
+            why = "time" if has_time(r.expr) else repr(sorted(set(params_of(r.expr)) & ruled)[0])
+            raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads {why} ({to_text(r.expr, net.species)}): "
+                             f"{r.target!r} is a species, whose count would change between reactions, which distsim "
+                             "does not simulate (a parameter may have such a rule)", file=src)
+    moving = moving_rules(net)
+    for r in net.rules:
+        read = set(moving).intersection(params_of(r.expr))
+        if r.species >= 0 and read:
+            raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads {sorted(read)[0]!r}, which changes "
+                             f"between reactions (its rule reads time or a rate-rule variable): {r.target!r} is a "
+                             "species, whose count would change between reactions, which distsim does not simulate",
+                             file=src)
+    varying = ruled | set(moving)
+
+    def what(name: str) -> str:
+        return "which a rate rule changes continuously" if name in ruled else \
+            "which changes between reactions (its assignment rule reads time or a rate-rule variable)"
+
     for j, n in _law_relations(net):
         a, b = n.args
         if not ((isinstance(a, Time) and not has_time(b)) or (isinstance(b, Time) and not has_time(a))):
             raise ModelError(f"reaction {net.reactions[j].name or j + 1!r}: its kinetic law compares "
                              f"{to_text(n, net.species)}; distsim compares time in a kinetic law only alone on one "
                              "side of a comparison whose other side does not use time (as in 'time < 5')", file=src)
-        if set(params_of(a) + params_of(b)) & {r.target for r in net.rate_rules}:
-            raise ModelError(f"reaction {net.reactions[j].name or j + 1!r}: its kinetic law compares time with a "
-                             "rate-rule parameter, which distsim does not locate yet", file=src)
-    ruled = {r.target for r in net.rate_rules}
-    for e in net.events:
-        read = ruled.intersection(p for n in condition_nodes(e.trigger) for p in params_of(n))
+        read = set(params_of(a) + params_of(b)) & varying
         if read:
-            raise ModelError(f"event {e.id!r}: its trigger reads {sorted(read)[0]!r}, which a rate rule changes "
-                             "continuously; distsim does not locate such triggers yet", file=src)
-    for r in net.rules:
-        read = ruled.intersection(params_of(r.expr))
-        if read:
-            raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads {sorted(read)[0]!r}, which a rate "
-                             "rule changes continuously; distsim does not simulate that yet", file=src)
+            name = sorted(read)[0]
+            raise ModelError(f"reaction {net.reactions[j].name or j + 1!r}: its kinetic law compares time with "
+                             f"{name!r}, {what(name)}; distsim does not locate such changes yet", file=src)
     for j, r in enumerate(net.reactions):
-        if r.law is None and r.rate in ruled:
-            raise ModelError(f"reaction {r.name or j + 1!r}: its mass-action rate {r.rate!r} has a rate rule; "
-                             "give the reaction a kinetic law instead", file=src)
+        if r.law is None and r.rate in varying:
+            has = ("has a rate rule" if r.rate in ruled
+                   else "has an assignment rule reading time or a rate-rule variable")
+            raise ModelError(f"reaction {r.name or j + 1!r}: its mass-action rate {r.rate!r} {has}; give the "
+                             "reaction a kinetic law instead", file=src)
     for e, c in _timed(net):
         alone = (isinstance(c.left, Time) and not has_time(c.right)) or \
                 (isinstance(c.right, Time) and not has_time(c.left))
@@ -298,11 +429,6 @@ def check_time_use(net: ReactionNetwork) -> None:
                 f"event {e.id!r}: its trigger compares {condition_text(c, net.species)!r}; distsim simulates time "
                 "in a trigger only alone on one side of a comparison whose other side does not use time (as in "
                 "'time >= 25'), where the instant it changes is exact", file=src)
-    for r in net.rules:
-        if has_time(r.expr):
-            raise ModelError(f"assignment rule {r.id!r} for {r.target!r} reads time "
-                             f"({to_text(r.expr, net.species)}): its value would change between reactions, which "
-                             "distsim does not simulate", file=src)
 
 
 def rule_dependents(net: ReactionNetwork, changes: list[tuple[tuple[int, int], ...]]) -> list[set[int]]:
@@ -332,5 +458,6 @@ def rule_dependents(net: ReactionNetwork, changes: list[tuple[tuple[int, int], .
     return out
 
 
-__all__ = ["CompiledEvents", "compile_events", "parameter_slots", "rule_dependents", "time_comparisons", "check_time_use",
+__all__ = ["CompiledEvents", "compile_events", "parameter_slots", "rule_dependents", "time_comparisons",
+           "check_time_use", "moving_rules", "inline", "located_events",
            "stack_depth", "FLAG_INITIAL", "FLAG_PERSISTENT", "FLAG_TRIGGER_VALUES"]

@@ -16,7 +16,8 @@ realization stops with an error naming the event or rule).
 in a trigger only alone on one side of a comparison (``time >= 25``, ``T_on < time``): between two
 firings the state is frozen, so such a comparison changes value exactly at a known time, where the
 kernels stop (see :mod:`distsim.models.compile_events`). Anything else with ``time`` in a trigger,
-or ``time`` in an assignment rule, is refused when the network is compiled.
+or ``time`` in an assignment rule for a species, is refused when the network is compiled (in a rule for a
+parameter it is evaluated continuously by the hybrid loop: see the end of this docstring).
 
 **Event semantics** (SBML Level 3, no delays): an event *fires* when its trigger goes from false
 to true; at t = 0 the trigger's previous value is ``initial_value`` (so ``initial_value=False``
@@ -49,9 +50,15 @@ firings; their derivatives may read species, parameters, other rate-rule paramet
 The SSA simulates such a network (:attr:`ReactionNetwork.hybrid`) as a piecewise-deterministic Markov
 process: the next firing is where the integrated hazard reaches an exponential target, integrated
 with the rate rules to stated tolerances (:mod:`distsim.ssa.hybrid_ops`). Rate rules hold parameters
-only: species stay whole counts in every result (a rate rule for a species is refused). A trigger
-or an assignment rule may not read a rate-rule parameter, and a mass-action rate may not be one
-(refused when compiled: they would change between firings); event assignments may set them.
+only: species stay whole counts in every result. An SBML species with a rate rule is such a
+parameter (the reader keeps its SBML value, an amount or a concentration), reported in the result as
+a real (:attr:`RateRule.reported`); reactions never change it. An assignment rule for a parameter may
+read ``time`` and rate-rule parameters: it is inlined where laws and rate rules read it
+(:func:`distsim.models.compile_events.moving_rules`). A trigger may not read a rate-rule parameter or
+such a rule's target, a mass-action rate may not be one, and an assignment rule for a species may not
+read them or ``time`` (refused when compiled: they would change between firings); event assignments
+may set rate-rule parameters. A network of rate rules alone (no species, no reactions) is a
+deterministic ODE: every realization is the same.
 """
 
 from __future__ import annotations
@@ -120,13 +127,16 @@ class Event:
 @dataclass(frozen=True)
 class RateRule:
     """``d target / dt = expr`` between reaction firings (SBML rate rule; ``target`` a parameter, the
-    only continuous variables so far, ``species`` -1): integrated by the SSA's hybrid loop
-    (:func:`distsim.ssa.cpu.run_realization_hybrid`); ``id`` as for :class:`AssignmentRule`."""
+    continuous variables, ``species`` -1): integrated by the SSA's hybrid loop
+    (:func:`distsim.ssa.cpu.run_realization_hybrid`); ``id`` as for :class:`AssignmentRule`.
+    ``reported``: the SSA result holds its value on the time grid (``continuous_mean`` ...): SBML species
+    with a rate rule (which readers make such parameters) and the variables of a model without species."""
 
     id: str
     target: str
     species: int
     expr: Node
+    reported: bool = False
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ class ReactionNetwork:
     def __post_init__(self) -> None:
         src = self.source or None
         n = len(self.species)
-        if n == 0:
+        if n == 0 and not self.rate_rules:  # (rate rules alone: a deterministic ODE model, distsim.models.events)
             raise ModelError("a reaction network needs at least one species", file=src)
         dup = sorted(s for s, c in Counter(self.species).items() if c > 1)
         if dup:
@@ -114,7 +114,7 @@ class ReactionNetwork:
             if not math.isfinite(v):
                 raise ModelError(f"parameter {k!r} is not finite ({v})", file=src)
         object.__setattr__(self, "_params", params)
-        if not self.reactions:
+        if not self.reactions and not self.rate_rules:
             raise ModelError("a reaction network needs at least one reaction", file=src)
         for j, r in enumerate(self.reactions):
             _check_reaction(r, r.name or f"reaction {j + 1}", n, params, src)
@@ -266,10 +266,11 @@ class ReactionNetwork:
 
     @property
     def hybrid(self) -> bool:
-        """Whether propensities change between firings (``time``, sin/cos or piecewise in a law, or rate rules):
-        the SSA's hybrid loop (:func:`distsim.ssa.cpu.run_realization_hybrid`) simulates it."""
-        return bool(self.rate_rules) or any(r.law is not None and (has_time(r.law) or has_trig(r.law)
-                                                                   or has_logic(r.law)) for r in self.reactions)
+        """Whether propensities change between firings (``time``, sin/cos or piecewise in a law, rate rules, or an
+        assignment rule reading ``time``): the SSA's hybrid loop (:func:`distsim.ssa.cpu.run_realization_hybrid`)
+        simulates it."""
+        return bool(self.rate_rules) or any(has_time(r.expr) for r in self.rules) or any(
+            r.law is not None and (has_time(r.law) or has_trig(r.law) or has_logic(r.law)) for r in self.reactions)
 
     @property
     def has_hooks(self) -> bool:

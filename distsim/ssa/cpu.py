@@ -289,15 +289,21 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
     lo = np.zeros(S, np.int64) if hist_lo is None else np.asarray(hist_lo, np.int64)
     wd = np.ones(S, np.int64) if hist_width is None else np.asarray(hist_width, np.int64)
     if c.events is None:
+    reported = c.events is not None and c.events.hybrid and c.events.reported.any()
+    cont = None
+    if c.events is None:
         kernel, head = _simulate, (method, reaction_arrays(c))
     else:
         kernel = _simulate_hybrid if c.events.hybrid else _simulate_events
         head = (method, reaction_arrays(c), event_arrays(c), event_work_shape(c))
+        if c.events.hybrid:  # the rate-rule values on the grid, a row per realization when the result reports them
+            cont = np.full((R if reported else 1, K, len(c.events.rr_param)), math.nan)
     # bounded slices of realizations (Ctrl-C and cancellation seen between them); the sums accumulate
     # in place and each realization keeps its stream (real0 + r): the same bits as one call
     slices = Slices(R, first=n_chunks)
     for r0, r1 in slices:
-        kernel(*head, np.uint64(real0 + r0), r1 - r0, np.uint64(seed), method.aux_size(M), c.max_stack,
+        part = head if cont is None else head + (cont[r0:r1] if reported else cont,)
+        kernel(*part, np.uint64(real0 + r0), r1 - r0, np.uint64(seed), method.aux_size(M), c.max_stack,
                np.asarray(grid, np.float64), int(max_events), sum_x, sum_x2, firings, events[r0:r1], errors[r0:r1],
                keep_trajectories, traj[r0:r1] if keep_trajectories else traj, keep_final,
                final[r0:r1] if keep_final else final, lo, wd, hist)
@@ -312,6 +318,8 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
         out["final"] = final
     if bins:
         out["histogram"] = hist.sum(axis=0)
+    if reported:  # the continuous variables that the result reports (distsim.models.events)
+        out["continuous"] = cont[:, :, c.events.reported]
     return out
 
 
@@ -395,7 +403,8 @@ def replay(c: CompiledNetwork, method: CPUMethod, realization: int, *, seed: int
         _, word, t, v = run_realization_hybrid(np.uint64(realization), np.uint64(seed), reaction_arrays(c),
                                                event_arrays(c), *args[:4], *args[5:],
                                                event_ops.new_work(*event_work_shape(c)),
-                                               hybrid_ops.new_work(len(c.events.rr_param)))
+                                               hybrid_ops.new_work(len(c.events.rr_param), len(c.events.loc_ev)),
+                                               np.empty((len(grid), len(c.events.rr_param))), False)
     else:
         _, word, t, v = run_realization_events(method, np.uint64(realization), np.uint64(seed), reaction_arrays(c),
                                                event_arrays(c), *args, event_ops.new_work(*event_work_shape(c)))
@@ -536,9 +545,10 @@ def _simulate_events(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
 # keeps E and the hazard integrated so far (the firing time of an inhomogeneous process, exactly).
 
 @numba.njit(cache=True, error_model="numpy")
-def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, rec, firings, w, hw):
+def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, rec, firings, w, hw, crec, recording):
     """:func:`run_realization_events` for a hybrid network (``hw``: :func:`hybrid_ops.new_work`);
-    returns (firings, error word, t, v) as that does."""
+    returns (firings, error word, t, v) as that does. With ``recording``, crec[K, C] gets the rate-rule
+    values on the grid (:func:`hybrid_ops.record_grid`; recording changes no step of the loop)."""
     S = x.shape[0]
     M = a.shape[0]
     K = grid.shape[0]
@@ -555,6 +565,7 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
     theta_r[:] = theta
     larg_r[:law_arg.shape[0]] = law_arg
     hw[5][0] = 0.0  # no step size yet
+    hw[7][0] = 0  # no grid point recorded yet
     t = 0.0
     k = 0
     e = np.uint64(0)
@@ -583,15 +594,24 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
                 a_static += v
             fresh = False
         t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
-        status, t, lam, d, v = hybrid_ops.advance(t, min(t_stop, t_end), lam, target, a_static, x, ev, w, hw)
+        status, t, lam, d, v = hybrid_ops.advance(t, min(t_stop, t_end), lam, target, a_static, x, ev, w, hw, grid,
+                                                  crec, recording)
         if status == hybrid_ops.ADV_BAD_PROPENSITY:
             return e, error_word(ERR_PROPENSITY, d), t, v
         if status == hybrid_ops.ADV_STEP:
             return e, ERR_INTEGRATOR, t, math.nan
         k = _record(rec, x, grid, k, t)
+        if status == hybrid_ops.ADV_TRIGGER:  # a located trigger changed value: its events, as at a time stop
+            word, v, n = event_ops.fire_events(x, t, ev, w)
+            if word != ERR_NONE:
+                return e, word, t, v
+            fresh = fresh or n > 0
+            continue
         if status == hybrid_ops.ADV_HORIZON:
             if t_stop > t_end:  # the end of the grid
                 _record(rec, x, grid, k, math.inf)
+                if recording:
+                    hybrid_ops.record_rest(ev, w, hw, crec)
                 return e, ERR_NONE, t, math.nan
             word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)
             if word != ERR_NONE:
@@ -600,6 +620,8 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
             continue
         if max_events > 0 and e >= np.uint64(max_events):
             _record(rec, x, grid, k, math.inf)
+            if recording:
+                hybrid_ops.record_rest(ev, w, hw, crec)
             return e, ERR_MAX_EVENTS, t, math.nan
         d, v = hybrid_ops.moving_propensities(x, t, a, ev, w)
         if d >= 0:
@@ -627,9 +649,10 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
 
 
 @numba.njit(parallel=True, cache=True, error_model="numpy")
-def _simulate_hybrid(method, net, ev, dims, real0, R, seed, aux_n, max_stack, grid, max_events, sum_x, sum_x2,
+def _simulate_hybrid(method, net, ev, dims, cont, real0, R, seed, aux_n, max_stack, grid, max_events, sum_x, sum_x2,
                      firings, events, errors, keep_traj, traj, keep_final, final, hist_lo, hist_width, hist):
-    """:func:`_simulate_events` with :func:`run_realization_hybrid` (``method`` and ``aux_n`` unused)."""
+    """:func:`_simulate_events` with :func:`run_realization_hybrid` (``method`` and ``aux_n`` unused);
+    cont[R, K, C]: the rate-rule values on the grid, recorded when it has a row per realization."""
     S = net.x0.shape[0]
     M = net.theta.shape[0]
     K = grid.shape[0]
@@ -640,10 +663,11 @@ def _simulate_hybrid(method, net, ev, dims, real0, R, seed, aux_n, max_stack, gr
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
         rec = np.empty((K, S), dtype=np.int64)
         w = event_ops.new_work(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
-        hw = hybrid_ops.new_work(ev.rr_param.shape[0])
+        hw = hybrid_ops.new_work(ev.rr_param.shape[0], ev.loc_ev.shape[0])
+        recording = cont.shape[0] == R
         for r in range(ch * R // n_chunks, (ch + 1) * R // n_chunks):
             evn, err, _, _ = run_realization_hybrid(np.uint64(real0 + r), seed, net, ev, grid, max_events, x, a, stack,
-                                                    rec, firings[ch], w, hw)
+                                                    rec, firings[ch], w, hw, cont[r if recording else 0], recording)
             events[r] = evn
             errors[r] = err
             _accumulate(rec, x, r, ch, sum_x, sum_x2, hist_lo, hist_width, hist, keep_traj, traj, keep_final, final)

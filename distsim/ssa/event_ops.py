@@ -60,6 +60,7 @@ class EventArrays(NamedTuple):
     hz_of: np.ndarray
     rr_param: np.ndarray
     rr_prog: np.ndarray
+    loc_ev: np.ndarray
 
 
 def event_arrays(ce: CompiledEvents) -> EventArrays:

@@ -50,6 +50,12 @@ def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
     if c.events is not None and c.events.delays:
         raise ModelError("the GPU backend cannot simulate event delays yet; the CPU backend does (backend='cpu')",
                          file=net.source or None)
+    if c.events is not None and len(c.events.loc_ev):
+        raise ModelError("the GPU backend cannot locate event triggers on rate-rule variables yet; the CPU backend "
+                         "does (backend='cpu')", file=net.source or None)
+    if c.events is not None and (c.n_species == 0 or c.n_reactions == 0):
+        raise ModelError("the GPU backend does not run models without species or reactions (ODE models of rate "
+                         "rules); the CPU backend does (backend='cpu')", file=net.source or None)
     if not GPU_HYBRID and c.events is not None and c.events.cpu_only:
         why = ("its propensities change between firings (kinetic laws reading time or sin/cos, or rate rules)"
                if c.events.hybrid else "an event or rule uses sin/cos")
@@ -72,12 +78,17 @@ def simulate(b: Any, method: Any) -> dict:
                          "time-dependent propensities, rate rules or sin/cos) yet; use backend='cpu'")
     gpu._check_counts(b.compiled)
     firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
-    chunks = _hybrid_chunks(b, firings) if b.compiled.events.hybrid else _chunks(b, method, firings)
-    return gpu._reduce_chunks(b, chunks, firings)
+    cont: list[np.ndarray] = []
+    chunks = _hybrid_chunks(b, firings, cont) if b.compiled.events.hybrid else _chunks(b, method, firings)
+    out = gpu._reduce_chunks(b, chunks, firings)
+    if cont:  # the reported rate-rule variables on the grid, per realization (as cpu.simulate_block)
+        out["continuous"] = np.concatenate(cont)[:, :, b.compiled.events.reported]
+    return out
 
 
-def _hybrid_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
-    """Launches of kernels/ssa_hybrid.cu over chunks of realizations: yields (grid states, events, errors)."""
+def _hybrid_chunks(b: Any, firings: Any, cont: list) -> Iterator[tuple[Any, Any, Any]]:
+    """Launches of kernels/ssa_hybrid.cu over chunks of realizations: yields (grid states, events, errors);
+    appends to ``cont`` each chunk's rate-rule values on the grid [n, K, C] when the network reports some."""
     import cupy as cp
 
     c: CompiledNetwork = b.compiled
@@ -85,8 +96,9 @@ def _hybrid_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
     S, M, K, R, L = c.n_species, c.n_reactions, len(b.grid), b.realizations, len(c.law_arg)
     E, P, C = ce.n_events, len(ce.p0), len(ce.rr_param)
     n = C + 1
+    record = bool(ce.reported.any())
     per_real = K * S * 4 + 8 * (S + M + c.max_stack + M + L + P + 2 * E + ce.max_assignments + ce.max_stack
-                                + 11 * n + 1)
+                                + 12 * n + 2 + (K * C if record else 0))
     chunk = max(gpu.BLOCK, min(R, gpu.REC_BYTES_PER_LAUNCH // per_real))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = gpu._tables(c)
@@ -101,11 +113,16 @@ def _hybrid_chunks(b: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]:
         work = [cp.empty(max(size, 1) * m, dtype=dt) for size, dt in (
             (S, cp.int64), (M, cp.float64), (c.max_stack, cp.float64), (M, cp.float64), (L, cp.float64),
             (P, cp.float64), (E, cp.int32), (E, cp.int64), (ce.max_assignments, cp.float64), (ce.max_stack, cp.float64),
-            (n, cp.float64), (n, cp.float64), (n, cp.float64), (n, cp.float64), (7 * n, cp.float64), (1, cp.float64))]
+            (n, cp.float64), (n, cp.float64), (n, cp.float64), (n, cp.float64), (7 * n, cp.float64), (1, cp.float64),
+            (n, cp.float64), (1, cp.int32))]
+        crec = cp.full((K * C, m) if record else (1,), np.nan, dtype=cp.float64)
         fn(((m + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
            (np.int32(m), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
             np.int32(L), *gpu.table_args(tb), *et, np.int32(E), np.int32(len(ce.rule_prog)), np.int32(len(ce.tc_op)),
-            np.int32(P), np.int32(C), grid, np.int64(b.max_events), *work, rec, firings, ev, er))
+            np.int32(P), np.int32(C), grid, np.int64(b.max_events), *work, np.int32(record), crec, rec, firings, ev,
+            er))
+        if record:
+            cont.append(cp.asnumpy(crec).reshape(K, C, m).transpose(2, 0, 1))
         yield rec, ev, er
 
 

@@ -16,8 +16,16 @@ tolerances, stated here:
   then Newton iterations, each a fresh Dormand-Prince step from the step's start to the candidate
   time, until |Lambda(t*) - E| <= CROSS_TOL (1 + E) (at most NEWTON_MAX). y(t*) is that step's.
 
+* Rate-rule values on the time grid (:func:`record_grid`, for the result's ``continuous_*``): a fresh step
+  from the start of the accepted step that holds the grid point to it; the loop's steps never change.
+* A trigger that reads a rate-rule variable (or a moving assignment rule's target) is *located*
+  (:func:`locate_triggers`): where its value at an accepted step's end differs from its start, bisection on
+  the step's length (fresh steps from the start) to the last bit finds the first point where it differs;
+  the loop stops there (``ADV_TRIGGER``) and runs the events as at a time comparison. A trigger that changes
+  twice inside one step is not seen (steps follow the tolerances above, not the trigger).
+
 The steps depend only on the realization's own values, in a fixed order: the same seed gives the same
-bits on any number of workers. (The CUDA twin is not written yet: GPUs refuse these networks.)
+bits on any number of workers. The CUDA twin is ``kernels/ssa_hybrid.cuh`` (``ds_record_grid`` records the same values).
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ RTOL, ATOL = 1e-9, 1e-12
 CROSS_TOL = 1e-12
 NEWTON_MAX = 8
 MIN_STEP_REL = 1e-13
-ADV_HORIZON, ADV_CROSSED, ADV_BAD_PROPENSITY, ADV_STEP = 0, 1, 2, 3  # what advance() reports
+ADV_HORIZON, ADV_CROSSED, ADV_BAD_PROPENSITY, ADV_STEP, ADV_TRIGGER = 0, 1, 2, 3, 4  # what advance() reports
 
 # Dormand-Prince 5(4) (Dormand & Prince 1980): nodes, the 5th-order weights (row 7) and the error
 # weights (5th minus 4th order)
@@ -50,11 +58,84 @@ E1, E3, E4, E5, E6, E7 = 71 / 57600, -71 / 16695, 71 / 1920, -17253 / 339200, 22
 
 
 @numba.njit(cache=True)
-def new_work(n_rate_rules):
+def new_work(n_rate_rules, n_located):
     """One realization's integrator work: states y0, y1, yt and a stage's input ys (rate-rule values,
-    then Lambda), the seven stages, and [next step size] (0: none yet)."""
+    then Lambda), the seven stages, [next step size] (0: none yet), the state at a grid point gy,
+    [next grid point to record] (:func:`record_grid`) and the located triggers' values at a step's start."""
     n = n_rate_rules + 1
-    return np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty((7, n)), np.zeros(1)
+    return (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty((7, n)), np.zeros(1), np.empty(n),
+            np.zeros(1, dtype=np.int64), np.zeros(max(n_located, 1)))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _triggers(t, y, x, ev, w, base, compare):
+    """The located triggers (``ev.loc_ev``) at time t with rate-rule values y (written into p): into base,
+    or, with ``compare``, whether any differs from base."""
+    p, st = w[2], w[6]
+    for c in range(ev.rr_param.shape[0]):
+        p[ev.rr_param[c]] = y[c]
+    for q in range(ev.loc_ev.shape[0]):
+        v = run_program(ev.ev_trigger[ev.loc_ev[q]], x, p, t, ev.prog_start, ev.prog_op, ev.prog_arg, st)
+        on = 1.0 if v != 0.0 else 0.0
+        if compare:
+            if on != base[q]:
+                return True
+        else:
+            base[q] = on
+    return False
+
+
+@numba.njit(cache=True, error_model="numpy")
+def locate_triggers(t, h, a_static, x, ev, w, hw):
+    """The first time in the accepted step (t, t + h] (y0 its start, k[0] = f(t, y0)) where a located trigger
+    has another value than at t, by bisection on the step's length with a fresh Dormand-Prince step from t
+    to each candidate, to the last bit of the length: returns s, with yt = y(t + s) (a trigger differs there)
+    and False; or (h, True) when a step meets a bad propensity (the caller stops at t + h as it would)."""
+    _, _, yt, ys, k, _, _, _, base = hw
+    lo, hi = 0.0, h
+    while True:
+        mid = 0.5 * (lo + hi)
+        if not (lo < mid < hi):
+            break
+        _, d, _ = dp_step(t, mid, hw[0], yt, ys, k, a_static, x, ev, w)
+        if d >= 0 or _triggers(t + mid, yt, x, ev, w, base, True):
+            hi = mid
+        else:
+            lo = mid
+    _, d, _ = dp_step(t, hi, hw[0], yt, ys, k, a_static, x, ev, w)
+    return hi, d >= 0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def record_grid(t, te, a_static, x, ev, w, hw, grid, crec):
+    """crec[g] = the rate-rule values at the grid points g in [t, te) not recorded yet, inside an accepted
+    step from t (y0 its start, k[0] = f(t, y0)) that ends at te: y0 at g == t, else a fresh Dormand-Prince
+    step from t to g (the accuracy of the loop's steps; those steps stay as they are, so recording never
+    changes a realization). NaN where that step meets a bad propensity. Overwrites the stages k[1:], ys."""
+    y0, _, _, ys, k, _, gy, kc, _ = hw
+    C = ev.rr_param.shape[0]
+    j = kc[0]
+    while j < grid.shape[0] and grid[j] < te:
+        if grid[j] <= t:
+            for c in range(C):
+                crec[j, c] = y0[c]
+        else:
+            _, d, _ = dp_step(t, grid[j] - t, y0, gy, ys, k, a_static, x, ev, w)
+            for c in range(C):
+                crec[j, c] = gy[c] if d < 0 else math.nan
+        j += 1
+    kc[0] = j
+
+
+@numba.njit(cache=True)
+def record_rest(ev, w, hw, crec):
+    """The grid points not recorded yet get the rate-rule values held in p (the end of a realization)."""
+    p = w[2]
+    kc = hw[7]
+    for j in range(kc[0], crec.shape[0]):
+        for c in range(ev.rr_param.shape[0]):
+            crec[j, c] = p[ev.rr_param[c]]
+    kc[0] = crec.shape[0]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -142,11 +223,13 @@ def _hermite_crossing(lam0, lam1, f0, f1, h, target):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
+def advance(t, t_hor, lam, target, a_static, x, ev, w, hw, grid, crec, recording):
     """Integrate from t (rate-rule values in p, Lambda = lam) until Lambda reaches target or time t_hor.
     Returns (status, t, lam, reaction, value): ADV_CROSSED at t = t* (p holds y(t*)), ADV_HORIZON at
-    t_hor, ADV_BAD_PROPENSITY (reaction, value) or ADV_STEP (the step size underflowed at t)."""
-    y0, y1, _, ys, k, hs = hw
+    t_hor, ADV_TRIGGER where a located trigger changes (:func:`locate_triggers`; p holds y there),
+    ADV_BAD_PROPENSITY (reaction, value) or ADV_STEP (the step size underflowed at t). With
+    ``recording``, the rate-rule values at the grid points passed go to crec (:func:`record_grid`)."""
+    y0, y1, yt, ys, k, hs, _, _, base = hw
     p = w[2]
     rr_param = ev.rr_param
     C = rr_param.shape[0]
@@ -182,8 +265,26 @@ def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
         if not last or fac < 1.0:
             h = hh * fac
         hs[0] = h
+        if ev.loc_ev.shape[0] > 0:  # a located trigger changing inside the step: stop where it changes
+            _triggers(t, y0, x, ev, w, base, False)
+            if _triggers(t + hh, y1, x, ev, w, base, True):
+                f1 = k[6, C]
+                s, bad = locate_triggers(t, hh, a_static, x, ev, w, hw)
+                if yt[C] >= target or bad:  # the hazard reaches its target first (or a bad propensity there)
+                    k[6, C] = f1  # (the step's end, for the crossing's interpolant)
+                    return _cross(t, hh, target, a_static, x, ev, w, hw, grid, crec, recording)
+                for c in range(C):
+                    y1[c] = yt[c]
+                y1[C] = yt[C]
+                if recording:
+                    record_grid(t, t + s, a_static, x, ev, w, hw, grid, crec)
+                for c in range(C):
+                    p[rr_param[c]] = y1[c]
+                return ADV_TRIGGER, t + s, y1[C], -1, math.nan
         if y1[C] >= target:
-            return _cross(t, hh, target, a_static, x, ev, w, hw)
+            return _cross(t, hh, target, a_static, x, ev, w, hw, grid, crec, recording)
+        if recording:
+            record_grid(t, t_hor if last else t + hh, a_static, x, ev, w, hw, grid, crec)
         t = t_hor if last else t + hh
         for i in range(C + 1):
             y0[i] = y1[i]
@@ -193,9 +294,9 @@ def advance(t, t_hor, lam, target, a_static, x, ev, w, hw):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _cross(t, h, target, a_static, x, ev, w, hw):
+def _cross(t, h, target, a_static, x, ev, w, hw, grid, crec, recording):
     """The crossing inside the accepted step (t, t + h) (y0 its start, y1 its end, k its stages)."""
-    y0, y1, yt, ys, k, _ = hw
+    y0, y1, yt, ys, k, _, _, _, _ = hw
     C = ev.rr_param.shape[0]
     s = h * _hermite_crossing(y0[C], y1[C], k[0, C], k[6, C], h, target)
     for it in range(NEWTON_MAX):
@@ -212,6 +313,8 @@ def _cross(t, h, target, a_static, x, ev, w, hw):
         if abs(miss) <= CROSS_TOL * (1.0 + target) or s_new == s or it == NEWTON_MAX - 1:
             break
         s = s_new
+    if recording:  # (k[0] is f(t, y0) again)
+        record_grid(t, t + s, a_static, x, ev, w, hw, grid, crec)
     for c in range(C):
         w[2][ev.rr_param[c]] = yt[c]
     return ADV_CROSSED, t + s, yt[C], -1, math.nan

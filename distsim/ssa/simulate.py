@@ -137,8 +137,9 @@ def _block_factory(net: ReactionNetwork, run: engine.Run, method: str, t_end: fl
     if run.uses_gpu():
         gpu_events.check_gpu(net, c)
     grid = np.linspace(0.0, float(t_end), points)
-    hist = (None, None, 0) if quantiles is None else _histogram_bins(net, c, grid, seed, method, realizations,
-                                                                      max_events, max_bins)
+    no_counts = net.n_species == 0  # an ODE model (rate rules alone): no counts to bin
+    hist = (None, None, 0) if quantiles is None or no_counts else _histogram_bins(
+        net, c, grid, seed, method, realizations, max_events, max_bins)
     return lambda r: SSABlock(c, seed, r.start, len(r), grid, method, keep_trajectories, keep_final, *hist,
                               max_events, keep_events, ensemble=realizations)
 
@@ -271,6 +272,8 @@ def _dataset(ens: _Ensemble, run: engine.Run) -> xr.Dataset:
                               {"long_name": "state on the time grid", "units": "molecules"})
     if b.bins:
         _histograms(ens, data, coords)
+    if "continuous" in res[0]:
+        _continuous(ens, data, coords)
     ds = xr.Dataset(data, coords=coords)
     firings = int(ds["firings"].values.sum())
     ds.attrs = run.provenance(
@@ -343,6 +346,25 @@ def mean_variance(sx: np.ndarray, sx2: np.ndarray, R: int) -> tuple[np.ndarray, 
     mean = _exact_ratio(sx, R)
     var = _exact_ratio(R * sx2 - sx * sx, R * (R - 1)) if R > 1 else np.full(np.shape(sx), np.nan)
     return mean, var
+
+
+def _continuous(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:
+    """Mean and sample variance over realizations of the reported rate-rule variables (SBML species with a rate
+    rule, the variables of an ODE model) on the grid, in the model's own units: the values of every realization
+    in realization order, reduced here, so any split into shards gives the same bits."""
+    vals = join([r["continuous"] for r in ens.res])  # [R, K, C]
+    names = [r.target for r in ens.net.rate_rules if r.reported]
+    coords["continuous"] = ("continuous", names, {"long_name": "variables with a rate rule (real-valued)"})
+    units = {"units": "the model's own (SBML amount or concentration, or parameter)"}
+    d = vals - vals[:1]  # shifted by the first realization: equal realizations give their value and variance 0
+    data["continuous_mean"] = (("time", "continuous"), vals[0] + d.mean(axis=0), {"long_name": "mean value", **units})
+    n = len(vals)
+    var = ((d * d).sum(axis=0) - d.sum(axis=0) ** 2 / n) / (n - 1) if n > 1 else np.full(vals.shape[1:], np.nan)
+    var = np.maximum(var, 0.0)
+    data["continuous_variance"] = (("time", "continuous"), var, {"long_name": "sample variance (n-1)"})
+    if ens.first.keep_trajectories:
+        data["continuous_trajectory"] = (("realization", "time", "continuous"), vals,
+                                         {"long_name": "value on the time grid", **units})
 
 
 def _histograms(ens: _Ensemble, data: dict[str, Any], coords: dict[str, Any]) -> None:

@@ -27,19 +27,19 @@ def _module():
 
 bc = _module()
 
-# A species changed by a rate rule: refused by the reader (no stochastic meaning for a count).
+# A compartment changed by a rate rule: refused by the reader (species with rate rules are simulated).
 RATE_RULE_SPECIES = """<?xml version="1.0" encoding="UTF-8"?>
 <sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">
   <model id="rr">
-    <listOfCompartments><compartment id="c" size="1" constant="true"/></listOfCompartments>
+    <listOfCompartments><compartment id="c" size="1" constant="false"/></listOfCompartments>
     <listOfSpecies>
       <species id="A" compartment="c" initialAmount="10" hasOnlySubstanceUnits="true"
                boundaryCondition="false" constant="false"/>
     </listOfSpecies>
     <listOfParameters><parameter id="k" value="0.1" constant="true"/></listOfParameters>
     <listOfRules>
-      <rateRule variable="A"><math xmlns="http://www.w3.org/1998/Math/MathML">
-        <apply><times/><ci>k</ci><ci>A</ci></apply></math></rateRule>
+      <rateRule variable="c"><math xmlns="http://www.w3.org/1998/Math/MathML">
+        <apply><times/><ci>k</ci><ci>c</ci></apply></math></rateRule>
     </listOfRules>
   </model>
 </sbml>

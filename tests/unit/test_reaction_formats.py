@@ -481,7 +481,7 @@ def test_unsupported_math(tmp_path, what, body_parts, phrase):
     ("fast", "fast reactions"),
     ("reversible", "is reversible and its kinetic law"),
     ("initial_assignment_cycle", "initial assignments depend on each other in a cycle"),
-    ("rate_rule", "rate rule for 'A'"),
+    ("rate_rule", "reactant 'A' has a rate rule but no boundaryCondition"),
     ("no_size", "has no size"),
 ])
 def test_unsupported_or_invalid_models(tmp_path, case, phrase):

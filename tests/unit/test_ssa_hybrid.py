@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from distsim.errors import ModelError
-from distsim.models.arith import BinOp, Neg, Num, Param, Species, Time
+from distsim.models.arith import BinOp, Neg, Num, Param, Piecewise, Relation, Species, Time
 from distsim.models.compile_reactions import compile_network
 from distsim.models.events import Assignment, AssignmentRule, Compare, Event, Logic, RateRule
 from distsim.models.formats.sbml import read_sbml_string
@@ -93,11 +93,13 @@ def test_an_event_resets_the_input():
     (lambda: ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), rate="k")], {"k": 1.0},
                                     rate_rules=[RateRule("rA", "A", 0, Num(1.0))]),
      "rate rule 'rA': 'A' is a species"),
-    (lambda: compile_network(decay(events=[Event("e", Compare(">", Param("X"), Num(1.0)),
-                                                 (Assignment("A", 0, Num(0.0)),))])),
-     "trigger reads 'X', which a rate rule changes"),
-    (lambda: compile_network(decay(rules=[AssignmentRule("r", "x0", -1, BinOp("*", Num(2.0), Param("X")))])),
-     "assignment rule 'r' for 'x0' reads 'X'"),
+    (lambda: compile_network(ReactionNetwork.create(
+        ["A"], [0], [Reaction((), ((0, 1),), law=Piecewise(((Num(1.0), Relation("<", (Time(), Param("X")))),),
+                                                            Num(0.0)))],
+        {"X": 1.0}, rate_rules=[RateRule("rX", "X", -1, Num(1.0))])),
+     "compares time with 'X', which a rate rule changes continuously"),
+    (lambda: compile_network(decay(rules=[AssignmentRule("r", "A", 0, BinOp("*", Num(2.0), Param("X")))])),
+     "assignment rule 'r' for 'A' reads 'X'.*'A' is a species"),
     (lambda: compile_network(ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), rate="X")], {"X": 1.0},
                                                     rate_rules=[RateRule("rX", "X", -1, Num(1.0))])),
      "mass-action rate 'X' has a rate rule"),
@@ -121,8 +123,8 @@ def test_sbml_rate_rule_for_a_parameter():
     on_species = model(sp("A", 0) + sp("S", 1), par("k", K), rx("R", {}, {"A": 1}, "k * S"),
                        rule.replace('variable="X"', 'variable="S"').replace("<ci>X</ci>", "<ci>S</ci>")
                        .replace("<ci>c</ci>", "<cn>0.5</cn>"))
-    with pytest.raises(ModelError, match=r"^<string>:4:\d+: rate rule for 'S': 'S' is a species"):
-        read_sbml_string(on_species)
+    continuous = read_sbml_string(on_species)  # a species with a rate rule: a reported continuous variable
+    assert continuous.species == ("A",) and [(r.target, r.reported) for r in continuous.rate_rules] == [("S", True)]
 
 
 # ---- event delays (CPU) --------------------------------------------------------------------------

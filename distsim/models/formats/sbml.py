@@ -125,8 +125,12 @@ time comparison ``time OP' (c - b) / a`` that the SSA locates exactly; any other
 trigger is refused at load. :func:`distsim.ssa.simulate` simulates them exactly
 (:mod:`distsim.models.events`); rate inference refuses them. **Rate rules** for parameters (with an
 initial value) are read into ``net.rate_rules``, and kinetic laws may read ``time``, sin and cos:
-the SSA's hybrid loop integrates them on CPUs (:mod:`distsim.ssa.hybrid_ops`); a rate rule for a
-species is refused.
+the SSA's hybrid loop integrates them (:mod:`distsim.ssa.hybrid_ops`). A species with a rate rule is
+no count but such a continuous variable, valued as its SBML symbol (amount or concentration),
+reported in the SSA result (``continuous_mean``; CPU only yet); a reaction may change it only as a
+boundary species (then it does not). A model of rate rules alone (no species, no reactions) loads as
+a deterministic ODE (``deterministic`` in the metadata). Assignment rules may read ``time`` and
+rate-rule variables (``distsim.models.compile_events.moving_rules``).
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
@@ -146,7 +150,7 @@ never change the model: they are ignored, even when marked required, and libsbml
 their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): algebraic rules, rate rules for species or compartments, ``delay()``,
+its id, the file and line): algebraic rules, rate rules for compartments, ``delay()``,
 trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry
 without a common fraction, fast reactions, reactions without a kinetic law, conversion factors,
 assignments to compartments, required SBML packages (``comp``, ``distrib``, ...). Constraints are
@@ -521,6 +525,7 @@ class _Converter:
         for i in range(m.getNumParameters()):
             p = m.getParameter(i)
             self.global_value[p.getId()] = p.getValue() if p.isSetValue() else None
+        self.global_value.update(getattr(self, "continuous", {}))  # species with a rate rule
         self.reaction_ids = {m.getReaction(i).getId() for i in range(m.getNumReactions())}
         self.taken = set(self.index) | set(self.comp_size) | set(self.global_value) | self.reaction_ids
         self.taken |= {m.getFunctionDefinition(i).getId() for i in range(m.getNumFunctionDefinitions())}
@@ -536,7 +541,7 @@ class _Converter:
         reactions: list[Reaction] = []
         for i in range(m.getNumReactions()):
             reactions.extend(self._reaction(m.getReaction(i)))
-        if not reactions:
+        if not reactions and not rate_rules:
             raise self.err("the model has no reactions", m)
         if self.forward_only:
             names = ", ".join(repr(n) for n in self.forward_only)
@@ -558,9 +563,14 @@ class _Converter:
         params = self._parameters(reactions, [*rules, *rate_rules], events)
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
         name = m.getName() or m.getId() or self.default_name
+        metadata = self._metadata()
+        if not reactions:  # rate rules alone: an ODE model
+            metadata["deterministic"] = "no reactions: every realization is the same solution of the rate rules"
+        if getattr(self, "continuous_how", None):  # species that are no counts (_continuous_species)
+            metadata["continuous_species"] = "; ".join(f"{k} ({v})" for k, v in self.continuous_how.items())
         net = ReactionNetwork.create(self.species, initial, reactions, params, fixed=fixed, name=name,
                                      source=self.file, events=events, rules=rules, rate_rules=rate_rules,
-                                     metadata=self._metadata())
+                                     metadata=metadata)
         self._check_firing_rate(net)
         return net
 
@@ -618,15 +628,77 @@ class _Converter:
                 raise self.err(f"species {sid!r} is in unknown compartment {comp!r}", s)
             if self.level >= 3 and s.isSetConversionFactor():
                 raise self.err(f"species {sid!r}: conversion factors are not supported", s)
+            if self._continuous_species(s, comp):
+                continue
             self.index[sid] = len(self.species)
             self.species.append(sid)
             self.species_comp[sid] = comp
             self.amount_symbol[sid] = bool(s.getHasOnlySubstanceUnits()) or self.comp_dims[comp] == 0
             if s.getBoundaryCondition() or s.getConstant():
                 fixed.append(len(self.species) - 1)
-        if not self.species:
+        if not self.species and not self._rate_ruled():
             raise self.err("the model has no species", m)
         return fixed
+
+    # ---- species with a rate rule: continuous variables ---------------------------------------------
+
+    def _rate_ruled(self) -> set[str]:
+        m = self.model
+        return {m.getRule(i).getVariable() for i in range(m.getNumRules()) if m.getRule(i).isRate()}
+
+    def _continuous_species(self, s: Any, comp: str) -> bool:
+        """Whether species ``s`` has a rate rule; then it is no count but a continuous variable of the hybrid
+        loop (a parameter with a rate rule, reported in the result), valued as its SBML symbol: its amount (in
+        substance units) when the symbol is an amount, else its concentration. Laws, rules and events read the
+        symbol, so it needs no conversion: Omega (molecules per substance unit) enters only where a count x
+        is read (as x / Omega, or x / (Omega size)) and in the propensity (Omega x the law), as for every law.
+        ``self.continuous`` maps it to its initial value (None: set by an initial assignment)."""
+        if not hasattr(self, "continuous"):
+            self.continuous: dict[str, float | None] = {}
+            self.continuous_boundary: set[str] = set()
+            self.continuous_how: dict[str, str] = {}
+        sid = s.getId()
+        if sid in self._rate_ruled():
+            how = "rate rule"
+        elif self._moving_rule(sid):
+            how = "assignment rule reading time or a rate-rule variable"
+        else:
+            return False
+        amount = bool(s.getHasOnlySubstanceUnits()) or self.comp_dims[comp] == 0
+        self.continuous_how[sid] = f"{how}, {'amount' if amount else 'concentration in ' + repr(comp)}"
+        value: float | None = None
+        if s.isSetInitialAmount():
+            value = s.getInitialAmount()
+            if not amount:
+                value /= self._size(comp, f"species {sid!r} (a concentration) has an initial amount", s)
+        elif s.isSetInitialConcentration():
+            value = s.getInitialConcentration()
+            if amount:
+                value *= self._size(comp, f"species {sid!r} (an amount) has an initial concentration", s)
+        self.continuous[sid] = value
+        if s.getBoundaryCondition() or s.getConstant():
+            self.continuous_boundary.add(sid)
+        return True
+
+    def _moving_rule(self, sid: str) -> bool:
+        """Whether ``sid`` has an assignment rule whose math reads ``time`` or a rate-rule variable (then the
+        species is no count but a continuous variable, :meth:`_continuous_species`; a rule reading such a
+        species only through another rule stays a count rule, refused when compiled)."""
+        m, L = self.model, self.L
+        ruled = self._rate_ruled()
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            if not (r.isAssignment() and r.getVariable() == sid and r.isSetMath()):
+                continue
+            stack = [r.getMath()]
+            seen = 0
+            while stack and seen < MAX_MATH_NODES:  # explicit stack: no recursion on the nesting
+                ast = stack.pop()
+                seen += 1
+                if ast.getType() == L.AST_NAME_TIME or (ast.isName() and ast.getName() in ruled):
+                    return True
+                stack.extend(ast.getChild(k) for k in range(ast.getNumChildren()))
+        return False
 
     # ---- units and amounts -----------------------------------------------------------------------
 
@@ -647,6 +719,9 @@ class _Converter:
                 uid = (s.getUnits() if self.level == 1 else s.getSubstanceUnits()) or "substance"
             omega, text = self._molecules_per_unit(uid, f"species {s.getId()!r}", s)
             found.setdefault(omega, (s.getId(), text))
+        if not found:  # no species (an ODE model of rate rules): no counts to convert
+            self.omega, self.omega_source = 1.0, "no species"
+            return
         if len(found) > 1:
             parts = "; ".join(f"{sid!r} in {text} ({om:.6g} molecules each)" for om, (sid, text) in found.items())
             raise self.err(f"the species use substance units of different sizes ({parts}); distsim needs one "
@@ -742,6 +817,10 @@ class _Converter:
             env = {c: v for c, v in self.comp_size.items() if v is not None}
             env.update({p: v for p, v in self.global_value.items() if v is not None})
             x = np.array([values], dtype=np.float64)
+            unset = sorted(set(params_of(target)) - set(env))
+            if unset:  # (a parameter whose value only a rule gives)
+                raise self.err(f"{label} reads {unset[0]!r}, which has no value before the rules run (its value comes "
+                               "from an assignment rule); distsim evaluates initial assignments before rules", ia)
             with np.errstate(all="ignore"):
                 value = float(evaluate(target, x, env, 0.0)[0])
             if sp >= 0:
@@ -860,7 +939,7 @@ class _Converter:
     def _check_firing_rate(self, net: ReactionNetwork) -> None:
         """Refuse units-derived counts (Avogadro) that fire more than MAX_UNITS_FIRING_RATE reactions per
         unit of model time at t = 0: far more firings than an exact simulation can do."""
-        if self.omega_source != "units" or self.omega == 1.0:
+        if self.omega_source != "units" or self.omega == 1.0 or not net.reactions:
             return
         with np.errstate(all="ignore"):
             rate = float(np.sum(net.propensities(np.asarray(net.initial, dtype=np.float64))))
@@ -1124,6 +1203,12 @@ class _Converter:
             sid = sr.getSpecies()
             if sid in self.real_species:
                 continue  # a boundary species made real-valued: reactions never change it
+            if sid in getattr(self, "continuous", {}):
+                if sid in self.continuous_boundary:
+                    continue  # a boundary species: the reaction does not change it (its rate rule does)
+                raise self.err(f"{label}: {what} {sid!r} has a {self.continuous_how[sid].split(',')[0]} but no "
+                               "boundaryCondition=\"true\"; SBML forbids a reaction to change a species that a rule "
+                               "determines", sr)
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():
@@ -1198,18 +1283,19 @@ class _Converter:
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"rate rule for {var!r}"
-            if var in self.index:
-                raise self.err(f"{label}: {var!r} is a species; distsim integrates rate rules for parameters only",
-                               r)
+            if var in self.comp_size:
+                raise self.err(f"{label}: {var!r} is a compartment; distsim does not integrate compartment sizes "
+                               "(species concentrations would change with them)", r)
             if var not in self.global_value:
-                raise self.err(f"{label}: {var!r} is not a parameter of the model (rate rules for compartments "
-                               "are not supported)", r)
+                raise self.err(f"{label}: {var!r} is not a parameter or species of the model", r)
             v = self.global_value[var]
             if v is None or not math.isfinite(v):
-                raise self.err(f"{label}: parameter {var!r} has no (finite) initial value", r)
+                what = "species" if var in getattr(self, "continuous", {}) else "parameter"
+                raise self.err(f"{label}: {what} {var!r} has no (finite) initial value", r)
             if not r.isSetMath():
                 raise self.err(f"{label} has no math", r)
-            out.append(RateRule(rid, var, -1, self._math(r.getMath(), {}, label, r, allow_time=True)))
+            reported = var in getattr(self, "continuous", {}) or not self.species  # species, or an ODE model
+            out.append(RateRule(rid, var, -1, self._math(r.getMath(), {}, label, r, allow_time=True), reported))
         return out
 
     def _sort_rules(self, rules: list[tuple[AssignmentRule, Any]]) -> list[AssignmentRule]:

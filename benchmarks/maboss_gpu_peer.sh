@@ -112,6 +112,8 @@ done
 # CUDA 13 keeps thrust/cub under include/cccl, which nvcc adds by itself but g++ (MaBoSS.GPU's .cpp files) does not
 for r in "${ROOTS[@]}"; do [ -d "$r/include/cccl/thrust" ] && { INC=$INC:$r/include/cccl; break; }; done
 export CPATH=${INC#:}${CPATH:+:$CPATH}
+# g++ 13 no longer brings <cstdint> in through other headers (src/state_word.h uses uint32_t): force it
+# for the host C++ files only (the same header is also stringified for NVRTC, so it is not patched)
 # cmake builds only MaBoSS.GPU: make the folders its generator targets would have made
 mkdir -p "$SRC/src/parser/generated" "$SRC/src/jit_kernels/include" "$SRC/src/jit_kernels/fatbin"
 echo "[maboss_gpu_peer] $(cmake --version | head -1); $(gcc --version | head -1)" | tee -a "$LOG" >&2
@@ -119,7 +121,8 @@ say "CUDA: $CUDA_HOME ($("$NVCC" --version | tail -1)), arch sm_$ARCH; build log
 LINK="-L$W/lib"
 if cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
        -DMABOSS_ARCH="$ARCH" -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DFLEX_EXECUTABLE="$W/prefix/usr/bin/flex" \
-       -DBISON_EXECUTABLE="$W/prefix/usr/bin/bison" -DCMAKE_EXE_LINKER_FLAGS="$LINK" >>"$LOG" 2>&1 \
+       -DBISON_EXECUTABLE="$W/prefix/usr/bin/bison" -DCMAKE_EXE_LINKER_FLAGS="$LINK" \
+       -DCMAKE_CXX_FLAGS="-include cstdint" >>"$LOG" 2>&1 \
    && cmake --build "$SRC/build" --target MaBoSS.GPU -j "$(nproc)" >>"$LOG" 2>&1; then
   PEER_BIN=$SRC/build/MaBoSS.GPU
   say "built $PEER_BIN"

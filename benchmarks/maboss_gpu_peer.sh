@@ -34,7 +34,11 @@ die() { say "ERROR: $*"; exit 1; }
 
 [ -f "$TARBALL" ] || die "missing $TARBALL (see the header of this script)"
 compgen -G "$PEERS/debs/flex_*.deb" >/dev/null || die "missing $PEERS/debs/flex_*.deb (see the header)"
-rm -rf "$W" && mkdir -p "$W/prefix"
+# PEER_REUSE=1: keep a build that an earlier run of this script left in $W (e.g. built with PEER_BUILD_ONLY=1
+# while other work used the GPU)
+REUSE=0
+if [ "${PEER_REUSE:-0}" = 1 ] && [ -x "$W/MaBoSS.GPU/build/MaBoSS.GPU" ]; then REUSE=1; else rm -rf "$W"; fi
+mkdir -p "$W/prefix"
 : >"$LOG"
 
 # 1. flex, bison, m4 from their Debian packages, in a private prefix
@@ -49,14 +53,14 @@ done
 if [ "${PEER_TOOLS_ONLY:-0}" = 1 ]; then say "tools ok (PEER_TOOLS_ONLY=1: stopping here)"; exit 0; fi
 
 # 2. the source, patched
-tar xzf "$TARBALL" -C "$W"
 SRC=$W/MaBoSS.GPU
+[ "$REUSE" = 1 ] || tar xzf "$TARBALL" -C "$W"
 ARCH=${PEER_ARCH:-}
 if [ -z "$ARCH" ] && command -v nvidia-smi >/dev/null; then
   ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
 fi
 [ -n "$ARCH" ] || die "no GPU compute capability (set PEER_ARCH, e.g. 90)"
-python3 "$ROOT/benchmarks/maboss_gpu_peer.py" --patch "$SRC" 2>&1 | tee -a "$LOG" >&2
+[ "$REUSE" = 1 ] || python3 "$ROOT/benchmarks/maboss_gpu_peer.py" --patch "$SRC" 2>&1 | tee -a "$LOG" >&2
 
 # 3. configure and build (offline: the unit tests, which download googletest, are dropped by the patch)
 PEER_BIN=""
@@ -119,7 +123,10 @@ mkdir -p "$SRC/src/parser/generated" "$SRC/src/jit_kernels/include" "$SRC/src/ji
 echo "[maboss_gpu_peer] $(cmake --version | head -1); $(gcc --version | head -1)" | tee -a "$LOG" >&2
 say "CUDA: $CUDA_HOME ($("$NVCC" --version | tail -1)), arch sm_$ARCH; build log: $LOG"
 LINK="-L$W/lib"
-if cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
+if [ "$REUSE" = 1 ]; then
+  PEER_BIN=$SRC/build/MaBoSS.GPU
+  say "reusing $PEER_BIN (PEER_REUSE=1)"
+elif cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
        -DMABOSS_ARCH="$ARCH" -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DFLEX_EXECUTABLE="$W/prefix/usr/bin/flex" \
        -DBISON_EXECUTABLE="$W/prefix/usr/bin/bison" -DCMAKE_EXE_LINKER_FLAGS="$LINK" \
        -DCMAKE_CXX_FLAGS="-include cstdint" >>"$LOG" 2>&1 \

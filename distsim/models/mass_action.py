@@ -168,7 +168,8 @@ def split_difference(law: Node) -> tuple[Node, Node] | None:
     return None
 
 
-def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset()) -> tuple[Node | None, Node | None] | None:
+def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset(),
+                 values: Mapping[str, float] | None = None) -> tuple[Node | None, Node | None] | None:
     """``(P, N)`` with ``law = P - N`` where P and N are sums of products of factors taken as
     non-negative (None: no such terms), found by distributing products and quotients over sums and
     differences: ``V * (kf*A/(K + A) - kr*B)`` gives ``(V*(kf*A/(K + A)), V*(kr*B))``. Factors are
@@ -176,8 +177,12 @@ def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset()) -
     as a whole -- falling-factorial factors ``x - k``, calls and powers (their sign is checked at run
     time); a denominator with terms of both signs divides both parts whole (``1 + a - b``: its
     sign, like every factor's, is checked at run time). None when the parts would be more than
-    four times the law's size (plus 64 nodes). Without recursion (explicit stack)."""
+    four times the law's size (plus 64 nodes). Without recursion (explicit stack).
+    ``values``: parameters that keep these values for the whole run; a subexpression of numbers and
+    such parameters only is a constant, one factor of its sign (``k*A*(1 - F)`` with F = 0.2 is
+    positive: no negative terms), never distributed into terms of both signs."""
     done: dict[int, tuple[Node | None, Node | None]] = {}
+    const: dict[int, float | None] = {}  # the value of a constant subexpression, None for the others
     stack: list[tuple[Node, bool]] = [(law, False)]
     while stack:
         n, ready = stack.pop()
@@ -191,12 +196,38 @@ def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset()) -
             stack.append((n, True))
             stack.extend((k, False) for k in kids)
             continue
+        v = const[id(n)] = _constant(n, const, values or {})
+        if v is not None and v != 0.0 and math.isfinite(v) and not isinstance(n, Num):
+            done[id(n)] = (n, None) if v > 0 else (None, Neg(n))
+            continue
         done[id(n)] = _signed(n, done, negative)
     p, q = done[id(law)]
     limit = 4 * _size(law) + 64
     if (p is not None and _size(p) > limit) or (q is not None and _size(q) > limit):
         return None
     return p, q
+
+
+def _constant(n: Node, const: dict[int, float | None], values: Mapping[str, float]) -> float | None:
+    """The value of ``n`` when it is made of numbers and parameters in ``values`` only (its operands'
+    values already in ``const``), else None."""
+    if isinstance(n, Num):
+        return n.value
+    if isinstance(n, Param):
+        return values.get(n.name)
+    if isinstance(n, Neg):
+        a = const.get(id(n.arg))
+        return None if a is None else -a
+    if not isinstance(n, BinOp):
+        return None
+    a, b = const.get(id(n.left)), const.get(id(n.right))
+    if a is None or b is None:
+        return None
+    try:
+        r = {"+": a + b, "-": a - b, "*": a * b}.get(n.op) if n.op in "+-*" else a / b if n.op == "/" else a ** b
+    except (ArithmeticError, ValueError):
+        return None
+    return float(r) if isinstance(r, (int, float)) else None  # (a complex power is no constant of a sign)
 
 
 def _falling_factor(n: Node) -> bool:

@@ -288,7 +288,6 @@ def simulate_block(c: CompiledNetwork, *, method: CPUMethod, real0: int, realiza
     hist = np.zeros((n_chunks, K, S, bins) if bins else (1, 1, 1, 0), dtype=np.int64)
     lo = np.zeros(S, np.int64) if hist_lo is None else np.asarray(hist_lo, np.int64)
     wd = np.ones(S, np.int64) if hist_width is None else np.asarray(hist_width, np.int64)
-    if c.events is None:
     reported = c.events is not None and c.events.hybrid and c.events.reported.any()
     cont = None
     if c.events is None:

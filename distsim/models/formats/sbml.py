@@ -1086,7 +1086,7 @@ class _Converter:
             return None  # mass action (its falling factorials have minus signs)
         negative = {p for p, v in self.global_value.items() if v is not None and v < 0 and p not in self.assigned}
         negative |= {p for p, v in self.local_value.items() if v < 0}
-        parts = signed_parts(law, negative)
+        parts = signed_parts(law, negative, {**self._static_values(), **self.local_value})
         if parts is None or parts[1] is None:
             return None
         fwd, bwd = parts
@@ -1100,6 +1100,37 @@ class _Converter:
         out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
         out.append(self._direction(f"{rid}_r", prod, reac, bwd))
         self.net_rate_split.append(rid + (" (irreversible)" if irreversible else ""))
+        return out
+
+    def _static_values(self) -> dict[str, float]:
+        """Compartment sizes and parameters that keep one value for the whole run: those nothing assigns,
+        and those whose assignment rules read only such values (no species, no time; no event assigns
+        them). A factor made of them has one sign (BIOMD0000000321's ``ka_b*A_dopa*(1 - F_b)``, F_b from
+        rules: positive, so the law has no backward channel)."""
+        if getattr(self, "_static", None) is not None:
+            return self._static
+        m = self.model
+        out = {c: v for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        out.update({p: v for p, v in self.global_value.items() if v is not None and p not in self.assigned
+                    and p not in self.initial_assigned})
+        by_event = {m.getEvent(i).getEventAssignment(k).getVariable() for i in range(m.getNumEvents())
+                    for k in range(m.getEvent(i).getNumEventAssignments())}
+        rules = {}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            v = r.getVariable()
+            if r.isAssignment() and r.isSetMath() and v in self.global_value and v not in by_event:
+                rules[v] = self._math(r.getMath(), {}, f"assignment rule for {v!r}", r, allow_time=True)
+        for _ in range(len(rules)):  # rules are acyclic: this many passes reach every value
+            more = {v: e for v, e in rules.items() if v not in out and not species_of(e) and not has_time(e)
+                    and set(params_of(e)) <= out.keys()}
+            if not more:
+                break
+            for v, e in more.items():
+                val = float(evaluate(e, np.zeros(0), out))
+                if math.isfinite(val):
+                    out[v] = val
+        self._static = out
         return out
 
     def _backward_undefined(self, bwd: Node, reac: tuple, prod: tuple) -> str:

@@ -298,3 +298,28 @@ def test_gram_substance_unit_asks_for_system_size():
     with pytest.raises(ModelError, match=r"species 'A': substance unit 'gram' .*pass system_size="):
         read_sbml_string(body)
     assert read_sbml_string(body, system_size=4.0).initial == (10,)
+
+
+def test_a_factor_of_constants_has_one_sign_and_is_not_split():
+    """BIOMD0000000321's clearance ``ka*A*(1 - F)``, F from an assignment rule of constants (0.25): the law
+    is positive, so it is one channel A -> (nothing) -- a split into ``ka*A - ka*A*F`` made a channel
+    producing A from nothing (variance of A too large). A is then a pure death process: at t,
+    Binomial(A0, exp(-ka t)) exactly (mean and variance z-tested at alpha = 1e-3, Bonferroni)."""
+    import libsbml
+
+    rule = libsbml.writeMathMLToString(libsbml.parseL3Formula("Fa / (Fa + Fb)")).split("?>", 1)[-1]
+    doc_ = model(sp("A", 400), par("ka", 0.7) + par("Fa", 1.0) + par("Fb", 3.0) + par("F", 0.0, constant=False),
+                 rx("clear", {"A": 1}, {}, "ka * A * (1 - F)", reversible=False),
+                 extra=f'<listOfRules><assignmentRule variable="F">{rule}</assignmentRule></listOfRules>')
+    net = read_sbml_string(doc_)
+    assert [r.name for r in net.reactions] == ["clear"]
+    assert "net_rate_split" not in dict(net.metadata)
+    R, t = 4000, 1.0
+    ds = ssa.simulate(net, t_end=t, points=2, realizations=R, seed=3, backend="cpu", progress=False)
+    p = np.exp(-0.7 * 0.75 * t)
+    mu, var = 400 * p, 400 * p * (1 - p)
+    m4 = var * (1 + 3 * (400 - 2) * p * (1 - p))
+    m, v = float(ds["mean"].sel(species="A").isel(time=-1)), float(ds["variance"].sel(species="A").isel(time=-1))
+    lim = norm.isf(1e-3 / 4)
+    assert abs(m - mu) / np.sqrt(var / R) <= lim
+    assert abs(v - var) / np.sqrt((m4 - var ** 2) / R) <= lim

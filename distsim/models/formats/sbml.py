@@ -73,7 +73,9 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   denominators, modifiers, a parameter divisor (BIOMD0000000332 ``konIX*IX_f*LIPID/nva -
   koffIX*IX_l``), ``-Vmax * (F - B) / D`` -- is split by sign (:func:`~distsim.models.mass_action.signed_parts`:
   products and quotients distributed over sums and differences; falling factorials ``x - k``,
-  calls, powers and denominators of both signs stay whole): its positive terms are the propensity of
+  calls, powers and denominators of both signs stay whole; a factor of constants only -- numbers,
+  parameters nothing changes, rules of those: BIOMD0000000321's ``1 - F_b`` -- is one factor of its
+  sign, never split): its positive terms are the propensity of
   ``<id>_f`` (reactants -> products), its negative terms, negated, that of ``<id>_r`` (products ->
   reactants), each a general law (or mass action where it has that shape). The CME then has the
   ODE's drift exactly; each channel's propensity is still checked at run time (a run stops, naming

@@ -133,8 +133,21 @@ def run_roadrunner(c: dict) -> tuple[np.ndarray, str]:
     return out, f"libroadrunner {roadrunner.__version__} (gillespie)"
 
 
+def _import_basico():
+    """basico, with this process's locale kept: COPASI's import sets LC_ALL to "C", after which open()
+    without an encoding reads ASCII and every later read of a UTF-8 file fails (seen in the test suite)."""
+    import locale
+
+    before = locale.setlocale(locale.LC_ALL)
+    try:
+        import basico
+    finally:
+        locale.setlocale(locale.LC_ALL, before)
+    return basico
+
+
 def run_copasi(c: dict) -> tuple[np.ndarray, str]:
-    import basico
+    basico = _import_basico()
 
     basico.load_model(str(BM / f"{c['model']}.xml"))
     model = basico.get_current_model().getModel()

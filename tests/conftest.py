@@ -10,6 +10,18 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "pbn"
 
 
+@pytest.fixture(autouse=True)
+def _locale_kept():
+    """A test (or a library it imports: COPASI sets LC_ALL to "C") must not change the locale under the
+    tests after it: open() without an encoding would then read UTF-8 files as ASCII."""
+    import locale
+
+    before = locale.setlocale(locale.LC_ALL)
+    yield
+    if locale.setlocale(locale.LC_ALL) != before:
+        locale.setlocale(locale.LC_ALL, before)
+
+
 def _gpu() -> bool:
     from distsim.backends import gpu_available
 

@@ -39,7 +39,7 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     """Modules of distsim that ``name`` imports (``from pkg import sub`` counts as pkg.sub when sub is a module)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

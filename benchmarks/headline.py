@@ -405,7 +405,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one timed call per figure; no 2-GPU or long figures")
     ap.add_argument("--backend", choices=["auto", "gpu", "cpu"], default="auto")
-    ap.add_argument("--only", nargs="+", default=None, help="figure ids (or prefixes: 'pbn', 'ssa.')")
+    ap.add_argument("--only", nargs="+", default=None, help="figure ids (exactly that figure) or prefixes ('pbn', 'ssa.')")
     ap.add_argument("--reps", type=int, default=None, help="timed calls per figure, best kept (default 2; quick 1)")
     ap.add_argument("--budget", type=float, default=450.0, help="seconds; figures past it are skipped")
     ap.add_argument("--baseline", default=str(BASELINE))
@@ -437,8 +437,9 @@ def main() -> None:
     backend = backends.resolve(args.backend if args.backend != "auto" else "auto")
     gpus = count_gpus() if backend == "gpu" else 0
     reps = args.reps or (1 if args.quick else 2)
+    ids = {f.id for f in FIGURES}  # --only: a figure's id is that figure (pbn.e2e, not pbn.e2e.sizek); else a prefix
     chosen = [f for f in FIGURES if backend in f.sizes and (not args.quick or f.quick)
-              and (args.only is None or any(f.id == o or f.id.startswith(o) for o in args.only))]
+              and (args.only is None or any(f.id == o or (o not in ids and f.id.startswith(o)) for o in args.only))]
     skipped = [f for f in chosen if backend == "gpu" and f.gpus > gpus]
     chosen = [f for f in chosen if f not in skipped]
     base = load_baseline(Path(args.baseline))

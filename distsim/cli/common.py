@@ -190,20 +190,21 @@ def _start(args: argparse.Namespace, keep: Callable[[Any], None]) -> None:
 
 
 def _start_local(args: argparse.Namespace) -> Any:
-    """Start a local cluster in a helper thread while this (main) thread watches. SIGINT is ignored
-    from the scheduler's start until the worker processes are spawned (a fraction of a second): they
-    inherit that through exec, so a Ctrl-C (sent to the terminal's whole process group) reaches this
-    process alone, which stops them at once. A Ctrl-C during the rest of the start (the workers
-    starting and registering: seconds) kills the workers spawned so far and is raised here at once."""
-    from ..cluster import connect, local_security, planned_workers
+    """Start a local cluster in a helper thread while this (main) thread watches. The helper thread
+    blocks SIGINT, and so do the threads and worker processes it starts (a signal mask is inherited
+    through fork and exec): a Ctrl-C (sent to the terminal's whole process group) is handled by this
+    thread alone, at any moment of the start, which kills the workers spawned so far and raises."""
+    from ..cluster import connect, local_security
 
     gpus = not args.cpu and "auto"
     box: dict[str, Any] = {}
-    security = local_security()  # its key, and the dashboard's modules (bokeh: a second), before SIGINT is ignored
+    security = local_security()  # its key, and the dashboard's modules (bokeh: a second), before the start
     with contextlib.suppress(ImportError):
         importlib.import_module("distributed.dashboard.scheduler")
 
     def start() -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             box["client"] = connect(gpus=gpus, n_workers=args.workers, security=security,
                                     silence_logs=logging.CRITICAL)
@@ -213,25 +214,16 @@ def _start_local(args: argparse.Namespace) -> Any:
     if threading.current_thread() is not threading.main_thread():  # signal handlers are the main thread's
         start()
     else:
-        n = planned_workers(gpus, args.workers)
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        ignoring = True
         helper = threading.Thread(target=start, name="distsim-cluster-start", daemon=True)
         try:
             helper.start()
             while helper.is_alive():
                 helper.join(0.02)
-                if ignoring and len(multiprocessing.active_children()) >= n:
-                    signal.signal(signal.SIGINT, previous)
-                    ignoring = False
         except KeyboardInterrupt:  # the start goes on in its thread; its workers are killed
             for child in multiprocessing.active_children():
                 with contextlib.suppress(OSError, ValueError):
                     child.kill()
             raise
-        finally:
-            if ignoring:
-                signal.signal(signal.SIGINT, previous)
     if "error" in box:
         raise box["error"]
     return box["client"]

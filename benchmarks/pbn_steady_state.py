@@ -1,7 +1,7 @@
 """Wall time of one steady-state probability (seed 000's Algorithm 3) on CPU and 1/2/4 GPUs.
 
     python benchmarks/pbn_steady_state.py [--gpus 1 2 4] [--precisions 1e-4 1e-5] [--cpu-precisions 1e-4]
-                                          [--networks sizek montagud] [--out table.md]
+                                          [--networks sizek montagud] [--in-process] [--out table.md]
 
 Each configuration runs through Dask end to end (``distsim.connect()``: LocalCUDACluster with one
 worker per GPU, or a LocalCluster of CPU workers), after a warm-up run that compiles the kernels
@@ -87,6 +87,8 @@ def main() -> None:
     ap.add_argument("--cpu-precisions", type=float, nargs="*", default=[1e-4])
     ap.add_argument("--networks", nargs="+", default=["sizek", "montagud"], choices=sorted(NETWORKS))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--in-process", action="store_true",
+                    help="also time the GPU (else CPU) in this process, without Dask (issue 33: Dask within 1.3x)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -107,6 +109,11 @@ def main() -> None:
             client.cluster.close()
         del os.environ["DISTSIM_DISABLE_GPU"]
         backends.gpu_available.cache_clear()
+    if args.in_process:
+        from distsim.engine import LocalExecutor
+
+        run_config("in-process", LocalExecutor("gpu" if n_gpu else "cpu"), args.networks, args.precisions,
+                   args.seed, rows)
     for g in args.gpus:
         if g > n_gpu:
             print(f"skipping {g} GPUs: only {n_gpu} visible")
@@ -126,6 +133,7 @@ def main() -> None:
              "rounds | wall s | steps/s | speed-up vs 1 GPU | imbalance s | overhead s | between rounds s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     base = {(r["network"], r["precision"]): r["wall"] for r in rows if r["config"] == "1 GPU"}
+    # speed-up vs 1 GPU through Dask; the in-process row's is Dask's cost (1 GPU wall / in-process wall < 1)
     for r in rows:
         ref = base.get((r["network"], r["precision"]))
         sp = f"{ref / r['wall']:.2f}" if ref else "-"

@@ -1,6 +1,10 @@
 # Source on a lent GPU machine (no network): installs the carried wheels from .whl/ into /tmp/site
-# and puts them and this checkout on PYTHONPATH. Fill .whl/ first on a networked machine with
+# (once per machine: a warm machine keeps them) and puts them and this checkout on PYTHONPATH. Fill
+# .whl/ first on a networked machine with
 #   bash scripts/gpu-wheels.sh
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || return 1
+if [ ! -f /tmp/site/.distsim-wheels ] || [ "$(ls .whl | sha256sum)" != "$(cat /tmp/site/.distsim-wheels)" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || return 1
+    ls .whl | sha256sum > /tmp/site/.distsim-wheels
+fi
 export PYTHONPATH=/tmp/site:$PWD
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}

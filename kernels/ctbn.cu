@@ -15,8 +15,18 @@
 //    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
 //    hit; the host masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
+// A template: as written (its regions' default code) it reads each node's flip rate from its truth table over
+// the parents, with the state and the rate indices in the interleaved scratch ("table" kernel).
+// distsim/maboss/codegen.py fills the regions "//@@ NAME" .. "//@@ end" with code generated from one model
+// ("generated" kernel): the state as 32-bit words in registers (node i: bit i & 31 of word i >> 5), every
+// node's rate index recomputed after each event by straight-line logic of those bits (a decision diagram of
+// its truth table; the same for every thread of a warp, no loads), the rates as literals, the sums over the
+// nodes unrolled in node order: the same doubles added in the same order, so the same bits.
 #include "philox.cuh"
 #include "dsmath.cuh"
+//@@ defs
+#define CTBN_VW_OF(a) (a)  // 64-bit words of a visible state (a compile-time constant in a generated kernel)
+//@@ end
 
 #define CTBN_QUANTA 1073741824LL  // 2**30 quanta per time_tick
 #define CTBN_TH_SCALE 0.015625    // 2**24 / 2**30
@@ -78,7 +88,7 @@ extern "C" __global__ void ctbn_simulate(
     const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
     unsigned char* __restrict__ xs, unsigned char* __restrict__ ridx_all,
-    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw, const int n_words,
+    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw_arg, const int n_words,
     const int dense, const long long n_states, const int copies, unsigned long long* acc, const long long acc_len,
     const long long o_q, const long long o_q2, const long long o_full, const long long o_final,
     const long long o_th, const long long o_th2, const long long o_dth, const long long o_dth2, const long long o_ev,
@@ -91,6 +101,7 @@ extern "C" __global__ void ctbn_simulate(
     const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= n_traj) return;
     const long long N = n_traj;
+    const int vw = CTBN_VW_OF(vw_arg);
     unsigned char* x = xs;  // x[i] at i * N + c
     unsigned char* const ridx = ridx_all;  // ridx[i] at i * N + c
 #define CTBN_RATE(i) vals[val_start[i] + ridx[(long long)(i) * N + c]]
@@ -112,6 +123,8 @@ extern "C" __global__ void ctbn_simulate(
     for (int w = 0; w < vw; ++w) vis[w] = 0ULL;
     for (int i = 0; i < n; ++i)
         if (vpos[i] >= 0 && x[(long long)i * N + c]) vis[vpos[i] >> 6] |= 1ULL << (vpos[i] & 63);
+    //@@ state_load
+    //@@ end
     const double scale = (double)CTBN_QUANTA / tick;
     const long long m_end = (long long)n_win * CTBN_QUANTA;
     // this thread's copy of the sum tables
@@ -129,6 +142,8 @@ extern "C" __global__ void ctbn_simulate(
     int win = 0, nrec = 0, fp = 0, last = -1;
     bool over = false;
     while (true) {
+        double total = 0.0, rate_internal = 0.0;
+        //@@ rates
         // flip rates (all at first, then those that read the node that flipped): each node's table over its
         // parents (the first parent is the most significant bit); the sums in node order (cpu._update_rates)
         const int k_end = last < 0 ? n : child_start[last + 1];
@@ -138,12 +153,12 @@ extern "C" __global__ void ctbn_simulate(
             for (int j = par_start[i]; j < par_start[i + 1]; ++j) row = (row << 1) | x[(long long)par_index[j] * N + c];
             ridx[(long long)i * N + c] = tt[tt_start[i] + row];
         }
-        double total = 0.0, rate_internal = 0.0;
         for (int i = 0; i < n; ++i) {
             const double ri = CTBN_RATE(i);
             total += ri;
             if (ri != 0.0 && internal[i]) rate_internal += ri;
         }
+        //@@ end
         double u2 = 0.0, t_new, th;
         if (total == 0.0) {
             t_new = max_time;
@@ -158,6 +173,7 @@ extern "C" __global__ void ctbn_simulate(
             th = 0.0;
             if (n != 1) {
                 const double tni = total - rate_internal;
+                //@@ entropy
                 for (int j = 0; j < n_vis; ++j) {  // the visible nodes in node order
                     const double ri = CTBN_RATE(vis_nodes[j]);
                     if (ri != 0.0) {
@@ -165,6 +181,7 @@ extern "C" __global__ void ctbn_simulate(
                         th -= (ds_log(p) * DS_INV_LN2) * p;
                     }
                 }
+                //@@ end
             }
         }
         long long pos_new = m_end;
@@ -239,6 +256,7 @@ extern "C" __global__ void ctbn_simulate(
         if (over || t_new >= max_time) break;
         double rr = u2 * total;
         int node = -1;
+        //@@ select
         for (int i = 0; i < n; ++i) {
             const double ri = CTBN_RATE(i);
             if (ri > 0.0) {
@@ -248,7 +266,11 @@ extern "C" __global__ void ctbn_simulate(
             }
         }
         x[(long long)node * N + c] ^= 1;
-        if (vpos[node] >= 0) vis[vpos[node] >> 6] ^= 1ULL << (vpos[node] & 63);
+        //@@ end
+        const int vp = vpos[node];
+        if (vp >= 0)
+            for (int w = 0; w < vw; ++w)  // a constant index once unrolled (vis stays in registers)
+                if (w == vp >> 6) vis[w] ^= 1ULL << (vp & 63);
         last = node;
         t = t_new;
         ++ev;
@@ -257,6 +279,8 @@ extern "C" __global__ void ctbn_simulate(
         flags[0] = 1;
         return;
     }
+    //@@ state_store
+    //@@ end
     atomicAdd(&my[o_ev], (unsigned long long)ev);
     if (dense) {
         atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);

@@ -1,0 +1,174 @@
+"""The generated GPU kernel of one MaBoSS model: ``kernels/ctbn.cu``'s regions filled with code for its
+flip rates (see the head of that file).
+
+Per event the table kernel reads, for every node, its rate index from the interleaved scratch and its value
+from the node's table (the sums over all nodes, the entropy over the visible ones, the choice of the flip:
+some 3n loads per event, plus the parents' bits of the recomputed rates); the generated kernel keeps the
+state in ``ceil(n / 32)`` registers and recomputes every rate index from it by straight-line logic (the same
+instructions for every thread of a warp, where the table kernel's recomputation after a flip diverges by the
+node that flipped), packs the indices into registers and reads the rates as literals: no memory traffic per
+event but the Philox draw and the window records.
+
+Node i's rate index is a function of its parents' bits (``model.tt``); each bit of it becomes a reduced
+ordered decision diagram over the parents (the first parent on top, as the table's most significant bit),
+emitted as one 0/1 expression per diagram node. The rates and the sums are those of the table kernel:
+``vals[val_start[i] + index]`` added in node order, so the same bits.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..backends import cuda
+from .model import CompiledModel
+
+MAX_DIAGRAM_NODES = 20000  # beyond (over all nodes of a model): the table kernel (code size, NVRTC time)
+KERNEL_ENV = "DISTSIM_MABOSS_KERNEL"  # "table" or "generated" (default: generated where it fits)
+
+
+def diagram(table: np.ndarray) -> tuple[list[tuple[int, int, int]], int]:
+    """A reduced ordered decision diagram of the 0/1 ``table`` over K variables (row r gives variable k the bit
+    ``(r >> (K-1-k)) & 1``): ``(nodes, root)``; node j (id ``j + 2``) is ``(k, lo, hi)``: ``hi`` where
+    variable k is 1, else ``lo``; ids 0 and 1 are the constants. Children come before their parents."""
+    size = table.size
+    K = size.bit_length() - 1
+    if size != 1 << K:
+        raise ValueError("a truth table has 2**K rows")
+    ids = np.asarray(table, np.int64) != 0
+    ids = ids.astype(np.int64)
+    nodes: list[tuple[int, int, int]] = []
+    for k in range(K - 1, -1, -1):  # the sub-functions of the first k variables' prefixes
+        lo, hi = ids[0::2], ids[1::2]
+        need = lo != hi
+        new = lo.copy()
+        if need.any():
+            pairs, inv = np.unique(np.stack([lo[need], hi[need]], axis=1), axis=0, return_inverse=True)
+            new[need] = 2 + len(nodes) + inv.reshape(-1)
+            nodes.extend((k, int(a), int(b)) for a, b in pairs)
+        ids = new
+    return nodes, int(ids[0])
+
+
+def _bits(m: CompiledModel, i: int) -> tuple[np.ndarray, tuple[int, ...], list[float]]:
+    """Node i's table of rate indices, its parents and its rate values."""
+    ps = tuple(int(p) for p in m.par_index[m.par_start[i]:m.par_start[i + 1]])
+    t = m.tt[m.tt_start[i]:m.tt_start[i] + (1 << len(ps))]
+    end = m.val_start[i + 1] if i + 1 < m.n else m.vals.size
+    return t, ps, [float(v) for v in m.vals[m.val_start[i]:end]]
+
+
+def _bit(p: int) -> str:
+    return f"((s{p >> 5} >> {p & 31}) & 1u)"
+
+
+def _node_expr(k: int, lo: str, hi: str, v: str) -> str:
+    if lo == "0u" and hi == "1u":
+        return v
+    if lo == "1u" and hi == "0u":
+        return f"({v} ^ 1u)"
+    if lo == "0u":
+        return f"({v} & {hi})"
+    if hi == "0u":
+        return f"(({v} ^ 1u) & {lo})"
+    if lo == "1u":
+        return f"(({v} ^ 1u) | {hi})"
+    if hi == "1u":
+        return f"({v} | {lo})"
+    return f"(({v} & {hi}) | (({v} ^ 1u) & {lo}))"
+
+
+def _rate(idx: str, vals: list[float]) -> str:
+    """The double of rate index ``idx`` (0: rate 0)."""
+    out = "0.0"
+    for k in range(len(vals) - 1, 0, -1):
+        out = f"({idx} == {k}u ? {vals[k].hex()} : {out})" if len(vals) > 2 else f"({idx} ? {vals[k].hex()} : 0.0)"
+    return out
+
+
+class _Plan:
+    """Where each node's rate index lives (a bit field of a packed register) and the code that computes it."""
+
+    def __init__(self, m: CompiledModel):
+        self.m = m
+        self.size = 0  # decision-diagram nodes
+        self.code: list[str] = []
+        self.field: dict[int, tuple[int, int, int]] = {}  # node -> (word, shift, width)
+        self.vals: dict[int, list[float]] = {}
+        word, shift = 0, 0
+        for i in range(m.n):
+            t, ps, vals = _bits(m, i)
+            width = (len(vals) - 1).bit_length()
+            if width == 0 or not t.any():
+                continue  # rate 0 in every state (a mutant, an input)
+            planes = []
+            for b in range(width):
+                nodes, root = diagram((t >> b) & 1)
+                self.size += len(nodes)
+                name = {0: "0u", 1: "1u"}
+                for j, (k, lo, hi) in enumerate(nodes):
+                    name[j + 2] = f"d{i}_{b}_{j}"
+                    self.code.append(f"const unsigned {name[j + 2]} = "
+                                     f"{_node_expr(k, name[lo], name[hi], _bit(ps[k]))};")
+                planes.append(name[root] if b == 0 else f"({name[root]} << {b})")
+            if shift + width > 32:
+                word, shift = word + 1, 0
+            self.field[i] = (word, shift, width)
+            self.vals[i] = vals
+            idx = " | ".join(planes)
+            self.code.append(f"const unsigned r{i} = {idx};")
+            self.code.append(f"a{word} |= r{i} << {shift};" if shift else f"a{word} |= r{i};")
+            shift += width
+        self.words = word + 1
+
+    def rate(self, i: int) -> str:
+        w, s, width = self.field[i]
+        return _rate(f"((a{w} >> {s}) & {(1 << width) - 1}u)", self.vals[i])
+
+
+def regions(m: CompiledModel) -> dict[str, str] | None:
+    """The template's regions for ``m`` (None: too large a model for generated code)."""
+    plan = _Plan(m)
+    if plan.size > MAX_DIAGRAM_NODES:
+        return None
+    sw = (m.n + 31) // 32
+    load = [f"unsigned int {', '.join(f's{w} = 0u' for w in range(sw))};"]
+    store = []
+    for w in range(sw):
+        hi = min(32, m.n - 32 * w)
+        load.append(f"for (int b = 0; b < {hi}; ++b) s{w} |= (unsigned int)x[(long long)({32 * w} + b) * N + c] << b;")
+        store.append(f"for (int b = 0; b < {hi}; ++b) x[(long long)({32 * w} + b) * N + c] = "
+                     f"(unsigned char)((s{w} >> b) & 1u);")
+    rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code]
+    for i in plan.field:  # node order
+        rates.append(f"{{ const double ri = {_rate(f'r{i}', plan.vals[i])}; total += ri;"
+                     + (" if (ri != 0.0) rate_internal += ri; }" if m.internal[i] else " }"))
+    entropy = []
+    for i in plan.field:
+        if not m.internal[i]:
+            entropy.append(f"{{ const double ri = {plan.rate(i)}; if (ri != 0.0) {{ const double p = ri / tni; "
+                           "th -= (ds_log(p) * DS_INV_LN2) * p; } }")
+    select = [f"{{ const double ri = {plan.rate(i)}; if (ri > 0.0) {{ node = {i}; rr -= ri; "
+              "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
+    select.append("ctbn_picked:")
+    select += [f"if ((node >> 5) == {w}) s{w} ^= 1u << (node & 31);" for w in range(sw)]
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}", "state_load": "\n".join(load),
+            "rates": "\n".join(rates), "entropy": "\n".join(entropy), "select": "\n".join(select),
+            "state_store": "\n".join(store)}
+
+
+def use_generated() -> bool:
+    """The A/B switch: ``DISTSIM_MABOSS_KERNEL=table`` runs the table kernel (default: generated)."""
+    v = os.environ.get(KERNEL_ENV, "generated").strip().lower()
+    if v not in ("generated", "table"):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{KERNEL_ENV} must be 'generated' or 'table', got {v!r}")
+    return v == "generated"
+
+
+def fill(template: str, m: CompiledModel) -> str | None:
+    """``template`` (``kernels/ctbn.cu``) with ``m``'s generated regions, or None (the table kernel)."""
+    r = regions(m)
+    return None if r is None else cuda.fill_template(template, r)

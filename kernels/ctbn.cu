@@ -25,7 +25,10 @@
 #include "philox.cuh"
 #include "dsmath.cuh"
 //@@ defs
-#define CTBN_VW_OF(a) (a)  // 64-bit words of a visible state (a compile-time constant in a generated kernel)
+// 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
+// stays in registers: every index of it is a constant once the loops are unrolled)
+#define CTBN_VW_OF(a) (a)
+#define CTBN_NW_OF(a) (a)
 //@@ end
 
 #define CTBN_QUANTA 1073741824LL  // 2**30 quanta per time_tick
@@ -88,7 +91,7 @@ extern "C" __global__ void ctbn_simulate(
     const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
     unsigned char* __restrict__ xs, unsigned char* __restrict__ ridx_all,
-    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw_arg, const int n_words,
+    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw_arg, const int n_words_arg,
     const int dense, const long long n_states, const int copies, unsigned long long* acc, const long long acc_len,
     const long long o_q, const long long o_q2, const long long o_full, const long long o_final,
     const long long o_th, const long long o_th2, const long long o_dth, const long long o_dth2, const long long o_ev,
@@ -101,7 +104,7 @@ extern "C" __global__ void ctbn_simulate(
     const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= n_traj) return;
     const long long N = n_traj;
-    const int vw = CTBN_VW_OF(vw_arg);
+    const int vw = CTBN_VW_OF(vw_arg), n_words = CTBN_NW_OF(n_words_arg);
     unsigned char* x = xs;  // x[i] at i * N + c
     unsigned char* const ridx = ridx_all;  // ridx[i] at i * N + c
 #define CTBN_RATE(i) vals[val_start[i] + ridx[(long long)(i) * N + c]]

@@ -122,38 +122,45 @@ class _Plan:
             shift += width
         self.words = word + 1
 
-    def rate(self, i: int) -> str:
+    def index(self, i: int) -> str:
         w, s, width = self.field[i]
-        return _rate(f"((a{w} >> {s}) & {(1 << width) - 1}u)", self.vals[i])
+        return f"((a{w} >> {s}) & {(1 << width) - 1}u)"
 
 
 def regions(m: CompiledModel) -> dict[str, str] | None:
-    """The template's regions for ``m`` (None: too large a model for generated code)."""
+    """The template's regions for ``m`` (None: too large a model for generated code); a mutant model gets the
+    code of its unmutated model, the mutant nodes' rate indices masked by the kernel's ``fix_mask``."""
+    m = m.unmutated or m
     plan = _Plan(m)
     if plan.size > MAX_DIAGRAM_NODES:
         return None
     sw = (m.n + 31) // 32
-    load = [f"unsigned int {', '.join(f's{w} = 0u' for w in range(sw))};"]
+    load = [f"unsigned int {', '.join(f's{w} = 0u' for w in range(sw))};",
+            f"unsigned int {', '.join(f'am{w} = ~0u' for w in range(plan.words))};  // mutants' fields cleared"]
+    for i, (w, s, width) in plan.field.items():
+        load.append(f"if (fix_mask[{i}]) am{w} &= ~{((1 << width) - 1) << s}u;")
     store = []
     for w in range(sw):
         hi = min(32, m.n - 32 * w)
         load.append(f"for (int b = 0; b < {hi}; ++b) s{w} |= (unsigned int)x[(long long)({32 * w} + b) * N + c] << b;")
         store.append(f"for (int b = 0; b < {hi}; ++b) x[(long long)({32 * w} + b) * N + c] = "
                      f"(unsigned char)((s{w} >> b) & 1u);")
-    rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code]
-    for i in plan.field:  # node order
-        rates.append(f"{{ const double ri = {_rate(f'r{i}', plan.vals[i])}; total += ri;"
-                     + (" if (ri != 0.0) rate_internal += ri; }" if m.internal[i] else " }"))
+    rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code,
+             *(f"a{w} &= am{w};" for w in range(plan.words))]
+    for i in plan.field:  # node order; adding a rate 0 changes no sum (they are >= +0.0)
+        rates.append(f"{{ const unsigned k = {plan.index(i)}; const double ri = {_rate('k', plan.vals[i])}; "
+                     "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
+    # a rate is > 0 exactly where its index is not 0 (the values are > 0): integer tests
     entropy = []
     for i in plan.field:
         if not m.internal[i]:
-            entropy.append(f"{{ const double ri = {plan.rate(i)}; if (ri != 0.0) {{ const double p = ri / tni; "
-                           "th -= (ds_log(p) * DS_INV_LN2) * p; } }")
-    select = [f"{{ const double ri = {plan.rate(i)}; if (ri > 0.0) {{ node = {i}; rr -= ri; "
+            entropy.append(f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
+                           f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}")
+    select = [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) s{w} ^= 1u << (node & 31);" for w in range(sw)]
-    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}", "state_load": "\n".join(load),
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}", "state_load": "\n".join(load),
             "rates": "\n".join(rates), "entropy": "\n".join(entropy), "select": "\n".join(select),
             "state_store": "\n".join(store)}
 

@@ -31,6 +31,7 @@ CASES = {
     "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
     "calzone2010": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", None, {}),
     "montagud133": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {}),
+    "montagud133-mutants": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {"AKT": 0, "ERK": 1}),
 }
 
 

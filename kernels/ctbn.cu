@@ -24,6 +24,9 @@
 // nodes unrolled in node order: the same doubles added in the same order, so the same bits.
 #include "philox.cuh"
 #include "dsmath.cuh"
+// x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
+// is shared between the sums and the choice of the flip, which would keep one register per node alive)
+#define CTBN_OPAQUE(x) asm volatile("" : "+r"(x))
 //@@ defs
 // 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
 // stays in registers: every index of it is a constant once the loops are unrolled)
@@ -124,8 +127,12 @@ extern "C" __global__ void ctbn_simulate(
         if (fix_mask[i]) x[(long long)i * N + c] = fix_val[i];
     unsigned long long vis[CTBN_VW_MAX];
     for (int w = 0; w < vw; ++w) vis[w] = 0ULL;
-    for (int i = 0; i < n; ++i)
-        if (vpos[i] >= 0 && x[(long long)i * N + c]) vis[vpos[i] >> 6] |= 1ULL << (vpos[i] & 63);
+    for (int i = 0; i < n; ++i) {
+        const int vp = vpos[i];
+        if (vp >= 0 && x[(long long)i * N + c])
+            for (int w = 0; w < vw; ++w)
+                if (w == vp >> 6) vis[w] |= 1ULL << (vp & 63);
+    }
     //@@ state_load
     //@@ end
     const double scale = (double)CTBN_QUANTA / tick;
@@ -143,6 +150,10 @@ extern "C" __global__ void ctbn_simulate(
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
+    // the record of the current visible state in this window (-1: not looked up since it changed) and its
+    // quanta not yet added to rec_q: an event that flips an internal node touches no record in memory
+    int cur = -1;
+    long long pend = 0;
     bool over = false;
     while (true) {
         double total = 0.0, rate_internal = 0.0;
@@ -214,20 +225,23 @@ extern "C" __global__ void ctbn_simulate(
             }
             const long long seg = pos_new < wend ? pos_new : wend;
             const long long q = seg - pos;
-            int r = 0;
-            for (; r < nrec; ++r) {
-                bool same = true;
-                for (int w = 0; w < vw; ++w)
-                    if (rec_state[((long long)r * vw + w) * N + c] != vis[w]) { same = false; break; }
-                if (same) break;
+            if (cur < 0) {  // the visible state changed, or a new window: find (or add) its record
+                int r = 0;
+                for (; r < nrec; ++r) {
+                    bool same = true;
+                    for (int w = 0; w < vw; ++w)
+                        if (rec_state[((long long)r * vw + w) * N + c] != vis[w]) { same = false; break; }
+                    if (same) break;
+                }
+                if (r == nrec) {
+                    if (nrec == rec_cap) { over = true; break; }
+                    for (int w = 0; w < vw; ++w) rec_state[((long long)r * vw + w) * N + c] = vis[w];
+                    rec_q[(long long)r * N + c] = 0;
+                    ++nrec;
+                }
+                cur = r;
             }
-            if (r == nrec) {
-                if (nrec == rec_cap) { over = true; break; }
-                for (int w = 0; w < vw; ++w) rec_state[((long long)r * vw + w) * N + c] = vis[w];
-                rec_q[(long long)r * N + c] = 0;
-                ++nrec;
-            }
-            rec_q[(long long)r * N + c] += q;
+            pend += q;
             thacc += (double)q * th;
             pos = seg;
             if (pos == wend) {
@@ -236,7 +250,8 @@ extern "C" __global__ void ctbn_simulate(
                 atomicAdd(&sth[win], (unsigned long long)ti);
                 atomicAdd(&sth2[win], (unsigned long long)(ts * ts));
                 for (int e = 0; e < nrec; ++e) {  // the window's records
-                    const unsigned long long qe = (unsigned long long)rec_q[(long long)e * N + c];
+                    const unsigned long long qe =
+                        (unsigned long long)(rec_q[(long long)e * N + c] + (e == cur ? pend : 0LL));
                     const unsigned long long qq = qe >> CTBN_SQ_SHIFT;
                     if (dense) {
                         const long long at =
@@ -254,6 +269,8 @@ extern "C" __global__ void ctbn_simulate(
                 thacc = 0.0;
                 ++win;
                 nrec = 0;
+                cur = -1;
+                pend = 0;
             }
         }
         if (over || t_new >= max_time) break;
@@ -271,9 +288,13 @@ extern "C" __global__ void ctbn_simulate(
         x[(long long)node * N + c] ^= 1;
         //@@ end
         const int vp = vpos[node];
-        if (vp >= 0)
+        if (vp >= 0) {
             for (int w = 0; w < vw; ++w)  // a constant index once unrolled (vis stays in registers)
                 if (w == vp >> 6) vis[w] ^= 1ULL << (vp & 63);
+            if (cur >= 0) rec_q[(long long)cur * N + c] += pend;
+            cur = -1;
+            pend = 0;
+        }
         last = node;
         t = t_new;
         ++ev;

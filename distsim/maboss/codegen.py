@@ -4,7 +4,7 @@ flip rates (see the head of that file).
 Per event the table kernel reads, for every node, its rate index from the interleaved scratch and its value
 from the node's table (the sums over all nodes, the entropy over the visible ones, the choice of the flip:
 some 3n loads per event, plus the parents' bits of the recomputed rates); the generated kernel keeps the
-state in ``ceil(n / 32)`` registers and recomputes every rate index from it by straight-line logic (the same
+state in ``ceil(n / 32)`` registers (xw0, ...) and recomputes every rate index from it by straight-line logic (the same
 instructions for every thread of a warp, where the table kernel's recomputation after a flip diverges by the
 node that flipped), packs the indices into registers and reads the rates as literals: no memory traffic per
 event but the Philox draw and the window records.
@@ -18,6 +18,7 @@ emitted as one 0/1 expression per diagram node. The rates and the sums are those
 from __future__ import annotations
 
 import os
+import struct
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def _bits(m: CompiledModel, i: int) -> tuple[np.ndarray, tuple[int, ...], list[f
 
 
 def _bit(p: int) -> str:
-    return f"((s{p >> 5} >> {p & 31}) & 1u)"
+    return f"((xw{p >> 5} >> {p & 31}) & 1u)"
 
 
 def _node_expr(k: int, lo: str, hi: str, v: str) -> str:
@@ -80,7 +81,11 @@ def _node_expr(k: int, lo: str, hi: str, v: str) -> str:
 
 
 def _rate(idx: str, vals: list[float]) -> str:
-    """The double of rate index ``idx`` (0: rate 0)."""
+    """The double of rate index ``idx`` (0: rate 0). With one value, its bits masked by -idx: no constant to
+    keep in a register across events (a select of a literal makes the compiler hoist it out of the loop)."""
+    if len(vals) == 2:
+        bits = struct.unpack("<q", struct.pack("<d", vals[1]))[0]
+        return f"__longlong_as_double((long long)(0ULL - (unsigned long long)({idx})) & {bits}LL)"
     out = "0.0"
     for k in range(len(vals) - 1, 0, -1):
         out = f"({idx} == {k}u ? {vals[k].hex()} : {out})" if len(vals) > 2 else f"({idx} ? {vals[k].hex()} : 0.0)"
@@ -93,7 +98,7 @@ class _Plan:
     def __init__(self, m: CompiledModel):
         self.m = m
         self.size = 0  # decision-diagram nodes
-        self.code: list[str] = []
+        self.code: list[str] = []  # the rates region after the packed words' declaration
         self.field: dict[int, tuple[int, int, int]] = {}  # node -> (word, shift, width)
         self.vals: dict[int, list[float]] = {}
         word, shift = 0, 0
@@ -103,6 +108,7 @@ class _Plan:
             if width == 0 or not t.any():
                 continue  # rate 0 in every state (a mutant, an input)
             planes = []
+            self.code.append(f"{{  // node {i}: its rate index")
             for b in range(width):
                 nodes, root = diagram((t >> b) & 1)
                 self.size += len(nodes)
@@ -116,9 +122,9 @@ class _Plan:
                 word, shift = word + 1, 0
             self.field[i] = (word, shift, width)
             self.vals[i] = vals
-            idx = " | ".join(planes)
-            self.code.append(f"const unsigned r{i} = {idx};")
-            self.code.append(f"a{word} |= r{i} << {shift};" if shift else f"a{word} |= r{i};")
+            k = " | ".join(planes)
+            self.code.append(f"a{word} |= ({k}) << {shift};" if shift else f"a{word} |= {k};")
+            self.code.append("}")
             shift += width
         self.words = word + 1
 
@@ -135,31 +141,33 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     if plan.size > MAX_DIAGRAM_NODES:
         return None
     sw = (m.n + 31) // 32
-    load = [f"unsigned int {', '.join(f's{w} = 0u' for w in range(sw))};",
+    load = [f"unsigned int {', '.join(f'xw{w} = 0u' for w in range(sw))};",
             f"unsigned int {', '.join(f'am{w} = ~0u' for w in range(plan.words))};  // mutants' fields cleared"]
     for i, (w, s, width) in plan.field.items():
         load.append(f"if (fix_mask[{i}]) am{w} &= ~{((1 << width) - 1) << s}u;")
     store = []
     for w in range(sw):
         hi = min(32, m.n - 32 * w)
-        load.append(f"for (int b = 0; b < {hi}; ++b) s{w} |= (unsigned int)x[(long long)({32 * w} + b) * N + c] << b;")
+        load.append(f"for (int b = 0; b < {hi}; ++b) xw{w} |= (unsigned int)x[(long long)({32 * w} + b) * N + c] << b;")
         store.append(f"for (int b = 0; b < {hi}; ++b) x[(long long)({32 * w} + b) * N + c] = "
-                     f"(unsigned char)((s{w} >> b) & 1u);")
+                     f"(unsigned char)((xw{w} >> b) & 1u);")
+    # the sums in node order; the nodes whose rate is always 0 add nothing (a sum of rates >= +0.0 is unchanged)
     rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code,
              *(f"a{w} &= am{w};" for w in range(plan.words))]
-    for i in plan.field:  # node order; adding a rate 0 changes no sum (they are >= +0.0)
+    for i in plan.field:
         rates.append(f"{{ const unsigned k = {plan.index(i)}; const double ri = {_rate('k', plan.vals[i])}; "
                      "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
     # a rate is > 0 exactly where its index is not 0 (the values are > 0): integer tests
-    entropy = []
+    entropy = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
     for i in plan.field:
         if not m.internal[i]:
             entropy.append(f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
                            f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}")
-    select = [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
+    select = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
+    select += [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
     select.append("ctbn_picked:")
-    select += [f"if ((node >> 5) == {w}) s{w} ^= 1u << (node & 31);" for w in range(sw)]
+    select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}", "state_load": "\n".join(load),
             "rates": "\n".join(rates), "entropy": "\n".join(entropy), "select": "\n".join(select),
             "state_store": "\n".join(store)}
@@ -173,6 +181,23 @@ def use_generated() -> bool:
 
         raise ConfigError(f"{KERNEL_ENV} must be 'generated' or 'table', got {v!r}")
     return v == "generated"
+
+
+MAXREG_ENV = "DISTSIM_MABOSS_MAXREG"  # registers per thread of a generated kernel (0: ptxas's choice)
+MAXREG = 128  # 16 warps per SM at 128 threads a block, as the table kernel; ptxas alone takes 130-220 for
+# sizek and Montagud (8-12 warps), holding constants it could rematerialize, for a few spilled words at 128
+
+
+def options(src: str) -> tuple[str, ...]:
+    """NVRTC options of a generated kernel's source (none for the table kernel)."""
+    if "ctbn_picked" not in src:
+        return ()
+    v = os.environ.get(MAXREG_ENV, str(MAXREG)).strip()
+    if not v.isdigit() or (int(v) and not 32 <= int(v) <= 255):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{MAXREG_ENV} must be 0 (no cap) or a number of registers in 32..255, got {v!r}")
+    return (f"--maxrregcount={int(v)}",) if int(v) else ()
 
 
 def fill(template: str, m: CompiledModel) -> str | None:

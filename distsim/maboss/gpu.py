@@ -39,7 +39,8 @@ def source(m: CompiledModel | None = None) -> str:
 
 
 def _module(m: CompiledModel | None = None) -> Any:
-    return cuda.load_module(source(m), OPTIONS)
+    src = source(m)
+    return cuda.load_module(src, OPTIONS + codegen.options(src))
 
 
 _DEVICE_MODELS: dict[tuple[str, int], tuple] = {}

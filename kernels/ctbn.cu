@@ -15,6 +15,8 @@
 //    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
 //    hit; the host masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
+// The record of the current visible state and its quanta since it was last written stay in registers until
+// the visible state changes or the window ends, so an event that flips an internal node touches no record.
 // A template: as written (its regions' default code) it reads each node's flip rate from its truth table over
 // the parents, with the state and the rate indices in the interleaved scratch ("table" kernel).
 // distsim/maboss/codegen.py fills the regions "//@@ NAME" .. "//@@ end" with code generated from one model

@@ -5,11 +5,14 @@ test_maboss_kernels_host.py (host-compiled) and tests/gpu/test_maboss_gpu.py."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from distsim.backends import cuda
 from distsim.errors import ConfigError
 from distsim.maboss import codegen, compile_model, gpu, load
 
@@ -74,3 +77,34 @@ def test_table_kernel_when_too_large_or_asked(monkeypatch):
     monkeypatch.setenv(codegen.KERNEL_ENV, "fast")
     with pytest.raises(ConfigError, match="DISTSIM_MABOSS_KERNEL must be 'generated' or 'table', got 'fast'"):
         gpu.source(c)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("bnd,cfg,mutants", [("sizek.bnd", "sizek.cfg", {}),
+                                             ("Montagud2022_Prostate_Cancer.bnd", None, {"AKT": 0}),
+                                             ("cellcycle.bnd", "cellcycle_runcfg.cfg", {})])
+def test_generated_kernel_compiles_with_nvcc(bnd, cfg, mutants, tmp_path):
+    """The generated source builds for sm_90 with the options the GPU path gives NVRTC (no GPU needed)."""
+    c = compile_model(load(DATA / bnd, DATA / cfg if cfg else None), mutants)
+    src = gpu.source(c)
+    assert "ctbn_picked" in src
+    (tmp_path / "k.cu").write_text(src)
+    opts = [o.replace("--maxrregcount=", "-maxrregcount=") for o in (*gpu.OPTIONS, *codegen.options(src))]
+    r = subprocess.run([shutil.which("nvcc"), "-std=c++17", "-arch=sm_90", "--cubin", *opts, "-I",
+                        str(cuda.kernels_dir()), "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+
+
+def test_register_cap_option(monkeypatch):
+    src = gpu.source(compile_model(load(DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg")))
+    assert codegen.options(src) == (f"--maxrregcount={codegen.MAXREG}",)
+    assert codegen.options(gpu.source(None)) == ()  # the table kernel: ptxas's choice
+    monkeypatch.setenv(codegen.MAXREG_ENV, "0")
+    assert codegen.options(src) == ()
+    monkeypatch.setenv(codegen.MAXREG_ENV, "96")
+    assert codegen.options(src) == ("--maxrregcount=96",)
+    for bad in ("many", "16", "300"):
+        monkeypatch.setenv(codegen.MAXREG_ENV, bad)
+        with pytest.raises(ConfigError, match="DISTSIM_MABOSS_MAXREG must be 0"):
+            codegen.options(src)

@@ -3,16 +3,18 @@ flip rates (see the head of that file).
 
 Per event the table kernel reads, for every node, its rate index from the interleaved scratch and its value
 from the node's table (the sums over all nodes, the entropy over the visible ones, the choice of the flip:
-some 3n loads per event, plus the parents' bits of the recomputed rates); the generated kernel keeps the
-state in ``ceil(n / 32)`` registers (xw0, ...) and recomputes every rate index from it by straight-line logic (the same
-instructions for every thread of a warp, where the table kernel's recomputation after a flip diverges by the
-node that flipped), packs the indices into registers and reads the rates as literals: no memory traffic per
-event but the Philox draw and the window records.
+some 3n dependent loads per event from per-thread scratch too large for the caches, plus the parents' bits
+of the rates it recomputes); the generated kernel keeps the state in ``ceil(n / 32)`` registers (xw0, ...),
+recomputes every rate index from it by straight-line logic (the same instructions for every thread of a
+warp, where the table kernel's recomputation diverges by the node that flipped), packs the indices into
+registers (a0, ...) and writes the rates as literals: no memory traffic per event but the Philox draw.
 
 Node i's rate index is a function of its parents' bits (``model.tt``); each bit of it becomes a reduced
 ordered decision diagram over the parents (the first parent on top, as the table's most significant bit),
 emitted as one 0/1 expression per diagram node. The rates and the sums are those of the table kernel:
-``vals[val_start[i] + index]`` added in node order, so the same bits.
+``vals[val_start[i] + index]`` added in node order, so the same bits. A mutant model runs its unmutated
+model's kernel with the mutant nodes' index fields cleared from ``fix_mask`` (one kernel for a knock-out
+screen); other rate changes (``$variables``) give another kernel (NVRTC, a few seconds, cached on disk).
 """
 
 from __future__ import annotations
@@ -168,9 +170,9 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
-    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}", "state_load": "\n".join(load),
-            "rates": "\n".join(rates), "entropy": "\n".join(entropy), "select": "\n".join(select),
-            "state_store": "\n".join(store)}
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
+            "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
+            "select": "\n".join(select), "state_store": "\n".join(store)}
 
 
 def use_generated() -> bool:

@@ -28,6 +28,7 @@ from ..backends import cuda
 from .model import CompiledModel
 
 MAX_DIAGRAM_NODES = 20000  # beyond (over all nodes of a model): the table kernel (code size, NVRTC time)
+GENERATED_MARK = "ctbn_picked"  # a label only generated kernels have
 KERNEL_ENV = "DISTSIM_MABOSS_KERNEL"  # "table" or "generated" (default: generated where it fits)
 
 
@@ -192,7 +193,7 @@ MAXREG = 128  # 16 warps per SM at 128 threads a block, as the table kernel; ptx
 
 def options(src: str) -> tuple[str, ...]:
     """NVRTC options of a generated kernel's source (none for the table kernel)."""
-    if "ctbn_picked" not in src:
+    if GENERATED_MARK not in src:
         return ()
     v = os.environ.get(MAXREG_ENV, str(MAXREG)).strip()
     if not v.isdigit() or (int(v) and not 32 <= int(v) <= 255):

@@ -43,6 +43,11 @@ def _module(m: CompiledModel | None = None) -> Any:
     return cuda.load_module(src, OPTIONS + codegen.options(src))
 
 
+def _generated(m: CompiledModel) -> bool:
+    """Whether ``m`` runs a generated kernel (it keeps no rate indices in memory)."""
+    return codegen.GENERATED_MARK in source(m)
+
+
 _DEVICE_MODELS: dict[tuple[str, int], tuple] = {}
 
 
@@ -99,6 +104,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
      grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes) = _device_model(m)
     mod = _module(m)
+    generated = _generated(m)
     fn = mod.get_function("ctbn_simulate")
     vw, nw, kw = m.vis_words, m.n_words, 1 + m.n_words
     S = block.dense_states(m, b.n_win)
@@ -109,7 +115,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     prof = _Profile(cp)
     while True:  # per-thread scratch (written before it is read) and the zeroed sums
         xs = cp.empty(m.n * n, cp.uint8)
-        ridx = cp.empty(m.n * n, cp.uint8)
+        ridx = cp.empty(1 if generated else m.n * n, cp.uint8)
         rec_state = cp.empty(cap * vw * n, cp.uint64)
         rec_q = cp.empty(cap * n, cp.int64)
         acc = cp.zeros(n_copies * length, cp.uint64)

@@ -15,8 +15,26 @@
 //    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
 //    hit; the host masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
+// The record of the current visible state and its quanta since it was last written stay in registers until
+// the visible state changes or the window ends, so an event that flips an internal node touches no record.
+// A template: as written (its regions' default code) it reads each node's flip rate from its truth table over
+// the parents, with the state and the rate indices in the interleaved scratch ("table" kernel).
+// distsim/maboss/codegen.py fills the regions "//@@ NAME" .. "//@@ end" with code generated from one model
+// ("generated" kernel): the state as 32-bit words in registers (node i: bit i & 31 of word i >> 5), every
+// node's rate index recomputed after each event by straight-line logic of those bits (a decision diagram of
+// its truth table; the same for every thread of a warp, no loads), the rates as literals, the sums over the
+// nodes unrolled in node order: the same doubles added in the same order, so the same bits.
 #include "philox.cuh"
 #include "dsmath.cuh"
+// x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
+// is shared between the sums and the choice of the flip, which would keep one register per node alive)
+#define CTBN_OPAQUE(x) asm volatile("" : "+r"(x))
+//@@ defs
+// 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
+// stays in registers: every index of it is a constant once the loops are unrolled)
+#define CTBN_VW_OF(a) (a)
+#define CTBN_NW_OF(a) (a)
+//@@ end
 
 #define CTBN_QUANTA 1073741824LL  // 2**30 quanta per time_tick
 #define CTBN_TH_SCALE 0.015625    // 2**24 / 2**30
@@ -78,7 +96,7 @@ extern "C" __global__ void ctbn_simulate(
     const unsigned int seed, const long long traj0, const int n_win,
     const double max_time, const double tick, const int discrete, const int rec_cap,
     unsigned char* __restrict__ xs, unsigned char* __restrict__ ridx_all,
-    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw, const int n_words,
+    unsigned long long* __restrict__ rec_state, long long* __restrict__ rec_q, const int vw_arg, const int n_words_arg,
     const int dense, const long long n_states, const int copies, unsigned long long* acc, const long long acc_len,
     const long long o_q, const long long o_q2, const long long o_full, const long long o_final,
     const long long o_th, const long long o_th2, const long long o_dth, const long long o_dth2, const long long o_ev,
@@ -91,6 +109,7 @@ extern "C" __global__ void ctbn_simulate(
     const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= n_traj) return;
     const long long N = n_traj;
+    const int vw = CTBN_VW_OF(vw_arg), n_words = CTBN_NW_OF(n_words_arg);
     unsigned char* x = xs;  // x[i] at i * N + c
     unsigned char* const ridx = ridx_all;  // ridx[i] at i * N + c
 #define CTBN_RATE(i) vals[val_start[i] + ridx[(long long)(i) * N + c]]
@@ -110,8 +129,14 @@ extern "C" __global__ void ctbn_simulate(
         if (fix_mask[i]) x[(long long)i * N + c] = fix_val[i];
     unsigned long long vis[CTBN_VW_MAX];
     for (int w = 0; w < vw; ++w) vis[w] = 0ULL;
-    for (int i = 0; i < n; ++i)
-        if (vpos[i] >= 0 && x[(long long)i * N + c]) vis[vpos[i] >> 6] |= 1ULL << (vpos[i] & 63);
+    for (int i = 0; i < n; ++i) {
+        const int vp = vpos[i];
+        if (vp >= 0 && x[(long long)i * N + c])
+            for (int w = 0; w < vw; ++w)
+                if (w == vp >> 6) vis[w] |= 1ULL << (vp & 63);
+    }
+    //@@ state_load
+    //@@ end
     const double scale = (double)CTBN_QUANTA / tick;
     const long long m_end = (long long)n_win * CTBN_QUANTA;
     // this thread's copy of the sum tables
@@ -127,8 +152,14 @@ extern "C" __global__ void ctbn_simulate(
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
+    // the record of the current visible state in this window (-1: not looked up since it changed) and its
+    // quanta not yet added to rec_q: an event that flips an internal node touches no record in memory
+    int cur = -1;
+    long long pend = 0;
     bool over = false;
     while (true) {
+        double total = 0.0, rate_internal = 0.0;
+        //@@ rates
         // flip rates (all at first, then those that read the node that flipped): each node's table over its
         // parents (the first parent is the most significant bit); the sums in node order (cpu._update_rates)
         const int k_end = last < 0 ? n : child_start[last + 1];
@@ -138,12 +169,12 @@ extern "C" __global__ void ctbn_simulate(
             for (int j = par_start[i]; j < par_start[i + 1]; ++j) row = (row << 1) | x[(long long)par_index[j] * N + c];
             ridx[(long long)i * N + c] = tt[tt_start[i] + row];
         }
-        double total = 0.0, rate_internal = 0.0;
         for (int i = 0; i < n; ++i) {
             const double ri = CTBN_RATE(i);
             total += ri;
             if (ri != 0.0 && internal[i]) rate_internal += ri;
         }
+        //@@ end
         double u2 = 0.0, t_new, th;
         if (total == 0.0) {
             t_new = max_time;
@@ -158,6 +189,7 @@ extern "C" __global__ void ctbn_simulate(
             th = 0.0;
             if (n != 1) {
                 const double tni = total - rate_internal;
+                //@@ entropy
                 for (int j = 0; j < n_vis; ++j) {  // the visible nodes in node order
                     const double ri = CTBN_RATE(vis_nodes[j]);
                     if (ri != 0.0) {
@@ -165,6 +197,7 @@ extern "C" __global__ void ctbn_simulate(
                         th -= (ds_log(p) * DS_INV_LN2) * p;
                     }
                 }
+                //@@ end
             }
         }
         long long pos_new = m_end;
@@ -194,20 +227,23 @@ extern "C" __global__ void ctbn_simulate(
             }
             const long long seg = pos_new < wend ? pos_new : wend;
             const long long q = seg - pos;
-            int r = 0;
-            for (; r < nrec; ++r) {
-                bool same = true;
-                for (int w = 0; w < vw; ++w)
-                    if (rec_state[((long long)r * vw + w) * N + c] != vis[w]) { same = false; break; }
-                if (same) break;
+            if (cur < 0) {  // the visible state changed, or a new window: find (or add) its record
+                int r = 0;
+                for (; r < nrec; ++r) {
+                    bool same = true;
+                    for (int w = 0; w < vw; ++w)
+                        if (rec_state[((long long)r * vw + w) * N + c] != vis[w]) { same = false; break; }
+                    if (same) break;
+                }
+                if (r == nrec) {
+                    if (nrec == rec_cap) { over = true; break; }
+                    for (int w = 0; w < vw; ++w) rec_state[((long long)r * vw + w) * N + c] = vis[w];
+                    rec_q[(long long)r * N + c] = 0;
+                    ++nrec;
+                }
+                cur = r;
             }
-            if (r == nrec) {
-                if (nrec == rec_cap) { over = true; break; }
-                for (int w = 0; w < vw; ++w) rec_state[((long long)r * vw + w) * N + c] = vis[w];
-                rec_q[(long long)r * N + c] = 0;
-                ++nrec;
-            }
-            rec_q[(long long)r * N + c] += q;
+            pend += q;
             thacc += (double)q * th;
             pos = seg;
             if (pos == wend) {
@@ -216,7 +252,8 @@ extern "C" __global__ void ctbn_simulate(
                 atomicAdd(&sth[win], (unsigned long long)ti);
                 atomicAdd(&sth2[win], (unsigned long long)(ts * ts));
                 for (int e = 0; e < nrec; ++e) {  // the window's records
-                    const unsigned long long qe = (unsigned long long)rec_q[(long long)e * N + c];
+                    const unsigned long long qe =
+                        (unsigned long long)(rec_q[(long long)e * N + c] + (e == cur ? pend : 0LL));
                     const unsigned long long qq = qe >> CTBN_SQ_SHIFT;
                     if (dense) {
                         const long long at =
@@ -234,11 +271,14 @@ extern "C" __global__ void ctbn_simulate(
                 thacc = 0.0;
                 ++win;
                 nrec = 0;
+                cur = -1;
+                pend = 0;
             }
         }
         if (over || t_new >= max_time) break;
         double rr = u2 * total;
         int node = -1;
+        //@@ select
         for (int i = 0; i < n; ++i) {
             const double ri = CTBN_RATE(i);
             if (ri > 0.0) {
@@ -248,7 +288,15 @@ extern "C" __global__ void ctbn_simulate(
             }
         }
         x[(long long)node * N + c] ^= 1;
-        if (vpos[node] >= 0) vis[vpos[node] >> 6] ^= 1ULL << (vpos[node] & 63);
+        //@@ end
+        const int vp = vpos[node];
+        if (vp >= 0) {
+            for (int w = 0; w < vw; ++w)  // a constant index once unrolled (vis stays in registers)
+                if (w == vp >> 6) vis[w] ^= 1ULL << (vp & 63);
+            if (cur >= 0) rec_q[(long long)cur * N + c] += pend;
+            cur = -1;
+            pend = 0;
+        }
         last = node;
         t = t_new;
         ++ev;
@@ -257,6 +305,8 @@ extern "C" __global__ void ctbn_simulate(
         flags[0] = 1;
         return;
     }
+    //@@ state_store
+    //@@ end
     atomicAdd(&my[o_ev], (unsigned long long)ev);
     if (dense) {
         atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);

@@ -1,5 +1,7 @@
 """The GPU trajectory kernel (``kernels/ctbn.cu``, CuPy + NVRTC, ``--fmad=false``): one thread per
-trajectory, the same Philox words and arithmetic as :mod:`.cpu`, so the same bits."""
+trajectory, the same Philox words and arithmetic as :mod:`.cpu`, so the same bits. By default the kernel is
+generated for each model (:mod:`.codegen`: state and rate indices in registers, the rates' logic as
+straight-line code); ``DISTSIM_MABOSS_KERNEL=table`` runs the model-independent table kernel instead."""
 
 from __future__ import annotations
 
@@ -12,19 +14,38 @@ import numpy as np
 
 from ..backends import cuda, dsmath
 from .model import CompiledModel
-from . import block
+from . import block, codegen
 from .block import Block, visible_positions
 
 BLOCK = 128
 OPTIONS = ("--fmad=false",)
 
 
-def source() -> str:
-    return dsmath.neglog_table_cuda() + cuda.kernel_source("ctbn.cu")
+_SOURCES: dict[str, str] = {}  # generated sources by model digest (the decision diagrams take a moment)
 
 
-def _module() -> Any:
-    return cuda.load_module(source(), OPTIONS)
+def source(m: CompiledModel | None = None) -> str:
+    """The kernel's source: generated for ``m`` (unless DISTSIM_MABOSS_KERNEL=table, or the model is too large
+    for generated code), else the table kernel."""
+    template = dsmath.neglog_table_cuda() + cuda.kernel_source("ctbn.cu")
+    if m is None or not codegen.use_generated():
+        return template
+    key = m.digest + cuda.kernels_digest()
+    if key not in _SOURCES:
+        if len(_SOURCES) > 16:
+            _SOURCES.clear()
+        _SOURCES[key] = codegen.fill(template, m) or template
+    return _SOURCES[key]
+
+
+def _module(m: CompiledModel | None = None) -> Any:
+    src = source(m)
+    return cuda.load_module(src, OPTIONS + codegen.options(src))
+
+
+def _generated(m: CompiledModel) -> bool:
+    """Whether ``m`` runs a generated kernel (it keeps no rate indices in memory)."""
+    return codegen.GENERATED_MARK in source(m)
 
 
 _DEVICE_MODELS: dict[tuple[str, int], tuple] = {}
@@ -82,7 +103,8 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     m = b.model
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
      grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes) = _device_model(m)
-    mod = _module()
+    mod = _module(m)
+    generated = _generated(m)
     fn = mod.get_function("ctbn_simulate")
     vw, nw, kw = m.vis_words, m.n_words, 1 + m.n_words
     S = block.dense_states(m, b.n_win)
@@ -93,7 +115,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     prof = _Profile(cp)
     while True:  # per-thread scratch (written before it is read) and the zeroed sums
         xs = cp.empty(m.n * n, cp.uint8)
-        ridx = cp.empty(m.n * n, cp.uint8)
+        ridx = cp.empty(1 if generated else m.n * n, cp.uint8)
         rec_state = cp.empty(cap * vw * n, cp.uint64)
         rec_q = cp.empty(cap * n, cp.int64)
         acc = cp.zeros(n_copies * length, cp.uint64)

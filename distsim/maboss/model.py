@@ -113,6 +113,9 @@ class CompiledModel:
     fix_mask: np.ndarray  # uint8 [n]: mutant nodes
     fix_val: np.ndarray  # uint8 [n]
     digest: str = field(default="")
+    # with mutants: the same model without them (the generated GPU kernel is the unmutated model's, the
+    # mutant nodes' rates masked at run time from fix_mask: one kernel for every point of a knock-out screen)
+    unmutated: "CompiledModel | None" = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -265,7 +268,8 @@ def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> Com
     for k in sorted(arrays):
         h.update(k.encode())
         h.update(np.ascontiguousarray(arrays[k]).tobytes())
-    return CompiledModel(nodes=r.nodes, visible=visible, order=r.maboss_order, digest=h.hexdigest(), **arrays)
+    return CompiledModel(nodes=r.nodes, visible=visible, order=r.maboss_order, digest=h.hexdigest(),
+                         unmutated=compile_model(model) if fix_mask.any() else None, **arrays)
 
 
 def state_label(bits: Sequence[int], nodes: tuple[str, ...], which: tuple[int, ...]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distsim.maboss import block, compile_model, gpu, load, maboss, shard
+from distsim.maboss import block, codegen, compile_model, gpu, load, maboss, shard
 
 pytestmark = pytest.mark.gpu
 
@@ -25,6 +25,13 @@ CASES = {
 }
 
 
+@pytest.fixture(params=["generated", "table"])
+def kernel(request, monkeypatch):
+    """Both kernels: generated for the model (the default) and DISTSIM_MABOSS_KERNEL=table."""
+    monkeypatch.setenv(codegen.KERNEL_ENV, request.param)
+    return request.param
+
+
 def _same(a, b):
     for name in list(a.data_vars) + list(a.coords):
         np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
@@ -33,7 +40,7 @@ def _same(a, b):
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("cap", [16, 1])
 @pytest.mark.parametrize("tables", ["dense", "hash"])
-def test_kernel_cpu_equals_gpu(case, cap, tables, monkeypatch):
+def test_kernel_cpu_equals_gpu(case, cap, tables, kernel, monkeypatch):
     """The device reduction (dense tables with their copies, or the hash table, starting small so that it
     overflows) equals the CPU's records reduced on the host, bit for bit."""
     if tables == "hash":
@@ -70,10 +77,24 @@ def test_maboss_gpu_equals_cpu_and_any_gpu_count():
     _same(a, c)
 
 
-def test_two_word_states_cpu_equals_gpu(tmp_path):
+def test_two_word_states_cpu_equals_gpu(kernel, tmp_path):
     """Sizek et al. (2019) with all 87 nodes visible (states of two 64-bit words), 50,000 trajectories."""
     text = "\n".join(line for line in (DATA / "sizek.cfg").read_text().splitlines() if "is_internal" not in line)
     (tmp_path / "sizek.cfg").write_text(text)
     kw = dict(trajectories=50000, max_time=10, seed=4, progress=False)
     _same(maboss(DATA / "sizek.bnd", tmp_path / "sizek.cfg", backend="cpu", **kw),
           maboss(DATA / "sizek.bnd", tmp_path / "sizek.cfg", backend="gpu", **kw))
+
+
+@pytest.mark.parametrize("maxreg", ["0", "64"])
+def test_generated_kernel_register_caps(maxreg, monkeypatch):
+    """The generated kernel without a register cap and with a tight one (spilling) gives the same bits."""
+    monkeypatch.setenv(codegen.MAXREG_ENV, maxreg)
+    m = load(DATA / "sizek.bnd", DATA / "sizek.cfg", max_time=20.0)
+    c = compile_model(m, {"PI3K": 0, "RAF": 1})
+    s = m.settings
+    b = shard.Block(c, 6, 0, 20000, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_records(b, 0, 20000)
+    got = gpu.run_gpu_chunk(b, 0, 20000)
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

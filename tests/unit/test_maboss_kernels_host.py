@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distsim.maboss import block, compile_model, gpu, load, shard
+from distsim.maboss import block, codegen, compile_model, gpu, load, shard
 
 from cuda_on_host import GXX, HostModule, fake_cupy
 
@@ -31,21 +31,29 @@ CASES = {
     "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
     "calzone2010": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", None, {}),
     "montagud133": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {}),
+    "montagud133-mutants": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {"AKT": 0, "ERK": 1}),
 }
+
+
+@pytest.fixture(params=["generated", "table"])
+def kernel(request, monkeypatch):
+    """Both kernels: generated for the model (the default) and the table kernel (DISTSIM_MABOSS_KERNEL=table)."""
+    monkeypatch.setenv(codegen.KERNEL_ENV, request.param)
+    return request.param
 
 
 @pytest.fixture
 def host_gpu(monkeypatch, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("host_kernels")
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
-    monkeypatch.setattr(gpu, "_module", lambda: HostModule(gpu.source(), workdir))
+    monkeypatch.setattr(gpu, "_module", lambda m=None: HostModule(gpu.source(m), workdir))
     monkeypatch.setattr(gpu, "_DEVICE_MODELS", {})
 
 
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("cap", [16, 1])
 @pytest.mark.parametrize("tables", ["dense", "hash"])
-def test_host_kernel_equals_cpu(name, cap, tables, host_gpu, monkeypatch):
+def test_host_kernel_equals_cpu(name, cap, tables, kernel, host_gpu, monkeypatch):
     """The device reduction (dense tables, or the hash table starting tiny so that it overflows and the
     launch is redone) gives the counts of the CPU's records reduced on the host."""
     if tables == "hash":
@@ -66,7 +74,7 @@ def test_host_kernel_equals_cpu(name, cap, tables, host_gpu, monkeypatch):
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
 
 
-def test_host_kernel_two_word_states(host_gpu, tmp_path):
+def test_host_kernel_two_word_states(kernel, host_gpu, tmp_path):
     """Sizek et al. (2019) with all 87 nodes visible: visible states of two 64-bit words."""
     text = "\n".join(line for line in (DATA / "sizek.cfg").read_text().splitlines() if "is_internal" not in line)
     (tmp_path / "sizek.cfg").write_text(text)

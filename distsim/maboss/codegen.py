@@ -1,0 +1,209 @@
+"""The generated GPU kernel of one MaBoSS model: ``kernels/ctbn.cu``'s regions filled with code for its
+flip rates (see the head of that file).
+
+Per event the table kernel reads, for every node, its rate index from the interleaved scratch and its value
+from the node's table (the sums over all nodes, the entropy over the visible ones, the choice of the flip:
+some 3n dependent loads per event from per-thread scratch too large for the caches, plus the parents' bits
+of the rates it recomputes); the generated kernel keeps the state in ``ceil(n / 32)`` registers (xw0, ...),
+recomputes every rate index from it by straight-line logic (the same instructions for every thread of a
+warp, where the table kernel's recomputation diverges by the node that flipped), packs the indices into
+registers (a0, ...) and writes the rates as literals: no memory traffic per event but the Philox draw.
+
+Node i's rate index is a function of its parents' bits (``model.tt``); each bit of it becomes a reduced
+ordered decision diagram over the parents (the first parent on top, as the table's most significant bit),
+emitted as one 0/1 expression per diagram node. The rates and the sums are those of the table kernel:
+``vals[val_start[i] + index]`` added in node order, so the same bits. A mutant model runs its unmutated
+model's kernel with the mutant nodes' index fields cleared from ``fix_mask`` (one kernel for a knock-out
+screen); other rate changes (``$variables``) give another kernel (NVRTC, a few seconds, cached on disk).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+
+from ..backends import cuda
+from .model import CompiledModel
+
+MAX_DIAGRAM_NODES = 20000  # beyond (over all nodes of a model): the table kernel (code size, NVRTC time)
+GENERATED_MARK = "ctbn_picked"  # a label only generated kernels have
+KERNEL_ENV = "DISTSIM_MABOSS_KERNEL"  # "table" or "generated" (default: generated where it fits)
+
+
+def diagram(table: np.ndarray) -> tuple[list[tuple[int, int, int]], int]:
+    """A reduced ordered decision diagram of the 0/1 ``table`` over K variables (row r gives variable k the bit
+    ``(r >> (K-1-k)) & 1``): ``(nodes, root)``; node j (id ``j + 2``) is ``(k, lo, hi)``: ``hi`` where
+    variable k is 1, else ``lo``; ids 0 and 1 are the constants. Children come before their parents."""
+    size = table.size
+    K = size.bit_length() - 1
+    if size != 1 << K:
+        raise ValueError("a truth table has 2**K rows")
+    ids = np.asarray(table, np.int64) != 0
+    ids = ids.astype(np.int64)
+    nodes: list[tuple[int, int, int]] = []
+    for k in range(K - 1, -1, -1):  # the sub-functions of the first k variables' prefixes
+        lo, hi = ids[0::2], ids[1::2]
+        need = lo != hi
+        new = lo.copy()
+        if need.any():
+            pairs, inv = np.unique(np.stack([lo[need], hi[need]], axis=1), axis=0, return_inverse=True)
+            new[need] = 2 + len(nodes) + inv.reshape(-1)
+            nodes.extend((k, int(a), int(b)) for a, b in pairs)
+        ids = new
+    return nodes, int(ids[0])
+
+
+def _bits(m: CompiledModel, i: int) -> tuple[np.ndarray, tuple[int, ...], list[float]]:
+    """Node i's table of rate indices, its parents and its rate values."""
+    ps = tuple(int(p) for p in m.par_index[m.par_start[i]:m.par_start[i + 1]])
+    t = m.tt[m.tt_start[i]:m.tt_start[i] + (1 << len(ps))]
+    end = m.val_start[i + 1] if i + 1 < m.n else m.vals.size
+    return t, ps, [float(v) for v in m.vals[m.val_start[i]:end]]
+
+
+def _bit(p: int) -> str:
+    return f"((xw{p >> 5} >> {p & 31}) & 1u)"
+
+
+def _node_expr(k: int, lo: str, hi: str, v: str) -> str:
+    if lo == "0u" and hi == "1u":
+        return v
+    if lo == "1u" and hi == "0u":
+        return f"({v} ^ 1u)"
+    if lo == "0u":
+        return f"({v} & {hi})"
+    if hi == "0u":
+        return f"(({v} ^ 1u) & {lo})"
+    if lo == "1u":
+        return f"(({v} ^ 1u) | {hi})"
+    if hi == "1u":
+        return f"({v} | {lo})"
+    return f"(({v} & {hi}) | (({v} ^ 1u) & {lo}))"
+
+
+def _rate(idx: str, vals: list[float]) -> str:
+    """The double of rate index ``idx`` (0: rate 0). With one value, its bits masked by -idx: no constant to
+    keep in a register across events (a select of a literal makes the compiler hoist it out of the loop)."""
+    if len(vals) == 2:
+        bits = struct.unpack("<q", struct.pack("<d", vals[1]))[0]
+        return f"__longlong_as_double((long long)(0ULL - (unsigned long long)({idx})) & {bits}LL)"
+    out = "0.0"
+    for k in range(len(vals) - 1, 0, -1):
+        out = f"({idx} == {k}u ? {vals[k].hex()} : {out})" if len(vals) > 2 else f"({idx} ? {vals[k].hex()} : 0.0)"
+    return out
+
+
+class _Plan:
+    """Where each node's rate index lives (a bit field of a packed register) and the code that computes it."""
+
+    def __init__(self, m: CompiledModel):
+        self.m = m
+        self.size = 0  # decision-diagram nodes
+        self.code: list[str] = []  # the rates region after the packed words' declaration
+        self.field: dict[int, tuple[int, int, int]] = {}  # node -> (word, shift, width)
+        self.vals: dict[int, list[float]] = {}
+        word, shift = 0, 0
+        for i in range(m.n):
+            t, ps, vals = _bits(m, i)
+            width = (len(vals) - 1).bit_length()
+            if width == 0 or not t.any():
+                continue  # rate 0 in every state (a mutant, an input)
+            planes = []
+            self.code.append(f"{{  // node {i}: its rate index")
+            for b in range(width):
+                nodes, root = diagram((t >> b) & 1)
+                self.size += len(nodes)
+                name = {0: "0u", 1: "1u"}
+                for j, (k, lo, hi) in enumerate(nodes):
+                    name[j + 2] = f"d{i}_{b}_{j}"
+                    self.code.append(f"const unsigned {name[j + 2]} = "
+                                     f"{_node_expr(k, name[lo], name[hi], _bit(ps[k]))};")
+                planes.append(name[root] if b == 0 else f"({name[root]} << {b})")
+            if shift + width > 32:
+                word, shift = word + 1, 0
+            self.field[i] = (word, shift, width)
+            self.vals[i] = vals
+            k = " | ".join(planes)
+            self.code.append(f"a{word} |= ({k}) << {shift};" if shift else f"a{word} |= {k};")
+            self.code.append("}")
+            shift += width
+        self.words = word + 1
+
+    def index(self, i: int) -> str:
+        w, s, width = self.field[i]
+        return f"((a{w} >> {s}) & {(1 << width) - 1}u)"
+
+
+def regions(m: CompiledModel) -> dict[str, str] | None:
+    """The template's regions for ``m`` (None: too large a model for generated code); a mutant model gets the
+    code of its unmutated model, the mutant nodes' rate indices masked by the kernel's ``fix_mask``."""
+    m = m.unmutated or m
+    plan = _Plan(m)
+    if plan.size > MAX_DIAGRAM_NODES:
+        return None
+    sw = (m.n + 31) // 32
+    load = [f"unsigned int {', '.join(f'xw{w} = 0u' for w in range(sw))};",
+            f"unsigned int {', '.join(f'am{w} = ~0u' for w in range(plan.words))};  // mutants' fields cleared"]
+    for i, (w, s, width) in plan.field.items():
+        load.append(f"if (fix_mask[{i}]) am{w} &= ~{((1 << width) - 1) << s}u;")
+    store = []
+    for w in range(sw):
+        hi = min(32, m.n - 32 * w)
+        load.append(f"for (int b = 0; b < {hi}; ++b) xw{w} |= (unsigned int)x[(long long)({32 * w} + b) * N + c] << b;")
+        store.append(f"for (int b = 0; b < {hi}; ++b) x[(long long)({32 * w} + b) * N + c] = "
+                     f"(unsigned char)((xw{w} >> b) & 1u);")
+    # the sums in node order; the nodes whose rate is always 0 add nothing (a sum of rates >= +0.0 is unchanged)
+    rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code,
+             *(f"a{w} &= am{w};" for w in range(plan.words))]
+    for i in plan.field:
+        rates.append(f"{{ const unsigned k = {plan.index(i)}; const double ri = {_rate('k', plan.vals[i])}; "
+                     "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
+    # a rate is > 0 exactly where its index is not 0 (the values are > 0): integer tests
+    entropy = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
+    for i in plan.field:
+        if not m.internal[i]:
+            entropy.append(f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
+                           f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}")
+    select = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
+    select += [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
+              "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
+    select.append("ctbn_picked:")
+    select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
+            "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
+            "select": "\n".join(select), "state_store": "\n".join(store)}
+
+
+def use_generated() -> bool:
+    """The A/B switch: ``DISTSIM_MABOSS_KERNEL=table`` runs the table kernel (default: generated)."""
+    v = os.environ.get(KERNEL_ENV, "generated").strip().lower()
+    if v not in ("generated", "table"):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{KERNEL_ENV} must be 'generated' or 'table', got {v!r}")
+    return v == "generated"
+
+
+MAXREG_ENV = "DISTSIM_MABOSS_MAXREG"  # registers per thread of a generated kernel (0: ptxas's choice)
+MAXREG = 128  # 16 warps per SM at 128 threads a block, as the table kernel; ptxas alone takes 130-220 for
+# sizek and Montagud (8-12 warps), holding constants it could rematerialize, for a few spilled words at 128
+
+
+def options(src: str) -> tuple[str, ...]:
+    """NVRTC options of a generated kernel's source (none for the table kernel)."""
+    if GENERATED_MARK not in src:
+        return ()
+    v = os.environ.get(MAXREG_ENV, str(MAXREG)).strip()
+    if not v.isdigit() or (int(v) and not 32 <= int(v) <= 255):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{MAXREG_ENV} must be 0 (no cap) or a number of registers in 32..255, got {v!r}")
+    return (f"--maxrregcount={int(v)}",) if int(v) else ()
+
+
+def fill(template: str, m: CompiledModel) -> str | None:
+    """``template`` (``kernels/ctbn.cu``) with ``m``'s generated regions, or None (the table kernel)."""
+    r = regions(m)
+    return None if r is None else cuda.fill_template(template, r)

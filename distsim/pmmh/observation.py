@@ -165,7 +165,8 @@ def log_density(noise: int, y: float, h: np.ndarray, s: float) -> np.ndarray:
         if noise == 0:  # normal
             if not s > 0:
                 return np.full(h.shape, -np.inf)
-            return -0.5 * _LOG_2PI - math.log(s) - 0.5 * ((y - h) / s) ** 2
+            z = (y - h) / s
+            return -0.5 * _LOG_2PI - math.log(s) - 0.5 * (z * z)
         if noise == 1:  # lognormal
             if not s > 0:
                 return np.full(h.shape, -np.inf)
@@ -194,6 +195,69 @@ def log_weights(obs: Sequence[CompiledObservable], row: np.ndarray, X: np.ndarra
         h = np.asarray(arith.evaluate(o.formula, X, values), dtype=np.float64)
         lw += log_density(o.noise, float(y), h, float(noise[k]))
     return lw
+
+
+_DEVICE_NODES = (arith.Num, arith.Species, arith.Param, arith.Neg)
+
+
+def device_weights(obs: Sequence[CompiledObservable]) -> bool:
+    """Whether :func:`log_weights_batched` covers these observables: normal noise, formulas of + - * /."""
+    return all(o.noise == 0 and all(isinstance(n, _DEVICE_NODES) or (isinstance(n, arith.BinOp) and n.op in "+-*/")
+                                    for n in arith.walk(o.formula)) for o in obs)
+
+
+def log_weights_batched(xp: Any, obs: Sequence[CompiledObservable], row: np.ndarray, X: Any,
+                        values: Sequence[Mapping[str, float]], noise: np.ndarray) -> Any:
+    """:func:`log_weights` of G chains at once (``X``: [G, N, S] of the array module ``xp``, NumPy or
+    CuPy; chain g's parameter ``values[g]`` and noise parameters ``noise[g]``) for observables that
+    :func:`device_weights` accepts: the same IEEE operations in the same order, one array operation
+    each (no contraction), so the same bits as chain by chain on the host. [G, N] log weights."""
+    G, N = X.shape[0], X.shape[1]
+    lw = xp.zeros((G, N))
+    for k, o in enumerate(obs):
+        y = float(row[k])
+        if math.isnan(y):
+            continue
+        h = _evaluate(xp, o.formula, X, values)
+        s = noise[:, k]
+        good = s > 0
+        c0 = np.array([-0.5 * _LOG_2PI - math.log(v) if ok else 0.0 for v, ok in zip(s, good)])
+        z = (y - h) / xp.asarray(np.where(good, s, 1.0))[:, None]
+        ld = xp.asarray(c0)[:, None] - 0.5 * (z * z)
+        lw = lw + xp.where(xp.asarray(good)[:, None], ld, -xp.inf)
+    return lw
+
+
+def _evaluate(xp: Any, node: arith.Node, X: Any, values: Sequence[Mapping[str, float]]) -> Any:
+    """A formula of + - * / over species counts X [G, N, S] (float64) and per-chain parameters."""
+    stack: list[Any] = []
+    for n in _postorder(node):
+        if isinstance(n, arith.Num):
+            stack.append(xp.full(X.shape[:2], float(n.value)))
+        elif isinstance(n, arith.Species):
+            stack.append(X[:, :, n.index].astype(xp.float64))
+        elif isinstance(n, arith.Param):
+            col = xp.asarray(np.array([float(v[n.name]) for v in values]))[:, None]
+            stack.append(xp.broadcast_to(col, X.shape[:2]))
+        elif isinstance(n, arith.Neg):
+            stack.append(-stack.pop())
+        else:
+            b, a = stack.pop(), stack.pop()
+            stack.append({"+": xp.add, "-": xp.subtract, "*": xp.multiply, "/": xp.divide}[n.op](a, b))
+    return stack[0]
+
+
+def _postorder(node: arith.Node) -> list[arith.Node]:
+    """The nodes of a formula of Num, Species, Param, Neg and BinOp, children before parents (no recursion)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if isinstance(n, arith.BinOp):
+            stack += [n.left, n.right]
+        elif isinstance(n, arith.Neg):
+            stack.append(n.arg)
+    return out[::-1]
 
 
 def as_observables(items: Sequence[Any]) -> list[Observable]:

@@ -195,8 +195,10 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
         tabs = [pr.tables(v) for v in values]
         th_all, la_all = np.array([t[0] for t in tabs]), np.array([t[1] for t in tabs])
         noise = np.array([noise_values(pr.observables, v) for v in values]).reshape(G, len(pr.observables))
+        x0 = [ex.x0_of(v) for v in values] if ex.x0_params else [ex.x0] * G
+        total[[g for g in range(G) if x0[g] is None]] = -math.inf  # no initial count at these parameters
         live = np.flatnonzero(total > -math.inf)  # chains still with a finite estimate
-        X = xp.asarray(np.repeat(ex.x0[None, :], live.size * N, axis=0))
+        X = xp.asarray(np.repeat(np.array([x0[g] for g in live], np.int64).reshape(-1, S), N, axis=0))
         t_prev = 0.0
         for k, t in enumerate(ex.times):
             if not live.size:

@@ -8,9 +8,11 @@ Mapping: an observable's ``observableFormula`` reads species as amounts in the m
 Parameters with ``estimate`` 1 get their ``objectivePriorType`` prior (``uniform``, ``lognormal``,
 ``parameterScaleUniform``, ``parameterScaleNormal`` on a log scale) or, without one, uniform on
 [lowerBound, upperBound] on their ``parameterScale`` (lin: ``uniform``; log/log10: ``loguniform``);
-the others are fixed at ``nominalValue``. Estimated parameters that only set initial amounts (SBML
-initial assignments) are fixed at their nominal value with a warning (PMMH infers rate and noise
-parameters). Not supported (a clear error): pre-equilibration, observable/noise parameter
+the others are fixed at ``nominalValue``. Initial amounts may be estimated: a species whose SBML
+initial assignment is an estimated parameter alone (``A = a0``), or whose condition-table value is
+one, starts at round(a0 x system_size) molecules (in a condition, a number or a fixed parameter's
+id sets it instead). Estimated parameters read by nothing else (e.g. inside a longer initial
+assignment formula) are fixed at their nominal value with a warning. Not supported (a clear error): pre-equilibration, observable/noise parameter
 placeholders, replicate measurements of one observable at one time, condition values that are not numbers.
 """
 
@@ -119,19 +121,21 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict
     net = _network(sbml[0], nominal, system_size)
     model_params = set(net.params)
     obs, noise_ids = _observables(observables, net, set(nominal))
-    used = model_params | {n for n in noise_ids}
+    set_by = _initial_assignments(sbml[0], net, prior, nominal, system_size)
+    fixed = {k: v for k, v in nominal.items() if k in model_params and k not in prior}
+    exps = _experiments(measurements, conditions, obs, net, fixed, system_size, set_by, nominal, prior)
+    used = model_params | noise_ids | {v for e in exps for v in e.initial.values() if isinstance(v, str)}
     for pid in list(prior):
         if pid not in used:
-            warnings.warn(f"PEtab parameter {pid!r} is estimated in {params_file.name} but sets only initial amounts "
-                          f"(or nothing the SSA reads): distsim's PMMH fixes it at its nominal value "
+            warnings.warn(f"PEtab parameter {pid!r} is estimated in {params_file.name} but nothing the SSA or the "
+                          f"observables read uses it alone: distsim's PMMH fixes it at its nominal value "
                           f"{nominal[pid]:g}", UserWarning, stacklevel=3)
             del prior[pid]
     if not prior:
         raise ConfigError("no estimated parameter that the model's reactions or the observables read",
                           file=str(params_file))
-    fixed = {k: v for k, v in nominal.items() if k in model_params and k not in prior}
-    exps = _experiments(measurements, conditions, obs, net, fixed, system_size)
-    initial = {k: nominal[k] for k in prior}
+    # chains start at the nominal values (PMMH works on log scale: a nominal 0 starts at the prior's center)
+    initial = {k: nominal[k] if nominal[k] > 0 else prior[k].center() for k in prior}
     return {"net": net, "observables": obs, "experiments": exps, "prior": prior, "initial": initial,
             "scales": {k: scales[k] for k in prior}, "source": str(path)}
 
@@ -207,8 +211,32 @@ def _observables(rows: list[dict[str, str]], net, params: set[str]) -> tuple[lis
     return out, noise_ids
 
 
+def _initial_assignments(sbml: Path, net, prior: dict[str, Prior], nominal: dict[str, float], omega: float
+                         ) -> dict[str, str]:
+    """{species: estimated parameter} of the SBML initial assignments that are that parameter alone
+    (``A = a0``): the species starts at round(a0 x system_size) molecules, checked against the reader's
+    count at the nominal value (a concentration in a compartment of size other than 1 is refused)."""
+    import libsbml
+
+    model = libsbml.readSBMLFromFile(str(sbml)).getModel()
+    out = {}
+    for ia in model.getListOfInitialAssignments():
+        sym, math_ = ia.getSymbol(), ia.getMath()
+        if sym not in net.species or math_ is None or not math_.isName() or math_.getName() not in prior:
+            continue
+        pid = math_.getName()
+        want = net.initial[net.index(sym)]
+        if math.floor(nominal[pid] * omega + 0.5) != want:
+            raise DataError(f"the initial assignment {sym} = {pid} gives {want} molecules at {pid} = {nominal[pid]:g}, "
+                            f"not {pid} x system_size ({omega:g}): only amounts (or concentrations in a compartment "
+                            "of size 1) can be estimated", file=str(sbml))
+        out[sym] = pid
+    return out
+
+
 def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, str]], obs: list[Observable], net,
-                 fixed: dict[str, float], omega: float) -> list[Experiment]:
+                 fixed: dict[str, float], omega: float, set_by: dict[str, str], nominal: dict[str, float],
+                 prior: dict[str, Prior]) -> list[Experiment]:
     names = [o.name for o in obs]
     conds = {r.get("conditionId", ""): r for r in conditions}
     by_cond: dict[str, dict[float, dict[str, float]]] = {}
@@ -236,10 +264,16 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
     out = []
     for cid, at in by_cond.items():
         c = conds[cid]
-        initial, params = {}, dict(fixed)
+        initial: dict[str, int | str] = dict(set_by)
+        params = dict(fixed)
         for k, v in c.items():
             if k in ("conditionId", "conditionName", "__line__", "__file__") or v == "":
                 continue
+            if k in net.species and v in prior:
+                initial[k] = v  # an estimated initial amount
+                continue
+            if k in net.species and v in nominal:
+                v = repr(nominal[v])  # a fixed parameter's value
             val = _number(v, f"condition {cid}, {k}", Path(c["__file__"]), c["__line__"])
             if k in net.species:
                 count = val * omega

@@ -221,13 +221,14 @@ def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments:
     extra = [n for n in names if n not in net.params]
     obs = compile_observables(net, as_observables(observables), extra, species_scale)
     used = {p for o in obs for n in (o.formula, o.noise_parameter) if n is not None for p in _params(n)}
+    used |= {v for e in experiments for v in e.initial.values() if isinstance(v, str)}
     unused = [n for n in extra if n not in used]
     if unused:
         raise ValueError(f"prior given for {unused[0]!r}, which is neither a model parameter nor used by an "
-                         "observable")
+                         "observable or an initial amount")
     if not experiments:
         raise ValueError("no experiment (measurements) given")
-    exps = tuple(compile_experiment(net, obs, e, i) for i, e in enumerate(experiments))
+    exps = tuple(compile_experiment(net, obs, e, i, extra, species_scale) for i, e in enumerate(experiments))
     init = dict(initial or {})
     start = []
     for n, p in zip(names, priors):

@@ -18,16 +18,35 @@ CASE = Path(__file__).resolve().parents[1] / "data" / "pmmh" / "petab_0001"
 
 
 def test_read_problem_maps_the_tables():
-    with pytest.warns(UserWarning, match="'a0' is estimated .* sets only initial amounts"):
-        p = pmmh.read_problem(CASE / "_0001.yaml", system_size=10)
+    p = pmmh.read_problem(CASE / "_0001.yaml", system_size=10)
     net = p["net"]
     assert net.initial == (10, 0)  # a0 = 1, b0 = 0 (the PEtab nominal values, not the SBML's b0 = 1) x 10
-    assert p["prior"] == {"k1": Prior("uniform", 0, 10), "k2": Prior("uniform", 0, 10)}
-    assert p["initial"] == {"k1": 0.8, "k2": 0.6}
+    assert p["prior"] == {k: Prior("uniform", 0, 10) for k in ("a0", "b0", "k1", "k2")}
+    # the initial amounts A = a0, B = b0 (SBML initial assignments) are estimated; b0's nominal 0 is off the
+    # log scale: its chains start at the prior's center
+    assert p["initial"] == {"a0": 1.0, "b0": 5.0, "k1": 0.8, "k2": 0.6}
     (ob,) = p["observables"]
     assert (ob.name, ob.formula, ob.noise, ob.noise_parameter) == ("obs_a", "A", "normal", "0.5")
     (ex,) = p["experiments"]
     assert list(ex.times) == [0.0, 10.0] and ex.data == {"obs_a": [0.7, 0.1]}
+    assert dict(ex.initial) == {"A": "a0", "B": "b0"}
+
+
+def test_condition_table_sets_or_estimates_initial_amounts(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(CASE, case)
+    (case / "_conditions.tsv").write_text("conditionId\tA\tB\nc0\tk1\t0.3\n")
+    # B: a number in the condition (3 molecules); A: the condition names the estimated k1 as its initial
+    # amount. So the initial assignments A = a0, B = b0 do not apply: a0, b0 are fixed, with a warning
+    with pytest.warns(UserWarning) as rec:
+        p = pmmh.read_problem(case / "_0001.yaml", system_size=10)
+    assert sorted(str(w.message).split("'")[1] for w in rec) == ["a0", "b0"]
+    (ex,) = p["experiments"]
+    assert dict(ex.initial) == {"A": "k1", "B": 3} and set(p["prior"]) == {"k1", "k2"}
+    pr = pmmh.sampler.build_problem(p["net"], p["observables"], p["experiments"], p["prior"], p["initial"],
+                                    species_scale=10)
+    (cx,) = pr.experiments
+    assert list(cx.x0_of(pr.values(np.array([0.84, 0.6]), cx))) == [8, 3]  # A = round(0.84 x 10)
 
 
 def test_petab_runs_and_names_the_parameters():
@@ -35,9 +54,9 @@ def test_petab_runs_and_names_the_parameters():
         warnings.simplefilter("ignore")
         ds = pmmh.petab(CASE / "_0001.yaml", system_size=10, particles=32, iterations=30, burn_in=10, chains=2,
                         seed=1, progress=False)
-    assert set(ds.data_vars) == {"k1", "k2"}
+    assert set(ds.data_vars) == {"a0", "b0", "k1", "k2"}
     assert np.all((ds["k1"].values > 0) & (ds["k1"].values <= 10))
-    assert ds.attrs["petab_scales"] == "k1=lin,k2=lin"
+    assert ds.attrs["petab_scales"] == "a0=lin,b0=lin,k1=lin,k2=lin"
     assert list(ds["observed_value"].values[:, 0]) == [0.7, 0.1]
 
 

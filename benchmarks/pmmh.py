@@ -135,7 +135,8 @@ def ess_run(a) -> list[str]:
              f"| acceptance rate (mean over chains) | {float(ds['acceptance_rate'].mean()):.3f} |",
              f"| kept draws | {ds.sizes['chain'] * ds.sizes['draw']} |",
              f"| min bulk ESS | {ess.min():.0f} |",
-             f"| time to ESS {ESS_GOAL} (whole call x {ESS_GOAL} / min bulk ESS) | {wall * ESS_GOAL / ess.min():.1f} s |",
+             f"| time to ESS {ESS_GOAL} (whole call x {ESS_GOAL} / min bulk ESS) | "
+             f"{wall * ESS_GOAL / ess.min():.1f} s |",
              "", "| parameter | mean | sd | bulk ESS | tail ESS | R-hat |", "|---|---:|---:|---:|---:|---:|"]
     for i, v in enumerate(ds["variable"].values):
         x = ds[str(v)].values

@@ -226,7 +226,8 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                     raise RuntimeError(describe(pr.net, int(err[r]), p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
                                                 f"{dict(zip(pr.names, np.round(thetas[g], 6)))}", int(keys[g]),
                                                 None, Xh[r], None))
-                lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)  # too many events: such a particle cannot explain the data
+                # too many events: such a particle cannot explain the data (weight 0)
+                lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
             resample = k + 1 < len(ex.times)
             u = _uniforms(keys[live], it, gi, 0, 1)
             m, s, anc = reweigh(xp, lw, u, resample)

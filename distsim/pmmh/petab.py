@@ -203,7 +203,8 @@ def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]],
     model's nor estimated read as their nominal values."""
     overrides: dict[str, list[tuple[str, str, tuple[Path, int]]]] = {}
     for m in measurements:
-        key = (m.get("observableParameters", ""), m.get("noiseParameters", ""), (Path(m["__file__"]), int(m["__line__"])))
+        where = (Path(m["__file__"]), int(m["__line__"]))
+        key = (m.get("observableParameters", ""), m.get("noiseParameters", ""), where)
         seen = overrides.setdefault(m.get("observableId", ""), [])
         if all(k[:2] != key[:2] for k in seen):
             seen.append(key)
@@ -228,7 +229,8 @@ def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]],
             except ValueError:
                 if bare not in prior and bare not in net.params:
                     raise DataError(f"observable {oid}: noiseFormula {r.get('noiseFormula', '')!r} must be a number or "
-                                    f"a parameter id (or a noiseParameter placeholder){did_you_mean(bare, sorted(nominal))}",
+                                    "a parameter id (or a noiseParameter placeholder)"
+                                    f"{did_you_mean(bare, sorted(nominal))}",
                                     file=str(f), line=line) from None
             reads |= {n for n in _IDENT.findall(formula + " " + noise_f) if n in prior}
             out.append(Observable(name, formula, "normal" if trans == "lin" else "lognormal", noise_f))

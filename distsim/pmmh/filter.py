@@ -96,11 +96,13 @@ def check_network(net: ReactionNetwork) -> None:
         raise ModelError("particle MCMC does not support SBML events or assignment rules yet", file=net.source or None)
 
 
-def _uniforms(keys: np.ndarray, c0: int, c1: int, c2: int, c3: int) -> np.ndarray:
-    """One uniform per chain key: key (key, CHAIN_RID), counter (c0, c1, c2, c3)."""
+def _uniforms(keys: np.ndarray, it: int, n_int: int) -> np.ndarray:
+    """The resampling uniforms [G, n_int] of iteration ``it``: key (key, CHAIN_RID), counter (it, i, 0, 1)."""
     k = np.stack([np.asarray(keys, np.uint32), np.full(len(keys), CHAIN_RID, np.uint32)], axis=1)
-    w = philox(np.array([c0, c1, c2, c3], np.uint32), k)
-    return np.asarray(uniform_f64(w[:, 0], w[:, 1]), np.float64)
+    ctr = np.zeros((n_int, 4), np.uint32)
+    ctr[:, 0], ctr[:, 1], ctr[:, 3] = it, np.arange(n_int), 1
+    w = philox(ctr[None, :, :], k[:, None, :])
+    return np.asarray(uniform_f64(w[..., 0], w[..., 1]), np.float64)
 
 
 @numba.njit(cache=True)
@@ -190,6 +192,7 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
     total = np.zeros(G)
     fired, gi = 0, 0
     on_device = xp is not np and device_weights(pr.observables)
+    U = _uniforms(keys, it, n_int)
     for ex in pr.experiments:
         values = [pr.values(th, ex) for th in thetas]
         tabs = [pr.tables(v) for v in values]
@@ -229,8 +232,7 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 # too many events: such a particle cannot explain the data (weight 0)
                 lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
             resample = k + 1 < len(ex.times)
-            u = _uniforms(keys[live], it, gi, 0, 1)
-            m, s, anc = reweigh(xp, lw, u, resample)
+            m, s, anc = reweigh(xp, lw, np.ascontiguousarray(U[live, gi]), resample)
             ok = m > -math.inf
             for q, g in enumerate(live):
                 total[g] = total[g] + (m[q] + math.log(s[q] / N)) if ok[q] else -math.inf

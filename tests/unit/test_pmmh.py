@@ -242,3 +242,27 @@ def test_initial_amounts_set_by_parameters(net):
     assert np.isfinite(c[0]) and c[0] != a[0] and c[1] == -math.inf
     with pytest.raises(DataError, match="'X' is 'z0', neither a number nor a parameter"):
         sampler.build_problem(net, obs, [pmmh.Experiment([1], {"y": [1]}, initial={"X": "z0"})], {"k1": "gamma:2,1"})
+
+
+def test_all_chains_of_a_run_advance_in_one_call_per_interval(net, monkeypatch):
+    """In one process (one GPU) the chains are one shard: each observation interval of each iteration is
+    one advance of every live chain's particles (chains x particles rows), not one per chain."""
+    from distsim.pmmh import filter as pf
+
+    calls = []
+    real = pf.advance
+
+    def counting(c, method, X, *a, **k):
+        calls.append(X.shape[0])
+        return real(c, method, X, *a, **k)
+
+    monkeypatch.setattr(pf, "advance", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ds = pmmh.infer(net, [pmmh.Observable("y", "X", "normal", 3.0)], pmmh.Experiment([1, 2, 3], {"y": [2, 3, 4]}),
+                        prior={"k1": "gamma:2,1"}, particles=16, iterations=4, burn_in=1, chains=6, progress=False)
+    n_check = sampler.CHECK_REPEATS
+    # the particle-number check (20 filters together), then iterations 0..4: 3 intervals each, all 6 chains
+    # (every proposal is inside the gamma prior's support; normal noise: no chain dies)
+    assert calls == [n_check * 16] * 3 + [6 * 16] * (3 * 5)
+    assert ds.sizes["chain"] == 6

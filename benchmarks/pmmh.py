@@ -18,7 +18,9 @@ al. 2015: about 1 to 1.7), acceptance, bulk and tail ESS and R-hat per parameter
 400 = wall time x 400 / min bulk ESS. Defaults: 128 chains x 200 particles (Var(loglik) about 1.3
 measured on CPU: 2.7 at 100 particles, 0.9 at 200, 40 filters each), 500 iterations of which 200 are
 burn-in (adaptation from the 16th draw), so 38,400 kept draws: ESS 400 needs an autocorrelation time
-under about 96 draws.
+under about 96 draws. Measured on CPU (4 chains x 200 particles x 400 iterations, 200 burn-in):
+acceptance 0.37, bulk ESS 18 to 24 of 800 draws (about 33 to 44 draws per effective one), which
+puts 128 chains near ESS 900.
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their

@@ -173,10 +173,11 @@ def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it:
 def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.ndarray, it: int, backend: str = "cpu"
                     ) -> tuple[np.ndarray, int]:
     """:func:`log_likelihood` of G filters at once (chain g: parameters ``thetas[g]``, key ``keys[g]``):
-    their particles advance in one launch. ``backend`` 'gpu': the whole filter stays on the current
-    GPU (states, log weights where :func:`~distsim.pmmh.observation.device_weights` applies, else on
-    the host, and the resampling), the same bits; only each chain's (max, sum) comes back per interval.
-    Each filter's estimate is the one it gives alone."""
+    their particles advance in one launch; the log weights of all chains are array operations where
+    :func:`~distsim.pmmh.observation.device_weights` applies (else chain by chain on the host).
+    ``backend`` 'gpu': the filter stays on the current GPU (states, those log weights, the resampling),
+    the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
+    one it gives alone."""
     c = pr.compiled
     if backend == "gpu":
         import cupy as xp
@@ -191,7 +192,7 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
     n_int = pr.n_intervals
     total = np.zeros(G)
     fired, gi = 0, 0
-    on_device = xp is not np and device_weights(pr.observables)
+    batched = device_weights(pr.observables)  # weights of all chains as array operations (else chain by chain)
     U = _uniforms(keys, it, n_int)
     for ex in pr.experiments:
         values = [pr.values(th, ex) for th in thetas]
@@ -210,7 +211,7 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                                   e_hi=it * n_int + gi, max_events=pr.max_events)
             fired += int(events.sum())
             Gl = live.size
-            if on_device:
+            if batched:
                 lw = log_weights_batched(xp, pr.observables, ex.data[k], X.reshape(Gl, N, S),
                                          [values[g] for g in live], noise[live])
             else:

@@ -57,6 +57,24 @@ def test_device_weights_cover_normal_arithmetic_only():
     assert not pf.device_weights(obs)
 
 
+def test_batched_weights_equal_chain_by_chain():
+    """log_weights_batched (every chain at once) == log_weights of each chain alone, bit for bit, with a
+    missing measurement, per-chain noise parameters and a chain whose sigma is 0."""
+    from distsim.pmmh.observation import log_weights, log_weights_batched, noise_values
+
+    pr = lv_problem()
+    ex = pr.experiments[0]
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 400, size=(4, 50, 2)).astype(np.int64)
+    values = [pr.values(th, ex) for th in ([1.0, 0.005, 10.0], [1.0, 0.005, 3.5], [1.0, 0.005, 0.0],
+                                           [1.0, 0.005, 1e-3])]
+    noise = np.array([noise_values(pr.observables, v) for v in values])
+    for row in (ex.data[2], np.array([np.nan, ex.data[3][1]])):
+        got = log_weights_batched(np, pr.observables, row, X, values, noise)
+        ref = np.stack([log_weights(pr.observables, row, X[g], values[g], noise[g]) for g in range(4)])
+        assert np.array_equal(got, ref) and np.isneginf(got[2]).all() and np.isfinite(got[[0, 1, 3]]).all()
+
+
 def test_filter_on_the_device_equals_cpu_normal_noise(host_gpu):
     pr = lv_problem()
     keys = np.array([sampler.chain_key(3, c) for c in range(4)])

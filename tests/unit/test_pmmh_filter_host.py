@@ -116,3 +116,15 @@ def test_reweigh_is_systematic_resampling():
     assert not np.isin(np.arange(50, 60), anc).any()  # zero weight: never an ancestor
     m, s, _ = pf.reweigh(np, np.array([[0.0, np.nan], [-np.inf, -np.inf]]), np.zeros(2), False)
     assert list(m) == [-np.inf, -np.inf] and list(s) == [0.0, 0.0]
+
+
+def test_initial_amounts_from_parameters_on_the_device(host_gpu):
+    net = load(ROOT / "tests/data/pmmh/immigration_death.rxn")
+    ex = pmmh.Experiment([0, 1, 3], {"y": [0.2, 0.5, 0.4]}, initial={"X": "x0"})
+    pr = sampler.build_problem(net, [pmmh.Observable("y", "X", "normal", 0.3)], [ex],
+                               {"k1": "gamma:2,1", "x0": "uniform:0,10"}, initial={"x0": 0.5}, species_scale=10)
+    thetas = np.array([[1.0, 0.2], [1.0, 0.71], [1.0, -1.0]])  # 2 and 7 molecules; no count: -inf
+    keys = np.array([4, 5, 6])
+    cpu, _ = pf.log_likelihoods(pr, thetas, 32, keys, 1, "cpu")
+    dev, _ = pf.log_likelihoods(pr, thetas, 32, keys, 1, "gpu")
+    assert np.array_equal(cpu, dev) and np.isfinite(cpu[:2]).all() and cpu[2] == -math.inf

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
+import numba
 import numpy as np
 
+from ..backends import cuda
+from ..backends.dsmath import ds_exp
 from ..errors import ModelError
 from ..models.compile_events import parameter_slots
 from ..models.compile_reactions import CompiledNetwork, compile_network
@@ -24,7 +27,8 @@ from ..rng import philox, uniform_f64
 from ..ssa.advance import advance
 from ..ssa.errors import ERR_MASK, ERR_MAX_EVENTS, ERR_NONE, describe
 from ..ssa.methods import METHODS
-from .observation import CompiledExperiment, CompiledObservable, log_weights, noise_values
+from .observation import (CompiledExperiment, CompiledObservable, device_weights, log_weights, log_weights_batched,
+                          noise_values)
 from .priors import Prior
 
 CHAIN_DOMAIN = 0x504D4D48  # "PMMH"
@@ -92,17 +96,70 @@ def check_network(net: ReactionNetwork) -> None:
         raise ModelError("particle MCMC does not support SBML events or assignment rules yet", file=net.source or None)
 
 
-def _uniform(key: int, c0: int, c1: int, c2: int, c3: int) -> float:
-    w = philox(np.array([c0, c1, c2, c3], np.uint32), np.array([key, CHAIN_RID], np.uint32))
-    return float(uniform_f64(w[0], w[1]))
+def _uniforms(keys: np.ndarray, it: int, n_int: int) -> np.ndarray:
+    """The resampling uniforms [G, n_int] of iteration ``it``: key (key, CHAIN_RID), counter (it, i, 0, 1)."""
+    k = np.stack([np.asarray(keys, np.uint32), np.full(len(keys), CHAIN_RID, np.uint32)], axis=1)
+    ctr = np.zeros((n_int, 4), np.uint32)
+    ctr[:, 0], ctr[:, 1], ctr[:, 3] = it, np.arange(n_int), 1
+    w = philox(ctr[None, :, :], k[:, None, :])
+    return np.asarray(uniform_f64(w[..., 0], w[..., 1]), np.float64)
 
 
-def systematic(lw: np.ndarray, u: float) -> np.ndarray:
-    """Systematic resampling: the ancestor of each of N particles from log weights ``lw`` and one uniform."""
-    w = np.exp(lw - lw.max())
-    cum = np.cumsum(w)
-    pos = (u + np.arange(lw.size)) * (cum[-1] / lw.size)
-    return np.minimum(np.searchsorted(cum, pos, side="right"), lw.size - 1)
+@numba.njit(cache=True)
+def reweigh_cpu(lw, u, resample, m_out, s_out, anc):  # pragma: no cover - compiled
+    """Per chain g (row g of ``lw`` [G, N]): m_out[g] the largest log weight (-inf when the estimate is
+    lost: a NaN or an infinite maximum), s_out[g] = sum_p ds_exp(lw - m) in particle order and, with
+    ``resample``, systematic resampling with the uniform u[g]: anc[g N + i] = g N + the first j whose
+    running sum exceeds (u + i) (s / N) (at most N - 1). The twin of kernels/pmmh_filter.cu."""
+    G, N = lw.shape
+    cum = np.empty(N)
+    for g in range(G):
+        m = -np.inf
+        bad = False
+        for p in range(N):
+            v = lw[g, p]
+            if v != v:
+                bad = True
+            elif v > m:
+                m = v
+        if bad or m == -np.inf or m == np.inf:
+            m_out[g] = -np.inf
+            s_out[g] = 0.0
+            continue
+        s = 0.0
+        for p in range(N):
+            s += ds_exp(lw[g, p] - m)
+            cum[p] = s
+        m_out[g] = m
+        s_out[g] = s
+        if not resample:
+            continue
+        step = s / N
+        base = g * N
+        j = 0
+        for i in range(N):
+            pos = (u[g] + i) * step
+            while j < N and cum[j] <= pos:
+                j += 1
+            anc[base + i] = base + min(j, N - 1)
+
+
+def reweigh(xp, lw, u: np.ndarray, resample: bool) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(m, s) per chain on the host and the ancestors' rows (where ``lw`` lives) of
+    :func:`reweigh_cpu`; ``xp`` cupy: its CUDA twin on the current GPU (only m and s come back)."""
+    G, N = lw.shape
+    if xp is np:
+        m, s, anc = np.empty(G), np.empty(G), np.arange(G * N, dtype=np.int64)
+        reweigh_cpu(lw, u, resample, m, s, anc)
+        return m, s, anc
+    from ..ssa import gpu
+
+    m, s, anc = xp.empty(G), xp.empty(G), xp.arange(G * N, dtype=xp.int64)
+    cum = xp.empty(G * N)
+    fn = gpu._module(("pmmh_reweigh",), lambda: cuda.kernel_source("pmmh_filter.cu")).get_function("pmmh_reweigh")
+    fn(((G + 63) // 64,), (64,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw), xp.asarray(u),
+                                  np.int32(resample), m, s, cum, anc))
+    return xp.asnumpy(m), xp.asnumpy(s), anc
 
 
 def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it: int, backend: str = "cpu"
@@ -116,57 +173,75 @@ def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it:
 def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.ndarray, it: int, backend: str = "cpu"
                     ) -> tuple[np.ndarray, int]:
     """:func:`log_likelihood` of G filters at once (chain g: parameters ``thetas[g]``, key ``keys[g]``):
-    their particles advance in one launch (``backend`` 'gpu': on the current GPU, the same bits); the
-    weights and the resampling run on the host. Each filter's estimate is the one it gives alone."""
+    their particles advance in one launch; the log weights of all chains are array operations where
+    :func:`~distsim.pmmh.observation.device_weights` applies (else chain by chain on the host).
+    ``backend`` 'gpu': the filter stays on the current GPU (states, those log weights, the resampling),
+    the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
+    one it gives alone."""
     c = pr.compiled
     if backend == "gpu":
-        from ..ssa.gpu_advance import advance_gpu
+        import cupy as xp
 
-        move, method = advance_gpu, METHODS[pr.method]
+        from ..ssa.gpu_advance import advance_device
+
+        move, method = advance_device, METHODS[pr.method]
     else:
-        move, method = advance, METHODS[pr.method].cpu
-    G, N = len(keys), int(particles)
+        xp, move, method = np, advance, METHODS[pr.method].cpu
+    G, N, S = len(keys), int(particles), c.n_species
+    keys = np.asarray(keys)
     n_int = pr.n_intervals
     total = np.zeros(G)
     fired, gi = 0, 0
+    batched = device_weights(pr.observables)  # weights of all chains as array operations (else chain by chain)
+    U = _uniforms(keys, it, n_int)
     for ex in pr.experiments:
         values = [pr.values(th, ex) for th in thetas]
         tabs = [pr.tables(v) for v in values]
-        noise = [noise_values(pr.observables, v) for v in values]
-        X = np.repeat(ex.x0[None, :], G * N, axis=0)
+        th_all, la_all = np.array([t[0] for t in tabs]), np.array([t[1] for t in tabs])
+        noise = np.array([noise_values(pr.observables, v) for v in values]).reshape(G, len(pr.observables))
+        x0 = [ex.x0_of(v) for v in values] if ex.x0_params else [ex.x0] * G
+        total[[g for g in range(G) if x0[g] is None]] = -math.inf  # no initial count at these parameters
         live = np.flatnonzero(total > -math.inf)  # chains still with a finite estimate
+        X = xp.asarray(np.repeat(np.array([x0[g] for g in live], np.int64).reshape(-1, S), N, axis=0))
         t_prev = 0.0
         for k, t in enumerate(ex.times):
             if not live.size:
                 return total, fired
-            rows = (live[:, None] * N + np.arange(N)).ravel()
-            Xl = np.ascontiguousarray(X[rows])
-            events, errors = move(c, method, Xl, np.array([tabs[g][0] for g in live]),
-                                  np.array([tabs[g][1] for g in live]), float(t) - t_prev, key=keys[live],
+            events, errors = move(c, method, X, th_all[live], la_all[live], float(t) - t_prev, key=keys[live],
                                   e_hi=it * n_int + gi, max_events=pr.max_events)
             fired += int(events.sum())
-            X[rows] = Xl
+            Gl = live.size
+            if batched:
+                lw = log_weights_batched(xp, pr.observables, ex.data[k], X.reshape(Gl, N, S),
+                                         [values[g] for g in live], noise[live])
+            else:
+                Xh = xp.asnumpy(X) if xp is not np else X
+                lw = np.stack([log_weights(pr.observables, ex.data[k], Xh[q * N:(q + 1) * N], values[g], noise[g])
+                               for q, g in enumerate(live)])
+                lw = xp.asarray(lw)
+            bad = errors != ERR_NONE
+            if int(xp.count_nonzero(bad)):
+                err = xp.asnumpy(errors) if xp is not np else errors
+                stop = np.flatnonzero((err != ERR_NONE) & ((err.astype(np.int64) & ERR_MASK) != ERR_MAX_EVENTS))
+                if stop.size:
+                    r = int(stop[0])
+                    q, p, g = r // N, r % N, int(live[r // N])
+                    Xh = xp.asnumpy(X) if xp is not np else X
+                    raise RuntimeError(describe(pr.net, int(err[r]), p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
+                                                f"{dict(zip(pr.names, np.round(thetas[g], 6)))}", int(keys[g]),
+                                                None, Xh[r], None))
+                # too many events: such a particle cannot explain the data (weight 0)
+                lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
+            resample = k + 1 < len(ex.times)
+            m, s, anc = reweigh(xp, lw, np.ascontiguousarray(U[live, gi]), resample)
+            ok = m > -math.inf
             for q, g in enumerate(live):
-                Xg = X[g * N:(g + 1) * N]
-                lw = log_weights(pr.observables, ex.data[k], Xg, values[g], noise[g])
-                err = errors[q * N:(q + 1) * N]
-                bad = err != ERR_NONE
-                if bad.any():
-                    p = int(np.flatnonzero(bad)[0])
-                    word = int(err[p])
-                    if word & ERR_MASK != ERR_MAX_EVENTS:
-                        raise RuntimeError(describe(pr.net, word, p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
-                                                    f"{dict(zip(pr.names, np.round(thetas[g], 6)))}", int(keys[g]),
-                                                    None, Xg[p], None))
-                    lw[bad] = -np.inf  # too many events: such a particle cannot explain the data (weight 0)
-                m = float(lw.max())
-                if m == -math.inf or math.isnan(m):
-                    total[g] = -math.inf
-                    continue
-                total[g] += m + math.log(float(np.mean(np.exp(lw - m))))
-                if k + 1 < len(ex.times):
-                    X[g * N:(g + 1) * N] = Xg[systematic(lw, _uniform(int(keys[g]), it, gi, 0, 1))]
-            live = live[total[live] > -math.inf]
+                total[g] = total[g] + (m[q] + math.log(s[q] / N)) if ok[q] else -math.inf
+            if resample:
+                X = X[anc]
+            if not ok.all():
+                X = X.reshape(Gl, N, S)[xp.asarray(ok)].reshape(-1, S)
+                live = live[ok]
             t_prev = float(t)
             gi += 1
     return total, fired

@@ -42,11 +42,13 @@ class Observable:
 @dataclass(frozen=True)
 class Experiment:
     """Measurements of one condition: ``data`` {observable: values at ``times``} (NaN: not measured);
-    ``initial`` counts and fixed ``parameters`` that differ from the model's in this condition."""
+    ``initial`` counts and fixed ``parameters`` that differ from the model's in this condition. An
+    initial value that is a parameter name (e.g. ``{"A": "a0"}``, ``a0`` inferred or a model parameter)
+    makes that species start at round(a0 x species_scale) molecules (an amount, as observables read it)."""
 
     times: Sequence[float]
     data: Mapping[str, Sequence[float]]
-    initial: Mapping[str, int] = field(default_factory=dict)
+    initial: Mapping[str, int | str] = field(default_factory=dict)
     parameters: Mapping[str, float] = field(default_factory=dict)
     name: str = ""
     source: str = ""
@@ -68,6 +70,17 @@ class CompiledExperiment:
     x0: np.ndarray  # int64 [S]
     fixed: dict[str, float]  # parameters fixed in this condition
     source: str
+    x0_params: tuple[tuple[int, str, float], ...] = ()  # (species, parameter, molecules per unit) set by parameters
+
+    def x0_of(self, values: Mapping[str, float]) -> np.ndarray | None:
+        """The initial counts at these parameter values (None: a parameter gives no count >= 0 below 2^53)."""
+        x0 = self.x0.copy()
+        for i, name, scale in self.x0_params:
+            v = math.floor(float(values[name]) * scale + 0.5)
+            if not 0 <= v < 2.0**53:
+                return None
+            x0[i] = int(v)
+        return x0
 
 
 def compile_observables(net: ReactionNetwork, observables: Sequence[Observable], extra: Sequence[str],
@@ -113,9 +126,10 @@ def compile_observables(net: ReactionNetwork, observables: Sequence[Observable],
     return out
 
 
-def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], ex: Experiment, index: int
-                       ) -> CompiledExperiment:
-    """Check an experiment's times and data against the observables and noise models."""
+def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], ex: Experiment, index: int,
+                       extra: Sequence[str] = (), species_scale: float = 1.0) -> CompiledExperiment:
+    """Check an experiment's times and data against the observables and noise models (``extra``: the
+    inferred parameters that are not the model's, which may set initial amounts)."""
     src = ex.source or f"experiment {ex.name or index}"
     t = np.asarray(ex.times, dtype=np.float64)
     if t.ndim != 1 or not t.size or not np.all(np.isfinite(t)) or t[0] < 0 or np.any(np.diff(t) <= 0):
@@ -142,12 +156,24 @@ def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], 
         if noise == "lognormal" and np.any(ok <= 0):
             raise DataError(f"observable {o.name!r}: lognormal noise needs measurements > 0", file=src)
         data[:, k] = col
-    x0 = np.asarray(net.with_initial(**dict(ex.initial)).initial if ex.initial else net.initial, dtype=np.int64)
+    counts, by_param = {}, []
+    params = list(net.params) + [n for n in extra if n not in net.params]
+    for k, v in ex.initial.items():
+        if k not in net.species:
+            raise DataError(f"initial value for unknown species {k!r}{did_you_mean(k, net.species)}", file=src)
+        if isinstance(v, str):
+            if v not in params:
+                raise DataError(f"initial value of {k!r} is {v!r}, neither a number nor a parameter"
+                                f"{did_you_mean(v, params)}", file=src)
+            by_param.append((net.index(k), v, float(species_scale)))
+        else:
+            counts[k] = v
+    x0 = np.asarray(net.with_initial(**counts).initial if counts else net.initial, dtype=np.int64)
     for k in ex.parameters:
         if k not in net.params:
             raise DataError(f"condition sets unknown parameter {k!r}{did_you_mean(k, net.params)}", file=src)
     return CompiledExperiment(ex.name or f"experiment{index}", t, data, x0,
-                              {k: float(v) for k, v in ex.parameters.items()}, src)
+                              {k: float(v) for k, v in ex.parameters.items()}, src, tuple(by_param))
 
 
 def noise_values(obs: Sequence[CompiledObservable], values: Mapping[str, float]) -> np.ndarray:
@@ -165,7 +191,8 @@ def log_density(noise: int, y: float, h: np.ndarray, s: float) -> np.ndarray:
         if noise == 0:  # normal
             if not s > 0:
                 return np.full(h.shape, -np.inf)
-            return -0.5 * _LOG_2PI - math.log(s) - 0.5 * ((y - h) / s) ** 2
+            z = (y - h) / s
+            return -0.5 * _LOG_2PI - math.log(s) - 0.5 * (z * z)
         if noise == 1:  # lognormal
             if not s > 0:
                 return np.full(h.shape, -np.inf)
@@ -194,6 +221,69 @@ def log_weights(obs: Sequence[CompiledObservable], row: np.ndarray, X: np.ndarra
         h = np.asarray(arith.evaluate(o.formula, X, values), dtype=np.float64)
         lw += log_density(o.noise, float(y), h, float(noise[k]))
     return lw
+
+
+_DEVICE_NODES = (arith.Num, arith.Species, arith.Param, arith.Neg)
+
+
+def device_weights(obs: Sequence[CompiledObservable]) -> bool:
+    """Whether :func:`log_weights_batched` covers these observables: normal noise, formulas of + - * /."""
+    return all(o.noise == 0 and all(isinstance(n, _DEVICE_NODES) or (isinstance(n, arith.BinOp) and n.op in "+-*/")
+                                    for n in arith.walk(o.formula)) for o in obs)
+
+
+def log_weights_batched(xp: Any, obs: Sequence[CompiledObservable], row: np.ndarray, X: Any,
+                        values: Sequence[Mapping[str, float]], noise: np.ndarray) -> Any:
+    """:func:`log_weights` of G chains at once (``X``: [G, N, S] of the array module ``xp``, NumPy or
+    CuPy; chain g's parameter ``values[g]`` and noise parameters ``noise[g]``) for observables that
+    :func:`device_weights` accepts: the same IEEE operations in the same order, one array operation
+    each (no contraction), so the same bits as chain by chain on the host. [G, N] log weights."""
+    G, N = X.shape[0], X.shape[1]
+    lw = xp.zeros((G, N))
+    for k, o in enumerate(obs):
+        y = float(row[k])
+        if math.isnan(y):
+            continue
+        h = _evaluate(xp, o.formula, X, values)
+        s = noise[:, k]
+        good = s > 0
+        c0 = np.array([-0.5 * _LOG_2PI - math.log(v) if ok else 0.0 for v, ok in zip(s, good)])
+        z = (y - h) / xp.asarray(np.where(good, s, 1.0))[:, None]
+        ld = xp.asarray(c0)[:, None] - 0.5 * (z * z)
+        lw = lw + xp.where(xp.asarray(good)[:, None], ld, -xp.inf)
+    return lw
+
+
+def _evaluate(xp: Any, node: arith.Node, X: Any, values: Sequence[Mapping[str, float]]) -> Any:
+    """A formula of + - * / over species counts X [G, N, S] (float64) and per-chain parameters."""
+    stack: list[Any] = []
+    for n in _postorder(node):
+        if isinstance(n, arith.Num):
+            stack.append(xp.full(X.shape[:2], float(n.value)))
+        elif isinstance(n, arith.Species):
+            stack.append(X[:, :, n.index].astype(xp.float64))
+        elif isinstance(n, arith.Param):
+            col = xp.asarray(np.array([float(v[n.name]) for v in values]))[:, None]
+            stack.append(xp.broadcast_to(col, X.shape[:2]))
+        elif isinstance(n, arith.Neg):
+            stack.append(-stack.pop())
+        else:
+            b, a = stack.pop(), stack.pop()
+            stack.append({"+": xp.add, "-": xp.subtract, "*": xp.multiply, "/": xp.divide}[n.op](a, b))
+    return stack[0]
+
+
+def _postorder(node: arith.Node) -> list[arith.Node]:
+    """The nodes of a formula of Num, Species, Param, Neg and BinOp, children before parents (no recursion)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if isinstance(n, arith.BinOp):
+            stack += [n.left, n.right]
+        elif isinstance(n, arith.Neg):
+            stack.append(n.arg)
+    return out[::-1]
 
 
 def as_observables(items: Sequence[Any]) -> list[Observable]:

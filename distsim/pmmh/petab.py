@@ -8,10 +8,16 @@ Mapping: an observable's ``observableFormula`` reads species as amounts in the m
 Parameters with ``estimate`` 1 get their ``objectivePriorType`` prior (``uniform``, ``lognormal``,
 ``parameterScaleUniform``, ``parameterScaleNormal`` on a log scale) or, without one, uniform on
 [lowerBound, upperBound] on their ``parameterScale`` (lin: ``uniform``; log/log10: ``loguniform``);
-the others are fixed at ``nominalValue``. Estimated parameters that only set initial amounts (SBML
-initial assignments) are fixed at their nominal value with a warning (PMMH infers rate and noise
-parameters). Not supported (a clear error): pre-equilibration, observable/noise parameter
-placeholders, replicate measurements of one observable at one time, condition values that are not numbers.
+the others are fixed at ``nominalValue``. Initial amounts may be estimated: a species whose SBML
+initial assignment is an estimated parameter alone (``A = a0``), or whose condition-table value is
+one, starts at round(a0 x system_size) molecules (in a condition, a number or a fixed parameter's
+id sets it instead). Estimated parameters read by nothing else (e.g. inside a longer initial
+assignment formula) are fixed at their nominal value with a warning. Placeholders
+``observableParameter{n}_{id}`` and ``noiseParameter{n}_{id}`` take the values of each measurement's
+``observableParameters``/``noiseParameters`` (numbers or parameter ids); an observable measured with
+several different overrides becomes one observable per override (``{id}``, ``{id}__2``, ...).
+Not supported (a clear error): pre-equilibration, replicate measurements of one observable at one
+time, condition values that are neither numbers nor (for species) parameter ids.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -118,20 +125,22 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict
 
     net = _network(sbml[0], nominal, system_size)
     model_params = set(net.params)
-    obs, noise_ids = _observables(observables, net, set(nominal))
-    used = model_params | {n for n in noise_ids}
+    obs, reads, obs_names = _observables(observables, measurements, net, nominal, prior)
+    set_by = _initial_assignments(sbml[0], net, prior, nominal, system_size)
+    fixed = {k: v for k, v in nominal.items() if k in model_params and k not in prior}
+    exps = _experiments(measurements, conditions, obs_names, net, fixed, system_size, set_by, nominal, prior)
+    used = model_params | reads | {v for e in exps for v in e.initial.values() if isinstance(v, str)}
     for pid in list(prior):
         if pid not in used:
-            warnings.warn(f"PEtab parameter {pid!r} is estimated in {params_file.name} but sets only initial amounts "
-                          f"(or nothing the SSA reads): distsim's PMMH fixes it at its nominal value "
+            warnings.warn(f"PEtab parameter {pid!r} is estimated in {params_file.name} but nothing the SSA or the "
+                          f"observables read uses it alone: distsim's PMMH fixes it at its nominal value "
                           f"{nominal[pid]:g}", UserWarning, stacklevel=3)
             del prior[pid]
     if not prior:
         raise ConfigError("no estimated parameter that the model's reactions or the observables read",
                           file=str(params_file))
-    fixed = {k: v for k, v in nominal.items() if k in model_params and k not in prior}
-    exps = _experiments(measurements, conditions, obs, net, fixed, system_size)
-    initial = {k: nominal[k] for k in prior}
+    # chains start at the nominal values (PMMH works on log scale: a nominal 0 starts at the prior's center)
+    initial = {k: nominal[k] if nominal[k] > 0 else prior[k].center() for k in prior}
     return {"net": net, "observables": obs, "experiments": exps, "prior": prior, "initial": initial,
             "scales": {k: scales[k] for k in prior}, "source": str(path)}
 
@@ -181,43 +190,122 @@ def _network(sbml: Path, nominal: dict[str, float], system_size: float):
     return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size)
 
 
-def _observables(rows: list[dict[str, str]], net, params: set[str]) -> tuple[list[Observable], set[str]]:
-    out, noise_ids = [], set()
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]], net, nominal: dict[str, float],
+                 prior: dict[str, Prior]) -> tuple[list[Observable], set[str], dict[tuple[str, str, str], str]]:
+    """The observables, the parameter ids their formulas read, and the observable name of each
+    (observableId, observableParameters, noiseParameters) of the measurements. Placeholders
+    ``observableParameter{n}_{id}`` / ``noiseParameter{n}_{id}`` take the n-th value of the row's
+    ``observableParameters`` / ``noiseParameters`` (a number or a parameter id): an observable measured with
+    k different overrides becomes k observables ``{id}``, ``{id}__2``, ... Parameters that are neither the
+    model's nor estimated read as their nominal values."""
+    overrides: dict[str, list[tuple[str, str, tuple[Path, int]]]] = {}
+    for m in measurements:
+        where = (Path(m["__file__"]), int(m["__line__"]))
+        key = (m.get("observableParameters", ""), m.get("noiseParameters", ""), where)
+        seen = overrides.setdefault(m.get("observableId", ""), [])
+        if all(k[:2] != key[:2] for k in seen):
+            seen.append(key)
+    out, reads, names = [], set(), {}
     for r in rows:
         f, line = Path(r["__file__"]), int(r["__line__"])
         oid = r.get("observableId", "")
-        formula = r.get("observableFormula", "")
-        noise_f = r.get("noiseFormula", "")
-        if "observableParameter" in formula or "noiseParameter" in noise_f:
-            raise DataError(f"observable {oid}: placeholder parameters (observableParameter*/noiseParameter*) are not "
-                            "supported; write the parameter id or a number", file=str(f), line=line)
         dist = r.get("noiseDistribution", "normal") or "normal"
         trans = r.get("observableTransformation", "lin") or "lin"
         if dist != "normal" or trans not in ("lin", "log"):
             raise DataError(f"observable {oid}: noiseDistribution {dist!r} with observableTransformation {trans!r} is "
                             "not supported (normal with lin or log)", file=str(f), line=line)
+        keys = overrides.get(oid) or [("", "", (f, line))]
+        for k, (op, npar, where) in enumerate(keys):
+            name = oid if k == 0 else f"{oid}__{k + 1}"
+            names[(oid, op, npar)] = name
+            formula = _fill(r.get("observableFormula", ""), "observableParameter", oid, op, net, nominal, prior, where)
+            noise_f = _fill(r.get("noiseFormula", ""), "noiseParameter", oid, npar, net, nominal, prior, where)
+            bare = noise_f.strip("()")
+            try:
+                float(bare)
+            except ValueError:
+                if bare not in prior and bare not in net.params:
+                    raise DataError(f"observable {oid}: noiseFormula {r.get('noiseFormula', '')!r} must be a number or "
+                                    "a parameter id (or a noiseParameter placeholder)"
+                                    f"{did_you_mean(bare, sorted(nominal))}",
+                                    file=str(f), line=line) from None
+            reads |= {n for n in _IDENT.findall(formula + " " + noise_f) if n in prior}
+            out.append(Observable(name, formula, "normal" if trans == "lin" else "lognormal", noise_f))
+    return out, reads, names
+
+
+def _fill(text: str, kind: str, oid: str, values: str, net, nominal: dict[str, float], prior: dict[str, Prior],
+          where: tuple[Path, int]) -> str:
+    """``text`` with its placeholders {kind}{n}_{oid} replaced by the n-th of ``values`` (';'-separated)
+    and fixed non-model parameters by their nominal values (parenthesised numbers)."""
+    vals = [v.strip() for v in values.split(";")] if values.strip() else []
+
+    def value(v: str, what: str) -> str:
         try:
-            float(noise_f)
+            return f"({float(v)!r})"
         except ValueError:
-            if not noise_f.isidentifier() or noise_f not in params:
-                raise DataError(f"observable {oid}: noiseFormula {noise_f!r} must be a number or a parameter id"
-                                f"{did_you_mean(noise_f, sorted(params))}", file=str(f), line=line) from None
-            noise_ids.add(noise_f)
-        out.append(Observable(oid, formula, "normal" if trans == "lin" else "lognormal", noise_f))
-    return out, noise_ids
+            pass
+        if v in prior or v in net.params:
+            return v
+        if v in nominal:
+            return f"({nominal[v]!r})"
+        raise DataError(f"{what} is {v!r}, neither a number nor a parameter id{did_you_mean(v, sorted(nominal))}",
+                        file=str(where[0]), line=where[1])
+
+    def sub(m: re.Match) -> str:
+        name = m.group(0)
+        ph = re.fullmatch(rf"{kind}(\d+)_{re.escape(oid)}", name)
+        if ph:
+            n = int(ph.group(1))
+            if not 1 <= n <= len(vals):
+                col = "observableParameters" if kind == "observableParameter" else "noiseParameters"
+                raise DataError(f"observable {oid}: {name} needs {n} value(s) in {col}, the measurement gives "
+                                f"{len(vals)}", file=str(where[0]), line=where[1])
+            return value(vals[n - 1], f"{name} of observable {oid}")
+        if name in nominal and name not in prior and name not in net.params:
+            return f"({nominal[name]!r})"
+        return name
+
+    return _IDENT.sub(sub, text)
 
 
-def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, str]], obs: list[Observable], net,
-                 fixed: dict[str, float], omega: float) -> list[Experiment]:
-    names = [o.name for o in obs]
+def _initial_assignments(sbml: Path, net, prior: dict[str, Prior], nominal: dict[str, float], omega: float
+                         ) -> dict[str, str]:
+    """{species: estimated parameter} of the SBML initial assignments that are that parameter alone
+    (``A = a0``): the species starts at round(a0 x system_size) molecules, checked against the reader's
+    count at the nominal value (a concentration in a compartment of size other than 1 is refused)."""
+    import libsbml
+
+    model = libsbml.readSBMLFromFile(str(sbml)).getModel()
+    out = {}
+    for ia in model.getListOfInitialAssignments():
+        sym, math_ = ia.getSymbol(), ia.getMath()
+        if sym not in net.species or math_ is None or not math_.isName() or math_.getName() not in prior:
+            continue
+        pid = math_.getName()
+        want = net.initial[net.index(sym)]
+        if math.floor(nominal[pid] * omega + 0.5) != want:
+            raise DataError(f"the initial assignment {sym} = {pid} gives {want} molecules at {pid} = {nominal[pid]:g}, "
+                            f"not {pid} x system_size ({omega:g}): only amounts (or concentrations in a compartment "
+                            "of size 1) can be estimated", file=str(sbml))
+        out[sym] = pid
+    return out
+
+
+def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, str]],
+                 obs_names: dict[tuple[str, str, str], str], net,
+                 fixed: dict[str, float], omega: float, set_by: dict[str, str], nominal: dict[str, float],
+                 prior: dict[str, Prior]) -> list[Experiment]:
+    names = sorted({k[0] for k in obs_names})
     conds = {r.get("conditionId", ""): r for r in conditions}
     by_cond: dict[str, dict[float, dict[str, float]]] = {}
     for r in measurements:
         f, line = Path(r["__file__"]), int(r["__line__"])
         if r.get("preequilibrationConditionId", ""):
             raise DataError("pre-equilibration is not supported", file=str(f), line=line)
-        if r.get("observableParameters", "") or r.get("noiseParameters", ""):
-            raise DataError("observableParameters/noiseParameters are not supported", file=str(f), line=line)
         oid, cid = r.get("observableId", ""), r.get("simulationConditionId", "")
         if oid not in names:
             raise DataError(f"unknown observableId {oid!r}{did_you_mean(oid, names)}", file=str(f), line=line)
@@ -229,6 +317,7 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
         if not (math.isfinite(t) and t >= 0):
             raise DataError(f"time {t} must be finite and >= 0", file=str(f), line=line)
         slot = by_cond.setdefault(cid, {}).setdefault(t, {})
+        oid = obs_names[(oid, r.get("observableParameters", ""), r.get("noiseParameters", ""))]
         if oid in slot:
             raise DataError(f"a second measurement of {oid} at time {t:g} in condition {cid}: replicates are not "
                             "supported", file=str(f), line=line)
@@ -236,10 +325,16 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
     out = []
     for cid, at in by_cond.items():
         c = conds[cid]
-        initial, params = {}, dict(fixed)
+        initial: dict[str, int | str] = dict(set_by)
+        params = dict(fixed)
         for k, v in c.items():
             if k in ("conditionId", "conditionName", "__line__", "__file__") or v == "":
                 continue
+            if k in net.species and v in prior:
+                initial[k] = v  # an estimated initial amount
+                continue
+            if k in net.species and v in nominal:
+                v = repr(nominal[v])  # a fixed parameter's value
             val = _number(v, f"condition {cid}, {k}", Path(c["__file__"]), c["__line__"])
             if k in net.species:
                 count = val * omega
@@ -253,7 +348,7 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
                 raise DataError(f"condition {cid}: {k!r} is neither a species nor a parameter of the model",
                                 file=c["__file__"], line=int(c["__line__"]))
         times = sorted(at)
-        data = {o: [at[t].get(o, np.nan) for t in times] for o in names if any(o in at[t] for t in times)}
+        data = {o: [at[t].get(o, np.nan) for t in times] for o in obs_names.values() if any(o in at[t] for t in times)}
         out.append(Experiment(times, data, initial=initial, parameters=params, name=cid, source=c["__file__"]))
     return out
 

@@ -95,40 +95,49 @@ def _cholesky(a: np.ndarray) -> np.ndarray:
     return L
 
 
-def _normals(key: int, it: int, d: int) -> np.ndarray:
+def _normals(keys: Sequence[int], it: int, d: int) -> np.ndarray:
+    """Iteration ``it``'s d standard normals of each chain key: [C, d] (Box-Muller of counter (it, j, 0, 2))."""
     ctr = np.zeros((d, 4), np.uint32)
     ctr[:, 0], ctr[:, 1], ctr[:, 3] = it, np.arange(d), 2
-    w = philox(ctr, np.array([key, CHAIN_RID], np.uint32))
-    u1, u2 = uniform_f64(w[:, 0], w[:, 1]), uniform_f64(w[:, 2], w[:, 3])
-    return np.array([math.sqrt(-2.0 * math.log(a)) * math.cos(2.0 * math.pi * b) for a, b in zip(u1, u2)])
+    w = philox(ctr[None, :, :], _key_words(keys)[:, None, :])
+    u1, u2 = uniform_f64(w[..., 0], w[..., 1]), uniform_f64(w[..., 2], w[..., 3])
+    return np.array([[math.sqrt(-2.0 * math.log(a)) * math.cos(2.0 * math.pi * b) for a, b in zip(r1, r2)]
+                     for r1, r2 in zip(u1, u2)]).reshape(len(keys), d)
 
 
-def _accept_u(key: int, it: int) -> float:
-    w = philox(np.array([it, 0, 0, 3], np.uint32), np.array([key, CHAIN_RID], np.uint32))
-    return float(uniform_f64(w[0], w[1]))
+def _accept_u(keys: Sequence[int], it: int) -> np.ndarray:
+    """Iteration ``it``'s acceptance uniform of each chain key (counter (it, 0, 0, 3))."""
+    w = philox(np.array([it, 0, 0, 3], np.uint32)[None, :], _key_words(keys))
+    return np.asarray(uniform_f64(w[:, 0], w[:, 1]), np.float64)
+
+
+def _key_words(keys: Sequence[int]) -> np.ndarray:
+    return np.stack([np.asarray(keys, np.uint32), np.full(len(keys), CHAIN_RID, np.uint32)], axis=1)
 
 
 def log_prior(pr: Problem, phi: np.ndarray) -> float:
     return float(sum(p.log_density_phi(float(v)) for p, v in zip(pr.priors, phi)))
 
 
-def propose(pr: Problem, key: int, st: ChainState, it: int, burn_in: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Iteration ``it``'s proposal of one chain: (phi', the Cholesky factor used, log prior of phi')."""
+def propose(pr: Problem, z: np.ndarray, st: ChainState, it: int, burn_in: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Iteration ``it``'s proposal of one chain from its normals ``z`` (:func:`_normals`): (phi', the
+    Cholesky factor used, log prior of phi')."""
     d = st.phi.size
     if it <= burn_in and st.n >= 2 * d + 10:
         cov = (st.s2 - np.outer(st.s1, st.s1) / st.n) / (st.n - 1)
         chol = _cholesky((2.38**2 / d) * (cov + 1e-8 * np.eye(d)))
     else:
         chol = st.chol
-    prop = st.phi + chol @ _normals(key, it, d)
+    prop = st.phi + chol @ z
     return prop, chol, log_prior(pr, prop)
 
 
-def accept(st: ChainState, key: int, it: int, burn_in: int, prop: np.ndarray, chol: np.ndarray, lp: float,
+def accept(st: ChainState, u: float, it: int, burn_in: int, prop: np.ndarray, chol: np.ndarray, lp: float,
            llp: float) -> tuple[ChainState, bool]:
-    """The MH decision of iteration ``it`` given the proposal's estimate ``llp``; adaptation sums in burn-in."""
+    """The MH decision of iteration ``it`` (uniform ``u``: :func:`_accept_u`) given the proposal's
+    estimate ``llp``; adaptation sums in burn-in."""
     phi, ll, lpr, accepted = st.phi, st.loglik, st.logprior, False
-    if lp > -math.inf and llp > -math.inf and math.log(_accept_u(key, it)) < llp + lp - st.loglik - st.logprior:
+    if lp > -math.inf and llp > -math.inf and math.log(u) < llp + lp - st.loglik - st.logprior:
         phi, ll, lpr, accepted = prop, llp, lp, True
     s1, s2, n = st.s1, st.s2, st.n
     if it <= burn_in:
@@ -148,14 +157,16 @@ def iterate(pr: Problem, keys: list[int], states: list[ChainState | None], it: i
         lp = log_prior(pr, phi)
         return [ChainState(phi, float(ll[c]), lp, phi.copy(), np.outer(phi, phi), 1, INITIAL_STEP * np.eye(d))
                 for c in range(C)], [True] * C, fired
-    props = [propose(pr, keys[c], states[c], it, burn_in) for c in range(C)]
+    z = _normals(keys, it, d)
+    props = [propose(pr, z[c], states[c], it, burn_in) for c in range(C)]
     run = [c for c in range(C) if props[c][2] > -math.inf]  # outside the prior's support: rejected unseen
     llp = np.full(C, -math.inf)
     fired = 0
     if run:
         llp[run], fired = log_likelihoods(pr, np.exp(np.array([props[c][0] for c in run])), particles,
                                           np.array([keys[c] for c in run]), it, backend)
-    out = [accept(states[c], keys[c], it, burn_in, *props[c], float(llp[c])) for c in range(C)]
+    u = _accept_u(keys, it)
+    out = [accept(states[c], float(u[c]), it, burn_in, *props[c], float(llp[c])) for c in range(C)]
     return [o[0] for o in out], [o[1] for o in out], fired
 
 
@@ -210,13 +221,14 @@ def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments:
     extra = [n for n in names if n not in net.params]
     obs = compile_observables(net, as_observables(observables), extra, species_scale)
     used = {p for o in obs for n in (o.formula, o.noise_parameter) if n is not None for p in _params(n)}
+    used |= {v for e in experiments for v in e.initial.values() if isinstance(v, str)}
     unused = [n for n in extra if n not in used]
     if unused:
         raise ValueError(f"prior given for {unused[0]!r}, which is neither a model parameter nor used by an "
-                         "observable")
+                         "observable or an initial amount")
     if not experiments:
         raise ValueError("no experiment (measurements) given")
-    exps = tuple(compile_experiment(net, obs, e, i) for i, e in enumerate(experiments))
+    exps = tuple(compile_experiment(net, obs, e, i, extra, species_scale) for i, e in enumerate(experiments))
     init = dict(initial or {})
     start = []
     for n, p in zip(names, priors):

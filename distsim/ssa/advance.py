@@ -91,9 +91,9 @@ def check_args(c: CompiledNetwork, states: np.ndarray, theta: np.ndarray, law_ar
     if c.events is not None:
         raise ValueError("advancing given states supports networks without SBML events, assignment rules or "
                          "time-dependent propensities")
-    if not (isinstance(states, np.ndarray) and states.dtype == np.int64 and states.ndim == 2
+    if not (hasattr(states, "flags") and states.dtype == np.int64 and states.ndim == 2
             and states.flags.c_contiguous and states.shape[1] == c.n_species):
-        raise ValueError(f"states must be a C-contiguous int64 array [N, {c.n_species}]")
+        raise ValueError(f"states must be a C-contiguous int64 array [N, {c.n_species}] (NumPy or CuPy)")
     if not 0 < max_events <= MAX_EVENTS_PER_CALL:
         raise ValueError(f"max_events must be in [1, {MAX_EVENTS_PER_CALL}]")
     thetas = np.ascontiguousarray(np.atleast_2d(np.asarray(theta, np.float64)))

@@ -28,20 +28,30 @@ def advance_gpu(c: CompiledNetwork, method: SSAMethod, states: np.ndarray, theta
     """:func:`distsim.ssa.advance.advance` on the current GPU: ``states`` (int64 [G N, S]) updated in place."""
     import cupy as cp
 
-    thetas, law_args, keys, per = check_args(c, states, theta, law_arg, key, max_events)
+    xs = cp.asarray(np.ascontiguousarray(states, np.int64))
+    ev, er = advance_device(c, method, xs, theta, law_arg, dt, key=key, e_hi=e_hi, max_events=max_events)
+    states[...] = cp.asnumpy(xs)
+    return cp.asnumpy(ev), cp.asnumpy(er)
+
+
+def advance_device(c: CompiledNetwork, method: SSAMethod, xs: Any, theta: np.ndarray, law_arg: np.ndarray,
+                   dt: float, *, key: int | np.ndarray, e_hi: int, max_events: int = 10_000_000) -> tuple[Any, Any]:
+    """:func:`advance_gpu` of states that stay on the device (``xs``: a CuPy int64 [G N, S], updated in
+    place); (events, error words) as CuPy arrays."""
+    import cupy as cp
+
+    thetas, law_args, keys, per = check_args(c, xs, theta, law_arg, key, max_events)
     if method.cuda_header is None:
         raise ValueError(f"method {method.name!r} has no generic CUDA header; use 'direct' or 'tree'")
-    N, S, M = states.shape[0], c.n_species, c.n_reactions
-    events, errors = np.zeros(N, np.uint64), np.zeros(N, np.int32)
+    N, S, M = xs.shape[0], c.n_species, c.n_reactions
+    ev = cp.zeros(N, dtype=cp.uint64)
+    er = cp.zeros(N, dtype=cp.int32)
     if not (dt > 0 and N):
-        return events, errors
+        return ev, er
     n_aux = method.cpu.aux_size(M)
-    xs = cp.asarray(np.ascontiguousarray(states, np.int64))
     a = cp.empty(M * N, dtype=cp.float64)
     aux = cp.empty(max(n_aux, 1) * N, dtype=cp.float64)
     stack = cp.empty(max(1, c.max_stack) * N, dtype=cp.float64)
-    ev = cp.zeros(N, dtype=cp.uint64)
-    er = cp.zeros(N, dtype=cp.int32)
     tb = _tables(c)
     rows: dict[str, Any] = {"theta": cp.asarray(thetas), "law_arg": cp.asarray(law_args)}
     fn = gpu._module(("advance", method.cuda_header, method.cpu.needs_depgraph),
@@ -50,8 +60,7 @@ def advance_gpu(c: CompiledNetwork, method: SSAMethod, states: np.ndarray, theta
        (np.int32(N), np.int32(per), cp.asarray(keys), np.int32(law_args.shape[1]), np.uint32(e_hi), np.float64(dt),
         np.int32(S), np.int32(M), np.int32(n_aux), *gpu.table_args(tb, **rows), np.uint64(max_events), xs, a, aux,
         stack, ev, er))
-    states[...] = xs.get()
-    return ev.get(), er.get()
+    return ev, er
 
 
 _TABLES: dict[tuple, dict[str, Any]] = {}

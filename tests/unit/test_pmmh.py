@@ -222,3 +222,47 @@ def test_time_limit_stops_between_rounds(net):
                         progress=False, time_limit=1.0)
     assert ds.attrs["stopped_by"] == "time_limit" and 5 < ds.attrs["iterations"] < 100_000
     assert ds.sizes["draw"] == ds.attrs["iterations"] - 5
+
+
+def test_initial_amounts_set_by_parameters(net):
+    """An initial value named by a parameter: round(value x species_scale) molecules, the same filter
+    bits as that count given as a number; inferable (a prior on it); no count (< 0) -> estimate -inf."""
+    obs = [pmmh.Observable("y", "X", "normal", 0.4)]
+    data = {"y": [0.3, 0.5, 0.2, 0.6]}
+    by_param = sampler.build_problem(net, obs, [pmmh.Experiment([0, 1, 2, 4], data, initial={"X": "x0"})],
+                                     {"k1": "gamma:2,1", "x0": "uniform:0,10"}, initial={"x0": 0.5},
+                                     species_scale=10)
+    by_count = sampler.build_problem(net, obs, [pmmh.Experiment([0, 1, 2, 4], data, initial={"X": 3})],
+                                     {"k1": "gamma:2,1"}, species_scale=10)
+    keys = np.array([11, 12])
+    a, _ = log_likelihoods(by_param, np.array([[1.0, 0.26], [1.0, 0.34]]), 64, keys, 3)  # both: 3 molecules
+    b, _ = log_likelihoods(by_count, np.array([[1.0], [1.0]]), 64, keys, 3)
+    assert np.array_equal(a, b) and np.isfinite(a).all()
+    c, _ = log_likelihoods(by_param, np.array([[1.0, 0.74], [1.0, -0.2]]), 64, keys, 3)
+    assert np.isfinite(c[0]) and c[0] != a[0] and c[1] == -math.inf
+    with pytest.raises(DataError, match="'X' is 'z0', neither a number nor a parameter"):
+        sampler.build_problem(net, obs, [pmmh.Experiment([1], {"y": [1]}, initial={"X": "z0"})], {"k1": "gamma:2,1"})
+
+
+def test_all_chains_of_a_run_advance_in_one_call_per_interval(net, monkeypatch):
+    """In one process (one GPU) the chains are one shard: each observation interval of each iteration is
+    one advance of every live chain's particles (chains x particles rows), not one per chain."""
+    from distsim.pmmh import filter as pf
+
+    calls = []
+    real = pf.advance
+
+    def counting(c, method, X, *a, **k):
+        calls.append(X.shape[0])
+        return real(c, method, X, *a, **k)
+
+    monkeypatch.setattr(pf, "advance", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ds = pmmh.infer(net, [pmmh.Observable("y", "X", "normal", 3.0)], pmmh.Experiment([1, 2, 3], {"y": [2, 3, 4]}),
+                        prior={"k1": "gamma:2,1"}, particles=16, iterations=4, burn_in=1, chains=6, progress=False)
+    n_check = sampler.CHECK_REPEATS
+    # the particle-number check (20 filters together), then iterations 0..4: 3 intervals each, all 6 chains
+    # (every proposal is inside the gamma prior's support; normal noise: no chain dies)
+    assert calls == [n_check * 16] * 3 + [6 * 16] * (3 * 5)
+    assert ds.sizes["chain"] == 6

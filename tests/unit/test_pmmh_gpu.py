@@ -83,3 +83,25 @@ def test_one_gpu_equals_all_gpus():
             b = pmmh.infer(net, obs, ex, client=client, backend="gpu", **kw)
     for v in ("k1", "k2", "log_likelihood"):
         assert np.array_equal(a[v].values, b[v].values)
+
+
+def test_device_filter_equals_cpu_normal_noise():
+    """The filter that stays on the device (normal noise: log weights as CuPy operations, reweighting by
+    kernels/pmmh_filter.cu) gives the CPU's estimates bit for bit, a dying chain (sigma 0) included."""
+    import math
+
+    from distsim.pmmh import filter as pf
+
+    from test_pmmh_filter_host import lv_problem
+
+    pr = lv_problem()
+    assert pf.device_weights(pr.observables)
+    keys = np.array([sampler.chain_key(3, c) for c in range(6)])
+    thetas = np.array([[1.0, 0.005, 10.0], [0.9, 0.006, 12.0], [1.0, 0.005, 0.0], [1.1, 0.004, 8.0],
+                       [1.05, 0.005, 9.0], [0.95, 0.0055, 11.0]])
+    cpu, f_cpu = pf.log_likelihoods(pr, thetas, 200, keys, 5, "cpu")
+    gpu, f_gpu = pf.log_likelihoods(pr, thetas, 200, keys, 5, "gpu")
+    assert np.array_equal(cpu, gpu) and f_cpu == f_gpu > 0
+    assert cpu[2] == -math.inf and np.isfinite(np.delete(cpu, 2)).all()
+    # each chain's estimate is the one it gets alone
+    assert pf.log_likelihoods(pr, thetas[4:5], 200, keys[4:5], 5, "gpu")[0][0] == gpu[4]

@@ -1,0 +1,29 @@
+"""benchmarks/pmmh.py --ess: one timed pmmh.infer on the LV problem, reported with ESS per parameter
+(a tiny CPU run: the table's rows and numbers, not the goal)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ess_mode_reports_ess_per_parameter(tmp_path):
+    out = tmp_path / "ess.md"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh.py"), "--ess", "--backend", "cpu", "--chains",
+                        "3", "--particles", "8", "--iterations", "12", "--burn-in", "4", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "3 chains x 8 particles, 12 iterations (4 burn-in; stopped by iterations)" in text
+    assert re.search(r"\| kept draws \| 24 \|", text)  # 3 chains x (12 - 4) draws
+    for p in ("c1", "c2", "c3"):
+        row = re.search(rf"^\| {p} \| ([^|]+) \| ([^|]+) \| (\d+) \| (\d+) \| ([^|]+) \|$", text, re.M)
+        assert row and float(row.group(1)) > 0 and int(row.group(3)) > 0, text
+    ess = float(re.search(r"\| min bulk ESS \| (\d+) \|", text).group(1))
+    whole = float(re.search(r"\| whole call \| ([\d.]+) s \|", text).group(1))
+    to400 = float(re.search(r"\| time to ESS 400 [^|]*\| ([\d.]+) s \|", text).group(1))
+    assert abs(to400 - whole * 400 / ess) <= 0.05 * to400 + 0.1  # the printed figures are rounded

@@ -44,11 +44,41 @@ def test_compare_probtraj_files(tmp_path):
     b = maboss(DATA / "toggle_internal.bnd", seed=2, **kw)
     write_csv(a, tmp_path / "a")
     write_csv(b, tmp_path / "b")
-    same = peer.compare(tmp_path / "a_probtraj.csv", tmp_path / "a_probtraj.csv")
-    assert same == "0 (z 0.0)"
-    worst, z = peer.compare(tmp_path / "a_probtraj.csv", tmp_path / "b_probtraj.csv").replace(")", "").split(" (z ")
-    assert 0 < float(worst) < 0.2 and 0 < float(z) < 6  # two seeds: a Monte Carlo difference
+    same = peer.compare(tmp_path / "a_probtraj.csv", tmp_path / "a_probtraj.csv", 400, 400)
+    assert same["dp"] == same["z"] == same["z_se"] == 0 and same["text"].startswith("0 (z 0.0 <= ")
+    r = peer.compare(tmp_path / "a_probtraj.csv", tmp_path / "b_probtraj.csv", 400, 400)
+    pa, pb = peer.probtraj(tmp_path / "a_probtraj.csv"), peer.probtraj(tmp_path / "b_probtraj.csv")
+    assert r["cells"] == sum(len(set(pa[t]) | set(pb[t])) for t in pa)
+    assert 0 < r["dp"] < 0.2 and 0 < r["z"] < r["crit"]  # two seeds: a Monte Carlo difference
+    w = r["worst_z"]
+    assert {"time", "state", "p_ds", "p_peer", "err_ds", "err_peer"} <= set(w) and w["state"] in peer.describe_cell(w)
     assert peer._label("B -- A") == peer._label("A -- B") == "A -- B" and peer._label("<nil>") == "<nil>"
+
+
+def _csv(path, rows):
+    head = "Time\tTH\tErrorTH\tH\tHD=0" + "\tState\tProba\tErrorProba" * max(len(r) for r in rows.values())
+    lines = [head] + ["\t".join([f"{t:g}", "0", "0", "0", "0"] + [f"{x}" for s, (p, e) in r.items() for x in (s, p, e)])
+                      for t, r in rows.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_compare_z_bound_and_rare_states(tmp_path):
+    n = 10000
+    # a common state: z = |dp| / sqrt(p (1 - p) (2 / n)), p pooled
+    ds = _csv(tmp_path / "ds.csv", {0.0: {"A": (0.5, 0.005), "B -- A": (0.5, 0.005)}})
+    pe = _csv(tmp_path / "pe.csv", {0.0: {"A": (0.52, 0.0), "A -- B": (0.48, 0.0)}})
+    r = peer.compare(ds, pe, n, n)
+    assert r["cells"] == 2 and r["dp"] == pytest.approx(0.02)
+    assert r["z"] == pytest.approx(0.02 / (0.51 * 0.49 * 2 / n) ** 0.5)
+    assert r["z_se"] == pytest.approx(0.02 / (0.005 * 2 ** 0.5))  # the peer writes no error: distsim's, twice
+    # a rare state one distsim trajectory visited for 1/1000 of a window: its error is its probability, so
+    # the error-based z is huge for a difference the bound calls noise (issue 31's "z 231" on metastasis)
+    ds = _csv(tmp_path / "ds2.csv", {0.0: {"A": (1 - 1e-7, 1e-7), "B": (1e-7, 1e-7)}})
+    pe = _csv(tmp_path / "pe2.csv", {0.0: {"A": (1 - 3e-5, 0.0), "B": (3e-5, 0.0)}})
+    r = peer.compare(ds, pe, n, n)
+    assert r["z_se"] > 100 and r["z"] < 1 < r["crit"]
+    assert r["worst_z_se"]["state"] in ("A", "B")
 
 
 def test_patch_fails_loudly_on_other_source(tmp_path):

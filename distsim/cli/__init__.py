@@ -33,6 +33,7 @@ commands:
 'distsim COMMAND --help' describes a command. Without --scheduler, --scheduler-file or --in-process
 a run starts a local Dask cluster (one worker per GPU when GPUs are present, else one per usable
 CPU; TLS with a temporary certificate: yours alone) when it needs workers, and stops it at the end.
+'distsim maboss' runs in this process on a single device (one GPU, or the CPU) unless --workers is given.
 """
 
 # exit statuses (a figure that fails after the data were written: 1)

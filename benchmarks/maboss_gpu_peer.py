@@ -9,8 +9,10 @@
 Times (the best of --repeats runs each): MaBoSS.GPU's own "main> simulation" timer (its diagnostics,
 switched on by the patch) and its whole process (parse, NVRTC compile, simulate, write the CSVs);
 distsim's warm ``maboss()`` call in this process (after a warm-up call that compiles the kernel) and a
-whole new process ``python3 -m distsim maboss M.bnd M.cfg -n N --csv ... --in-process -q`` (with the
-NVRTC and Numba disk caches filled by the warm-up). Ratios are distsim / MaBoSS.GPU (issue 31's goals:
+whole new process ``python3 -m distsim maboss M.bnd M.cfg -n N --csv ... -q`` (on one GPU it runs in its
+process by default; the NVRTC and Numba disk caches filled by the warm-up), and once per model that
+process's phases (imports, backend start, kernels, Dataset, files, exit: ``maboss_process.py``) on stderr.
+Ratios are distsim / MaBoSS.GPU (issue 31's goals:
 warm <= 0.5 at 1e6 on sizek and Montagud, <= 1 at 1e5; process <= 1). The last column compares the two
 time courses: the largest difference of a state's probability over all windows, and the largest z of a
 difference over a bound of its standard deviation that holds for any window average (``compare``), beside
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
 from _report import emit  # noqa: E402
+from maboss_process import phases  # noqa: E402
 
 # (file, old text or regex, new text, is a regex): the fixes MaBoSS.GPU needs here
 PATCHES = [
@@ -171,7 +174,7 @@ def run_peer(bin_: str, bnd: Path, cfg: Path, prefix: Path) -> tuple[float, floa
 def run_distsim_process(bnd: Path, cfg: Path, n: int, prefix: Path) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "distsim", "maboss", str(bnd), str(cfg), "-n", str(n), "--csv", str(prefix),
-                    "--in-process", "-q", "--overwrite"], check=True, cwd=ROOT, capture_output=True, timeout=600)
+                    "-q", "--overwrite"], check=True, cwd=ROOT, capture_output=True, timeout=600)
     return time.perf_counter() - t
 
 
@@ -205,6 +208,16 @@ def main() -> None:
                 warm = min(_timed(lambda: maboss(bnd, cfg, backend="gpu", progress=False))
                            for _ in range(args.repeats))
                 proc = min(run_distsim_process(bnd, cfg, n, tmp / f"ds_{name}") for _ in range(args.repeats))
+                if n == args.trajectories[0]:  # where the new process's time goes (maboss_process.py)
+                    try:
+                        rows, wall = phases(["maboss", str(bnd), str(cfg), "-n", str(n), "--csv",
+                                             str(tmp / f"ph_{name}"), "-q", "--overwrite"])
+                        for what, w, c in rows:
+                            print(f"[maboss_gpu_peer] {name} N={n:.0e} phase {w:7.3f} s ({c:6.3f} s CPU) {what}",
+                                  file=sys.stderr)
+                        print(f"[maboss_gpu_peer] {name} N={n:.0e} phase {wall:7.3f} s whole process", file=sys.stderr)
+                    except (RuntimeError, subprocess.TimeoutExpired) as e:
+                        print(f"[maboss_gpu_peer] phases failed: {str(e)[-300:]}", file=sys.stderr)
                 sim = wall = math.nan
                 cmp = "-"
                 if args.peer_bin:

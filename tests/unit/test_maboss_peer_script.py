@@ -93,3 +93,19 @@ def test_shell_script_syntax():
         pytest.skip("no bash")
     r = subprocess.run([bash, "-n", str(ROOT / "benchmarks" / "maboss_gpu_peer.sh")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_process_phases(tmp_path):
+    spec = importlib.util.spec_from_file_location("maboss_process", ROOT / "benchmarks" / "maboss_process.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows, wall = mod.phases(["maboss", str(DATA / "toggle_internal.bnd"), "-n", "200", "--max-time", "2", "--cpu",
+                             "-q", "--csv", str(tmp_path / "t")])
+    names = [r[0] for r in rows]
+    for want in ("import distsim.maboss", "distsim.cli.main", "read .bnd/.cfg", "build the Dataset", "write the CSV",
+                 "exit"):
+        assert any(want in n for n in names), (want, names)
+    assert not any("start the Dask cluster" in n for n in names)  # one device: in this process
+    top = [w for n, w, _ in rows if not n.startswith("  ")]
+    assert all(w >= 0 for w in top) and sum(top) == pytest.approx(wall, rel=1e-6)
+    assert (tmp_path / "t_probtraj.csv").exists() and (tmp_path / "t_fp.csv").exists()

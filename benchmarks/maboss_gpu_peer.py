@@ -17,7 +17,18 @@ warm <= 0.5 at 1e6 on sizek and Montagud, <= 1 at 1e5; process <= 1). The last c
 time courses: the largest difference of a state's probability over all windows, and the largest z of a
 difference over a bound of its standard deviation that holds for any window average (``compare``), beside
 the Bonferroni bound at level 1e-3 (MaBoSS.GPU writes no errors; distsim's own error column is no basis for
-rare states); the cells where each occurs are printed on stderr."""
+rare states); the cells where each occurs are printed on stderr.
+
+What MaBoSS.GPU (this commit) computes differently from MaBoSS and distsim, read from its source:
+* ``src/jit_kernels/simulation.cu`` keeps 100 records per trajectory and launch; when they fill (every 99
+  transitions) the kernel stops after recording an event's time but before its flip, and the next launch
+  draws a new waiting time in the same state: one transition in 99 becomes an extra exponential holding time
+  (per trajectory: sizek ~5, Montagud ~1.5, metastasis 0.005, cellcycle 0).
+* window sums are float32 ``atomicAdd``s (``window_average_small.cu``; order-dependent rounding), time and
+  rates are float32, and the CSV holds 6 significant digits; ErrorProba and ErrorTH are written as 0.
+* ``discrete_time = 1``: a trajectory that reaches a fixed point jumps to max_time with one record, counted in
+  the window where it arrived only (later windows miss it); none of the four shipped models has one.
+* ceil(max_time / time_tick) windows (MaBoSS: int), time_tick as a float32; at most 20 visible nodes."""
 
 from __future__ import annotations
 
@@ -127,7 +138,7 @@ def compare(ds_csv: Path, peer_csv: Path, n_ds: int, n_peer: int) -> dict:
     but no basis for rare states (a state one trajectory visits briefly has an error about its probability:
     z in the hundreds between two correct runs). ``crit``: the two-sided Bonferroni bound at a family-wise
     level 1e-3 over the cells compared. Returns the largest of each, the cells where they occur (time, state,
-    p and error of each side) and ``text``, the table's cell."""
+    p and error of each side), ``all`` cells and ``text``, the table's cell."""
     from scipy import stats
 
     a, b = probtraj(ds_csv), probtraj(peer_csv)
@@ -146,7 +157,8 @@ def compare(ds_csv: Path, peer_csv: Path, n_ds: int, n_peer: int) -> dict:
     if not cells:
         return {"text": "no common windows", "cells": 0}
     crit = float(stats.norm.isf(1e-3 / (2 * len(cells))))
-    out: dict = {"cells": len(cells), "crit": crit, "peer_errors": any(c["err_peer"] > 0 for c in cells)}
+    out: dict = {"cells": len(cells), "crit": crit, "peer_errors": any(c["err_peer"] > 0 for c in cells),
+                 "all": cells}
     for key in ("dp", "z", "z_se"):
         out["worst_" + key] = max(cells, key=lambda c: c[key])
     out["dp"], out["z"], out["z_se"] = (out["worst_" + k][k] for k in ("dp", "z", "z_se"))

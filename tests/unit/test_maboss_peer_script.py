@@ -109,3 +109,17 @@ def test_process_phases(tmp_path):
     top = [w for n, w, _ in rows if not n.startswith("  ")]
     assert all(w >= 0 for w in top) and sum(top) == pytest.approx(wall, rel=1e-6)
     assert (tmp_path / "t_probtraj.csv").exists() and (tmp_path / "t_fp.csv").exists()
+
+
+def test_reference_script_row(tmp_path):
+    pytest.importorskip("cmaboss")
+    spec = importlib.util.spec_from_file_location("maboss_reference", ROOT / "benchmarks" / "maboss_reference.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = mod.run(DATA / "absorbing.bnd", DATA / "absorbing.cfg", 4000, 1, 5, tmp_path).strip("| ").split(" | ")
+    assert row[0] == "absorbing" and len(row) == 12
+    z, bound = float(row[6].split()[0]), float(row[8])
+    assert 0 < z < bound and 0.9 < float(row[9]) < 1.1  # the same error estimate on both sides
+    for cell in row[10:]:
+        zf, bf = float(cell.split()[0]), float(cell.split(" / ")[1])
+        assert zf < bf

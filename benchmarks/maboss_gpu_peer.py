@@ -24,8 +24,12 @@ What MaBoSS.GPU (this commit) computes differently from MaBoSS and distsim, read
   transitions) the kernel stops after recording an event's time but before its flip, and the next launch
   draws a new waiting time in the same state: one transition in 99 becomes an extra exponential holding time
   (per trajectory: sizek ~5, Montagud ~1.5, metastasis 0.005, cellcycle 0).
-* window sums are float32 ``atomicAdd``s (``window_average_small.cu``; order-dependent rounding), time and
-  rates are float32, and the CSV holds 6 significant digits; ErrorProba and ErrorTH are written as 0.
+* window sums are float32 ``atomicAdd``s (``window_average_small.cu``), time and rates float32, the CSV holds 6
+  significant digits; ErrorProba and ErrorTH are written as 0. With a time_tick that is not a binary fraction
+  the sums are biased: a trajectory's whole window adds 0.1f, rounded to the sum's float32 spacing, so at 1e6
+  trajectories p = 0.5 reads 0.50177 and p = 0.8 reads 0.80646. Montagud (time_tick 0.1, its 500 x 8 tables
+  in global memory): up to +0.0017 (``<nil>``, p ~ 0.5, t ~ 7); sizek (5), metastasis (0.5) and cellcycle
+  (integer counts) add exact values.
 * ``discrete_time = 1``: a trajectory that reaches a fixed point jumps to max_time with one record, counted in
   the window where it arrived only (later windows miss it); none of the four shipped models has one.
 * ceil(max_time / time_tick) windows (MaBoSS: int), time_tick as a float32; at most 20 visible nodes."""

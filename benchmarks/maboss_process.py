@@ -85,6 +85,7 @@ def child(argv: list[str]) -> None:
     try:
         from distsim.maboss import gpu
 
+        wrap(gpu, "_device_model", "GPU: model tables to the device (the first: CUDA context, memory pool)")
         wrap(gpu, "_module", "GPU: kernel module (NVRTC disk cache)")
         wrap(gpu, "run_gpu_chunk", "GPU: kernel launches + reductions")
     except ImportError:

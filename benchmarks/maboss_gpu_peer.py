@@ -46,6 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
@@ -170,6 +172,24 @@ def compare(ds_csv: Path, peer_csv: Path, n_ds: int, n_peer: int) -> dict:
     return out
 
 
+def float32_bias(p: float, n: int, tick: float) -> float:
+    """What MaBoSS.GPU reads for a window probability p of n trajectories if each adds one whole window to a
+    float32 sum (its ``atomicAdd``): the sum of k = round(p n) adds of float32(tick), each rounded to the running
+    sum's spacing, over n float32(tick), minus k / n. Per binade of the sum every add moves it by the same rounded
+    step, so the loop runs once per binade."""
+    x = np.float32(tick)
+    k, s, i = int(round(p * n)), np.float32(0.0), 0
+    while i < k:
+        step = np.float32(s + x) - s  # the rounded step while the sum stays in this binade
+        if s == 0 or step <= 0:
+            s, i = np.float32(s + x), i + 1
+            continue
+        top = 2.0 ** (math.floor(math.log2(float(s))) + 1)
+        m = max(1, min(k - i, int((top - float(s)) // float(step))))
+        s, i = np.float32(float(s) + m * float(step)), i + m
+    return float(s / (np.float32(n) * x)) - k / n  # k / n, not p: no rounding of p n in the bias
+
+
 def describe_cell(c: dict) -> str:
     return (f"t={c['time']:g} {c['state']!r}: distsim {c['p_ds']:.6g} +- {c['err_ds']:.2g}, peer {c['p_peer']:.6g}"
             f" +- {c['err_peer']:.2g} (dp {c['dp']:.3g}, z {c['z']:.2f}, z_se {c['z_se']:.1f})")
@@ -210,7 +230,7 @@ def main() -> None:
     if args.data is None:
         ap.error("--data is needed (MaBoSS.GPU's data folder)")
 
-    from distsim.maboss import maboss
+    from distsim.maboss import load, maboss
 
     lines = ["| model | N | MaBoSS.GPU sim s | distsim warm s | warm ratio | MaBoSS.GPU process s | "
              "distsim process s | process ratio | max abs dp (z vs bound) |", "|---|---|---|---|---|---|---|---|---|"]
@@ -242,10 +262,15 @@ def main() -> None:
                         sim, wall = min(r[0] for r in runs), min(r[1] for r in runs)
                         res = compare(tmp / f"ds_{name}_probtraj.csv", tmp / f"peer_{name}_probtraj.csv", n, n)
                         cmp = res["text"]
+                        st = load(bnd, cfg).settings
                         for key, what in (("dp", "largest |dp|"), ("z", "largest z"), ("z_se", "largest z_se")):
                             if key in res:
-                                print(f"[maboss_gpu_peer] {name} N={n:.0e} {what}: "
-                                      f"{describe_cell(res['worst_' + key])}", file=sys.stderr, flush=True)
+                                c = res["worst_" + key]
+                                bias = "" if st.discrete_time else (
+                                    f"; MaBoSS.GPU's float32 sums of whole windows move it by "
+                                    f"{float32_bias(c['p_ds'], n, st.time_tick):+.2g}")
+                                print(f"[maboss_gpu_peer] {name} N={n:.0e} {what}: {describe_cell(c)}{bias}",
+                                      file=sys.stderr, flush=True)
                     except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
                         cmp = f"peer failed: {str(e)[-200:]}".replace("\n", " ").replace("|", "/")
                 lines.append(f"| {name} | {n:.0e} | {sim:.3f} | {warm:.3f} | {warm / sim:.2f} | {wall:.3f} | "

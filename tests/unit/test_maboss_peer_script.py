@@ -141,3 +141,20 @@ def test_gpu_emulation_agrees_with_distsim():
     z, dp, _, _ = mod.max_z(a, n, b, n)
     cells = sum(len(v) for v in b.values())
     assert 0 < z < stats.norm.isf(1e-4 / (2 * cells)) and dp < 0.1
+
+
+@pytest.mark.parametrize("p, n, tick", [(0.3, 20000, 0.1), (0.9, 50000, 0.1), (0.7, 30000, 0.2), (0.5, 40000, 0.5)])
+def test_float32_bias_is_the_sequential_float32_sum(p, n, tick):
+    import numpy as np
+
+    s, x = np.float32(0.0), np.float32(tick)
+    for _ in range(int(round(p * n))):
+        s = np.float32(s + x)
+    assert peer.float32_bias(p, n, tick) == pytest.approx(float(s / (np.float32(n) * x)) - p, abs=1e-6)
+
+
+def test_float32_bias_of_a_tenth_at_a_million():
+    # issue 31's Montagud run: time_tick 0.1, 1e6 trajectories; a binary fraction adds exactly
+    assert peer.float32_bias(0.5, 10**6, 0.1) == pytest.approx(0.00177, abs=2e-5)
+    assert peer.float32_bias(0.8, 10**6, 0.1) == pytest.approx(0.00646, abs=2e-5)
+    assert peer.float32_bias(0.8, 10**6, 0.5) == pytest.approx(0.0, abs=1e-7)  # the last float32 division only

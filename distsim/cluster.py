@@ -37,6 +37,8 @@ from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.security import Security
 
+from .backends import count_gpus  # noqa: F401 -- its home is backends (no Dask import); used here and by callers
+
 dask.config.update_defaults({"distsim": {"backend": "auto", "retries": 3}})
 
 
@@ -191,28 +193,6 @@ def _read_quota_v1(folder: Path) -> float | None:
     except (OSError, ValueError):
         return None
     return None if quota <= 0 or period <= 0 else quota / period
-
-
-def count_gpus() -> int:
-    """Number of visible NVIDIA GPUs (via NVML; honours CUDA_VISIBLE_DEVICES). 0 when none or no NVML."""
-    if os.environ.get("DISTSIM_DISABLE_GPU"):
-        return 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return 0
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            n = int(pynvml.nvmlDeviceGetCount())
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return 0
-    if visible:
-        n = min(n, len([v for v in visible.split(",") if v.strip()]))
-    return n
 
 
 def gpu_inventory() -> list[dict[str, Any]]:

@@ -30,6 +30,28 @@ def gpu_available() -> bool:
         return False
 
 
+def count_gpus() -> int:
+    """Number of visible NVIDIA GPUs (via NVML; honours CUDA_VISIBLE_DEVICES). 0 when none or no NVML."""
+    if os.environ.get("DISTSIM_DISABLE_GPU"):
+        return 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return 0
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            n = int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return 0
+    if visible:
+        n = min(n, len([v for v in visible.split(",") if v.strip()]))
+    return n
+
+
 def resolve(backend: str = "auto") -> str:
     """Turn 'auto' | 'cpu' | 'gpu' into the backend this process will run ('cpu' or 'gpu')."""
     if backend not in BACKENDS:

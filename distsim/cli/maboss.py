@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     opts = dict(trajectories=args.trajectories, max_time=args.max_time, time_tick=args.time_tick, seed=args.seed,
                 discrete_time=None if args.discrete_time is None else args.discrete_time == "1")
     t0 = time.perf_counter()
+    args.in_process = runs_in_process(args)
     with client(args) as dask_client:
         run_opts = dict(client=dask_client, backend=backend(args), progress=progress(args))
         if args.screen:
@@ -76,6 +77,22 @@ def run(args: argparse.Namespace) -> int:
         plot_time_course(ds, path)
 
     return finish(args, ds, args.output, t0, {"plot": (args.plot, draw)})
+
+
+def runs_in_process(args: argparse.Namespace) -> bool:
+    """Whether this command runs in this process: with --in-process, and also by default when a local
+    cluster would hold a single device (one GPU, or the CPU: one process runs all its cores), so that a
+    run of a second starts no cluster. --scheduler, --scheduler-file or --workers ask for Dask; two or
+    more local GPUs get one worker each. The result is the same bits either way."""
+    if args.in_process:
+        return True
+    if args.scheduler or getattr(args, "scheduler_file", None) or args.workers is not None:
+        return False
+    if args.cpu:
+        return True
+    from ..backends import count_gpus
+
+    return count_gpus() <= 1
 
 
 def _print_summary(ds: Any) -> None:

@@ -93,7 +93,15 @@ def run_sweep(ex: Recording, quick: bool, args: argparse.Namespace) -> dict:
     # method 'tree' takes the rates from a table on the GPU (no kernel recompiled per point; the
     # generated 'direct' kernel bakes the rates in). Points x 1,000 realizations each.
     fixed = dict(t_end=100.0, points=11, realizations=1000, quantiles=None, method=args.sweep_method)
-    distsim.sweep(ssa.simulate, net, table[: 2 * ex.n_workers()], seed=1, client=ex, chunk_size=1, **fixed)  # warm-up
+    # warm-up: every worker runs a task of more than ssa.gpu.HOST_REDUCE_MAX realizations, as the timed
+    # call's tasks are, so the CuPy reductions of large tasks are compiled (or loaded) before the clock
+    per_task = 1
+    if ex.uses_gpu():
+        from distsim.ssa.gpu import HOST_REDUCE_MAX
+
+        per_task = min(len(table), HOST_REDUCE_MAX // fixed["realizations"] + 1)
+    distsim.sweep(ssa.simulate, net, table[: per_task * ex.n_workers()], seed=1, client=ex, chunk_size=per_task,
+                  **fixed)
     ex.metas.clear()
     t = time.perf_counter()
     ds = distsim.sweep(ssa.simulate, net, table, seed=1, client=ex, **fixed)

@@ -400,5 +400,97 @@ def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int
     return prog, best
 
 
+ELEMENTARY = ("sinh", "cosh", "tanh", "sech", "csch", "coth", "arcsinh", "arccosh", "arctanh", "arcsech",
+              "arccsch", "arccoth", "tan", "sec", "csc", "cot")
+
+
+def elementary(func: str, x: Node) -> Node:
+    """MathML's hyperbolic functions, their inverses, tan, sec, csc and cot as trees of exp, log, sqrt,
+    sin, cos, min, max and arithmetic, so CPU and GPU evaluate them with the same bits (distsim's own
+    exp/log/sin/cos, :mod:`distsim.backends.dsmath`) and no kernel needs a new operation. Overflow
+    gives the limit (tanh(800) = 1, cosh(800) = inf); near 0 the error is a few ulps of 1 (absolute),
+    not of the value. ``x`` may appear more than once (the tree shares it)."""
+    one, two, half = Num(1.0), Num(2.0), Num(0.5)
+
+    def div(a: Node, b: Node) -> Node:
+        return BinOp("/", a, b)
+
+    def e(a: Node) -> Node:
+        return Call("exp", (a,))
+
+    def ln(a: Node) -> Node:
+        return Call("log", (a,))
+
+    def tanh(a: Node) -> Node:  # 1 - 2 / (e^2a + 1): exact limits +-1, no inf / inf
+        return BinOp("-", one, div(two, BinOp("+", e(BinOp("*", two, a)), one)))
+
+    def asinh(a: Node) -> Node:  # sign(a) log(|a| + sqrt(a^2 + 1)): no cancellation for a < 0
+        sign = Call("min", (Call("max", (BinOp("*", BinOp("*", a, Num(1e300)), Num(1e300)), Num(-1.0))), one))
+        return BinOp("*", sign, ln(BinOp("+", Call("abs", (a,)), Call("sqrt", (BinOp("+", BinOp("*", a, a), one),)))))
+
+    def acosh(a: Node) -> Node:
+        return ln(BinOp("+", a, Call("sqrt", (BinOp("-", BinOp("*", a, a), one),))))
+
+    def atanh(a: Node) -> Node:
+        return BinOp("*", half, ln(div(BinOp("+", one, a), BinOp("-", one, a))))
+
+    sin, cos = Call("sin", (x,)), Call("cos", (x,))
+    forms = {
+        "sinh": lambda: BinOp("*", half, BinOp("-", e(x), e(Neg(x)))),
+        "cosh": lambda: BinOp("*", half, BinOp("+", e(x), e(Neg(x)))),
+        "tanh": lambda: tanh(x),
+        "sech": lambda: div(two, BinOp("+", e(x), e(Neg(x)))),
+        "csch": lambda: div(two, BinOp("-", e(x), e(Neg(x)))),
+        "coth": lambda: div(one, tanh(x)),
+        "arcsinh": lambda: asinh(x), "arccosh": lambda: acosh(x), "arctanh": lambda: atanh(x),
+        "arcsech": lambda: acosh(div(one, x)), "arccsch": lambda: asinh(div(one, x)),
+        "arccoth": lambda: atanh(div(one, x)),
+        "tan": lambda: div(sin, cos), "sec": lambda: div(one, cos), "csc": lambda: div(one, sin),
+        "cot": lambda: div(cos, sin),
+    }
+    return forms[func]()
+
+
+def tree_size(node: Node, limit: int) -> int:
+    """Nodes of the expression counted as a tree (a shared subtree once per use), stopping above ``limit``
+    (explicit stack; memoised by identity, so a shared subtree costs one visit)."""
+    size: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in size:
+            continue
+        kids = _children(n)
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        size[id(n)] = min(limit + 1, 1 + sum(size[id(k)] for k in kids))
+    return size[id(node)]
+
+
+def tree_depth(node: Node) -> int:
+    """Nesting depth of the expression (a leaf: 1; explicit stack)."""
+    best = 0
+    stack = [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        stack.extend((k, d + 1) for k in _children(n))
+    return best
+
+
+def _children(n: Node) -> tuple[Node, ...]:
+    if isinstance(n, BinOp):
+        return n.left, n.right
+    if isinstance(n, Neg):
+        return (n.arg,)
+    if isinstance(n, (Call, Relation)):
+        return n.args
+    if isinstance(n, Piecewise):
+        return (*[x for p in n.pieces for x in p], n.otherwise)
+    return ()
+
+
 def is_finite_constant(node: Node, params: Mapping[str, float]) -> bool:
     return not species_of(node) and math.isfinite(float(evaluate(node, np.zeros((1, 1)), params)[0]))

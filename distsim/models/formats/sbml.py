@@ -186,8 +186,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, SBMLWarning
-from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate, params_of,
-                     species_of, to_text)
+from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, elementary,
+                     evaluate, params_of, species_of, to_text, tree_depth, tree_size)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
@@ -215,6 +215,13 @@ _MAX_INLINE_DEPTH = 64
 _IGNORED_PACKAGES = {"l3v2extendedmath"}  # libsbml-internal: enabled and "required" on every L3V2 document
 _NON_SEMANTIC_PACKAGES = {"layout", "render"}  # drawings: their errors are warnings, the packages are ignored
 # libsbml errors about a missing attribute whose default does not change the stochastic reading
+# MathML functions without a form in distsim's deterministic math (the same bits on CPU and GPU)
+_INVERSE_TRIG = " (inverse trigonometric functions have no form in distsim's math, which gives the same bits on CPU " \
+                "and GPU from exp, log, sin and cos)"
+_NO_DETERMINISTIC_FORM = {**{f: _INVERSE_TRIG for f in ("arcsin", "arccos", "arctan", "arcsec", "arccsc", "arccot")},
+                          "factorial": " (the gamma function has no form in distsim's math)",
+                          "rem": " (SBML Level 3 Version 2's rem is not supported yet)",
+                          "quotient": " (SBML Level 3 Version 2's quotient is not supported yet)"}
 _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("constant",)}
 
 
@@ -507,7 +514,7 @@ class _Converter:
                           L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
                           L.AST_FUNCTION_CEILING, L.AST_FUNCTION_LOG, L.AST_FUNCTION_ROOT, L.AST_FUNCTION,
                           getattr(L, "AST_FUNCTION_MAX", -1), getattr(L, "AST_FUNCTION_MIN", -1)}
-        self.operators |= set(self._hybrid_math())
+        self.operators |= set(self._hybrid_math()) | set(self._elementary())
 
     def err(self, msg: str, element: Any = None) -> ModelError:
         line = element.getLine() if element is not None else 0
@@ -1027,21 +1034,7 @@ class _Converter:
         kl = r.getKineticLaw()
         if not kl.isSetMath():
             raise self.err(f"{label}: the kinetic law has no math", kl)
-        local: dict[str, str] = {}
-        if self.level >= 3:
-            lps = [kl.getLocalParameter(i) for i in range(kl.getNumLocalParameters())]
-        else:
-            lps = [kl.getParameter(i) for i in range(kl.getNumParameters())]
-        for p in lps:
-            pid = p.getId()
-            new = base = f"{rid}__{pid}"
-            k = 2
-            while new in self.taken:
-                new, k = f"{base}_{k}", k + 1
-            self.taken.add(new)
-            local[pid] = new
-            if p.isSetValue() and math.isfinite(p.getValue()):
-                self.local_value[new] = p.getValue()
+        local = self._locals(r)
         reac, prod, q = self._sides(r, label)
         law = self._math(kl.getMath(), local, label, kl, allow_time=True)
         if q != 1:  # a firing is q extents: n_i = s_i / q molecules
@@ -1073,6 +1066,52 @@ class _Converter:
                            "as the forward propensity", r)
         self.forward_only.append(rid)
         return [Reaction(reac, prod, law=law, name=rid)]
+
+    def _locals(self, r: Any) -> dict[str, str]:
+        """The new names of reaction ``r``'s local parameters, ``<reaction id>__<parameter id>`` (``_2``, ...
+        on a clash), their values in ``self.local_value``; made once per reaction (a rule reading the
+        reaction's rate inlines its law with the same names)."""
+        memo = self.__dict__.setdefault("_local_names", {})
+        if r.getId() in memo:
+            return memo[r.getId()]
+        kl = r.getKineticLaw()
+        local: dict[str, str] = {}
+        if kl is None:
+            lps = []
+        elif self.level >= 3:
+            lps = [kl.getLocalParameter(i) for i in range(kl.getNumLocalParameters())]
+        else:
+            lps = [kl.getParameter(i) for i in range(kl.getNumParameters())]
+        for p in lps:
+            pid = p.getId()
+            new = base = f"{r.getId()}__{pid}"
+            k = 2
+            while new in self.taken:
+                new, k = f"{base}_{k}", k + 1
+            self.taken.add(new)
+            local[pid] = new
+            if p.isSetValue() and math.isfinite(p.getValue()):
+                self.local_value[new] = p.getValue()
+        memo[r.getId()] = local
+        return local
+
+    def _reaction_rate(self, rid: str, label: str, where: Any) -> Node:
+        """A reaction id in math: the value of its kinetic law (SBML: the reaction's rate, extent per time),
+        inlined with its local parameters."""
+        r = self.model.getReaction(rid)
+        kl = r.getKineticLaw()
+        if kl is None or not kl.isSetMath():
+            raise self.err(f"{label}: the math uses the rate of reaction {rid!r}, which has no kinetic law", where)
+        busy = self.__dict__.setdefault("_rates_inlining", set())
+        if rid in busy:
+            raise self.err(f"{label}: the rate of reaction {rid!r} reads itself (through other reactions' rates)",
+                           where)
+        busy.add(rid)
+        try:
+            return self._math(kl.getMath(), self._locals(r), f"{label} (the rate of reaction {rid!r})", where,
+                              allow_time=True)
+        finally:
+            busy.discard(rid)
 
     def _net_rate(self, rid: str, reac: tuple, prod: tuple, law: Node, irreversible: bool) -> list[Reaction] | None:
         """The general net-rate split (module docstring): a law with negative terms becomes a forward
@@ -1493,6 +1532,9 @@ class _Converter:
             if depth > MAX_MATH_DEPTH:
                 raise self.err(f"{label}: the expression nests more than {MAX_MATH_DEPTH} deep", where)
             out.append((node, depth))
+        if tree_size(out[0][0], MAX_MATH_NODES) > MAX_MATH_NODES:  # (arguments used more than once: a DAG)
+            raise self.err(f"{label}: the expression has more than {MAX_MATH_NODES} nodes after inlining "
+                           "function definitions", where)
         return out[0][0]
 
     def _unsupported(self, ast: Any, what: str, label: str, where: Any) -> ModelError:
@@ -1516,6 +1558,9 @@ class _Converter:
             name = ast.getName()
             if name in env:
                 return env[name]
+            if name in self.reaction_ids and name not in local:  # its rate: the law inlined, as deep as it is
+                node = self._reaction_rate(name, label, where)
+                return node, tree_depth(node)
             return self._name(name, local, label, where), 2
         if t == L.AST_NAME_AVOGADRO:
             return Num(float(ast.getReal())), 1
@@ -1556,6 +1601,9 @@ class _Converter:
             return BinOp("^", kids[0], kids[1])
         if t in self._hybrid_math():
             return self._hybrid_node(ast, t, kids, label, where)
+        if t in self._elementary():
+            arity(1)
+            return elementary(self._elementary()[t], kids[0])
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
                   L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
         if t in simple:
@@ -1587,7 +1635,12 @@ class _Converter:
             return out
         name = self.ast_names.get(t, str(t))
         nice = ast.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
-        raise self._unsupported(ast, f"{nice!r}", label, where)
+        why = _NO_DETERMINISTIC_FORM.get(name.replace("AST_FUNCTION_", "").lower(), "")
+        raise self._unsupported(ast, f"{nice!r}{why}", label, where)
+
+    def _elementary(self) -> dict[int, str]:
+        """MathML functions rewritten as trees of exp, log, sqrt, sin and cos (:func:`arith.elementary`)."""
+        return {getattr(self.L, f"AST_FUNCTION_{f.upper()}"): f for f in ELEMENTARY}
 
     def _hybrid_math(self) -> dict[int, str]:
         """The math that only the SSA's hybrid loop evaluates (distsim.ssa.hybrid_ops): sin, cos,
@@ -1669,6 +1722,6 @@ class _Converter:
                 raise self.err(f"{label}: parameter {name!r} has no (finite) value", where)
             return Param(name)
         if name in self.reaction_ids:
-            raise self.err(f"{label}: the math uses the rate of reaction {name!r}, which is not supported", where)
+            return self._reaction_rate(name, label, where)
         raise self.err(f"{label}: the math uses {name!r}, which is not a species, compartment or "
                        "parameter of the model (species reference ids are not supported)", where)

@@ -570,7 +570,14 @@ class _Converter:
                           stacklevel=4)
         reactions = self._keep_derived_rates(reactions, [*rules, *rate_rules], events)
         params = self._parameters(reactions, [*rules, *rate_rules], events)
-        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
+        nonfinite: list[tuple[str, float]] = []
+        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err,
+                                       nonfinite)
+        if nonfinite:  # (libRoadRunner gives these too for the same amounts: 0/0 where amounts are 0)
+            self.nonfinite_at_start = "; ".join(f"{p} = {v!r}" for p, v in nonfinite)
+            warnings.warn(f"{self.file}: assignment rules give non-finite values at t = 0 (a division by an amount "
+                          f"that is 0?): {self.nonfinite_at_start}; a run stops where a propensity reads one",
+                          SBMLWarning, stacklevel=4)
         name = m.getName() or m.getId() or self.default_name
         metadata = self._metadata()
         if not reactions:  # rate rules alone: an ODE model
@@ -974,6 +981,8 @@ class _Converter:
             out["net_rate_split"] = ", ".join(self.net_rate_split)
         if self.net_rate_kept:
             out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
+        if getattr(self, "nonfinite_at_start", ""):
+            out["rules_nonfinite_at_start"] = self.nonfinite_at_start
         return out
 
     def _has_rule(self, sid: str) -> bool:

@@ -192,7 +192,7 @@ from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Log
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
                            vanishes_without)
-from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
+from ..reactions import MAX_CHANGE, MAX_COUNT, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
            "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
@@ -924,8 +924,12 @@ class _Converter:
         if not math.isfinite(value):
             raise self.err(f"{what} is not finite ({value!r})", element)
         r = round(value)
-        if r < 0 or (r == 0 and value < 0):
+        if r < 0:
             raise self.err(f"{what} = {value!r} molecules is negative", element)
+        if value < 0 and self.rounding != "nearest":  # within half a molecule of 0: round-off (BIOMD0000000534)
+            raise self.err(f"{what} = {value!r} molecules is negative; it is within half a molecule of 0: pass "
+                           "rounding='nearest' (--rounding nearest) to round it to 0 (recorded in the result's "
+                           f"attrs). {self._size_hint()}", element)
         if r > MAX_COUNT:
             raise self.err(f"{what} = {value:.4g} molecules is more than exact simulation can count (2**53); exact "
                            f"simulation fires one reaction at a time, so changing it by 1% alone takes "
@@ -1269,9 +1273,9 @@ class _Converter:
         for side, what in zip(sides, ("reactant", "product")):
             for i, (v, sr, sid) in side.items():
                 n = v / q
-                if n > MAX_STOICHIOMETRY:
+                if n > MAX_CHANGE:
                     extra = f" ({v} / {q}: a firing is {q} extents of the reaction)" if q != 1 else ""
-                    raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
+                    raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_CHANGE}, got "
                                    f"{n}{extra}", sr)
             out.append(tuple((i, int(v / q)) for i, (v, _, _) in side.items()))
         return out[0], out[1], q
@@ -1293,12 +1297,15 @@ class _Converter:
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():
-                raise self.err(f"{label}: stoichiometryMath for {what} {sid!r} is not supported", sr)
-            if self.level >= 3 and not sr.isSetStoichiometry():
-                raise self.err(f"{label}: {what} {sid!r} has no stoichiometry", sr)
-            value = sr.getStoichiometry()
-            if self.level == 1:
-                value = value / sr.getDenominator()
+                value = self._stoichiometry_math(sr, f"{label}: stoichiometryMath for {what} {sid!r}")
+            else:
+                if self.level >= 3 and not sr.isSetStoichiometry():
+                    raise self.err(f"{label}: {what} {sid!r} has no stoichiometry", sr)
+                value = sr.getStoichiometry()
+                if self.level == 1:
+                    value = value / sr.getDenominator()
+            if value == 0:
+                continue  # the reaction does not change it (a modifier: its law may still read it)
             if not (math.isfinite(value) and value > 0):
                 raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be positive, got {value!r}", sr)
             f = Fraction(round(value)) if abs(value - round(value)) <= _INT_TOL * max(1.0, value) else \
@@ -1310,6 +1317,21 @@ class _Converter:
             i = self.index[sid]
             out[i] = (out[i][0] + f if i in out else f, sr, sid)
         return out
+
+    def _stoichiometry_math(self, sr: Any, label: str) -> float:
+        """The value of a (Level 2) stoichiometryMath that is constant: numbers, compartment sizes and
+        parameters that keep one value for the run (:meth:`_static_values`); else refused."""
+        sm = sr.getStoichiometryMath()
+        expr = self._math(sm.getMath() if sm.isSetMath() else None, {}, label, sr, allow_time=True)
+        if has_time(expr):
+            raise self.err(f"{label} ({to_text(expr, self.species)}) reads time: the molecules a firing moves would "
+                           "change with time, which has no exact stochastic meaning (not supported)", sr)
+        value = _constant(expr, self._static_values())
+        if value is None:
+            raise self.err(f"{label} ({to_text(expr, self.species)}) is not a constant (it reads species or values "
+                           "that rules or events change): the molecules a firing moves would change during a run, "
+                           "which is not supported", sr)
+        return value
 
     # ---- events and rules ------------------------------------------------------------------------
 

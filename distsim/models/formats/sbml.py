@@ -222,6 +222,8 @@ _NO_DETERMINISTIC_FORM = {**{f: _INVERSE_TRIG for f in ("arcsin", "arccos", "arc
                           "factorial": " (the gamma function has no form in distsim's math)",
                           "rem": " (SBML Level 3 Version 2's rem is not supported yet)",
                           "quotient": " (SBML Level 3 Version 2's quotient is not supported yet)"}
+_UNDEFINED = (" (no initial assignment or assignment rule gives it one: SBML leaves it undefined, and libRoadRunner "
+              "refuses such a parameter too)")
 _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("constant",)}
 
 
@@ -542,6 +544,7 @@ class _Converter:
         self.assigned = self._assigned_ids()
         fixed = self._real_valued_rule_species(fixed)
         self.fixed = set(fixed)
+        self._compartment_assignments()
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
@@ -807,7 +810,9 @@ class _Converter:
             elif self._has_rule(sid) or sid in self.initial_assigned:
                 value, what = 0.0, "value"  # set below or by its rule
             else:
-                raise self.err(f"species {sid!r} has no initial amount or concentration", s)
+                raise self.err(f"species {sid!r} has no initial amount or concentration, and no initial assignment "
+                               "or assignment rule gives it one: SBML leaves its value undefined (libRoadRunner reads "
+                               "0, a guess distsim does not make)", s)
             values.append(value)
             self.value_of.append((f"species {sid!r}: {what}", s))
         assignments = []
@@ -815,6 +820,8 @@ class _Converter:
             ia = m.getInitialAssignment(i)
             var = ia.getSymbol()
             label = f"initial assignment to {var!r}"
+            if var in self.comp_size and var not in self.assigned:
+                continue  # (a size: _compartment_assignments)
             if not ia.isSetMath():
                 raise self.err(f"{label} has no math", ia)
             if self._has_rule(var):
@@ -847,6 +854,50 @@ class _Converter:
             else:
                 self.global_value[var] = value
         return values
+
+    def _compartment_assignments(self) -> None:
+        """Initial assignments to compartment sizes that nothing else assigns, evaluated at load (before any
+        amount is converted): each reads numbers, sizes and parameters of known value -- parameters whose own
+        initial assignments read only such values are evaluated first (again, identically, with the others)."""
+        m = self.model
+        todo: dict[str, tuple[Node, Any, str]] = {}
+        for i in range(m.getNumInitialAssignments()):
+            ia = m.getInitialAssignment(i)
+            var = ia.getSymbol()
+            is_comp = var in self.comp_size and var not in self.assigned
+            if not (is_comp or var in self.global_value) or not ia.isSetMath():
+                continue
+            label = f"initial assignment to {var!r}"
+            try:
+                expr = self._math(ia.getMath(), {}, label, ia)
+            except ModelError:
+                if is_comp:
+                    raise
+                continue  # (a parameter's: _initial_values reports it)
+            if is_comp or not species_of(expr):
+                todo[var] = (expr, ia, label)
+        if not any(v in self.comp_size for v in todo):
+            return
+        known = {c: v for c, v in self.comp_size.items() if v is not None and c not in todo}
+        known.update({p: v for p, v in self.global_value.items() if v is not None and p not in todo
+                      and p not in self.assigned})
+        for _ in range(len(todo)):  # each pass settles at least one, or none can be
+            done = {v: val for v, (e, _, _) in todo.items() if v not in known
+                    and (val := _constant(e, known)) is not None}
+            if not done:
+                break
+            known.update(done)
+        for var, (expr, ia, label) in todo.items():
+            if var not in self.comp_size:
+                continue
+            size = known.get(var)
+            if size is None:
+                raise self.err(f"{label}: the size ({to_text(expr, self.species)}) must be a finite constant at load "
+                               "(numbers, sizes and parameters of known value); it reads species, time or values "
+                               "that rules set, which is not supported for a compartment", ia)
+            if not size > 0:
+                raise self.err(f"{label}: the size is {size!r} (must be > 0)", ia)
+            self.comp_size[var] = size
 
     def _real_valued_rule_species(self, fixed: list[int]) -> list[int]:
         """Species whose assignment rule's value need not be a whole number of molecules become real-valued
@@ -1028,7 +1079,7 @@ class _Converter:
                     if any(r.target == pid for r in rules):
                         v = 0.0  # set from its rule
                     else:
-                        raise self.err(f"parameter {pid!r} has no (finite) value", self.model.getParameter(pid))
+                        raise self.err(f"parameter {pid!r} has no (finite) value" + _UNDEFINED, self.model.getParameter(pid))
                 params[pid] = float(v)
         for pid, v in self.local_value.items():
             if pid in used:
@@ -1354,7 +1405,9 @@ class _Converter:
         if var in self.global_value:
             return -1, expr
         if var in self.comp_size:
-            raise self.err(f"{label}: assignments to compartment {var!r} are not supported", element)
+            raise self.err(f"{label}: assignments to compartment {var!r} are not supported: a size that changes during "
+                           "a run (rules, events) would change its species' concentrations without a firing, which "
+                           "distsim does not simulate (initial assignments to compartments are read)", element)
         raise self.err(f"{label}: {var!r} is not a species or parameter of the model (assignments to species "
                        "references are not supported)", element)
 
@@ -1394,7 +1447,7 @@ class _Converter:
             v = self.global_value[var]
             if v is None or not math.isfinite(v):
                 what = "species" if var in getattr(self, "continuous", {}) else "parameter"
-                raise self.err(f"{label}: {what} {var!r} has no (finite) initial value", r)
+                raise self.err(f"{label}: {what} {var!r} has no (finite) initial value" + _UNDEFINED, r)
             if not r.isSetMath():
                 raise self.err(f"{label} has no math", r)
             reported = var in getattr(self, "continuous", {}) or not self.species  # species, or an ODE model
@@ -1750,7 +1803,7 @@ class _Converter:
         if name in self.global_value:
             v = self.global_value[name]
             if (v is None or not math.isfinite(v)) and not self._has_rule(name) and name not in self.initial_assigned:
-                raise self.err(f"{label}: parameter {name!r} has no (finite) value", where)
+                raise self.err(f"{label}: parameter {name!r} has no (finite) value" + _UNDEFINED, where)
             return Param(name)
         if name in self.reaction_ids:
             return self._reaction_rate(name, label, where)

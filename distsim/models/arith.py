@@ -9,8 +9,9 @@ Grammar::
     power  := atom ('^' unary)?              # right-associative: 2^3^2 = 2^(3^2)
     atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
-Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil, sin, cos (the last two
-only on CPUs: :func:`distsim.backends.dsmath.ds_sin`). A NAME resolves (via
+Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil, sin, cos (the last two only
+in the hybrid loop: :func:`distsim.backends.dsmath.ds_sin`), and :data:`ELEMENTARY` (sinh, ..., arccoth,
+tan, sec, csc, cot: :func:`elementary`). A NAME resolves (via
 the caller) to a species count or a parameter value. Numbers must be finite (``1e309`` is an
 error); parentheses, calls, signs and powers nest at most :data:`MAX_DEPTH` deep.
 """
@@ -372,6 +373,8 @@ def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int
             go(n.left)
             go(n.right)
             push({"+": OP_ADD, "-": OP_SUB, "*": OP_MUL, "/": OP_DIV, "^": OP_POW}[n.op], 0.0, -1)
+        elif isinstance(n, Call) and n.func in _EXPANSION:
+            go(elementary(n.func, n.args[0]))
         elif isinstance(n, Call):
             for a in n.args:
                 go(a)
@@ -406,10 +409,13 @@ ELEMENTARY = ("sinh", "cosh", "tanh", "sech", "csch", "coth", "arcsinh", "arccos
 
 def elementary(func: str, x: Node) -> Node:
     """MathML's hyperbolic functions, their inverses, tan, sec, csc and cot as trees of exp, log, sqrt,
-    sin, cos, min, max and arithmetic, so CPU and GPU evaluate them with the same bits (distsim's own
+    sin, cos, min, max and arithmetic, expanded when compiled (:func:`compile_stack`) and evaluated
+    (:func:`evaluate`) -- the tree keeps the call, one factor to the law's analyses (its sign is checked at
+    run time, as sin's) -- so CPU and GPU evaluate them with the same bits (distsim's own
     exp/log/sin/cos, :mod:`distsim.backends.dsmath`) and no kernel needs a new operation. Overflow
-    gives the limit (tanh(800) = 1, cosh(800) = inf); near 0 the error is a few ulps of 1 (absolute),
-    not of the value. ``x`` may appear more than once (the tree shares it)."""
+    gives the limit (tanh(800) = 1, cosh(800) = inf); near 0 sinh, tanh and arctanh err by a few ulps
+    of 1 (absolute, not of the value: exp(x) - exp(-x) cancels), so csch and coth, their reciprocals, by
+    a few ulps of f^2 (relative eps / |x|). ``x`` may appear more than once (the tree shares it)."""
     one, two, half = Num(1.0), Num(2.0), Num(0.5)
 
     def div(a: Node, b: Node) -> Node:
@@ -451,6 +457,22 @@ def elementary(func: str, x: Node) -> Node:
     return forms[func]()
 
 
+def _expansion_cost(func: str) -> tuple[int, int, int]:
+    """(nodes besides the argument, uses of the argument, depth above the argument) of ``func``'s expansion."""
+    hole = Param("\0")
+    size = depth = uses = 0
+    stack: list[tuple[Node, int]] = [(elementary(func, hole), 1)]
+    while stack:
+        n, d = stack.pop()
+        if n is hole:
+            uses += 1
+            depth = max(depth, d - 1)
+            continue
+        size += 1
+        stack.extend((k, d + 1) for k in _children(n))
+    return size, uses, depth
+
+
 def tree_size(node: Node, limit: int) -> int:
     """Nodes of the expression counted as a tree (a shared subtree once per use), stopping above ``limit``
     (explicit stack; memoised by identity, so a shared subtree costs one visit)."""
@@ -465,7 +487,11 @@ def tree_size(node: Node, limit: int) -> int:
             stack.append((n, True))
             stack.extend((k, False) for k in kids if id(k) not in size)
             continue
-        size[id(n)] = min(limit + 1, 1 + sum(size[id(k)] for k in kids))
+        if isinstance(n, Call) and n.func in _EXPANSION:  # as compiled: its expansion, the argument used k times
+            extra, uses, _ = _EXPANSION[n.func]
+            size[id(n)] = min(limit + 1, extra + uses * size[id(kids[0])])
+        else:
+            size[id(n)] = min(limit + 1, 1 + sum(size[id(k)] for k in kids))
     return size[id(node)]
 
 
@@ -476,7 +502,8 @@ def tree_depth(node: Node) -> int:
     while stack:
         n, d = stack.pop()
         best = max(best, d)
-        stack.extend((k, d + 1) for k in _children(n))
+        step = _EXPANSION[n.func][2] if isinstance(n, Call) and n.func in _EXPANSION else 1
+        stack.extend((k, d + step) for k in _children(n))
     return best
 
 
@@ -490,6 +517,12 @@ def _children(n: Node) -> tuple[Node, ...]:
     if isinstance(n, Piecewise):
         return (*[x for p in n.pieces for x in p], n.otherwise)
     return ()
+
+
+_EXPANSION = {f: _expansion_cost(f) for f in ELEMENTARY}
+FUNCS.update({f: (1, lambda a, f=f: evaluate(elementary(f, Species(0)), np.asarray(a, dtype=np.float64)[..., None], {}))
+              for f in ELEMENTARY})
+TRIG_FUNCS = ("sin", "cos", "tan", "sec", "csc", "cot")  # calls that only the hybrid loop evaluates (sin, cos)
 
 
 def is_finite_constant(node: Node, params: Mapping[str, float]) -> bool:

@@ -68,8 +68,8 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, Call, Node, Time, compile_stack, evaluate,
-                    params_of, species_of, to_text, walk)
+from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, TRIG_FUNCS, Call, Node, Time, compile_stack,
+                    evaluate, params_of, species_of, to_text, walk)
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes",
@@ -219,8 +219,9 @@ def has_time(node: Node) -> bool:
 
 
 def has_trig(node: Node) -> bool:
-    """Whether an arith expression calls sin or cos (only the CPU's hybrid loop evaluates them)."""
-    return any(isinstance(n, Call) and n.func in ("sin", "cos") for n in walk(node))
+    """Whether an arith expression calls sin or cos, or tan, sec, csc, cot (of them: only the hybrid loop evaluates
+    them)."""
+    return any(isinstance(n, Call) and n.func in TRIG_FUNCS for n in walk(node))
 
 
 def reads(items) -> tuple[set[int], set[str]]:

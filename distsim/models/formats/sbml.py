@@ -186,8 +186,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, SBMLWarning
-from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, elementary,
-                     evaluate, params_of, species_of, to_text, tree_depth, tree_size)
+from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate,
+                     params_of, species_of, to_text, tree_depth, tree_size)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
@@ -1612,7 +1612,7 @@ class _Converter:
                 todo.append(("visit", body, inner, {}, flabel, inline + 1))
                 continue
             node = self._combine(ast, t, [k[0] for k in kids], lab, where)
-            depth = 1 + max((k[1] for k in kids), default=0)
+            depth = tree_depth(node) if t in self._elementary() else 1 + max((k[1] for k in kids), default=0)
             if depth > MAX_MATH_DEPTH:
                 raise self.err(f"{label}: the expression nests more than {MAX_MATH_DEPTH} deep", where)
             out.append((node, depth))
@@ -1687,7 +1687,7 @@ class _Converter:
             return self._hybrid_node(ast, t, kids, label, where)
         if t in self._elementary():
             arity(1)
-            return elementary(self._elementary()[t], kids[0])
+            return Call(self._elementary()[t], (kids[0],))
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
                   L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
         if t in simple:

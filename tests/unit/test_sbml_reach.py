@@ -36,7 +36,8 @@ def sp(sid: str, value: float | None, *, conc: bool = False, comp: str = "V", bo
 
 def rx(rid: str, reac: dict, prod: dict, formula: str, local: dict | None = None) -> str:
     def refs(tag: str, d: dict) -> str:
-        items = "".join(f'<speciesReference species="{s}" stoichiometry="{n!r}" constant="true"/>' for s, n in d.items())
+        items = "".join(f'<speciesReference species="{s}" stoichiometry="{n!r}" constant="true"/>'
+                        for s, n in d.items())
         return f"<{tag}>{items}</{tag}>" if d else ""
 
     lps = "".join(f'<localParameter id="{k}" value="{v!r}"/>' for k, v in (local or {}).items())
@@ -177,8 +178,8 @@ def test_reaction_rate_in_a_rule_is_its_law():
 def test_a_rule_that_is_0_over_0_at_the_start_loads_and_is_recorded():
     """ratio = A / (A + B) with A = B = 0 is NaN at t = 0 (libRoadRunner: NaN too); it loads, recorded and
     warned; a later rule reads the NaN."""
-    text = doc(sp("A", 0.0) + sp("B", 0.0), rx("R", {"A": 1}, {"B": 1}, "k * A"), {"k": 1.0, "ratio": None, "r2": None},
-               extra=rules(ratio="A / (A + B)", r2="ratio + 1"))
+    text = doc(sp("A", 0.0) + sp("B", 0.0), rx("R", {"A": 1}, {"B": 1}, "k * A"),
+               {"k": 1.0, "ratio": None, "r2": None}, extra=rules(ratio="A / (A + B)", r2="ratio + 1"))
     with pytest.warns(SBMLWarning, match="non-finite values at t = 0"):
         net = read_sbml_string(text)
     assert dict(net.metadata)["rules_nonfinite_at_start"] == "ratio = nan; r2 = nan"

@@ -21,7 +21,9 @@ A count is amount x Omega (``initialConcentration`` x size x Omega). It must be 
 :class:`ModelError` -- also for a non-zero amount that would become 0 molecules (BIOMD0000000001's
 ``B`` = 1.66e-21 mol used to become 0). ``rounding="nearest"`` (``--rounding nearest``) rounds
 instead; each rounding is recorded in the network's ``metadata`` (``rounded``) and so in the SSA
-result's attrs (``model_rounded``), and a non-zero amount rounded to 0 warns. Counts above 2**53,
+result's attrs (``model_rounded``), and a non-zero amount rounded to 0 warns; a negative amount within
+half a molecule of 0 (round-off of the model's own ODE solution, BIOMD0000000534's -1.2e-26) is
+refused, or with ``rounding="nearest"`` rounded to 0 like any other. Counts above 2**53,
 and -- when Omega comes from the units (Avogadro) -- an initial state whose propensities sum to
 more than :data:`MAX_UNITS_FIRING_RATE` firings per unit of model time, are refused with that
 number and the option that helps (``system_size=``; ``system_size=1`` reads each amount as a number
@@ -108,14 +110,21 @@ compartments that a general law, an event or a rule uses (or a mass-action rate)
 **Initial assignments** (any math a kinetic law may use) to species and parameters are evaluated
 at load, in SBML order except that one follows the assignments whose targets it reads (a cycle is an
 error); a species' value is converted to molecules like an initial amount (or concentration) and
-must then be whole (above). Assignments to compartments are refused.
+must then be whole (above). Initial assignments to compartment sizes that nothing else assigns are
+evaluated first (from numbers, sizes and parameters of known value, in dependency order), so amounts
+and concentrations convert with the assigned size; a size that rules or events change is refused
+(its species' concentrations would change without a firing). A species or parameter that no value,
+initial assignment or rule gives a value is refused (SBML leaves it undefined).
 
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
 (:mod:`distsim.models.events`): time- and state-triggered events (``initialValue``,
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``, ``delay``: CPU only), assignments to species
 (as counts: the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
-rule's species is the rule's value at t = 0). A species set by an assignment rule is never changed by
+rule's species is the rule's value at t = 0; a parameter's rule that is not finite at t = 0 -- 0/0 where
+amounts are 0, as libRoadRunner also gives -- loads, listed in the metadata's
+``rules_nonfinite_at_start`` with an :class:`SBMLWarning`: the run evaluates the rules again and stops
+where a propensity reads the value). A species set by an assignment rule is never changed by
 reactions, so its value need not be whole: unless the rule is, by its form, whole for whole counts
 (a sum of species with whole coefficients, ``Pt = P0 + P1``; round-off within 1e-9 is accepted), the
 species becomes a **real-valued parameter** of the same id holding the rule's value in the model's
@@ -136,11 +145,22 @@ rate-rule variables (``distsim.models.compile_events.moving_rules``).
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
-given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, calls of function
-definitions (inlined); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
+given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, the hyperbolic
+functions and their inverses (sinh, ..., arccoth; :func:`distsim.models.arith.elementary`: trees of exp,
+log and sqrt, the same bits on CPU and GPU), calls of function definitions (inlined), and a reaction's
+id, which stands for its rate: the value of its kinetic law (inlined, its local parameters renamed as
+in the reaction); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
 chained) and logic (and, or, xor, not, true, false); events, rules and kinetic laws may use ``time``,
-and every expression sin, cos and ``piecewise`` (its conditions: relations, logic, true, false; only
-the SSA's hybrid loop evaluates them, so a kinetic law using them makes the network hybrid).
+and every expression sin, cos, tan, sec, csc, cot and ``piecewise`` (its conditions: relations, logic,
+true, false; only the SSA's hybrid loop evaluates them, so a kinetic law using them makes the network
+hybrid).
+
+**Stoichiometry**: a whole number up to :data:`~distsim.models.reactions.MAX_CHANGE`; 0 means the
+reaction does not change the species (a modifier); fractions with denominators up to 1000 make a
+firing the fraction q of an extent of which each is a whole multiple (propensity x q, stoichiometries
+/ q; ``fractional_stoichiometry`` in the metadata); a Level 2 ``stoichiometryMath`` that is constant
+(numbers, sizes, parameters that keep one value) is evaluated at load, one reading time or changing
+values is refused.
 
 **Leniency.** Problems that do not change the stochastic semantics are warnings
 (:class:`SBMLWarning`), not errors: a missing ``fast`` attribute (false), a missing ``constant`` on
@@ -153,10 +173,11 @@ their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
 its id, the file and line): algebraic rules, rate rules for compartments, ``delay()``,
-trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry
-without a common fraction, fast reactions, reactions without a kinetic law, conversion factors,
-assignments to compartments, required SBML packages (``comp``, ``distrib``, ...). Constraints are
-ignored.
+inverse trigonometric functions, factorial, rem and quotient, ``stoichiometryMath`` that is not
+constant or non-integer stoichiometry without a common fraction (genome-scale models' biomass
+coefficients, 0.000223), fast reactions, reactions without a kinetic law, conversion factors,
+compartment sizes that rules or events change, required SBML packages (``comp``, ``distrib``, ...).
+Constraints are ignored.
 
 **Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
 is parsed with Python's expat (no recursion): it must be well-formed XML without a DOCTYPE (so no
@@ -1079,7 +1100,8 @@ class _Converter:
                     if any(r.target == pid for r in rules):
                         v = 0.0  # set from its rule
                     else:
-                        raise self.err(f"parameter {pid!r} has no (finite) value" + _UNDEFINED, self.model.getParameter(pid))
+                        raise self.err(f"parameter {pid!r} has no (finite) value" + _UNDEFINED,
+                                       self.model.getParameter(pid))
                 params[pid] = float(v)
         for pid, v in self.local_value.items():
             if pid in used:

@@ -144,7 +144,8 @@ def test_shared_arguments_count_as_a_tree():
     for _ in range(20):
         node = Call("sinh", (node,))
     assert tree_size(node, MAX_MATH_NODES) > MAX_MATH_NODES
-    assert tree_size(Call("tanh", (Param("p"),)), 100) == len(compile_stack(elementary("tanh", Param("p")), {"p": 1})[0])
+    compiled = compile_stack(elementary("tanh", Param("p")), {"p": 1.0})[0]
+    assert tree_size(Call("tanh", (Param("p"),)), 100) == len(compiled)
     deep = "A"
     for _ in range(20):
         deep = f"sinh({deep})"
@@ -335,3 +336,41 @@ def test_stoichiometry_math_and_zero_of_biomodels_match_libroadrunner():
                 assert change[rid].get(s, 0) == full[i, j], (model, rid, s)
                 compared += 1
         assert compared >= 15
+
+
+def test_tan_of_time_in_a_law_is_a_poisson_birth_process():
+    """0 -> A at 5 (1.5 + tan(t / 4)) (the hybrid loop): A(t) is Poisson with mean 7.5 t - 20 log cos(t / 4); the
+    mean of 2000 realizations at each grid time within z = 4.5 standard errors (sqrt(mean / n); alpha 1e-5 per
+    time, 7 times: 7e-5 in all)."""
+    from distsim import ssa
+
+    net = read_sbml_string(doc(sp("A", 0.0), rx("R", {}, {"A": 1}, "5 * (1.5 + tan(time / 4))")))
+    assert net.hybrid
+    n = 2000
+    out = ssa.simulate(net, t_end=3.0, points=7, realizations=n, seed=5, backend="cpu", client=None, progress=False)
+    t = out["time"].values
+    want = 7.5 * t - 20 * np.log(np.cos(t / 4))
+    got = out["mean"].values.reshape(len(t))
+    assert np.all(np.abs(got - want) <= 4.5 * np.sqrt(np.maximum(want, 1e-12) / n)), (got, want)
+
+
+@pytest.mark.gpu
+def test_elementary_functions_cpu_equals_gpu():
+    """Laws and rules with tanh, sinh, arcsinh, coth (the event loop) and tan of time (the hybrid loop) give the
+    same bits on both backends: their expansions use only exp, log, sqrt, sin, cos and arithmetic."""
+    from distsim import ssa
+
+    laws = doc(sp("A", 50.0) + sp("B", 0.0),
+               rx("R1", {"A": 1}, {"B": 1}, "k * A * (1 + tanh(B / 10 - 1))")
+               + rx("R2", {"B": 1}, {"A": 1}, "k * B * cosh(A / 100) + arcsinh(B / 50)"),
+               {"k": 0.7, "c": 0.0}, extra=rules(c="coth(1 + A / 10)"))
+    hybrid = doc(sp("A", 0.0), rx("R", {}, {"A": 1}, "5 * (1.5 + tan(time / 4))"))
+    kw = dict(t_end=3.0, points=7, realizations=256, seed=11, keep_final=True)
+    for text in (laws, hybrid):
+        net = read_sbml_string(text)
+        for method in ("direct", "tree"):
+            a = ssa.simulate(net, backend="cpu", method=method, **kw)
+            b = ssa.simulate(net, backend="gpu", method=method, **kw)
+            assert b.attrs["backend"] == "gpu"
+            for v in ("final_state", "firings", "mean", "variance"):
+                assert np.array_equal(a[v].values, b[v].values), (method, v)

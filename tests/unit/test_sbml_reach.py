@@ -193,6 +193,33 @@ def test_a_rule_that_is_0_over_0_at_the_start_loads_and_is_recorded():
     assert dict(net.metadata)["rules_nonfinite_at_start"] == "C = nan"
 
 
+def test_initial_assignments_read_parameters_that_rules_give():
+    """p = 3 q (an initial assignment) with q = k + A from a rule (k = 2, A = 5): p = 21 at load, as SBML
+    evaluates initial assignments and rules together at t = 0; the rule still runs."""
+    text = doc(sp("A", 5.0), rx("R", {"A": 1}, {}, "p * A"), {"k": 2.0, "q": None, "p": None},
+               extra=rules(q="k + A") + initial_assignments(p="3 * q"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SBMLWarning)
+        net = read_sbml_string(text)
+    assert net.params["p"] == 21.0 and [r.target for r in net.rules] == ["q"] and net.params["q"] == 7.0
+    unknown = doc(sp("A", 5.0), rx("R", {"A": 1}, {}, "p * A"), {"k": None, "q": None, "p": None},
+                  extra=rules(q="k + A") + initial_assignments(p="3 * q"))
+    with pytest.raises(ModelError, match="assignment rule for 'q': parameter 'k' has no \\(finite\\) value"):
+        read_sbml_string(unknown)
+
+
+def test_biomd302_initial_assignments_through_rules_match_libroadrunner():
+    """Wang1996: h_post = alpha_h_post / (beta_h_post + alpha_h_post), both from rules of V_post (rate rules):
+    every rate-rule variable's initial value equals libRoadRunner's (the same formula: within 4 ulps)."""
+    path = BM / "BIOMD0000000302.xml"
+    net = read_sbml(path)
+    rr = _rr(path)
+    assert len(net.rate_rules) == 7
+    for r in net.rate_rules:
+        want = rr.getValue(r.target)
+        assert abs(net.params[r.target] - want) <= 4 * EPS * abs(want), r.target
+
+
 # ------------------------------------------------------------------------------------------------
 # 3. compartments
 

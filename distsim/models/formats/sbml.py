@@ -850,21 +850,39 @@ class _Converter:
             expr = self._math(ia.getMath(), {}, label, ia)
             sp, target = self._target(var, expr, label, ia)
             assignments.append((AssignmentRule(var, var, sp, target), expr, label, ia))
+        # parameters' assignment rules, which SBML evaluates at t = 0 together with the initial assignments
+        # (BIOMD0000000302's h_post = alpha_h_post / (...), alpha_h_post from a rule): values for those only
+        n_ias = len(assignments)
+        assigned_first = {a[0].target for a in assignments}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            var = r.getVariable()
+            if r.isAssignment() and r.isSetMath() and var in self.global_value and var not in assigned_first:
+                label = f"assignment rule for {var!r}"
+                expr = self._math(r.getMath(), {}, label, r, allow_time=True)
+                assignments.append((AssignmentRule(var, var, -1, expr), expr, label, r))
         try:  # SBML order, except that an assignment follows those whose targets it reads
             order = rule_order([a[0] for a in assignments], self.species)
         except RuleCycle as c:
-            raise self.err(f"initial assignments depend on each other in a cycle ({assignments[c.index][2]})",
-                           assignments[c.index][3]) from None
+            raise self.err(f"initial assignments (and the assignment rules they read) depend on each other in a cycle "
+                           f"({assignments[c.index][2]})", assignments[c.index][3]) from None
+        ruled: dict[str, float] = {}  # rules' values at t = 0, for the initial assignments that read them
         for k in order:
             rule, expr, label, ia = assignments[k]
             sp, target, var = rule.species, rule.expr, rule.target
             env = {c: v for c, v in self.comp_size.items() if v is not None}
             env.update({p: v for p, v in self.global_value.items() if v is not None})
+            env.update(ruled)
             x = np.array([values], dtype=np.float64)
             unset = sorted(set(params_of(target)) - set(env))
+            if k >= n_ias:  # a rule: its value if it reads known values only
+                if not unset:
+                    with np.errstate(all="ignore"):
+                        ruled[var] = float(evaluate(target, x, env, 0.0)[0])
+                continue
             if unset:  # (a parameter whose value only a rule gives)
-                raise self.err(f"{label} reads {unset[0]!r}, which has no value before the rules run (its value comes "
-                               "from an assignment rule); distsim evaluates initial assignments before rules", ia)
+                raise self.err(f"{label} reads {unset[0]!r}, which has no value at t = 0 (its assignment rule reads "
+                               "values that nothing gives)", ia)
             with np.errstate(all="ignore"):
                 value = float(evaluate(target, x, env, 0.0)[0])
             if sp >= 0:

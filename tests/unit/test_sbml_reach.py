@@ -237,10 +237,36 @@ def test_initial_assignments_to_compartments():
     species = doc(sp("C", 4.0), rx("R", {"C": 1}, {}, "C"), comps=comps, extra=initial_assignments(W="C"))
     with pytest.raises(ModelError, match="initial assignment to 'W': the size .* must be a finite constant at load"):
         read_sbml_string(species)
-    moving = doc(sp("C", 4.0), rx("R", {"C": 1}, {}, "C"), {"z": 1.0}, extra='<listOfRules><assignmentRule '
-                 f'variable="V">{mathml("2 * z")}</assignmentRule></listOfRules>')
-    with pytest.raises(ModelError, match="a size that changes during a run"):
-        read_sbml_string(moving)
+    # an assignment rule of time gives the size at t = 0 (BIOMD0000000342's Vmed): 3 per volume x (2 + 0) = 6
+    timed = doc(sp("C", 3.0, conc=True), rx("R", {"C": 1}, {}, "C"), extra=rules(V="2 + time"))
+    net = read_sbml_string(timed)
+    assert net.initial == (6,) and net.hybrid and dict(net.metadata)["changing_compartments"] == "V"
+    # a rate rule: a continuous parameter of the hybrid loop, from the declared size
+    rated = doc(sp("C", 3.0, conc=True), rx("R", {"C": 1}, {}, "C"),
+                extra=f'<listOfRules><rateRule variable="V">{mathml("0.1 * V")}</rateRule></listOfRules>')
+    net = read_sbml_string(rated)
+    assert [r.target for r in net.rate_rules] == ["V"] and net.params["V"] == 1.0 and net.initial == (3,)
+
+
+def test_an_event_dilutes_a_compartment():
+    """A (a concentration in V) decays at k A; at t = 1 an event doubles V (BIOMD0000000338's dilution): the count
+    stays, the concentration halves, so the decay rate per molecule halves: E[A(t)] = A0 e^{-k} e^{-k (t - 1) / 2}
+    for t >= 1, binomial (p = that / A0). Means of 400 realizations at each grid time within z = 4.5."""
+    from distsim import ssa
+
+    ev = ('<listOfEvents><event id="dilute" useValuesFromTriggerTime="true"><trigger initialValue="false" '
+          f'persistent="true">{mathml("time >= 1")}</trigger><listOfEventAssignments><eventAssignment variable="V">'
+          f'{mathml("2 * V")}</eventAssignment></listOfEventAssignments></event></listOfEvents>')
+    text = doc(sp("A", 1000.0, conc=True), rx("R", {"A": 1}, {}, "k * A"), {"k": 1.0}, extra=ev)
+    net = read_sbml_string(text)
+    (e,) = net.events
+    assert e.assignments[0].target == "V" and e.assignments[0].species == -1
+    n = 400
+    out = ssa.simulate(net, t_end=3.0, points=7, realizations=n, seed=3, backend="cpu", client=None, progress=False)
+    t = out["time"].values
+    p = np.where(t < 1, np.exp(-t), np.exp(-1.0) * np.exp(-(t - 1) / 2))
+    got = out["mean"].values.reshape(len(t))
+    assert np.all(np.abs(got - 1000 * p) <= 4.5 * np.sqrt(1000 * p * (1 - p) / n) + 1e-9), (got, 1000 * p)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -110,11 +110,14 @@ compartments that a general law, an event or a rule uses (or a mass-action rate)
 **Initial assignments** (any math a kinetic law may use) to species and parameters are evaluated
 at load, in SBML order except that one follows the assignments whose targets it reads (a cycle is an
 error); a species' value is converted to molecules like an initial amount (or concentration) and
-must then be whole (above). Initial assignments to compartment sizes that nothing else assigns are
-evaluated first (from numbers, sizes and parameters of known value, in dependency order), so amounts
-and concentrations convert with the assigned size; a size that rules or events change is refused
-(its species' concentrations would change without a firing). A species or parameter that no value,
-initial assignment or rule gives a value is refused (SBML leaves it undefined).
+must then be whole (above). Compartment sizes at t = 0 from initial assignments and assignment rules
+are evaluated first (from numbers, sizes, parameters of known value and time = 0, in dependency order),
+so amounts and concentrations convert with that size. **A size that assignment rules, rate rules or
+events change** is a parameter of the run (rate rules: a continuous variable of the hybrid loop),
+listed in the metadata's ``changing_compartments``: species counts (amounts) stay when it changes, and
+laws, rules and events that read a concentration (count / (Omega x size)) see the current size, as
+libRoadRunner and COPASI keep amounts as the state. A species or parameter that no value, initial
+assignment or rule gives a value is refused (SBML leaves it undefined).
 
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
 (:mod:`distsim.models.events`): time- and state-triggered events (``initialValue``,
@@ -172,11 +175,11 @@ never change the model: they are ignored, even when marked required, and libsbml
 their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): algebraic rules, rate rules for compartments, ``delay()``,
+its id, the file and line): algebraic rules, ``delay()``,
 inverse trigonometric functions, factorial, rem and quotient, ``stoichiometryMath`` that is not
 constant or non-integer stoichiometry without a common fraction (genome-scale models' biomass
 coefficients, 0.000223), fast reactions, reactions without a kinetic law, conversion factors,
-compartment sizes that rules or events change, required SBML packages (``comp``, ``distrib``, ...).
+compartment sizes at t = 0 that depend on species, required SBML packages (``comp``, ``distrib``, ...).
 Constraints are ignored.
 
 **Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
@@ -499,6 +502,49 @@ def _linear_step(n: Node, out: dict, consts: dict[str, float]) -> tuple[float, N
             return None
         return a[0] / k, zero if a[1] == zero else BinOp("/", a[1], n.right)
     return None
+
+
+def _at_time_zero(n: Node) -> Node:
+    """``n`` with ``time`` replaced by 0 (explicit stack)."""
+    if not has_time(n):
+        return n
+    out: dict[int, Node] = {}
+    stack: list[tuple[Node, bool]] = [(n, False)]
+    while stack:
+        x, ready = stack.pop()
+        kids = _kids_of(x)
+        if not ready and kids:
+            stack.append((x, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        if isinstance(x, Time):
+            out[id(x)] = Num(0.0)
+        elif isinstance(x, BinOp):
+            out[id(x)] = BinOp(x.op, out[id(x.left)], out[id(x.right)])
+        elif isinstance(x, Neg):
+            out[id(x)] = Neg(out[id(x.arg)])
+        elif isinstance(x, Call):
+            out[id(x)] = Call(x.func, tuple(out[id(k)] for k in x.args))
+        elif isinstance(x, Relation):
+            out[id(x)] = Relation(x.op, tuple(out[id(k)] for k in x.args))
+        elif isinstance(x, Piecewise):
+            pieces = tuple((out[id(v)], out[id(c)]) for v, c in x.pieces)
+            out[id(x)] = Piecewise(pieces, out[id(x.otherwise)])
+        else:
+            out[id(x)] = x
+    return out[id(n)]
+
+
+def _kids_of(n: Node) -> tuple[Node, ...]:
+    if isinstance(n, BinOp):
+        return n.left, n.right
+    if isinstance(n, Neg):
+        return (n.arg,)
+    if isinstance(n, (Call, Relation)):
+        return tuple(n.args)
+    if isinstance(n, Piecewise):
+        return (*[k for p in n.pieces for k in p], n.otherwise)
+    return ()
 
 
 def _constant(n: Node, consts: dict[str, float]) -> float | None:
@@ -841,7 +887,7 @@ class _Converter:
             ia = m.getInitialAssignment(i)
             var = ia.getSymbol()
             label = f"initial assignment to {var!r}"
-            if var in self.comp_size and var not in self.assigned:
+            if var in self.comp_size:
                 continue  # (a size: _compartment_assignments)
             if not ia.isSetMath():
                 raise self.err(f"{label} has no math", ia)
@@ -864,8 +910,8 @@ class _Converter:
         try:  # SBML order, except that an assignment follows those whose targets it reads
             order = rule_order([a[0] for a in assignments], self.species)
         except RuleCycle as c:
-            raise self.err(f"initial assignments (and the assignment rules they read) depend on each other in a cycle "
-                           f"({assignments[c.index][2]})", assignments[c.index][3]) from None
+            raise self.err(f"initial assignments depend on each other in a cycle ({assignments[c.index][2]}; the "
+                           "assignment rules they read count too)", assignments[c.index][3]) from None
         ruled: dict[str, float] = {}  # rules' values at t = 0, for the initial assignments that read them
         for k in order:
             rule, expr, label, ia = assignments[k]
@@ -895,15 +941,25 @@ class _Converter:
         return values
 
     def _compartment_assignments(self) -> None:
-        """Initial assignments to compartment sizes that nothing else assigns, evaluated at load (before any
-        amount is converted): each reads numbers, sizes and parameters of known value -- parameters whose own
-        initial assignments read only such values are evaluated first (again, identically, with the others)."""
+        """Compartment sizes at t = 0 from initial assignments and assignment rules, evaluated at load (before
+        any amount is converted): each reads numbers, sizes and parameters of known value (a rule also time,
+        at 0) -- parameters whose own initial assignments read only such values are evaluated first (again,
+        identically, with the others). A size that rules or events change is a parameter of the run
+        (:meth:`_target`)."""
         m = self.model
+        self.changing_sizes: set[str] = set()
         todo: dict[str, tuple[Node, Any, str]] = {}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            var = r.getVariable()
+            if r.isAssignment() and var in self.comp_size and r.isSetMath():
+                label = f"assignment rule for {var!r}"
+                expr = self._math(r.getMath(), {}, label, r, allow_time=True)
+                todo[var] = (_at_time_zero(expr), r, label)
         for i in range(m.getNumInitialAssignments()):
             ia = m.getInitialAssignment(i)
             var = ia.getSymbol()
-            is_comp = var in self.comp_size and var not in self.assigned
+            is_comp = var in self.comp_size
             if not (is_comp or var in self.global_value) or not ia.isSetMath():
                 continue
             label = f"initial assignment to {var!r}"
@@ -931,8 +987,8 @@ class _Converter:
                 continue
             size = known.get(var)
             if size is None:
-                raise self.err(f"{label}: the size ({to_text(expr, self.species)}) must be a finite constant at load "
-                               "(numbers, sizes and parameters of known value); it reads species, time or values "
+                raise self.err(f"{label}: the size at t = 0 ({to_text(expr, self.species)}) must be a finite constant "
+                               "at load (numbers, sizes and parameters of known value); it reads species or values "
                                "that rules set, which is not supported for a compartment", ia)
             if not size > 0:
                 raise self.err(f"{label}: the size is {size!r} (must be > 0)", ia)
@@ -1075,6 +1131,8 @@ class _Converter:
             out["net_rate_split"] = ", ".join(self.net_rate_split)
         if self.net_rate_kept:
             out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
+        if self.changing_sizes:
+            out["changing_compartments"] = ", ".join(sorted(self.changing_sizes))
         if getattr(self, "nonfinite_at_start", ""):
             out["rules_nonfinite_at_start"] = self.nonfinite_at_start
         return out
@@ -1444,10 +1502,9 @@ class _Converter:
             return self.index[var], expr if self.omega == 1.0 else BinOp("*", expr, Num(self.omega))
         if var in self.global_value:
             return -1, expr
-        if var in self.comp_size:
-            raise self.err(f"{label}: assignments to compartment {var!r} are not supported: a size that changes during "
-                           "a run (rules, events) would change its species' concentrations without a firing, which "
-                           "distsim does not simulate (initial assignments to compartments are read)", element)
+        if var in self.comp_size:  # a size that changes: a parameter; counts (amounts) stay, concentrations follow
+            self.changing_sizes.add(var)
+            return -1, expr
         raise self.err(f"{label}: {var!r} is not a species or parameter of the model (assignments to species "
                        "references are not supported)", element)
 
@@ -1479,14 +1536,14 @@ class _Converter:
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"rate rule for {var!r}"
-            if var in self.comp_size:
-                raise self.err(f"{label}: {var!r} is a compartment; distsim does not integrate compartment sizes "
-                               "(species concentrations would change with them)", r)
-            if var not in self.global_value:
+            if var in self.comp_size:  # a size that changes (see _target)
+                self.changing_sizes.add(var)
+            elif var not in self.global_value:
                 raise self.err(f"{label}: {var!r} is not a parameter or species of the model", r)
-            v = self.global_value[var]
+            v = self.comp_size[var] if var in self.comp_size else self.global_value[var]
             if v is None or not math.isfinite(v):
-                what = "species" if var in getattr(self, "continuous", {}) else "parameter"
+                what = "species" if var in getattr(self, "continuous", {}) else \
+                    "compartment" if var in self.comp_size else "parameter"
                 raise self.err(f"{label}: {what} {var!r} has no (finite) initial value" + _UNDEFINED, r)
             if not r.isSetMath():
                 raise self.err(f"{label} has no math", r)

@@ -469,7 +469,7 @@ def _expansion_cost(func: str) -> tuple[int, int, int]:
             depth = max(depth, d - 1)
             continue
         size += 1
-        stack.extend((k, d + 1) for k in _children(n))
+        stack.extend((k, d + 1) for k in children(n))
     return size, uses, depth
 
 
@@ -482,7 +482,7 @@ def tree_size(node: Node, limit: int) -> int:
         n, ready = stack.pop()
         if id(n) in size:
             continue
-        kids = _children(n)
+        kids = children(n)
         if not ready and kids:
             stack.append((n, True))
             stack.extend((k, False) for k in kids if id(k) not in size)
@@ -503,11 +503,12 @@ def tree_depth(node: Node) -> int:
         n, d = stack.pop()
         best = max(best, d)
         step = _EXPANSION[n.func][2] if isinstance(n, Call) and n.func in _EXPANSION else 1
-        stack.extend((k, d + step) for k in _children(n))
+        stack.extend((k, d + step) for k in children(n))
     return best
 
 
-def _children(n: Node) -> tuple[Node, ...]:
+def children(n: Node) -> tuple[Node, ...]:
+    """The operands of a node (none for a leaf)."""
     if isinstance(n, BinOp):
         return n.left, n.right
     if isinstance(n, Neg):

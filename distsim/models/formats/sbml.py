@@ -210,8 +210,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, SBMLWarning
-from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate,
-                     params_of, species_of, to_text, tree_depth, tree_size)
+from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, children,
+                     evaluate, params_of, species_of, to_text, tree_depth, tree_size)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
@@ -512,7 +512,7 @@ def _at_time_zero(n: Node) -> Node:
     stack: list[tuple[Node, bool]] = [(n, False)]
     while stack:
         x, ready = stack.pop()
-        kids = _kids_of(x)
+        kids = children(x)
         if not ready and kids:
             stack.append((x, True))
             stack.extend((k, False) for k in kids)
@@ -533,18 +533,6 @@ def _at_time_zero(n: Node) -> Node:
         else:
             out[id(x)] = x
     return out[id(n)]
-
-
-def _kids_of(n: Node) -> tuple[Node, ...]:
-    if isinstance(n, BinOp):
-        return n.left, n.right
-    if isinstance(n, Neg):
-        return (n.arg,)
-    if isinstance(n, (Call, Relation)):
-        return tuple(n.args)
-    if isinstance(n, Piecewise):
-        return (*[k for p in n.pieces for k in p], n.otherwise)
-    return ()
 
 
 def _constant(n: Node, consts: dict[str, float]) -> float | None:

@@ -1133,8 +1133,8 @@ class _Converter:
         size = self.comp_size.get(comp)
         if size is None or not math.isfinite(size):
             raise self.err(f"{why} but compartment {comp!r} has no size (no size attribute, initial assignment or "
-                           "rule gives it one: SBML leaves it undefined; libRoadRunner reads 1, a guess distsim does not "
-                           "make)", element)
+                           "rule gives it one: SBML leaves it undefined; libRoadRunner reads 1, a guess distsim does "
+                           "not make)", element)
         if size <= 0:
             raise self.err(f"{why} but compartment {comp!r} has size {size!r} (must be > 0)", element)
         return float(size)

@@ -248,6 +248,24 @@ def test_initial_assignments_to_compartments():
     assert [r.target for r in net.rate_rules] == ["V"] and net.params["V"] == 1.0 and net.initial == (3,)
 
 
+def test_biomd547_compartment_initial_assignments_match_libroadrunner():
+    """BIOMD0000000547 (compartment_1 = 0.4 compartment_3, compartment_4 = 0.6 compartment_3; species_5's
+    piecewise initial assignment reads compartment_3): with system_size = 1e20 and rounding="nearest" every
+    initial count is libRoadRunner's amount x 1e20 rounded, so within 0.5 (+ round-off) of it."""
+    path = BM / "BIOMD0000000547.xml"
+    omega = 1e20
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SBMLWarning)
+        net = read_sbml(path, system_size=omega, rounding="nearest")
+    rr = _rr(path)  # (kept: its model lives in it)
+    model = rr.model
+    amount = dict(zip(model.getFloatingSpeciesIds(), model.getFloatingSpeciesAmounts()))
+    amount.update(zip(model.getBoundarySpeciesIds(), model.getBoundarySpeciesAmounts()))
+    assert len(net.species) == 11 and max(net.initial) > 10**5
+    for s, c in zip(net.species, net.initial):
+        assert abs(c - amount[s] * omega) <= 0.5 + 1e-9 * c, s
+
+
 def test_an_event_dilutes_a_compartment():
     """A (a concentration in V) decays at k A; at t = 1 an event doubles V (BIOMD0000000338's dilution): the count
     stays, the concentration halves, so the decay rate per molecule halves: E[A(t)] = A0 e^{-k} e^{-k (t - 1) / 2}

@@ -9,8 +9,9 @@ Grammar::
     power  := atom ('^' unary)?              # right-associative: 2^3^2 = 2^(3^2)
     atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
-Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil, sin, cos (the last two
-only on CPUs: :func:`distsim.backends.dsmath.ds_sin`). A NAME resolves (via
+Functions: exp, log (natural), log10, sqrt, pow, abs, min, max, floor, ceil, sin, cos (the last two only
+in the hybrid loop: :func:`distsim.backends.dsmath.ds_sin`), and :data:`ELEMENTARY` (sinh, ..., arccoth,
+tan, sec, csc, cot: :func:`elementary`). A NAME resolves (via
 the caller) to a species count or a parameter value. Numbers must be finite (``1e309`` is an
 error); parentheses, calls, signs and powers nest at most :data:`MAX_DEPTH` deep.
 """
@@ -372,6 +373,8 @@ def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int
             go(n.left)
             go(n.right)
             push({"+": OP_ADD, "-": OP_SUB, "*": OP_MUL, "/": OP_DIV, "^": OP_POW}[n.op], 0.0, -1)
+        elif isinstance(n, Call) and n.func in _EXPANSION:
+            go(elementary(n.func, n.args[0]))
         elif isinstance(n, Call):
             for a in n.args:
                 go(a)
@@ -398,6 +401,129 @@ def compile_stack(node: Node, params: Mapping[str, float], slots: list[tuple[int
 
     go(node)
     return prog, best
+
+
+ELEMENTARY = ("sinh", "cosh", "tanh", "sech", "csch", "coth", "arcsinh", "arccosh", "arctanh", "arcsech",
+              "arccsch", "arccoth", "tan", "sec", "csc", "cot")
+
+
+def elementary(func: str, x: Node) -> Node:
+    """MathML's hyperbolic functions, their inverses, tan, sec, csc and cot as trees of exp, log, sqrt,
+    sin, cos, min, max and arithmetic, expanded when compiled (:func:`compile_stack`) and evaluated
+    (:func:`evaluate`) -- the tree keeps the call, one factor to the law's analyses (its sign is checked at
+    run time, as sin's) -- so CPU and GPU evaluate them with the same bits (distsim's own
+    exp/log/sin/cos, :mod:`distsim.backends.dsmath`) and no kernel needs a new operation. Overflow
+    gives the limit (tanh(800) = 1, cosh(800) = inf); near 0 sinh, tanh and arctanh err by a few ulps
+    of 1 (absolute, not of the value: exp(x) - exp(-x) cancels), so csch and coth, their reciprocals, by
+    a few ulps of f^2 (relative eps / |x|). ``x`` may appear more than once (the tree shares it)."""
+    one, two, half = Num(1.0), Num(2.0), Num(0.5)
+
+    def div(a: Node, b: Node) -> Node:
+        return BinOp("/", a, b)
+
+    def e(a: Node) -> Node:
+        return Call("exp", (a,))
+
+    def ln(a: Node) -> Node:
+        return Call("log", (a,))
+
+    def tanh(a: Node) -> Node:  # 1 - 2 / (e^2a + 1): exact limits +-1, no inf / inf
+        return BinOp("-", one, div(two, BinOp("+", e(BinOp("*", two, a)), one)))
+
+    def asinh(a: Node) -> Node:  # sign(a) log(|a| + sqrt(a^2 + 1)): no cancellation for a < 0
+        sign = Call("min", (Call("max", (BinOp("*", BinOp("*", a, Num(1e300)), Num(1e300)), Num(-1.0))), one))
+        return BinOp("*", sign, ln(BinOp("+", Call("abs", (a,)), Call("sqrt", (BinOp("+", BinOp("*", a, a), one),)))))
+
+    def acosh(a: Node) -> Node:
+        return ln(BinOp("+", a, Call("sqrt", (BinOp("-", BinOp("*", a, a), one),))))
+
+    def atanh(a: Node) -> Node:
+        return BinOp("*", half, ln(div(BinOp("+", one, a), BinOp("-", one, a))))
+
+    sin, cos = Call("sin", (x,)), Call("cos", (x,))
+    forms = {
+        "sinh": lambda: BinOp("*", half, BinOp("-", e(x), e(Neg(x)))),
+        "cosh": lambda: BinOp("*", half, BinOp("+", e(x), e(Neg(x)))),
+        "tanh": lambda: tanh(x),
+        "sech": lambda: div(two, BinOp("+", e(x), e(Neg(x)))),
+        "csch": lambda: div(two, BinOp("-", e(x), e(Neg(x)))),
+        "coth": lambda: div(one, tanh(x)),
+        "arcsinh": lambda: asinh(x), "arccosh": lambda: acosh(x), "arctanh": lambda: atanh(x),
+        "arcsech": lambda: acosh(div(one, x)), "arccsch": lambda: asinh(div(one, x)),
+        "arccoth": lambda: atanh(div(one, x)),
+        "tan": lambda: div(sin, cos), "sec": lambda: div(one, cos), "csc": lambda: div(one, sin),
+        "cot": lambda: div(cos, sin),
+    }
+    return forms[func]()
+
+
+def _expansion_cost(func: str) -> tuple[int, int, int]:
+    """(nodes besides the argument, uses of the argument, depth above the argument) of ``func``'s expansion."""
+    hole = Param("\0")
+    size = depth = uses = 0
+    stack: list[tuple[Node, int]] = [(elementary(func, hole), 1)]
+    while stack:
+        n, d = stack.pop()
+        if n is hole:
+            uses += 1
+            depth = max(depth, d - 1)
+            continue
+        size += 1
+        stack.extend((k, d + 1) for k in children(n))
+    return size, uses, depth
+
+
+def tree_size(node: Node, limit: int) -> int:
+    """Nodes of the expression counted as a tree (a shared subtree once per use), stopping above ``limit``
+    (explicit stack; memoised by identity, so a shared subtree costs one visit)."""
+    size: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in size:
+            continue
+        kids = children(n)
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        if isinstance(n, Call) and n.func in _EXPANSION:  # as compiled: its expansion, the argument used k times
+            extra, uses, _ = _EXPANSION[n.func]
+            size[id(n)] = min(limit + 1, extra + uses * size[id(kids[0])])
+        else:
+            size[id(n)] = min(limit + 1, 1 + sum(size[id(k)] for k in kids))
+    return size[id(node)]
+
+
+def tree_depth(node: Node) -> int:
+    """Nesting depth of the expression (a leaf: 1; explicit stack)."""
+    best = 0
+    stack = [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        step = _EXPANSION[n.func][2] if isinstance(n, Call) and n.func in _EXPANSION else 1
+        stack.extend((k, d + step) for k in children(n))
+    return best
+
+
+def children(n: Node) -> tuple[Node, ...]:
+    """The operands of a node (none for a leaf)."""
+    if isinstance(n, BinOp):
+        return n.left, n.right
+    if isinstance(n, Neg):
+        return (n.arg,)
+    if isinstance(n, (Call, Relation)):
+        return n.args
+    if isinstance(n, Piecewise):
+        return (*[x for p in n.pieces for x in p], n.otherwise)
+    return ()
+
+
+_EXPANSION = {f: _expansion_cost(f) for f in ELEMENTARY}
+FUNCS.update({f: (1, lambda a, f=f: evaluate(elementary(f, Species(0)), np.asarray(a, dtype=np.float64)[..., None], {}))
+              for f in ELEMENTARY})
+TRIG_FUNCS = ("sin", "cos", "tan", "sec", "csc", "cot")  # calls that only the hybrid loop evaluates (sin, cos)
 
 
 def is_finite_constant(node: Node, params: Mapping[str, float]) -> bool:

@@ -68,8 +68,8 @@ from typing import Callable, Mapping, MutableMapping, Sequence, Union
 
 import numpy as np
 
-from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, Call, Node, Time, compile_stack, evaluate,
-                    params_of, species_of, to_text, walk)
+from .arith import (OP_FUNC_BASE, OP_PUSH_TIME, OP_REL_BASE, REL_CODES, TRIG_FUNCS, Call, Node, Time, compile_stack,
+                    evaluate, params_of, species_of, to_text, walk)
 
 __all__ = ["Compare", "Logic", "Truth", "Condition", "Assignment", "Event", "AssignmentRule",
            "RateRule", "has_trig", "condition_value", "condition_text", "compile_condition", "condition_nodes",
@@ -176,19 +176,28 @@ def rule_order(rules: Sequence[AssignmentRule], species: Sequence[str]) -> list[
 
 
 def apply_rules_at_start(rules: Sequence[AssignmentRule], initial: Sequence[int], params: MutableMapping[str, float],
-                         count: Callable[[float, str], int], fail: Callable[[str], Exception]) -> list[int]:
+                         count: Callable[[float, str], int], fail: Callable[[str], Exception],
+                         nonfinite: list[tuple[str, float]] | None = None) -> list[int]:
     """Initial counts with the (ordered) rules applied at t = 0; a rule for a parameter updates
     ``params``. ``count(value, what)`` makes a species' value a count or raises; ``fail(message)``
-    is the error for a parameter value that is not finite."""
+    is the error for a parameter value that is not finite -- unless ``nonfinite`` is given: then the
+    parameter keeps its (finite) placeholder in ``params``, later rules read the non-finite value, and
+    (name, value) is appended to ``nonfinite`` (a run computes the rules again at t = 0 and stops where
+    a propensity reads it, as it does when a rule's value becomes NaN later)."""
     x = np.array([initial], dtype=np.float64)
+    env = dict(params)
     for r in rules:
-        v = float(evaluate(r.expr, x, params, 0.0)[0])
+        v = float(evaluate(r.expr, x, env, 0.0)[0])
         if r.species >= 0:
             x[0, r.species] = count(v, f"assignment rule for {r.target!r}: initial value")
-        elif not np.isfinite(v):
+        elif not np.isfinite(v) and nonfinite is None:
             raise fail(f"assignment rule for {r.target!r}: initial value is not finite ({v!r})")
         else:
-            params[r.target] = v
+            env[r.target] = v
+            if np.isfinite(v):
+                params[r.target] = v
+            else:
+                nonfinite.append((r.target, v))  # type: ignore[union-attr]
     return [int(v) for v in x[0]]
 
 
@@ -210,8 +219,9 @@ def has_time(node: Node) -> bool:
 
 
 def has_trig(node: Node) -> bool:
-    """Whether an arith expression calls sin or cos (only the CPU's hybrid loop evaluates them)."""
-    return any(isinstance(n, Call) and n.func in ("sin", "cos") for n in walk(node))
+    """Whether an arith expression calls sin or cos, or tan, sec, csc, cot (of them: only the hybrid loop evaluates
+    them)."""
+    return any(isinstance(n, Call) and n.func in TRIG_FUNCS for n in walk(node))
 
 
 def reads(items) -> tuple[set[int], set[str]]:

@@ -35,7 +35,8 @@ from .arith import Node, evaluate, has_logic, params_of, species_of, to_text
 from .events import AssignmentRule, Event, RateRule, condition_nodes, condition_text, has_time, has_trig, reads
 
 MAX_COUNT = 2**53  # species counts: exact in float64 propensity arithmetic
-MAX_STOICHIOMETRY = 1000  # molecules of one species consumed or produced by one firing
+MAX_STOICHIOMETRY = 1000  # reactant molecules of a mass-action reaction (its propensity's falling factorial)
+MAX_CHANGE = 10**6  # molecules of one species consumed or produced by one firing (a general law's reaction)
 
 
 @dataclass(frozen=True)
@@ -333,11 +334,13 @@ class ReactionNetwork:
 
 
 def _check_reaction(r: Reaction, label: str, n: int, params: dict[str, float], src: str | None) -> None:
-    for i, s in r.reactants + r.products:
+    for k, (i, s) in enumerate(r.reactants + r.products):
         if not 0 <= i < n:
             raise ModelError(f"{label}: unknown species index {i}", file=src)
-        if not 0 < s <= MAX_STOICHIOMETRY:
-            raise ModelError(f"{label}: stoichiometry must be an integer in [1, {MAX_STOICHIOMETRY}], got {s}", file=src)
+        top = MAX_STOICHIOMETRY if r.law is None and k < len(r.reactants) else MAX_CHANGE
+        if not 0 < s <= top:
+            what = "a mass-action reactant's stoichiometry" if top == MAX_STOICHIOMETRY else "stoichiometry"
+            raise ModelError(f"{label}: {what} must be an integer in [1, {top}], got {s}", file=src)
     if r.law is None:
         if isinstance(r.rate, str) and r.rate not in params:
             raise ModelError(f"{label}: unknown rate parameter {r.rate!r}", file=src)

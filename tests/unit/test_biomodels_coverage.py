@@ -28,7 +28,8 @@ def _module():
 bc = _module()
 
 # A compartment changed by a rate rule: refused by the reader (species with rate rules are simulated).
-RATE_RULE_SPECIES = """<?xml version="1.0" encoding="UTF-8"?>
+# (a rate rule of a compartment, refused here before, is read now)
+ALGEBRAIC_RULE = """<?xml version="1.0" encoding="UTF-8"?>
 <sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">
   <model id="rr">
     <listOfCompartments><compartment id="c" size="1" constant="false"/></listOfCompartments>
@@ -38,8 +39,8 @@ RATE_RULE_SPECIES = """<?xml version="1.0" encoding="UTF-8"?>
     </listOfSpecies>
     <listOfParameters><parameter id="k" value="0.1" constant="true"/></listOfParameters>
     <listOfRules>
-      <rateRule variable="c"><math xmlns="http://www.w3.org/1998/Math/MathML">
-        <apply><times/><ci>k</ci><ci>c</ci></apply></math></rateRule>
+      <algebraicRule><math xmlns="http://www.w3.org/1998/Math/MathML">
+        <apply><minus/><ci>c</ci><ci>k</ci></apply></math></algebraicRule>
     </listOfRules>
   </model>
 </sbml>
@@ -86,7 +87,7 @@ def test_the_command_runs_a_folder_and_writes_the_table(tmp_path):
     folder = tmp_path / "models"
     folder.mkdir()
     (folder / "BIOMD0000000012.xml").write_bytes((DATA / "BIOMD0000000012.xml").read_bytes())
-    (folder / "rate_rule.xml").write_text(RATE_RULE_SPECIES)
+    (folder / "algebraic.xml").write_text(ALGEBRAIC_RULE)
     out, cache = tmp_path / "table.md", tmp_path / "cache.jsonl"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "biomodels_coverage.py"), str(folder), "--timeout", "300",
            "--out", str(out), "--cache", str(cache)]
@@ -94,10 +95,10 @@ def test_the_command_runs_a_folder_and_writes_the_table(tmp_path):
     text = out.read_text()
     assert "**Load and simulate: 1 of 2 (50.0%)**" in text
     assert "| simulated | 1 | 50.0% |" in text and "| refused | 1 | 50.0% |" in text
-    assert "| rate rules for species or compartments | 1 |" in text
-    assert "**refused: rate rules for species or compartments** (1): rate_rule" in text
+    assert "| algebraic rules | 1 |" in text
+    assert "**refused: algebraic rules** (1): algebraic" in text
     cached = {json.loads(line)["model"] for line in cache.read_text().splitlines()}
-    assert cached == {"BIOMD0000000012", "rate_rule"}
+    assert cached == {"BIOMD0000000012", "algebraic"}
     # a second run takes both from the cache (no subprocess) and writes the same counts
     out.unlink()
     subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, timeout=120)

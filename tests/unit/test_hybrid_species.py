@@ -314,8 +314,9 @@ def test_the_gpu_refuses_located_triggers_clearly():
         gpu_events.check_gpu(located, compile_network(located))
 
 
-def test_an_initial_assignment_reading_a_rule_only_value_is_refused_clearly():
-    """(BIOMD0000000302 used to fail with a KeyError here.)"""
+def test_an_initial_assignment_reading_a_rule_only_value_is_read():
+    """A = 2 r with r = 3 from an assignment rule: SBML evaluates them together at t = 0, so A = 6
+    (BIOMD0000000302 used to fail with a KeyError here, then was refused; tests/unit/test_sbml_reach.py)."""
     import libsbml
 
     ia = libsbml.writeMathMLToString(libsbml.parseL3Formula("2 * r")).split("?>", 1)[-1]
@@ -324,6 +325,4 @@ def test_an_initial_assignment_reading_a_rule_only_value_is_refused_clearly():
                  rx("R", {}, {"A": 1}, "1"),
                  f'<listOfInitialAssignments><initialAssignment symbol="A">{ia}</initialAssignment>'
                  '</listOfInitialAssignments>' + assignment_rule("r", "3"))
-    with pytest.raises(ModelError, match=r"^<string>:\d+:\d+: initial assignment to 'A' reads 'r', which has no "
-                                         "value before the rules run"):
-        read_sbml_string(body)
+    assert read_sbml_string(body).initial == (6,)

@@ -213,9 +213,7 @@ def test_events_and_rules_data():
      .replace(' variable="double"', ""),
      "algebraic rules are not supported"),
     (RULES.replace('<apply><times/><cn>2</cn><ci>A</ci></apply>', "<ci>total</ci>"), "cycle"),
-    (EVENTS.replace('variable="C"', 'variable="V"'), "assignments to compartment 'V' are not supported"),
-    (RULES.replace("assignmentRule", "rateRule").replace('variable="total"', 'variable="V"'),
-     "rate rule for 'V': 'V' is a compartment"),
+    # (events and rate rules for compartments are read: tests/unit/test_sbml_reach.py)
 ])
 def test_unsupported_events_and_rules(extra, phrase):
     species = sp("A", 8) + sp("C", 3, hosu=False) + sp("total", 0)

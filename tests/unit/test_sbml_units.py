@@ -216,11 +216,12 @@ def test_initial_assignments_in_dependency_order():
     assert net10.initial == (80, 80)
 
 
-def test_initial_assignment_to_a_compartment_is_refused():
-    ias = (f'<listOfInitialAssignments><initialAssignment symbol="V">{mathml("3")}</initialAssignment>'
+def test_initial_assignment_to_a_compartment_is_read():
+    """V = 3 k at load (k = 1): a concentration of 2 in V is 6 molecules (more in tests/unit/test_sbml_reach.py)."""
+    ias = (f'<listOfInitialAssignments><initialAssignment symbol="V">{mathml("3 * k")}</initialAssignment>'
            '</listOfInitialAssignments>')
-    with pytest.raises(ModelError, match="assignments to compartment 'V' are not supported"):
-        read_sbml_string(doc(sp("A", 1.0), rx("r", {"A": 1}, {}, "k * A"), {"k": 1.0}, extra=ias))
+    net = read_sbml_string(doc(sp("A", 2.0, conc=True), rx("r", {"A": 1}, {}, "k * A"), {"k": 1.0}, extra=ias))
+    assert net.initial == (6,)
 
 
 def test_antimony_repressilator_style_initial_assignment():

@@ -21,7 +21,9 @@ A count is amount x Omega (``initialConcentration`` x size x Omega). It must be 
 :class:`ModelError` -- also for a non-zero amount that would become 0 molecules (BIOMD0000000001's
 ``B`` = 1.66e-21 mol used to become 0). ``rounding="nearest"`` (``--rounding nearest``) rounds
 instead; each rounding is recorded in the network's ``metadata`` (``rounded``) and so in the SSA
-result's attrs (``model_rounded``), and a non-zero amount rounded to 0 warns. Counts above 2**53,
+result's attrs (``model_rounded``), and a non-zero amount rounded to 0 warns; a negative amount within
+half a molecule of 0 (round-off of the model's own ODE solution, BIOMD0000000534's -1.2e-26) is
+refused, or with ``rounding="nearest"`` rounded to 0 like any other. Counts above 2**53,
 and -- when Omega comes from the units (Avogadro) -- an initial state whose propensities sum to
 more than :data:`MAX_UNITS_FIRING_RATE` firings per unit of model time, are refused with that
 number and the option that helps (``system_size=``; ``system_size=1`` reads each amount as a number
@@ -108,14 +110,24 @@ compartments that a general law, an event or a rule uses (or a mass-action rate)
 **Initial assignments** (any math a kinetic law may use) to species and parameters are evaluated
 at load, in SBML order except that one follows the assignments whose targets it reads (a cycle is an
 error); a species' value is converted to molecules like an initial amount (or concentration) and
-must then be whole (above). Assignments to compartments are refused.
+must then be whole (above). Compartment sizes at t = 0 from initial assignments and assignment rules
+are evaluated first (from numbers, sizes, parameters of known value and time = 0, in dependency order),
+so amounts and concentrations convert with that size. **A size that assignment rules, rate rules or
+events change** is a parameter of the run (rate rules: a continuous variable of the hybrid loop),
+listed in the metadata's ``changing_compartments``: species counts (amounts) stay when it changes, and
+laws, rules and events that read a concentration (count / (Omega x size)) see the current size, as
+libRoadRunner and COPASI keep amounts as the state. A species or parameter that no value, initial
+assignment or rule gives a value is refused (SBML leaves it undefined).
 
 **Events and assignment rules** are read into ``net.events`` / ``net.rules``
 (:mod:`distsim.models.events`): time- and state-triggered events (``initialValue``,
 ``persistent``, ``useValuesFromTriggerTime``, ``priority``, ``delay``: CPU only), assignments to species
 (as counts: the value x Omega, concentrations also x the compartment size) and to parameters; assignment rules for
 species and parameters (sorted so that a rule follows the rules it reads; the initial count of a
-rule's species is the rule's value at t = 0). A species set by an assignment rule is never changed by
+rule's species is the rule's value at t = 0; a parameter's rule that is not finite at t = 0 -- 0/0 where
+amounts are 0, as libRoadRunner also gives -- loads, listed in the metadata's
+``rules_nonfinite_at_start`` with an :class:`SBMLWarning`: the run evaluates the rules again and stops
+where a propensity reads the value). A species set by an assignment rule is never changed by
 reactions, so its value need not be whole: unless the rule is, by its form, whole for whole counts
 (a sum of species with whole coefficients, ``Pt = P0 + P1``; round-off within 1e-9 is accepted), the
 species becomes a **real-valued parameter** of the same id holding the rule's value in the model's
@@ -136,11 +148,22 @@ rate-rule variables (``distsim.models.compile_events.moving_rules``).
 
 **Math**: ``+ - * /`` (n-ary plus/times), unary minus, power, integer/real/e-notation/rational
 numbers, ``exponentiale``, ``pi``, ``avogadro``, exp, ln, log (base 10 unless a ``logbase`` is
-given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, calls of function
-definitions (inlined); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
+given), root (square unless a ``degree`` is given), abs, floor, ceiling, min, max, the hyperbolic
+functions and their inverses (sinh, ..., arccoth; :func:`distsim.models.arith.elementary`: trees of exp,
+log and sqrt, the same bits on CPU and GPU), calls of function definitions (inlined), and a reaction's
+id, which stands for its rate: the value of its kinetic law (inlined, its local parameters renamed as
+in the reaction); in triggers also ``time``, relations (lt, leq, gt, geq, eq, neq; n-ary ones
 chained) and logic (and, or, xor, not, true, false); events, rules and kinetic laws may use ``time``,
-and every expression sin, cos and ``piecewise`` (its conditions: relations, logic, true, false; only
-the SSA's hybrid loop evaluates them, so a kinetic law using them makes the network hybrid).
+and every expression sin, cos, tan, sec, csc, cot and ``piecewise`` (its conditions: relations, logic,
+true, false; only the SSA's hybrid loop evaluates them, so a kinetic law using them makes the network
+hybrid).
+
+**Stoichiometry**: a whole number up to :data:`~distsim.models.reactions.MAX_CHANGE`; 0 means the
+reaction does not change the species (a modifier); fractions with denominators up to 1000 make a
+firing the fraction q of an extent of which each is a whole multiple (propensity x q, stoichiometries
+/ q; ``fractional_stoichiometry`` in the metadata); a Level 2 ``stoichiometryMath`` that is constant
+(numbers, sizes, parameters that keep one value) is evaluated at load, one reading time or changing
+values is refused.
 
 **Leniency.** Problems that do not change the stochastic semantics are warnings
 (:class:`SBMLWarning`), not errors: a missing ``fast`` attribute (false), a missing ``constant`` on
@@ -152,11 +175,12 @@ never change the model: they are ignored, even when marked required, and libsbml
 their content are warnings.
 
 **Not supported** (each raises :class:`~distsim.errors.ModelError` naming the element,
-its id, the file and line): algebraic rules, rate rules for compartments, ``delay()``,
-trigonometric functions other than sin and cos, ``stoichiometryMath`` or non-integer stoichiometry
-without a common fraction, fast reactions, reactions without a kinetic law, conversion factors,
-assignments to compartments, required SBML packages (``comp``, ``distrib``, ...). Constraints are
-ignored.
+its id, the file and line): algebraic rules, ``delay()``,
+inverse trigonometric functions, factorial, rem and quotient, ``stoichiometryMath`` that is not
+constant or non-integer stoichiometry without a common fraction (genome-scale models' biomass
+coefficients, 0.000223), fast reactions, reactions without a kinetic law, conversion factors,
+compartment sizes at t = 0 that depend on species, required SBML packages (``comp``, ``distrib``, ...).
+Constraints are ignored.
 
 **Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
 is parsed with Python's expat (no recursion): it must be well-formed XML without a DOCTYPE (so no
@@ -186,13 +210,13 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelError, SBMLWarning
-from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate, params_of,
-                     species_of, to_text)
+from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, children,
+                     evaluate, params_of, species_of, to_text, tree_depth, tree_size)
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
                            vanishes_without)
-from ..reactions import MAX_COUNT, MAX_STOICHIOMETRY, Reaction, ReactionNetwork
+from ..reactions import MAX_CHANGE, MAX_COUNT, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
            "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
@@ -215,6 +239,15 @@ _MAX_INLINE_DEPTH = 64
 _IGNORED_PACKAGES = {"l3v2extendedmath"}  # libsbml-internal: enabled and "required" on every L3V2 document
 _NON_SEMANTIC_PACKAGES = {"layout", "render"}  # drawings: their errors are warnings, the packages are ignored
 # libsbml errors about a missing attribute whose default does not change the stochastic reading
+# MathML functions without a form in distsim's deterministic math (the same bits on CPU and GPU)
+_INVERSE_TRIG = " (inverse trigonometric functions have no form in distsim's math, which gives the same bits on CPU " \
+                "and GPU from exp, log, sin and cos)"
+_NO_DETERMINISTIC_FORM = {**{f: _INVERSE_TRIG for f in ("arcsin", "arccos", "arctan", "arcsec", "arccsc", "arccot")},
+                          "factorial": " (the gamma function has no form in distsim's math)",
+                          "rem": " (SBML Level 3 Version 2's rem is not supported yet)",
+                          "quotient": " (SBML Level 3 Version 2's quotient is not supported yet)"}
+_UNDEFINED = (" (no initial assignment or assignment rule gives it one: SBML leaves it undefined, and libRoadRunner "
+              "refuses such a parameter too)")
 _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("constant",)}
 
 
@@ -471,6 +504,37 @@ def _linear_step(n: Node, out: dict, consts: dict[str, float]) -> tuple[float, N
     return None
 
 
+def _at_time_zero(n: Node) -> Node:
+    """``n`` with ``time`` replaced by 0 (explicit stack)."""
+    if not has_time(n):
+        return n
+    out: dict[int, Node] = {}
+    stack: list[tuple[Node, bool]] = [(n, False)]
+    while stack:
+        x, ready = stack.pop()
+        kids = children(x)
+        if not ready and kids:
+            stack.append((x, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        if isinstance(x, Time):
+            out[id(x)] = Num(0.0)
+        elif isinstance(x, BinOp):
+            out[id(x)] = BinOp(x.op, out[id(x.left)], out[id(x.right)])
+        elif isinstance(x, Neg):
+            out[id(x)] = Neg(out[id(x.arg)])
+        elif isinstance(x, Call):
+            out[id(x)] = Call(x.func, tuple(out[id(k)] for k in x.args))
+        elif isinstance(x, Relation):
+            out[id(x)] = Relation(x.op, tuple(out[id(k)] for k in x.args))
+        elif isinstance(x, Piecewise):
+            pieces = tuple((out[id(v)], out[id(c)]) for v, c in x.pieces)
+            out[id(x)] = Piecewise(pieces, out[id(x.otherwise)])
+        else:
+            out[id(x)] = x
+    return out[id(n)]
+
+
 def _constant(n: Node, consts: dict[str, float]) -> float | None:
     """The value of an expression of numbers and constants (no species, time or assigned parameter)."""
     if species_of(n) or has_time(n) or any(p not in consts for p in params_of(n)):
@@ -507,7 +571,7 @@ class _Converter:
                           L.AST_FUNCTION_EXP, L.AST_FUNCTION_LN, L.AST_FUNCTION_ABS, L.AST_FUNCTION_FLOOR,
                           L.AST_FUNCTION_CEILING, L.AST_FUNCTION_LOG, L.AST_FUNCTION_ROOT, L.AST_FUNCTION,
                           getattr(L, "AST_FUNCTION_MAX", -1), getattr(L, "AST_FUNCTION_MIN", -1)}
-        self.operators |= set(self._hybrid_math())
+        self.operators |= set(self._hybrid_math()) | set(self._elementary())
 
     def err(self, msg: str, element: Any = None) -> ModelError:
         line = element.getLine() if element is not None else 0
@@ -535,6 +599,7 @@ class _Converter:
         self.assigned = self._assigned_ids()
         fixed = self._real_valued_rule_species(fixed)
         self.fixed = set(fixed)
+        self._compartment_assignments()
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
@@ -563,7 +628,14 @@ class _Converter:
                           stacklevel=4)
         reactions = self._keep_derived_rates(reactions, [*rules, *rate_rules], events)
         params = self._parameters(reactions, [*rules, *rate_rules], events)
-        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err)
+        nonfinite: list[tuple[str, float]] = []
+        initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err,
+                                       nonfinite)
+        if nonfinite:  # (libRoadRunner gives these too for the same amounts: 0/0 where amounts are 0)
+            self.nonfinite_at_start = "; ".join(f"{p} = {v!r}" for p, v in nonfinite)
+            warnings.warn(f"{self.file}: assignment rules give non-finite values at t = 0 (a division by an amount "
+                          f"that is 0?): {self.nonfinite_at_start}; a run stops where a propensity reads one",
+                          SBMLWarning, stacklevel=4)
         name = m.getName() or m.getId() or self.default_name
         metadata = self._metadata()
         if not reactions:  # rate rules alone: an ODE model
@@ -793,7 +865,9 @@ class _Converter:
             elif self._has_rule(sid) or sid in self.initial_assigned:
                 value, what = 0.0, "value"  # set below or by its rule
             else:
-                raise self.err(f"species {sid!r} has no initial amount or concentration", s)
+                raise self.err(f"species {sid!r} has no initial amount or concentration, and no initial assignment "
+                               "or assignment rule gives it one: SBML leaves its value undefined (libRoadRunner reads "
+                               "0, a guess distsim does not make)", s)
             values.append(value)
             self.value_of.append((f"species {sid!r}: {what}", s))
         assignments = []
@@ -801,6 +875,8 @@ class _Converter:
             ia = m.getInitialAssignment(i)
             var = ia.getSymbol()
             label = f"initial assignment to {var!r}"
+            if var in self.comp_size:
+                continue  # (a size: _compartment_assignments)
             if not ia.isSetMath():
                 raise self.err(f"{label} has no math", ia)
             if self._has_rule(var):
@@ -808,21 +884,39 @@ class _Converter:
             expr = self._math(ia.getMath(), {}, label, ia)
             sp, target = self._target(var, expr, label, ia)
             assignments.append((AssignmentRule(var, var, sp, target), expr, label, ia))
+        # parameters' assignment rules, which SBML evaluates at t = 0 together with the initial assignments
+        # (BIOMD0000000302's h_post = alpha_h_post / (...), alpha_h_post from a rule): values for those only
+        n_ias = len(assignments)
+        assigned_first = {a[0].target for a in assignments}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            var = r.getVariable()
+            if r.isAssignment() and r.isSetMath() and var in self.global_value and var not in assigned_first:
+                label = f"assignment rule for {var!r}"
+                expr = self._math(r.getMath(), {}, label, r, allow_time=True)
+                assignments.append((AssignmentRule(var, var, -1, expr), expr, label, r))
         try:  # SBML order, except that an assignment follows those whose targets it reads
             order = rule_order([a[0] for a in assignments], self.species)
         except RuleCycle as c:
-            raise self.err(f"initial assignments depend on each other in a cycle ({assignments[c.index][2]})",
-                           assignments[c.index][3]) from None
+            raise self.err(f"initial assignments depend on each other in a cycle ({assignments[c.index][2]}; the "
+                           "assignment rules they read count too)", assignments[c.index][3]) from None
+        ruled: dict[str, float] = {}  # rules' values at t = 0, for the initial assignments that read them
         for k in order:
             rule, expr, label, ia = assignments[k]
             sp, target, var = rule.species, rule.expr, rule.target
             env = {c: v for c, v in self.comp_size.items() if v is not None}
             env.update({p: v for p, v in self.global_value.items() if v is not None})
+            env.update(ruled)
             x = np.array([values], dtype=np.float64)
             unset = sorted(set(params_of(target)) - set(env))
+            if k >= n_ias:  # a rule: its value if it reads known values only
+                if not unset:
+                    with np.errstate(all="ignore"):
+                        ruled[var] = float(evaluate(target, x, env, 0.0)[0])
+                continue
             if unset:  # (a parameter whose value only a rule gives)
-                raise self.err(f"{label} reads {unset[0]!r}, which has no value before the rules run (its value comes "
-                               "from an assignment rule); distsim evaluates initial assignments before rules", ia)
+                raise self.err(f"{label} reads {unset[0]!r}, which has no value at t = 0 (its assignment rule reads "
+                               "values that nothing gives)", ia)
             with np.errstate(all="ignore"):
                 value = float(evaluate(target, x, env, 0.0)[0])
             if sp >= 0:
@@ -833,6 +927,60 @@ class _Converter:
             else:
                 self.global_value[var] = value
         return values
+
+    def _compartment_assignments(self) -> None:
+        """Compartment sizes at t = 0 from initial assignments and assignment rules, evaluated at load (before
+        any amount is converted): each reads numbers, sizes and parameters of known value (a rule also time,
+        at 0) -- parameters whose own initial assignments read only such values are evaluated first (again,
+        identically, with the others). A size that rules or events change is a parameter of the run
+        (:meth:`_target`)."""
+        m = self.model
+        self.changing_sizes: set[str] = set()
+        todo: dict[str, tuple[Node, Any, str]] = {}
+        for i in range(m.getNumRules()):
+            r = m.getRule(i)
+            var = r.getVariable()
+            if r.isAssignment() and var in self.comp_size and r.isSetMath():
+                label = f"assignment rule for {var!r}"
+                expr = self._math(r.getMath(), {}, label, r, allow_time=True)
+                todo[var] = (_at_time_zero(expr), r, label)
+        for i in range(m.getNumInitialAssignments()):
+            ia = m.getInitialAssignment(i)
+            var = ia.getSymbol()
+            is_comp = var in self.comp_size
+            if not (is_comp or var in self.global_value) or not ia.isSetMath():
+                continue
+            label = f"initial assignment to {var!r}"
+            try:
+                expr = self._math(ia.getMath(), {}, label, ia)
+            except ModelError:
+                if is_comp:
+                    raise
+                continue  # (a parameter's: _initial_values reports it)
+            if is_comp or not species_of(expr):
+                todo[var] = (expr, ia, label)
+        if not any(v in self.comp_size for v in todo):
+            return
+        known = {c: v for c, v in self.comp_size.items() if v is not None and c not in todo}
+        known.update({p: v for p, v in self.global_value.items() if v is not None and p not in todo
+                      and p not in self.assigned})
+        for _ in range(len(todo)):  # each pass settles at least one, or none can be
+            done = {v: val for v, (e, _, _) in todo.items() if v not in known
+                    and (val := _constant(e, known)) is not None}
+            if not done:
+                break
+            known.update(done)
+        for var, (expr, ia, label) in todo.items():
+            if var not in self.comp_size:
+                continue
+            size = known.get(var)
+            if size is None:
+                raise self.err(f"{label}: the size at t = 0 ({to_text(expr, self.species)}) must be a finite constant "
+                               "at load (numbers, sizes and parameters of known value); it reads species or values "
+                               "that rules set, which is not supported for a compartment", ia)
+            if not size > 0:
+                raise self.err(f"{label}: the size is {size!r} (must be > 0)", ia)
+            self.comp_size[var] = size
 
     def _real_valued_rule_species(self, fixed: list[int]) -> list[int]:
         """Species whose assignment rule's value need not be a whole number of molecules become real-valued
@@ -910,8 +1058,12 @@ class _Converter:
         if not math.isfinite(value):
             raise self.err(f"{what} is not finite ({value!r})", element)
         r = round(value)
-        if r < 0 or (r == 0 and value < 0):
+        if r < 0:
             raise self.err(f"{what} = {value!r} molecules is negative", element)
+        if value < 0 and self.rounding != "nearest":  # within half a molecule of 0: round-off (BIOMD0000000534)
+            raise self.err(f"{what} = {value!r} molecules is negative; it is within half a molecule of 0: pass "
+                           "rounding='nearest' (--rounding nearest) to round it to 0 (recorded in the result's "
+                           f"attrs). {self._size_hint()}", element)
         if r > MAX_COUNT:
             raise self.err(f"{what} = {value:.4g} molecules is more than exact simulation can count (2**53); exact "
                            f"simulation fires one reaction at a time, so changing it by 1% alone takes "
@@ -967,6 +1119,10 @@ class _Converter:
             out["net_rate_split"] = ", ".join(self.net_rate_split)
         if self.net_rate_kept:
             out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
+        if self.changing_sizes:
+            out["changing_compartments"] = ", ".join(sorted(self.changing_sizes))
+        if getattr(self, "nonfinite_at_start", ""):
+            out["rules_nonfinite_at_start"] = self.nonfinite_at_start
         return out
 
     def _has_rule(self, sid: str) -> bool:
@@ -976,7 +1132,9 @@ class _Converter:
     def _size(self, comp: str, why: str, element: Any) -> float:
         size = self.comp_size.get(comp)
         if size is None or not math.isfinite(size):
-            raise self.err(f"{why} but compartment {comp!r} has no size", element)
+            raise self.err(f"{why} but compartment {comp!r} has no size (no size attribute, initial assignment or "
+                           "rule gives it one: SBML leaves it undefined; libRoadRunner reads 1, a guess distsim does "
+                           "not make)", element)
         if size <= 0:
             raise self.err(f"{why} but compartment {comp!r} has size {size!r} (must be > 0)", element)
         return float(size)
@@ -1008,7 +1166,8 @@ class _Converter:
                     if any(r.target == pid for r in rules):
                         v = 0.0  # set from its rule
                     else:
-                        raise self.err(f"parameter {pid!r} has no (finite) value", self.model.getParameter(pid))
+                        raise self.err(f"parameter {pid!r} has no (finite) value" + _UNDEFINED,
+                                       self.model.getParameter(pid))
                 params[pid] = float(v)
         for pid, v in self.local_value.items():
             if pid in used:
@@ -1027,21 +1186,7 @@ class _Converter:
         kl = r.getKineticLaw()
         if not kl.isSetMath():
             raise self.err(f"{label}: the kinetic law has no math", kl)
-        local: dict[str, str] = {}
-        if self.level >= 3:
-            lps = [kl.getLocalParameter(i) for i in range(kl.getNumLocalParameters())]
-        else:
-            lps = [kl.getParameter(i) for i in range(kl.getNumParameters())]
-        for p in lps:
-            pid = p.getId()
-            new = base = f"{rid}__{pid}"
-            k = 2
-            while new in self.taken:
-                new, k = f"{base}_{k}", k + 1
-            self.taken.add(new)
-            local[pid] = new
-            if p.isSetValue() and math.isfinite(p.getValue()):
-                self.local_value[new] = p.getValue()
+        local = self._locals(r)
         reac, prod, q = self._sides(r, label)
         law = self._math(kl.getMath(), local, label, kl, allow_time=True)
         if q != 1:  # a firing is q extents: n_i = s_i / q molecules
@@ -1073,6 +1218,52 @@ class _Converter:
                            "as the forward propensity", r)
         self.forward_only.append(rid)
         return [Reaction(reac, prod, law=law, name=rid)]
+
+    def _locals(self, r: Any) -> dict[str, str]:
+        """The new names of reaction ``r``'s local parameters, ``<reaction id>__<parameter id>`` (``_2``, ...
+        on a clash), their values in ``self.local_value``; made once per reaction (a rule reading the
+        reaction's rate inlines its law with the same names)."""
+        memo = self.__dict__.setdefault("_local_names", {})
+        if r.getId() in memo:
+            return memo[r.getId()]
+        kl = r.getKineticLaw()
+        local: dict[str, str] = {}
+        if kl is None:
+            lps = []
+        elif self.level >= 3:
+            lps = [kl.getLocalParameter(i) for i in range(kl.getNumLocalParameters())]
+        else:
+            lps = [kl.getParameter(i) for i in range(kl.getNumParameters())]
+        for p in lps:
+            pid = p.getId()
+            new = base = f"{r.getId()}__{pid}"
+            k = 2
+            while new in self.taken:
+                new, k = f"{base}_{k}", k + 1
+            self.taken.add(new)
+            local[pid] = new
+            if p.isSetValue() and math.isfinite(p.getValue()):
+                self.local_value[new] = p.getValue()
+        memo[r.getId()] = local
+        return local
+
+    def _reaction_rate(self, rid: str, label: str, where: Any) -> Node:
+        """A reaction id in math: the value of its kinetic law (SBML: the reaction's rate, extent per time),
+        inlined with its local parameters."""
+        r = self.model.getReaction(rid)
+        kl = r.getKineticLaw()
+        if kl is None or not kl.isSetMath():
+            raise self.err(f"{label}: the math uses the rate of reaction {rid!r}, which has no kinetic law", where)
+        busy = self.__dict__.setdefault("_rates_inlining", set())
+        if rid in busy:
+            raise self.err(f"{label}: the rate of reaction {rid!r} reads itself (through other reactions' rates)",
+                           where)
+        busy.add(rid)
+        try:
+            return self._math(kl.getMath(), self._locals(r), f"{label} (the rate of reaction {rid!r})", where,
+                              allow_time=True)
+        finally:
+            busy.discard(rid)
 
     def _net_rate(self, rid: str, reac: tuple, prod: tuple, law: Node, irreversible: bool) -> list[Reaction] | None:
         """The general net-rate split (module docstring): a law with negative terms becomes a forward
@@ -1221,9 +1412,9 @@ class _Converter:
         for side, what in zip(sides, ("reactant", "product")):
             for i, (v, sr, sid) in side.items():
                 n = v / q
-                if n > MAX_STOICHIOMETRY:
+                if n > MAX_CHANGE:
                     extra = f" ({v} / {q}: a firing is {q} extents of the reaction)" if q != 1 else ""
-                    raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_STOICHIOMETRY}, got "
+                    raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be at most {MAX_CHANGE}, got "
                                    f"{n}{extra}", sr)
             out.append(tuple((i, int(v / q)) for i, (v, _, _) in side.items()))
         return out[0], out[1], q
@@ -1245,12 +1436,15 @@ class _Converter:
             if sid not in self.index:
                 raise self.err(f"{label}: {what} {sid!r} is not a species of the model", sr)
             if self.level == 2 and sr.isSetStoichiometryMath():
-                raise self.err(f"{label}: stoichiometryMath for {what} {sid!r} is not supported", sr)
-            if self.level >= 3 and not sr.isSetStoichiometry():
-                raise self.err(f"{label}: {what} {sid!r} has no stoichiometry", sr)
-            value = sr.getStoichiometry()
-            if self.level == 1:
-                value = value / sr.getDenominator()
+                value = self._stoichiometry_math(sr, f"{label}: stoichiometryMath for {what} {sid!r}")
+            else:
+                if self.level >= 3 and not sr.isSetStoichiometry():
+                    raise self.err(f"{label}: {what} {sid!r} has no stoichiometry", sr)
+                value = sr.getStoichiometry()
+                if self.level == 1:
+                    value = value / sr.getDenominator()
+            if value == 0:
+                continue  # the reaction does not change it (a modifier: its law may still read it)
             if not (math.isfinite(value) and value > 0):
                 raise self.err(f"{label}: stoichiometry of {what} {sid!r} must be positive, got {value!r}", sr)
             f = Fraction(round(value)) if abs(value - round(value)) <= _INT_TOL * max(1.0, value) else \
@@ -1262,6 +1456,21 @@ class _Converter:
             i = self.index[sid]
             out[i] = (out[i][0] + f if i in out else f, sr, sid)
         return out
+
+    def _stoichiometry_math(self, sr: Any, label: str) -> float:
+        """The value of a (Level 2) stoichiometryMath that is constant: numbers, compartment sizes and
+        parameters that keep one value for the run (:meth:`_static_values`); else refused."""
+        sm = sr.getStoichiometryMath()
+        expr = self._math(sm.getMath() if sm.isSetMath() else None, {}, label, sr, allow_time=True)
+        if has_time(expr):
+            raise self.err(f"{label} ({to_text(expr, self.species)}) reads time: the molecules a firing moves would "
+                           "change with time, which has no exact stochastic meaning (not supported)", sr)
+        value = _constant(expr, self._static_values())
+        if value is None:
+            raise self.err(f"{label} ({to_text(expr, self.species)}) is not a constant (it reads species or values "
+                           "that rules or events change): the molecules a firing moves would change during a run, "
+                           "which is not supported", sr)
+        return value
 
     # ---- events and rules ------------------------------------------------------------------------
 
@@ -1283,8 +1492,9 @@ class _Converter:
             return self.index[var], expr if self.omega == 1.0 else BinOp("*", expr, Num(self.omega))
         if var in self.global_value:
             return -1, expr
-        if var in self.comp_size:
-            raise self.err(f"{label}: assignments to compartment {var!r} are not supported", element)
+        if var in self.comp_size:  # a size that changes: a parameter; counts (amounts) stay, concentrations follow
+            self.changing_sizes.add(var)
+            return -1, expr
         raise self.err(f"{label}: {var!r} is not a species or parameter of the model (assignments to species "
                        "references are not supported)", element)
 
@@ -1316,15 +1526,15 @@ class _Converter:
             var = r.getVariable()
             rid = r.getIdAttribute() if hasattr(r, "getIdAttribute") and r.getIdAttribute() else var
             label = f"rate rule for {var!r}"
-            if var in self.comp_size:
-                raise self.err(f"{label}: {var!r} is a compartment; distsim does not integrate compartment sizes "
-                               "(species concentrations would change with them)", r)
-            if var not in self.global_value:
+            if var in self.comp_size:  # a size that changes (see _target)
+                self.changing_sizes.add(var)
+            elif var not in self.global_value:
                 raise self.err(f"{label}: {var!r} is not a parameter or species of the model", r)
-            v = self.global_value[var]
+            v = self.comp_size[var] if var in self.comp_size else self.global_value[var]
             if v is None or not math.isfinite(v):
-                what = "species" if var in getattr(self, "continuous", {}) else "parameter"
-                raise self.err(f"{label}: {what} {var!r} has no (finite) initial value", r)
+                what = "species" if var in getattr(self, "continuous", {}) else \
+                    "compartment" if var in self.comp_size else "parameter"
+                raise self.err(f"{label}: {what} {var!r} has no (finite) initial value" + _UNDEFINED, r)
             if not r.isSetMath():
                 raise self.err(f"{label} has no math", r)
             reported = var in getattr(self, "continuous", {}) or not self.species  # species, or an ODE model
@@ -1489,10 +1699,13 @@ class _Converter:
                 todo.append(("visit", body, inner, {}, flabel, inline + 1))
                 continue
             node = self._combine(ast, t, [k[0] for k in kids], lab, where)
-            depth = 1 + max((k[1] for k in kids), default=0)
+            depth = tree_depth(node) if t in self._elementary() else 1 + max((k[1] for k in kids), default=0)
             if depth > MAX_MATH_DEPTH:
                 raise self.err(f"{label}: the expression nests more than {MAX_MATH_DEPTH} deep", where)
             out.append((node, depth))
+        if tree_size(out[0][0], MAX_MATH_NODES) > MAX_MATH_NODES:  # (arguments used more than once: a DAG)
+            raise self.err(f"{label}: the expression has more than {MAX_MATH_NODES} nodes after inlining "
+                           "function definitions", where)
         return out[0][0]
 
     def _unsupported(self, ast: Any, what: str, label: str, where: Any) -> ModelError:
@@ -1516,6 +1729,9 @@ class _Converter:
             name = ast.getName()
             if name in env:
                 return env[name]
+            if name in self.reaction_ids and name not in local:  # its rate: the law inlined, as deep as it is
+                node = self._reaction_rate(name, label, where)
+                return node, tree_depth(node)
             return self._name(name, local, label, where), 2
         if t == L.AST_NAME_AVOGADRO:
             return Num(float(ast.getReal())), 1
@@ -1556,6 +1772,9 @@ class _Converter:
             return BinOp("^", kids[0], kids[1])
         if t in self._hybrid_math():
             return self._hybrid_node(ast, t, kids, label, where)
+        if t in self._elementary():
+            arity(1)
+            return Call(self._elementary()[t], (kids[0],))
         simple = {L.AST_FUNCTION_EXP: "exp", L.AST_FUNCTION_LN: "log", L.AST_FUNCTION_ABS: "abs",
                   L.AST_FUNCTION_FLOOR: "floor", L.AST_FUNCTION_CEILING: "ceil"}
         if t in simple:
@@ -1587,7 +1806,12 @@ class _Converter:
             return out
         name = self.ast_names.get(t, str(t))
         nice = ast.getName() or name.replace("AST_", "").replace("FUNCTION_", "").lower()
-        raise self._unsupported(ast, f"{nice!r}", label, where)
+        why = _NO_DETERMINISTIC_FORM.get(name.replace("AST_FUNCTION_", "").lower(), "")
+        raise self._unsupported(ast, f"{nice!r}{why}", label, where)
+
+    def _elementary(self) -> dict[int, str]:
+        """MathML functions rewritten as trees of exp, log, sqrt, sin and cos (:func:`arith.elementary`)."""
+        return {getattr(self.L, f"AST_FUNCTION_{f.upper()}"): f for f in ELEMENTARY}
 
     def _hybrid_math(self) -> dict[int, str]:
         """The math that only the SSA's hybrid loop evaluates (distsim.ssa.hybrid_ops): sin, cos,
@@ -1666,9 +1890,9 @@ class _Converter:
         if name in self.global_value:
             v = self.global_value[name]
             if (v is None or not math.isfinite(v)) and not self._has_rule(name) and name not in self.initial_assigned:
-                raise self.err(f"{label}: parameter {name!r} has no (finite) value", where)
+                raise self.err(f"{label}: parameter {name!r} has no (finite) value" + _UNDEFINED, where)
             return Param(name)
         if name in self.reaction_ids:
-            raise self.err(f"{label}: the math uses the rate of reaction {name!r}, which is not supported", where)
+            return self._reaction_rate(name, label, where)
         raise self.err(f"{label}: the math uses {name!r}, which is not a species, compartment or "
                        "parameter of the model (species reference ids are not supported)", where)

@@ -188,6 +188,7 @@ import numpy as np
 from ...errors import ModelError, SBMLWarning
 from ..arith import (BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, evaluate, params_of,
                      species_of, to_text)
+from ..compile_events import inline
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
@@ -538,6 +539,7 @@ class _Converter:
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
+        self.rule_exprs = self._moving_rule_exprs(rules)
         rate_rules = self._rate_rules()
         events = self._events()
         reactions: list[Reaction] = []
@@ -1084,24 +1086,49 @@ class _Converter:
         # reversible law's terms by sign for stochastic simulation; COPASI's "convert to irreversible"
         # turns F - B into two reactions. GillesPy2 keeps the law whole (reversible="forward" here).
         shape = self._shape(law, lenient=True)
-        if shape is not None and shape.orders == dict(reac):
+        if shape is not None and shape.orders == dict(reac) and shape.param not in self.rule_exprs:
             return None  # mass action (its falling factorials have minus signs)
         negative = {p for p, v in self.global_value.items() if v is not None and v < 0 and p not in self.assigned}
         negative |= {p for p, v in self.local_value.items() if v < 0}
-        parts = signed_parts(law, negative, {**self._static_values(), **self.local_value})
-        if parts is None or parts[1] is None:
-            return None
-        fwd, bwd = parts
-        if irreversible:
-            why = self._backward_undefined(bwd, reac, prod)
-            if not why and mixed_factors(law, negative) > 1:
+        static = {**self._static_values(), **self.local_value}
+        # A law that reads assignment-rule parameters (net fluxes such as BIOMD0000000408's j_ck_mm) is split
+        # with the rules inlined (they hold at every instant: the same law) where the law as written is not.
+        laws = [law]
+        if set(params_of(law)) & self.rule_exprs.keys() - static.keys():
+            try:
+                laws.append(inline(law, {k: v for k, v in self.rule_exprs.items() if k not in static}))
+            except ModelError:
+                pass
+        why = ""
+        for k, form in enumerate(laws):
+            parts = signed_parts(form, negative, static)
+            if parts is None or parts[1] is None:
+                continue
+            fwd, bwd = parts
+            why = self._backward_undefined(bwd, reac, prod) if irreversible else ""
+            if irreversible and not why and mixed_factors(form, negative) > 1:
                 why = "a product of several factors with negative terms, as a falling factorial: one propensity"
             if why:
-                self.net_rate_kept.append(f"{rid} ({why})")
-                return None
-        out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
-        out.append(self._direction(f"{rid}_r", prod, reac, bwd))
-        self.net_rate_split.append(rid + (" (irreversible)" if irreversible else ""))
+                continue
+            out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
+            out.append(self._direction(f"{rid}_r", prod, reac, bwd))
+            self.net_rate_split.append(rid + (" (irreversible)" if irreversible else "")
+                                       + (" (assignment rules inlined)" if k else ""))
+            return out
+        if why:
+            self.net_rate_kept.append(f"{rid} ({why})")
+        return None
+
+    def _moving_rule_exprs(self, rules: list[AssignmentRule]) -> dict[str, Node]:
+        """The expressions of the assignment rules of parameters, each with the rules it reads inlined
+        (``rules`` are sorted so that a rule follows those it reads); one too large to inline is left out."""
+        out: dict[str, Node] = {}
+        for r in rules:
+            if r.species < 0:
+                try:
+                    out[r.target] = inline(r.expr, out)
+                except ModelError:
+                    continue
         return out
 
     def _static_values(self) -> dict[str, float]:

@@ -172,3 +172,18 @@ def test_rule_flux_without_a_defined_backward_channel_stays_whole():
 
 def _text_law(r) -> str:
     return to_text(r.law, ["A", "C"])
+
+
+def test_a_rule_beside_a_rate_parameter_or_a_real_valued_species_is_not_inlined():
+    """BIOMD0000000107's k2 * cyclin with k2 = V1 (T - U) + V2 U (a rate coefficient, positive by the
+    model's conservation), and BIOMD0000000386's J * NADP with NADP = Nt - NADPH (a free moiety): the
+    rules are amounts or coefficients, not fluxes; the laws stay whole (the same network as before)."""
+    rules = _rule("k2", "V1 * (T - U) + V2 * U") + _rule("F", "Nt - B")
+    body = model(sp("A", 10) + sp("B", 3) + sp("U", 2) + sp("F", 7),
+                 par("V1", 0.5) + par("V2", 2) + par("T", 4) + par("Nt", 10) + par("J", 1.5)
+                 + par("k2", 0, constant=False),
+                 rx("deg", {"A": 1}, {}, "k2 * A") + rx("make", {}, {"B": 1}, "J * F"),
+                 extra=f"<listOfRules>{rules}</listOfRules>")
+    net = read_sbml_string(body)
+    assert [r.name for r in net.reactions] == ["deg", "make"]
+    assert "net_rate_split" not in dict(net.metadata)

@@ -1086,17 +1086,22 @@ class _Converter:
         # reversible law's terms by sign for stochastic simulation; COPASI's "convert to irreversible"
         # turns F - B into two reactions. GillesPy2 keeps the law whole (reversible="forward" here).
         shape = self._shape(law, lenient=True)
-        if shape is not None and shape.orders == dict(reac) and shape.param not in self.rule_exprs:
+        if shape is not None and shape.orders == dict(reac) and self._rule_flux(law) is None:
             return None  # mass action (its falling factorials have minus signs)
         negative = {p for p, v in self.global_value.items() if v is not None and v < 0 and p not in self.assigned}
         negative |= {p for p, v in self.local_value.items() if v < 0}
         static = {**self._static_values(), **self.local_value}
-        # A law that reads assignment-rule parameters (net fluxes such as BIOMD0000000408's j_ck_mm) is split
-        # with the rules inlined (they hold at every instant: the same law) where the law as written is not.
+        # A law that is an assignment-rule parameter alone (times numbers and compartment sizes: BIOMD0000000408's
+        # j_ck_mm) is a flux written in a rule: it is read as if written in the law (a rule holds at every
+        # instant), split with the rule inlined where the law as written is not, and only where the backward
+        # channel is well defined, as for irreversible laws. A rule that is a factor beside a rate parameter
+        # (k2 * cyclin with k2 = V'(T - U) + V''U; k * S2 with S2 = h (St - S2a)) or a species (a free moiety
+        # Nt - NADPH) is an amount or a coefficient, never split: its sign is the model's.
         laws = [law]
-        if set(params_of(law)) & self.rule_exprs.keys() - static.keys():
+        flux = self._rule_flux(law)
+        if flux is not None:
             try:
-                laws.append(inline(law, {k: v for k, v in self.rule_exprs.items() if k not in static}))
+                laws.append(inline(law, {flux: self.rule_exprs[flux]}))
             except ModelError:
                 pass
         why = ""
@@ -1105,8 +1110,8 @@ class _Converter:
             if parts is None or parts[1] is None:
                 continue
             fwd, bwd = parts
-            why = self._backward_undefined(bwd, reac, prod) if irreversible else ""
-            if irreversible and not why and mixed_factors(form, negative) > 1:
+            why = self._backward_undefined(bwd, reac, prod) if irreversible or k else ""
+            if (irreversible or k) and not why and mixed_factors(form, negative) > 1:
                 why = "a product of several factors with negative terms, as a falling factorial: one propensity"
             if why:
                 continue
@@ -1118,6 +1123,27 @@ class _Converter:
         if why:
             self.net_rate_kept.append(f"{rid} ({why})")
         return None
+
+    def _rule_flux(self, law: Node) -> str | None:
+        """The assignment-rule parameter (not a real-valued species) that ``law`` is, times numbers and
+        compartment sizes, when its rule reads the state and not time; else None."""
+        found: list[str] = []
+        sizes = {c for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        stack: list[tuple[Node, bool]] = [(law, True)]
+        while stack:
+            n, up = stack.pop()
+            if isinstance(n, BinOp) and n.op in "*/":
+                stack.extend(((n.left, up), (n.right, up if n.op == "*" else not up)))
+            elif isinstance(n, Neg):
+                stack.append((n.arg, up))
+            elif isinstance(n, Param) and n.name in sizes or isinstance(n, Num):
+                continue
+            elif (isinstance(n, Param) and up and n.name in self.rule_exprs and n.name not in self.real_species
+                  and not has_time(self.rule_exprs[n.name])):
+                found.append(n.name)
+            else:
+                return None
+        return found[0] if len(found) == 1 else None
 
     def _moving_rule_exprs(self, rules: list[AssignmentRule]) -> dict[str, Node]:
         """The expressions of the assignment rules of parameters, each with the rules it reads inlined

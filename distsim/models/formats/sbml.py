@@ -75,7 +75,12 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   products and quotients distributed over sums and differences; falling factorials ``x - k``,
   calls, powers and denominators of both signs stay whole; a factor of constants only -- numbers,
   parameters nothing changes, rules of those: BIOMD0000000321's ``1 - F_b`` -- is one factor of its
-  sign, never split): its positive terms are the propensity of
+  sign, never split; a factor that reads a species and divides and multiplies one product
+  cancels (:func:`~distsim.models.mass_action.cancel_species`: the Haldane form
+  ``S/K * (1 - P/(S*Keq))`` gives the backward channel ``P/(K*Keq)``, not 0 * inf at S = 0); a law
+  that is an assignment-rule parameter alone, times numbers and compartment sizes -- a flux written
+  in a rule, BIOMD0000000408's ``j_ck_mm`` -- is split with that rule inlined where the backward
+  channel is well defined, as below): its positive terms are the propensity of
   ``<id>_f`` (reactants -> products), its negative terms, negated, that of ``<id>_r`` (products ->
   reactants), each a general law (or mass action where it has that shape). The CME then has the
   ODE's drift exactly; each channel's propensity is still checked at run time (a run stops, naming

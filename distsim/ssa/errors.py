@@ -161,7 +161,22 @@ def _describe_event(net: ReactionNetwork, code: int, i: int, lead: str, seed: in
     got = f" ({value!r})" if value is not None else ""
     state = f", with {_state(net, x, species_of(expr))}" if x is not None and species_of(expr) else ""
     return (f"{lead}: {what} set species {r.target!r} to {to_text(expr, net.species)}{got}, which is not a "
-            f"whole number of molecules in [0, 2**53], {where}{state}")
+            f"whole number of molecules in [0, 2**53], {where}{state}{_why_not_whole(value)}")
+
+
+def _why_not_whole(value: float | None) -> str:
+    """What a value that is not a count means: negative (a total minus parts that outgrew it), or a
+    fraction of a molecule (the amounts per molecule, Omega, of the model's reading)."""
+    if value is None or not math.isfinite(value):
+        return ""
+    near = round(value)
+    if value < 0 and abs(value - near) <= 1e-9 * max(1.0, abs(value)):
+        return (f"; it is {near} up to round-off, negative: the expression (a total minus parts, as a "
+                "conservation law) counts fewer than no molecules, a balance that the reactions do not keep")
+    if value < 0:
+        return "; it is negative"
+    return ("; a fraction of a molecule: choose system_size (molecules per substance unit) so that the "
+            "amounts the model assigns are whole")
 
 
 def _state(net: ReactionNetwork, x: np.ndarray, species) -> str:

@@ -187,3 +187,18 @@ def test_a_rule_beside_a_rate_parameter_or_a_real_valued_species_is_not_inlined(
     net = read_sbml_string(body)
     assert [r.name for r in net.reactions] == ["deg", "make"]
     assert "net_rate_split" not in dict(net.metadata)
+
+
+# ------------------------------------------------------------------------------------------------
+# what a rule's value that is not a count means (BIOMD0000000300, 409: a total minus a part)
+
+
+def test_a_conservation_rule_going_negative_says_so():
+    """Free = T - B with B made at a constant rate: once B passes T the rule counts -1 molecules; the run
+    stops saying that the balance is not kept by the reactions (not only 'not whole')."""
+    body = model(sp("B", 0) + sp("F", 3), par("k", 5) + par("T", 3),
+                 rx("make", {}, {"B": 1}, "k"), extra=f"<listOfRules>{_rule('F', 'T - B')}</listOfRules>")
+    net = read_sbml_string(body)
+    with pytest.raises(SimulationError, match=r"assignment rule 'F' set species 'F' to T - B \(-1.0\), which is not "
+                       r"a whole number .*it is -1 up to round-off, negative: .* the reactions do not keep"):
+        ssa.simulate(net, t_end=5.0, points=2, realizations=4, seed=1, quantiles=None, backend="cpu")

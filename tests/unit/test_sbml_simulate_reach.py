@@ -202,3 +202,24 @@ def test_a_conservation_rule_going_negative_says_so():
     with pytest.raises(SimulationError, match=r"assignment rule 'F' set species 'F' to T - B \(-1.0\), which is not "
                        r"a whole number .*it is -1 up to round-off, negative: .* the reactions do not keep"):
         ssa.simulate(net, t_end=5.0, points=2, realizations=4, seed=1, quantiles=None, backend="cpu")
+
+
+# ------------------------------------------------------------------------------------------------
+# why a firing made a count negative (BIOMD0000000047's constant leak; 152's k Ca^2 on 2 Ca)
+
+
+@pytest.mark.parametrize("law,reac,why", [
+    ("Fleak", {"S": 1}, r"this law is not 0 when 'S' is absent \(a constant flux.*no stochastic meaning once 'S' "
+                        r"runs out.*boundaryCondition=\"true\""),
+    ("k * S ^ 2", {"S": 2}, r"it consumes 2 molecules of 'S' but its law is 0 only when none are left.*below 2 "
+                            r"molecules"),
+])
+def test_a_law_firing_without_its_molecules_says_why(law, reac, why):
+    body = model(sp("S", 3) + sp("P", 0), par("Fleak", 4) + par("k", 2),
+                 rx("R", reac, {"P": 1}, law))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SBMLWarning)
+        net = read_sbml_string(body)
+    with pytest.raises(SimulationError, match=r"made a species count negative .*S = -1; a propensity must be 0 "
+                       r"when its reaction cannot fire; " + why):
+        ssa.simulate(net, t_end=20.0, points=2, realizations=4, seed=1, quantiles=None, backend="cpu")

@@ -223,3 +223,23 @@ def test_a_law_firing_without_its_molecules_says_why(law, reac, why):
     with pytest.raises(SimulationError, match=r"made a species count negative .*S = -1; a propensity must be 0 "
                        r"when its reaction cannot fire; " + why):
         ssa.simulate(net, t_end=20.0, points=2, realizations=4, seed=1, quantiles=None, backend="cpu")
+
+
+def test_a_reversible_source_whose_law_is_a_rule_flux_is_split():
+    """0 <-> A, reversible, law j = k - g A (a flux in a rule): births at k, deaths at g per A. A(t) is
+    Poisson with mean k / g (1 - exp(-g t)) from A(0) = 0 (immigration-death)."""
+    body = model(sp("A", 0), par("k", 12) + par("g", 0.8) + par("j", 0, constant=False),
+                 rx("R", {}, {"A": 1}, "j", reversible=True),
+                 extra=f"<listOfRules>{_rule('j', 'k - g * A')}</listOfRules>")
+    with pytest.warns(SBMLWarning, match=r"split by sign .*: R \(assignment rules inlined\)"):
+        net = read_sbml_string(body)
+    assert [r.name for r in net.reactions] == ["R_f", "R_r"]
+    R = 4000
+    ds = ssa.simulate(net, t_end=3.0, points=4, realizations=R, seed=3, quantiles=None, backend="cpu")
+    t = ds["time"].values[1:]
+    lam = 12 / 0.8 * (1 - np.exp(-0.8 * t))
+    mean, var = ds["mean"].sel(species="A").values[1:], ds["variance"].sel(species="A").values[1:]
+    # Poisson: var of the sample mean lam / R; of the sample variance (mu4 - lam^2 (R-3)/(R-1)) / R, mu4 = lam + 3 lam^2
+    z = np.abs(np.concatenate([(mean - lam) / np.sqrt(lam / R),
+                               (var - lam) / np.sqrt((lam + 3 * lam ** 2 - lam ** 2 * (R - 3) / (R - 1)) / R)]))
+    assert z.max() < _z_limit(z.size), (z.max(), _z_limit(z.size))

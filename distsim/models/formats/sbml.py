@@ -544,7 +544,7 @@ class _Converter:
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
-        self.rule_exprs = self._moving_rule_exprs(rules)
+        self.rule_exprs = self._parameter_rule_exprs(rules)
         rate_rules = self._rate_rules()
         events = self._events()
         reactions: list[Reaction] = []
@@ -1068,7 +1068,7 @@ class _Converter:
                 return [self._direction(f"{rid}_f", reac, prod, parts[0]),
                         self._direction(f"{rid}_r", prod, reac, parts[1])]
         shape = self._shape(law, lenient=True)
-        if shape is not None and shape.orders == dict(reac):
+        if shape is not None and shape.orders == dict(reac) and self._rule_flux(law) is None:
             return [self._direction(rid, reac, prod, law)]  # one direction only: accepted
         split = self._net_rate(rid, reac, prod, law, irreversible=False)
         if split:
@@ -1150,7 +1150,7 @@ class _Converter:
                 return None
         return found[0] if len(found) == 1 else None
 
-    def _moving_rule_exprs(self, rules: list[AssignmentRule]) -> dict[str, Node]:
+    def _parameter_rule_exprs(self, rules: list[AssignmentRule]) -> dict[str, Node]:
         """The expressions of the assignment rules of parameters, each with the rules it reads inlined
         (``rules`` are sorted so that a rule follows those it reads); one too large to inline is left out."""
         out: dict[str, Node] = {}

@@ -250,16 +250,41 @@ def _cancel_product(term: Node) -> Node:
             factors.extend(((n.right, up if n.op == "*" else not up), (n.left, up)))
         else:
             (num if up else den).append(n)
+    table: dict[tuple, int] = {}
+    keys = [_key(n, table) for n in num]
     cancelled = False
     for d in list(den):
-        if d in num and _reads_species(d):
-            num.remove(d)
+        k = _key(d, table)
+        if k in keys and _reads_species(d):
+            del num[keys.index(k)]
+            keys.remove(k)
             den.remove(d)
             cancelled = True
     if not cancelled:
         return term
     top, bottom = _product(num) or Num(1.0), _product(den)
     return top if bottom is None else BinOp("/", top, bottom)
+
+
+def _key(root: Node, table: dict[tuple, int]) -> int:
+    """A number that two nodes share exactly when they are the same tree: each distinct (kind, operator or
+    value, operands' numbers) gets the next number in ``table``. An explicit stack: no recursion on the
+    depth, as dataclass equality would."""
+    key: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in key:
+            continue
+        kids = _kids(n)
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        head = {BinOp: lambda: n.op, Num: lambda: repr(n.value), Species: lambda: n.index,
+                Param: lambda: n.name, Call: lambda: n.func, Relation: lambda: n.op}.get(type(n), lambda: "")()
+        key[id(n)] = table.setdefault((type(n).__name__, head, tuple(key[id(k)] for k in kids)), len(table))
+    return key[id(root)]
 
 
 def _reads_species(node: Node) -> bool:

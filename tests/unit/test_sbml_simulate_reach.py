@@ -243,3 +243,19 @@ def test_a_reversible_source_whose_law_is_a_rule_flux_is_split():
     z = np.abs(np.concatenate([(mean - lam) / np.sqrt(lam / R),
                                (var - lam) / np.sqrt((lam + 3 * lam ** 2 - lam ** 2 * (R - 3) / (R - 1)) / R)]))
     assert z.max() < _z_limit(z.size), (z.max(), _z_limit(z.size))
+
+
+def test_cancel_does_not_recurse_on_the_depth_of_a_factor():
+    """Two equal factors 20000 levels deep (f(S) * (P / f(S))) are compared without recursion, as
+    dataclass equality would not: they cancel, leaving P."""
+    from distsim.models.arith import BinOp, Num
+
+    def deep(leaf):
+        n = leaf
+        for _ in range(20000):
+            n = BinOp("+", n, Num(1.0))
+        return n
+
+    law = BinOp("*", deep(Species(0)), BinOp("/", Species(1), deep(Species(0))))  # f(S) * (P / f(S))
+    out = cancel_species(law)
+    assert out == Species(1)

@@ -30,7 +30,7 @@ from typing import Mapping
 
 from .arith import BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species
 
-__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "mixed_factors", "vanishes_without",
+__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "mixed_factors", "vanishes_without", "cancel_species",
            "UNIT_TOLERANCE"]
 
 UNIT_TOLERANCE = 1e-12  # |c - 1| below which the constant factor counts as 1 (float rounding of V * (1/V) etc.)
@@ -180,7 +180,8 @@ def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset(),
     four times the law's size (plus 64 nodes). Without recursion (explicit stack).
     ``values``: parameters that keep these values for the whole run; a subexpression of numbers and
     such parameters only is a constant, one factor of its sign (``k*A*(1 - F)`` with F = 0.2 is
-    positive: no negative terms), never distributed into terms of both signs."""
+    positive: no negative terms), never distributed into terms of both signs. A species that is a
+    factor of both the numerator and the denominator of one term cancels (:func:`cancel_species`)."""
     done: dict[int, tuple[Node | None, Node | None]] = {}
     const: dict[int, float | None] = {}  # the value of a constant subexpression, None for the others
     stack: list[tuple[Node, bool]] = [(law, False)]
@@ -201,11 +202,106 @@ def signed_parts(law: Node, negative: frozenset[str] | set[str] = frozenset(),
             done[id(n)] = (n, None) if v > 0 else (None, Neg(n))
             continue
         done[id(n)] = _signed(n, done, negative)
-    p, q = done[id(law)]
+    p, q = (None if part is None else cancel_species(part) for part in done[id(law)])
     limit = 4 * _size(law) + 64
     if (p is not None and _size(p) > limit) or (q is not None and _size(q) > limit):
         return None
     return p, q
+
+
+def cancel_species(node: Node) -> Node:
+    """``node`` with every factor that reads a species and divides and multiplies one product cancelled
+    (in every product, those inside sums too): ``kf * S * (P / (S * Keq))`` is ``kf * P / Keq``. This is
+    the law's value wherever it is defined, and its limit where the product as written is 0 * inf or
+    0 / 0 (NaN): Haldane forms ``S / K * (1 - P / (S * Keq))`` split into ``S / K`` and
+    ``S / K * P / (S * Keq)``, whose backward channel would otherwise be NaN when S is absent. A
+    product where nothing cancels is kept as it is (the same bits). Without recursion."""
+    done: dict[tuple[int, bool], Node] = {}
+    stack: list[tuple[Node, bool, bool]] = [(node, False, False)]  # (node, operands done, inside a product)
+    while stack:
+        n, ready, inner = stack.pop()
+        if (id(n), inner) in done:
+            continue
+        if not isinstance(n, (BinOp, Neg)):
+            done[(id(n), inner)] = n
+            continue
+        chain = isinstance(n, BinOp) and n.op in "*/"
+        kids = (n.left, n.right) if isinstance(n, BinOp) else (n.arg,)
+        if not ready:
+            stack.append((n, True, inner))
+            stack.extend((k, False, chain) for k in kids)
+            continue
+        new = [done[(id(k), chain)] for k in kids]
+        if all(a is b for a, b in zip(new, kids)):
+            out: Node = n
+        else:
+            out = BinOp(n.op, new[0], new[1]) if isinstance(n, BinOp) else Neg(new[0])
+        done[(id(n), inner)] = _cancel_product(out) if chain and not inner else out
+    return done[(id(node), False)]
+
+
+def _cancel_product(term: Node) -> Node:
+    """One product of :func:`cancel_species` (itself when nothing cancels)."""
+    num, den = [], []
+    factors: list[tuple[Node, bool]] = [(term, True)]
+    while factors:  # flatten products and quotients: (factor, in the numerator)
+        n, up = factors.pop()
+        if isinstance(n, BinOp) and n.op in "*/":
+            factors.extend(((n.right, up if n.op == "*" else not up), (n.left, up)))
+        else:
+            (num if up else den).append(n)
+    table: dict[tuple, int] = {}
+    keys = [_key(n, table) for n in num]
+    cancelled = False
+    for d in list(den):
+        k = _key(d, table)
+        if k in keys and _reads_species(d):
+            del num[keys.index(k)]
+            keys.remove(k)
+            den.remove(d)
+            cancelled = True
+    if not cancelled:
+        return term
+    top, bottom = _product(num) or Num(1.0), _product(den)
+    return top if bottom is None else BinOp("/", top, bottom)
+
+
+def _key(root: Node, table: dict[tuple, int]) -> int:
+    """A number that two nodes share exactly when they are the same tree: each distinct (kind, operator or
+    value, operands' numbers) gets the next number in ``table``. An explicit stack: no recursion on the
+    depth, as dataclass equality would."""
+    key: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in key:
+            continue
+        kids = _kids(n)
+        if not ready and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        head = {BinOp: lambda: n.op, Num: lambda: repr(n.value), Species: lambda: n.index,
+                Param: lambda: n.name, Call: lambda: n.func, Relation: lambda: n.op}.get(type(n), lambda: "")()
+        key[id(n)] = table.setdefault((type(n).__name__, head, tuple(key[id(k)] for k in kids)), len(table))
+    return key[id(root)]
+
+
+def _reads_species(node: Node) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Species):
+            return True
+        stack.extend(_kids(n))
+    return False
+
+
+def _product(factors: list[Node]) -> Node | None:
+    out: Node | None = None
+    for f in factors:
+        out = f if out is None else BinOp("*", out, f)
+    return out
 
 
 def _constant(n: Node, const: dict[int, float | None], values: Mapping[str, float]) -> float | None:

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import DistsimError
 from ..models.arith import species_of, to_text
 from ..models.events import MAX_CASCADE, MAX_DELAYED
+from ..models.mass_action import vanishes_without
 from ..models.reactions import ReactionNetwork
 
 ERR_NONE, ERR_PROPENSITY, ERR_MAX_EVENTS, ERR_NEGATIVE, ERR_OVERFLOW = 0, 1, 2, 3, 4
@@ -133,7 +134,7 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
         neg = [i for i, _ in net.net_changes()[j] if x is not None and x[i] < 0]
         state = f", giving {_state(net, x, neg)}" if neg else ""
         return (f"{lead}: firing {what} ({rule}) made a species count negative {where}{state}; "
-                "a propensity must be 0 when its reaction cannot fire")
+                f"a propensity must be 0 when its reaction cannot fire{_why_negative(net, j, neg)}")
     if value is None or math.isnan(value):
         kind = "negative, infinite or NaN" if value is None else "NaN (0/0, or a function outside its domain)"
     elif math.isinf(value):
@@ -161,7 +162,41 @@ def _describe_event(net: ReactionNetwork, code: int, i: int, lead: str, seed: in
     got = f" ({value!r})" if value is not None else ""
     state = f", with {_state(net, x, species_of(expr))}" if x is not None and species_of(expr) else ""
     return (f"{lead}: {what} set species {r.target!r} to {to_text(expr, net.species)}{got}, which is not a "
-            f"whole number of molecules in [0, 2**53], {where}{state}")
+            f"whole number of molecules in [0, 2**53], {where}{state}{_why_not_whole(value)}")
+
+
+def _why_negative(net: ReactionNetwork, j: int, neg: list[int]) -> str:
+    """Why reaction j's law let it fire without the molecules it consumes, read from its form."""
+    r = net.reactions[j]
+    if r.law is None or not neg:
+        return ""
+    i = neg[0]
+    name = net.species[i]
+    n = dict(r.reactants).get(i, 0)
+    if not vanishes_without(r.law, i):
+        return (f"; this law is not 0 when {name!r} is absent (a constant flux, or a rate that does not read "
+                f"{name!r}): as written it has no stochastic meaning once {name!r} runs out (an ODE would take "
+                f"{name!r} below 0 too); if {name!r} is a source or sink, mark it boundaryCondition=\"true\"")
+    if n > 1:
+        return (f"; it consumes {n} molecules of {name!r} but its law is 0 only when none are left (as k x or "
+                f"k x^2, where mass action has x (x - 1) ...): the law is written for concentrations, with no "
+                f"stochastic meaning below {n} molecules")
+    return ""
+
+
+def _why_not_whole(value: float | None) -> str:
+    """What a value that is not a count means: negative (a total minus parts that outgrew it), or a
+    fraction of a molecule (the amounts per molecule, Omega, of the model's reading)."""
+    if value is None or not math.isfinite(value):
+        return ""
+    near = round(value)
+    if value < 0 and abs(value - near) <= 1e-9 * max(1.0, abs(value)):
+        return (f"; it is {near} up to round-off, negative: the expression (a total minus parts, as a "
+                "conservation law) counts fewer than no molecules, a balance that the reactions do not keep")
+    if value < 0:
+        return "; it is negative"
+    return ("; a fraction of a molecule: choose system_size (molecules per substance unit) so that the "
+            "amounts the model assigns are whole")
 
 
 def _state(net: ReactionNetwork, x: np.ndarray, species) -> str:

@@ -77,7 +77,12 @@ stale copy); elsewhere the reaction keeps its general law (same propensity).
   products and quotients distributed over sums and differences; falling factorials ``x - k``,
   calls, powers and denominators of both signs stay whole; a factor of constants only -- numbers,
   parameters nothing changes, rules of those: BIOMD0000000321's ``1 - F_b`` -- is one factor of its
-  sign, never split): its positive terms are the propensity of
+  sign, never split; a factor that reads a species and divides and multiplies one product
+  cancels (:func:`~distsim.models.mass_action.cancel_species`: the Haldane form
+  ``S/K * (1 - P/(S*Keq))`` gives the backward channel ``P/(K*Keq)``, not 0 * inf at S = 0); a law
+  that is an assignment-rule parameter alone, times numbers and compartment sizes -- a flux written
+  in a rule, BIOMD0000000408's ``j_ck_mm`` -- is split with that rule inlined where the backward
+  channel is well defined, as below): its positive terms are the propensity of
   ``<id>_f`` (reactants -> products), its negative terms, negated, that of ``<id>_r`` (products ->
   reactants), each a general law (or mass action where it has that shape). The CME then has the
   ODE's drift exactly; each channel's propensity is still checked at run time (a run stops, naming
@@ -212,6 +217,7 @@ import numpy as np
 from ...errors import ModelError, SBMLWarning
 from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, children,
                      evaluate, params_of, species_of, to_text, tree_depth, tree_size)
+from ..compile_events import inline
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
 from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
@@ -603,6 +609,7 @@ class _Converter:
         values = self._initial_values()
         initial = [self._count(v, what, el) for v, (what, el) in zip(values, self.value_of)]
         rules = self._rules()
+        self.rule_exprs = self._parameter_rule_exprs(rules)
         rate_rules = self._rate_rules()
         events = self._events()
         reactions: list[Reaction] = []
@@ -1206,7 +1213,7 @@ class _Converter:
                 return [self._direction(f"{rid}_f", reac, prod, parts[0]),
                         self._direction(f"{rid}_r", prod, reac, parts[1])]
         shape = self._shape(law, lenient=True)
-        if shape is not None and shape.orders == dict(reac):
+        if shape is not None and shape.orders == dict(reac) and self._rule_flux(law) is None:
             return [self._direction(rid, reac, prod, law)]  # one direction only: accepted
         split = self._net_rate(rid, reac, prod, law, irreversible=False)
         if split:
@@ -1275,24 +1282,75 @@ class _Converter:
         # reversible law's terms by sign for stochastic simulation; COPASI's "convert to irreversible"
         # turns F - B into two reactions. GillesPy2 keeps the law whole (reversible="forward" here).
         shape = self._shape(law, lenient=True)
-        if shape is not None and shape.orders == dict(reac):
+        if shape is not None and shape.orders == dict(reac) and self._rule_flux(law) is None:
             return None  # mass action (its falling factorials have minus signs)
         negative = {p for p, v in self.global_value.items() if v is not None and v < 0 and p not in self.assigned}
         negative |= {p for p, v in self.local_value.items() if v < 0}
-        parts = signed_parts(law, negative, {**self._static_values(), **self.local_value})
-        if parts is None or parts[1] is None:
-            return None
-        fwd, bwd = parts
-        if irreversible:
-            why = self._backward_undefined(bwd, reac, prod)
-            if not why and mixed_factors(law, negative) > 1:
+        static = {**self._static_values(), **self.local_value}
+        # A law that is an assignment-rule parameter alone (times numbers and compartment sizes: BIOMD0000000408's
+        # j_ck_mm) is a flux written in a rule: it is read as if written in the law (a rule holds at every
+        # instant), split with the rule inlined where the law as written is not, and only where the backward
+        # channel is well defined, as for irreversible laws. A rule that is a factor beside a rate parameter
+        # (k2 * cyclin with k2 = V'(T - U) + V''U; k * S2 with S2 = h (St - S2a)) or a species (a free moiety
+        # Nt - NADPH) is an amount or a coefficient, never split: its sign is the model's.
+        laws = [law]
+        flux = self._rule_flux(law)
+        if flux is not None:
+            try:
+                laws.append(inline(law, {flux: self.rule_exprs[flux]}))
+            except ModelError:
+                pass
+        why = ""
+        for k, form in enumerate(laws):
+            parts = signed_parts(form, negative, static)
+            if parts is None or parts[1] is None:
+                continue
+            fwd, bwd = parts
+            why = self._backward_undefined(bwd, reac, prod) if irreversible or k else ""
+            if (irreversible or k) and not why and mixed_factors(form, negative) > 1:
                 why = "a product of several factors with negative terms, as a falling factorial: one propensity"
             if why:
-                self.net_rate_kept.append(f"{rid} ({why})")
+                continue
+            out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
+            out.append(self._direction(f"{rid}_r", prod, reac, bwd))
+            self.net_rate_split.append(rid + (" (irreversible)" if irreversible else "")
+                                       + (" (assignment rules inlined)" if k else ""))
+            return out
+        if why:
+            self.net_rate_kept.append(f"{rid} ({why})")
+        return None
+
+    def _rule_flux(self, law: Node) -> str | None:
+        """The assignment-rule parameter (not a real-valued species) that ``law`` is, times numbers and
+        compartment sizes, when its rule reads the state and not time; else None."""
+        found: list[str] = []
+        sizes = {c for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        stack: list[tuple[Node, bool]] = [(law, True)]
+        while stack:
+            n, up = stack.pop()
+            if isinstance(n, BinOp) and n.op in "*/":
+                stack.extend(((n.left, up), (n.right, up if n.op == "*" else not up)))
+            elif isinstance(n, Neg):
+                stack.append((n.arg, up))
+            elif isinstance(n, Param) and n.name in sizes or isinstance(n, Num):
+                continue
+            elif (isinstance(n, Param) and up and n.name in self.rule_exprs and n.name not in self.real_species
+                  and not has_time(self.rule_exprs[n.name])):
+                found.append(n.name)
+            else:
                 return None
-        out = [] if fwd is None else [self._direction(f"{rid}_f", reac, prod, fwd)]
-        out.append(self._direction(f"{rid}_r", prod, reac, bwd))
-        self.net_rate_split.append(rid + (" (irreversible)" if irreversible else ""))
+        return found[0] if len(found) == 1 else None
+
+    def _parameter_rule_exprs(self, rules: list[AssignmentRule]) -> dict[str, Node]:
+        """The expressions of the assignment rules of parameters, each with the rules it reads inlined
+        (``rules`` are sorted so that a rule follows those it reads); one too large to inline is left out."""
+        out: dict[str, Node] = {}
+        for r in rules:
+            if r.species < 0:
+                try:
+                    out[r.target] = inline(r.expr, out)
+                except ModelError:
+                    continue
         return out
 
     def _static_values(self) -> dict[str, float]:

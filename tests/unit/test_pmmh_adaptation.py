@@ -61,16 +61,12 @@ def _infer(net, client=None, **kw):
                           burn_in=45, chains=3, seed=7, progress=False, client=client, **kw)
 
 
-def test_same_seed_same_chains_on_one_and_two_workers_and_any_rounds(net, monkeypatch):
-    from distributed import Client, LocalCluster
-
+def test_same_seed_same_chains_on_one_and_two_workers_and_any_rounds(net, monkeypatch, dask_client):
     one = _infer(net)
     assert one.attrs["adaptation_stage_ends"] == "22,45"
     # the proposal was adapted twice (not the starting INITIAL_STEP I) and is the same for every chain
     assert not np.allclose(one["proposal_sd"].values, sampler.INITIAL_STEP)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            Client(cluster, set_as_default=False) as client:
-        two = _infer(net, client=client, backend="cpu")
+    two = _infer(net, client=dask_client, backend="cpu")
     monkeypatch.setattr(sampler, "ROUND_SECONDS", 1e-9)  # rounds of one iteration
     small = _infer(net)
     for other in (two, small):

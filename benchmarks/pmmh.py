@@ -21,7 +21,9 @@ R-hat needs long chains, not many: with an integrated autocorrelation time tau, 
 1 + tau / (iterations after burn-in), so R-hat < 1.01 needs about 100 tau kept iterations per chain.
 Defaults: 128 chains x 200 particles (Var(loglik) about 1.0), 900 iterations of which 300 are burn-in
 (4 adaptation stages, ending at 37, 75, 150, 300; about 60 s at the 65 ms per iteration measured on
-an H200 at 128 x 200).
+an H200 at 128 x 200). Measured on CPU (8 chains x 100 particles, Var(loglik) 3.3, 220 iterations, 120
+burn-in, seed 0), per-chain Haario adaptation -> pooled stages: acceptance 0.33 -> 0.18, min bulk ESS
+13 -> 43 of 800 draws, max R-hat 1.84 -> 1.18, proposal sd / posterior sd 1.23 to 1.47.
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their

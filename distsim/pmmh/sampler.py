@@ -5,15 +5,20 @@ Chain c works on phi = log theta. Iteration 0 estimates log p(y | theta_0); iter
 phi' = phi + L z (z standard normals from key (key_c, CHAIN_RID), counter (it, j, 0, 2)), runs the
 filter at phi' with iteration number it, and accepts when log u < log p^(y | phi') + log p(phi') -
 log p^(y | phi) - log p(phi) (u from counter (it, 0, 0, 3)); the estimate of the current point is
-kept, never recomputed (so the chain targets the exact posterior). L: during burn-in, Haario et al.'s
-(2001) adaptive Metropolis, L L^T = 2.38^2 / d (Cov(phi_0..phi_{it-1}) + 1e-8 I) once 2 d + 10 draws
-are in; L is frozen at the end of burn-in, so the kept draws are those of a fixed-kernel MH chain.
-A shard task is a pure function of its payload (the chains' state at ``it0``), so the draws do not
-depend on the number of workers, shards or rounds.
+kept, never recomputed (so the chain targets the exact posterior). L: the burn-in runs in stages of
+fixed, doubling lengths (:func:`stage_ends`: iterations fixed by ``burn_in`` alone); the first uses
+``INITIAL_STEP`` I; after each stage the client pools the stage's draws of **all** chains (every
+chain's covariance estimate from its own few, sticky burn-in draws underestimates the posterior's)
+and L L^T = 2.562^2 / d (pooled Cov + 1e-8 I) becomes every chain's proposal for the next stage, the
+scale that is optimal for PMMH with Var(log-likelihood estimate) about 1 to 3 (Sherlock, Thiery,
+Roberts and Rosenthal 2015). The last stage's L is kept for the draws after burn-in: a fixed-kernel
+MH chain. A shard task is a pure function of its payload (the chains' state at ``it0``) and never
+crosses a stage's end, so the draws do not depend on the number of workers, shards or rounds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -40,17 +45,16 @@ VAR_AUTO = 1.5  # particles="auto" doubles N until the variance is below this
 AUTO_START, AUTO_MAX = 32, 8192
 CHECK_REPEATS = 20
 ROUND_SECONDS = 2.0
+PMMH_SCALE = 2.562**2  # L L^T = PMMH_SCALE / d x Cov (Sherlock et al. 2015)
+FIRST_STAGE = 20  # the shortest first adaptation stage (iterations); later stages double
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChainState:
     phi: np.ndarray  # [d]
     loglik: float
     logprior: float
-    s1: np.ndarray  # [d]: sum of the burn-in draws so far
-    s2: np.ndarray  # [d, d]: sum of their outer products
-    n: int  # draws summed
-    chol: np.ndarray  # [d, d]: the proposal's Cholesky factor (frozen after burn-in)
+    chol: np.ndarray  # [d, d]: the proposal's Cholesky factor (set by the client at each stage's end)
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,6 @@ class PMMHBlock:
     it0: int
     n_iter: int
     particles: int
-    burn_in: int
     time_left: float | None = None
 
 
@@ -119,33 +122,43 @@ def log_prior(pr: Problem, phi: np.ndarray) -> float:
     return float(sum(p.log_density_phi(float(v)) for p, v in zip(pr.priors, phi)))
 
 
-def propose(pr: Problem, z: np.ndarray, st: ChainState, it: int, burn_in: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Iteration ``it``'s proposal of one chain from its normals ``z`` (:func:`_normals`): (phi', the
-    Cholesky factor used, log prior of phi')."""
-    d = st.phi.size
-    if it <= burn_in and st.n >= 2 * d + 10:
-        cov = (st.s2 - np.outer(st.s1, st.s1) / st.n) / (st.n - 1)
-        chol = _cholesky((2.38**2 / d) * (cov + 1e-8 * np.eye(d)))
-    else:
-        chol = st.chol
-    prop = st.phi + chol @ z
-    return prop, chol, log_prior(pr, prop)
+def stage_ends(burn_in: int) -> list[int]:
+    """The last iteration of each adaptation stage: burn_in / 2^k for k = K .. 0, doubling lengths, the
+    first at least ``FIRST_STAGE`` iterations (one stage when burn_in < 2 FIRST_STAGE)."""
+    ends = [burn_in]
+    while ends[0] // 2 >= FIRST_STAGE:
+        ends.insert(0, ends[0] // 2)
+    return ends if burn_in > 0 else []
 
 
-def accept(st: ChainState, u: float, it: int, burn_in: int, prop: np.ndarray, chol: np.ndarray, lp: float,
-           llp: float) -> tuple[ChainState, bool]:
-    """The MH decision of iteration ``it`` (uniform ``u``: :func:`_accept_u`) given the proposal's
-    estimate ``llp``; adaptation sums in burn-in."""
-    phi, ll, lpr, accepted = st.phi, st.loglik, st.logprior, False
+def pooled_proposal(phi: np.ndarray, accepted: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """The next stage's Cholesky factor from one stage's draws ``phi`` [chains, draws, d] of all chains
+    (in chain order) and their ``accepted`` flags: that of PMMH_SCALE / d (Cov + 1e-8 I), Cov pooled over
+    every chain and draw; with fewer than 2 d + 10 accepted moves in the stage (a covariance from so
+    few moves is mostly the starting points), ``previous`` / 2. Plain sums: the same bits everywhere."""
+    d = phi.shape[-1]
+    if int(accepted.sum()) < 2 * d + 10:
+        return previous / 2
+    x = phi.reshape(-1, d)
+    dx = x - np.array([math.fsum(x[:, i]) / x.shape[0] for i in range(d)])
+    cov = np.array([[math.fsum(dx[:, i] * dx[:, j]) / (x.shape[0] - 1) for j in range(d)] for i in range(d)])
+    return _cholesky((PMMH_SCALE / d) * (cov + 1e-8 * np.eye(d)))
+
+
+def propose(pr: Problem, z: np.ndarray, st: ChainState) -> tuple[np.ndarray, float]:
+    """One chain's proposal from its normals ``z`` (:func:`_normals`): (phi', log prior of phi')."""
+    prop = st.phi + st.chol @ z
+    return prop, log_prior(pr, prop)
+
+
+def accept(st: ChainState, u: float, prop: np.ndarray, lp: float, llp: float) -> tuple[ChainState, bool]:
+    """The MH decision (uniform ``u``: :func:`_accept_u`) given the proposal's estimate ``llp``."""
     if lp > -math.inf and llp > -math.inf and math.log(u) < llp + lp - st.loglik - st.logprior:
-        phi, ll, lpr, accepted = prop, llp, lp, True
-    s1, s2, n = st.s1, st.s2, st.n
-    if it <= burn_in:
-        s1, s2, n = s1 + phi, s2 + np.outer(phi, phi), n + 1
-    return ChainState(phi, ll, lpr, s1, s2, n, chol), accepted
+        return ChainState(prop, llp, lp, st.chol), True
+    return st, False
 
 
-def iterate(pr: Problem, keys: list[int], states: list[ChainState | None], it: int, particles: int, burn_in: int,
+def iterate(pr: Problem, keys: list[int], states: list[ChainState | None], it: int, particles: int,
             backend: str = "cpu") -> tuple[list[ChainState], list[bool], int]:
     """Iteration ``it`` of a block of chains (``states`` None: iteration 0, the starting point), their
     filters run together (:func:`~distsim.pmmh.filter.log_likelihoods`); each chain's result is the one
@@ -155,18 +168,17 @@ def iterate(pr: Problem, keys: list[int], states: list[ChainState | None], it: i
         phi = np.log(pr.initial)
         ll, fired = log_likelihoods(pr, np.tile(pr.initial, (C, 1)), particles, np.array(keys), 0, backend)
         lp = log_prior(pr, phi)
-        return [ChainState(phi, float(ll[c]), lp, phi.copy(), np.outer(phi, phi), 1, INITIAL_STEP * np.eye(d))
-                for c in range(C)], [True] * C, fired
+        return [ChainState(phi, float(ll[c]), lp, INITIAL_STEP * np.eye(d)) for c in range(C)], [True] * C, fired
     z = _normals(keys, it, d)
-    props = [propose(pr, z[c], states[c], it, burn_in) for c in range(C)]
-    run = [c for c in range(C) if props[c][2] > -math.inf]  # outside the prior's support: rejected unseen
+    props = [propose(pr, z[c], states[c]) for c in range(C)]
+    run = [c for c in range(C) if props[c][1] > -math.inf]  # outside the prior's support: rejected unseen
     llp = np.full(C, -math.inf)
     fired = 0
     if run:
         llp[run], fired = log_likelihoods(pr, np.exp(np.array([props[c][0] for c in run])), particles,
                                           np.array([keys[c] for c in run]), it, backend)
     u = _accept_u(keys, it)
-    out = [accept(states[c], float(u[c]), it, burn_in, *props[c], float(llp[c])) for c in range(C)]
+    out = [accept(states[c], float(u[c]), *props[c], float(llp[c])) for c in range(C)]
     return [o[0] for o in out], [o[1] for o in out], fired
 
 
@@ -185,7 +197,7 @@ def run_block(ctx: engine.ShardContext | None, b: PMMHBlock) -> dict:
     backend = _backend(ctx)
     now: list[ChainState | None] = list(b.states)
     for k in range(b.n_iter):
-        now, accepted, f = iterate(b.problem, keys, now, b.it0 + k, b.particles, b.burn_in, backend)
+        now, accepted, f = iterate(b.problem, keys, now, b.it0 + k, b.particles, backend)
         for ci in range(C):
             states[ci].append(now[ci])
             phi[ci, k], ll[ci, k], acc[ci, k] = now[ci].phi, now[ci].loglik, accepted[ci]
@@ -293,7 +305,8 @@ def infer(
     ConvergenceWarning when that variance is > 2. ``iterations`` MH iterations per chain, burn-in (adaptation) included.
     Returns the Dataset layout of :func:`distsim.mcmc.infer_rates`: one (chain, draw) data variable per
     parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
-    ``acceptance_rate`` (chain) (sample stats), ``observed_value`` (observation, observable) with the
+    ``acceptance_rate`` (chain) (sample stats), ``proposal_sd`` (variable: the kept draws' proposal sd of
+    each log parameter), ``observed_value`` (observation, observable) with the
     experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable.
     ``species_scale``: observables read each species as count / species_scale (SBML amounts: the system size).
     """
@@ -345,22 +358,25 @@ def infer(
 
 
 def _sample(run: engine.Run, pr: Problem, seed: int, chains: int, total: int, N: int, burn_in: int,
-            time_limit: float | None) -> dict:
+            time_limit: float | None, shards: int | None = None) -> dict:
+    """Iterations 0 .. total - 1 of every chain in rounds (``shards``: how many; default one per worker).
+    A round stops at the next stage end (:func:`stage_ends`), where every chain gets the pooled proposal."""
     t_start = time.perf_counter()
-    shards = run.split(chains)
+    ranges = run.split(chains, shards=shards)
     d = len(pr.names)
     phi = np.zeros((chains, total, d))
     ll = np.zeros((chains, total))
     acc = np.zeros((chains, total), dtype=bool)
     states: list[ChainState | None] = [None] * chains
-    fired, it0, block = 0, 0, 2
+    ends = [e for e in stage_ends(burn_in) if e < total - 1]
+    fired, it0, block, start = 0, 0, 2, 0
     while it0 < total:
-        k = min(block, total - it0)
+        k = min(block, total - it0, *[e + 1 - it0 for e in ends if e >= it0])
         left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t_start))
         res = run.round(run_block, [PMMHBlock(pr, seed, np.arange(r.start, r.stop), states[r.start:r.stop], it0, k,
-                                              N, burn_in, left) for r in shards])
+                                              N, left) for r in ranges])
         done = min(int(x["done"]) for x in res)
-        for r, x in zip(shards, res):
+        for r, x in zip(ranges, res):
             phi[r.start:r.stop, it0:it0 + done] = x["phi"][:, :done]
             ll[r.start:r.stop, it0:it0 + done] = x["loglik"][:, :done]
             acc[r.start:r.stop, it0:it0 + done] = x["accepted"][:, :done]
@@ -368,11 +384,16 @@ def _sample(run: engine.Run, pr: Problem, seed: int, chains: int, total: int, N:
                 states[c] = x["states"][ci][done - 1]
             fired += x["fired"]
         it0 += done
+        if it0 - 1 in ends:  # a stage ended: every chain's next proposal from all chains' draws of the stage
+            chol = pooled_proposal(phi[:, start:it0], acc[:, max(start, 1):it0], states[0].chol)
+            states = [dataclasses.replace(st, chol=chol) for st in states]
+            start = it0
         block = int(np.clip(k * ROUND_SECONDS / max(run.last_round_seconds, 1e-3), 1, 100_000))
         run.progress.update(it0, message=f"{fired / max(run.round_seconds, 1e-12):.3g} SSA events/s")
         if done < k or (time_limit is not None and time.perf_counter() - t_start > time_limit and it0 < total):
             break
-    return {"phi": phi[:, :it0], "loglik": ll[:, :it0], "accepted": acc[:, :it0], "fired": fired, "done": it0}
+    return {"phi": phi[:, :it0], "loglik": ll[:, :it0], "accepted": acc[:, :it0], "fired": fired, "done": it0,
+            "proposal_chol": states[0].chol}
 
 
 def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int, iterations: int, burn_in: int,
@@ -400,6 +421,8 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
                            {"long_name": "measurement (NaN: not measured)"}),
     }
     ds = xr.Dataset(data, coords=coords)
+    ds.coords["proposal_sd"] = ("variable", np.sqrt(np.diag(out["proposal_chol"] @ out["proposal_chol"].T)),
+                                {"long_name": "sd of the kept draws' random-walk proposal of log parameter"})
     diag = diagnostics.convergence(ds)
     for k, long_name in (("rhat", "rank-normalised split R-hat"), ("ess_bulk", "bulk ESS"), ("ess_tail", "tail ESS")):
         ds.coords[k] = ("variable", diag.loc[names, k].to_numpy(), {"long_name": long_name})
@@ -414,6 +437,7 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
                              for o in pr.observables),
         ssa_events=int(out["fired"]), iterations_per_second=(iterations + 1) * chains / t_rounds,
         sampling_seconds=run.round_seconds, stopped_by=stopped_by, method="pmmh",
+        adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)),
     )
     diagnostics.warn_if_not_converged(ds)
     return ds

@@ -129,9 +129,9 @@ def test_pmmh_posterior_matches_the_exact_posterior(net):
 
 def test_draws_do_not_depend_on_shards_or_rounds(net):
     pr = _problem(net, prior={"k1": "gamma:2,1", "k2": "gamma:2,10"})
-    both = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), [None, None], 0, 8, 16, 4))
-    first = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [None], 0, 3, 16, 4))
-    rest = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [first["states"][0][-1]], 3, 5, 16, 4))
+    both = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), [None, None], 0, 8, 16))
+    first = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [None], 0, 3, 16))
+    rest = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [first["states"][0][-1]], 3, 5, 16))
     alone = np.concatenate([first["phi"][0], rest["phi"][0]])
     assert np.array_equal(both["phi"][1], alone)
     assert np.array_equal(both["loglik"][1], np.concatenate([first["loglik"][0], rest["loglik"][0]]))

@@ -13,7 +13,8 @@
 //    at max_time); fixed points (tag n_win + 1, every node) always go to the table. The key's first word
 //    is tag | copy << 32 with copy = thread index & (ht_copies - 1): the few hot states of a window get
 //    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
-//    hit; the host masks the copy off and sums the copies (integers: the same bits).
+//    hit (the keys of max_time and fixed points, one per trajectory, get at most CTBN_END_COPIES); the host
+//    masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
 // The record of the current visible state and its quanta since it was last written stay in registers until
 // the visible state changes or the window ends, so an event that flips an internal node touches no record.
@@ -40,6 +41,7 @@
 #define CTBN_TH_SCALE 0.015625    // 2**24 / 2**30
 #define CTBN_TH_SQ_SHIFT 12
 #define CTBN_SQ_SHIFT 14          // distsim.maboss.block.SQ_SHIFT
+#define CTBN_END_COPIES 4  // copies of the keys of states at max_time and fixed points (at most ht_copies)
 #define CTBN_VW_MAX 16  // 64-bit words of a visible state (distsim.maboss.model.MAX_VISIBLE = 1024 nodes)
 
 // Add (v1, v2) to the key kbuf[j * N + c] (j < kw) of the hash table (slots of kw key words; ctl 0: empty,
@@ -149,6 +151,11 @@ extern "C" __global__ void ctbn_simulate(
     unsigned long long* const sdth = my + o_dth;
     unsigned long long* const sdth2 = my + o_dth2;
     const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
+    // the state at max_time and the fixed point: one key each per trajectory, added once at its end; few
+    // copies (a fixed point reached by most trajectories stays spread a little, but a model with thousands
+    // of fixed points gives the host thousands of keys, not ht_copies times as many)
+    const unsigned long long end_copy =
+        (unsigned long long)(c & (long long)((ht_copies < CTBN_END_COPIES ? ht_copies : CTBN_END_COPIES) - 1)) << 32;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
@@ -157,6 +164,11 @@ extern "C" __global__ void ctbn_simulate(
     int cur = -1;
     long long pend = 0;
     bool over = false;
+    // generated kernels: the transition entropy of the last event and what it is a function of (the visible
+    // nodes' rate indices, packed in th_key, and tni): an event that changes neither (most flips of internal
+    // nodes) reuses it, the same bits without its divisions and logs
+    unsigned long long th_key = 0ULL;
+    double th_tni = __longlong_as_double(0x7FF8000000000000LL), th_val = 0.0;  // NaN: no entropy yet
     while (true) {
         double total = 0.0, rate_internal = 0.0;
         //@@ rates
@@ -311,12 +323,12 @@ extern "C" __global__ void ctbn_simulate(
     if (dense) {
         atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
     } else {
-        kbuf[c] = (unsigned long long)n_win | ht_copy;
+        kbuf[c] = (unsigned long long)n_win | end_copy;
         for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
         ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
     }
     if (fp) {
-        kbuf[c] = ((unsigned long long)n_win + 1ULL) | ht_copy;
+        kbuf[c] = ((unsigned long long)n_win + 1ULL) | end_copy;
         for (int w = 0; w < n_words; ++w) {
             unsigned long long word = 0ULL;
             for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)

@@ -136,6 +136,21 @@ class _Plan:
         return f"((a{w} >> {s}) & {(1 << width) - 1}u)"
 
 
+def _entropy_key(plan: _Plan) -> str | None:
+    """The visible nodes' rate indices packed into one 64-bit expression ("0ULL": none vary), or None
+    (more than 64 bits)."""
+    parts, shift = [], 0
+    for i, (_w, _s, width) in plan.field.items():
+        if plan.m.internal[i]:
+            continue
+        parts.append(f"((unsigned long long){plan.index(i)} << {shift})" if shift else
+                     f"(unsigned long long){plan.index(i)}")
+        shift += width
+    if shift > 64:
+        return None
+    return " | ".join(parts) or "0ULL"
+
+
 def regions(m: CompiledModel) -> dict[str, str] | None:
     """The template's regions for ``m`` (None: too large a model for generated code); a mutant model gets the
     code of its unmutated model, the mutant nodes' rate indices masked by the kernel's ``fix_mask``."""
@@ -162,10 +177,16 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
                      "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
     # a rate is > 0 exactly where its index is not 0 (the values are > 0): integer tests
     entropy = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
-    for i in plan.field:
-        if not m.internal[i]:
-            entropy.append(f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
-                           f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}")
+    terms = [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
+             f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}"
+             for i in plan.field if not m.internal[i]]
+    key = _entropy_key(plan)
+    if key is None:  # more than 64 bits of visible rate indices: computed at every event
+        entropy += terms
+    else:  # th is a function of (the visible nodes' rate indices, tni): recomputed only when they change
+        entropy += [f"const unsigned long long vkey = {key};",
+                    "if (vkey == th_key && tni == th_tni) { th = th_val; } else {", *terms,
+                    "th_key = vkey; th_tni = tni; th_val = th; }"]
     select = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
     select += [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]

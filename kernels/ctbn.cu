@@ -30,6 +30,7 @@
 // x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
 // is shared between the sums and the choice of the flip, which would keep one register per node alive)
 #define CTBN_OPAQUE(x) asm volatile("" : "+r"(x))
+#define CTBN_OPAQUE64(x) asm volatile("" : "+l"(x))
 //@@ defs
 // 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
 // stays in registers: every index of it is a constant once the loops are unrolled)
@@ -43,6 +44,21 @@
 #define CTBN_SQ_SHIFT 14          // distsim.maboss.block.SQ_SHIFT
 #define CTBN_END_COPIES 4  // copies of the keys of states at max_time and fixed points (at most ht_copies)
 #define CTBN_VW_MAX 16  // 64-bit words of a visible state (distsim.maboss.model.MAX_VISIBLE = 1024 nodes)
+
+// The position of the r-th (from 0) set bit of w (r < popc(w)): generated kernels of unit-rate models
+__device__ __forceinline__ int ctbn_select32(unsigned int w, unsigned int r) {
+    int pos = 0;
+    unsigned int k = __popc(w & 0xFFFFu);
+    if (r >= k) { r -= k; pos += 16; w >>= 16; }
+    k = __popc(w & 0xFFu);
+    if (r >= k) { r -= k; pos += 8; w >>= 8; }
+    k = __popc(w & 0xFu);
+    if (r >= k) { r -= k; pos += 4; w >>= 4; }
+    k = __popc(w & 0x3u);
+    if (r >= k) { r -= k; pos += 2; w >>= 2; }
+    if (r >= (w & 1u)) pos += 1;
+    return pos;
+}
 
 // Add (v1, v2) to the key kbuf[j * N + c] (j < kw) of the hash table (slots of kw key words; ctl 0: empty,
 // 1: being written, 2: ready). flags[1] = 1 when the table is more than half full (the launch is redone
@@ -143,13 +159,9 @@ extern "C" __global__ void ctbn_simulate(
     const long long m_end = (long long)n_win * CTBN_QUANTA;
     // this thread's copy of the sum tables
     unsigned long long* const my = acc + (long long)(c & (long long)(copies - 1)) * acc_len;
-    unsigned long long* const sq = my + o_q;
-    unsigned long long* const sq2 = my + o_q2;
-    unsigned long long* const sfull = my + o_full;
-    unsigned long long* const sth = my + o_th;
-    unsigned long long* const sth2 = my + o_th2;
-    unsigned long long* const sdth = my + o_dth;
-    unsigned long long* const sdth2 = my + o_dth2;
+    // the tables at my + o_*: the offsets are kernel parameters (read where used), not 7 more pointers kept
+    // in registers across the loop (ptxas spilled them)
+#define CTBN_AT(o, k) (&mt[(o) + (long long)(k)])  // mt: my, opaque where used (no address hoisted)
     const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
     // the state at max_time and the fixed point: one key each per trajectory, added once at its end; few
     // copies (a fixed point reached by most trajectories stays spread a little, but a model with thousands
@@ -227,12 +239,14 @@ extern "C" __global__ void ctbn_simulate(
                 const long long ti = (long long)floor(a * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
                 const long long s0 = (long long)vis[0];
-                atomicAdd(&sfull[(long long)win * n_states + s0], 1ULL);
-                atomicAdd(&sfull[(long long)k * n_states + s0], ~0ULL);  // -1
-                atomicAdd(&sdth[win], (unsigned long long)ti);
-                atomicAdd(&sdth[k], (unsigned long long)(-ti));
-                atomicAdd(&sdth2[win], (unsigned long long)(ts * ts));
-                atomicAdd(&sdth2[k], (unsigned long long)(-(ts * ts)));
+                unsigned long long* mt = my;
+                CTBN_OPAQUE64(mt);
+                atomicAdd(CTBN_AT(o_full, (long long)win * n_states + s0), 1ULL);
+                atomicAdd(CTBN_AT(o_full, (long long)k * n_states + s0), ~0ULL);  // -1
+                atomicAdd(CTBN_AT(o_dth, win), (unsigned long long)ti);
+                atomicAdd(CTBN_AT(o_dth, k), (unsigned long long)(-ti));
+                atomicAdd(CTBN_AT(o_dth2, win), (unsigned long long)(ts * ts));
+                atomicAdd(CTBN_AT(o_dth2, k), (unsigned long long)(-(ts * ts)));
                 pos = (long long)k * CTBN_QUANTA;
                 win = k;
                 continue;
@@ -259,10 +273,12 @@ extern "C" __global__ void ctbn_simulate(
             thacc += (double)q * th;
             pos = seg;
             if (pos == wend) {
+                unsigned long long* mt = my;
+                CTBN_OPAQUE64(mt);
                 const long long ti = (long long)floor(thacc * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
-                atomicAdd(&sth[win], (unsigned long long)ti);
-                atomicAdd(&sth2[win], (unsigned long long)(ts * ts));
+                atomicAdd(CTBN_AT(o_th, win), (unsigned long long)ti);
+                atomicAdd(CTBN_AT(o_th2, win), (unsigned long long)(ts * ts));
                 for (int e = 0; e < nrec; ++e) {  // the window's records
                     const unsigned long long qe =
                         (unsigned long long)(rec_q[(long long)e * N + c] + (e == cur ? pend : 0LL));
@@ -270,8 +286,8 @@ extern "C" __global__ void ctbn_simulate(
                     if (dense) {
                         const long long at =
                             (long long)win * n_states + (long long)rec_state[(long long)e * vw * N + c];
-                        atomicAdd(&sq[at], qe);
-                        atomicAdd(&sq2[at], qq * qq);
+                        atomicAdd(CTBN_AT(o_q, at), qe);
+                        atomicAdd(CTBN_AT(o_q2, at), qq * qq);
                     } else {
                         kbuf[c] = (unsigned long long)win | ht_copy;
                         for (int w = 0; w < n_words; ++w)
@@ -339,6 +355,7 @@ extern "C" __global__ void ctbn_simulate(
     }
 }
 #undef CTBN_RATE
+#undef CTBN_AT
 
 // out[i] = sum over k < copies of in[k * len + i] (integer sums of the tables' copies)
 extern "C" __global__ void ctbn_sum_copies(const long long len, const unsigned long long* __restrict__ in,

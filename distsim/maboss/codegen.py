@@ -19,6 +19,7 @@ screen); other rate changes (``$variables``) give another kernel (NVRTC, a few s
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 
@@ -95,10 +96,30 @@ def _rate(idx: str, vals: list[float]) -> str:
     return out
 
 
-class _Plan:
-    """Where each node's rate index lives (a bit field of a packed register) and the code that computes it."""
+def unit_rate(m: CompiledModel) -> float | None:
+    """v where every flip rate of ``m`` is 0 or one common v = 2**e (most MaBoSS models: 1.0), else None.
+    Every sum of such rates in node order is then exact (k v for k < 2**53 nodes), and so is each step of
+    the choice of the flip (rr - v, rr < total): the generated kernel counts enabled nodes (popc) and picks
+    the floor(rr / v)-th of them, the same bits as the sums and the scan of the table kernel and the CPU."""
+    vs = set()
+    for i in range(m.n):
+        t, _, vals = _bits(m, i)
+        if len(vals) > 2:
+            return None
+        if len(vals) == 2 and t.any():
+            vs.add(vals[1])
+    if len(vs) != 1:
+        return None
+    v = vs.pop()
+    mant, e = math.frexp(v)
+    return v if mant == 0.5 and -900 < e < 900 else None
 
-    def __init__(self, m: CompiledModel):
+
+class _Plan:
+    """Where each node's rate index lives (a bit field of a packed register) and the code that computes it.
+    ``unit``: every index is one bit and node i's is bit i & 31 of word i >> 5 (as the state's)."""
+
+    def __init__(self, m: CompiledModel, unit: bool = False):
         self.m = m
         self.size = 0  # decision-diagram nodes
         self.code: list[str] = []  # the rates region after the packed words' declaration
@@ -112,6 +133,10 @@ class _Plan:
                 continue  # rate 0 in every state (a mutant, an input)
             planes = []
             self.code.append(f"{{  // node {i}: its rate index")
+            # the state words look changed to the compiler here: no parent bit is extracted once and kept in
+            # a register for later nodes (ptxas then held ~255 registers for Montagud's 133 nodes), each node's
+            # logic is evaluated in turn from the words
+            self.code += [f"CTBN_OPAQUE(xw{w});" for w in sorted({p >> 5 for p in ps})]
             for b in range(width):
                 nodes, root = diagram((t >> b) & 1)
                 self.size += len(nodes)
@@ -121,7 +146,9 @@ class _Plan:
                     self.code.append(f"const unsigned {name[j + 2]} = "
                                      f"{_node_expr(k, name[lo], name[hi], _bit(ps[k]))};")
                 planes.append(name[root] if b == 0 else f"({name[root]} << {b})")
-            if shift + width > 32:
+            if unit:
+                word, shift = i >> 5, i & 31
+            elif shift + width > 32:
                 word, shift = word + 1, 0
             self.field[i] = (word, shift, width)
             self.vals[i] = vals
@@ -129,7 +156,7 @@ class _Plan:
             self.code.append(f"a{word} |= ({k}) << {shift};" if shift else f"a{word} |= {k};")
             self.code.append("}")
             shift += width
-        self.words = word + 1
+        self.words = (m.n + 31) // 32 if unit else word + 1
 
     def index(self, i: int) -> str:
         w, s, width = self.field[i]
@@ -155,7 +182,8 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     """The template's regions for ``m`` (None: too large a model for generated code); a mutant model gets the
     code of its unmutated model, the mutant nodes' rate indices masked by the kernel's ``fix_mask``."""
     m = m.unmutated or m
-    plan = _Plan(m)
+    v = unit_rate(m)
+    plan = _Plan(m, unit=v is not None)
     if plan.size > MAX_DIAGRAM_NODES:
         return None
     sw = (m.n + 31) // 32
@@ -172,6 +200,8 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     # the sums in node order; the nodes whose rate is always 0 add nothing (a sum of rates >= +0.0 is unchanged)
     rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code,
              *(f"a{w} &= am{w};" for w in range(plan.words))]
+    if v is not None:
+        return _unit_regions(m, plan, v, load, rates, store)
     for i in plan.field:
         rates.append(f"{{ const unsigned k = {plan.index(i)}; const double ri = {_rate('k', plan.vals[i])}; "
                      "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
@@ -190,6 +220,42 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     select = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
     select += [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
+    select.append("ctbn_picked:")
+    select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
+            "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
+            "select": "\n".join(select), "state_store": "\n".join(store)}
+
+
+def _unit_regions(m: CompiledModel, plan: _Plan, v: float, load: list[str], rates: list[str],
+                  store: list[str]) -> dict[str, str]:
+    """The regions of a model whose rates are all 0 or v (:func:`unit_rate`): bit i of the words a0, ... is
+    node i's rate index."""
+    sw = plan.words
+    imask = [sum(1 << (i & 31) for i in plan.field if m.internal[i] and i >> 5 == w) for w in range(sw)]
+    count = " + ".join(f"__popc(a{w})" for w in range(sw))
+    count_int = " + ".join(f"__popc(a{w} & {k}u)" for w, k in enumerate(imask) if k) or "0"
+    rates.append(f"total = (double)({count}) * {v.hex()}; rate_internal = (double)({count_int}) * {v.hex()};")
+    entropy = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
+    vis = [i for i in plan.field if not m.internal[i]]
+    key = _entropy_key(plan)
+    # every term is the same: -(log2(v / tni)) (v / tni), subtracted once per enabled visible node in node order
+    terms = ["const double p = " + v.hex() + " / tni; const double e = (ds_log(p) * DS_INV_LN2) * p;",
+             *(f"if ({plan.index(i)}) th -= e;" for i in vis)]
+    if key is None:
+        entropy += ["{", *terms, "}"]
+    else:
+        entropy += [f"const unsigned long long vkey = {key};",
+                    "if (vkey == th_key && tni == th_tni) { th = th_val; } else {",
+                    "if (vkey) {", *terms, "}", "th_key = vkey; th_tni = tni; th_val = th; }"]
+    # the scan's node: the j-th enabled node (node order), j = floor(rr / v) (exact), the last one if j >= count
+    select = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
+    select.append(f"{{ const int cnt = {count}; const double jd = floor(rr * {(1.0 / v).hex()}); "
+                  "unsigned j = jd < (double)cnt ? (unsigned)jd : (unsigned)(cnt - 1);")
+    for w in range(sw - 1):
+        select.append(f"{{ const unsigned cw = __popc(a{w}); if (j < cw) {{ node = {32 * w} + ctbn_select32(a{w}, j); "
+                      "goto ctbn_picked; } j -= cw; }")
+    select.append(f"node = {32 * (sw - 1)} + ctbn_select32(a{sw - 1}, j); }}")
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",

@@ -24,13 +24,15 @@
 // ("generated" kernel): the state as 32-bit words in registers (node i: bit i & 31 of word i >> 5), every
 // node's rate index recomputed after each event by straight-line logic of those bits (a decision diagram of
 // its truth table; the same for every thread of a warp, no loads), the rates as literals, the sums over the
-// nodes unrolled in node order: the same doubles added in the same order, so the same bits.
+// nodes unrolled in node order: the same doubles added in the same order, so the same bits. Where every rate
+// is 0 or one power of two v (codegen.unit_rate) the sums are counts (popc) times v and the flip the
+// floor(rr / v)-th enabled node (exact arithmetic there: the same bits); the entropy is recomputed only when
+// the visible rate indices or tni change.
 #include "philox.cuh"
 #include "dsmath.cuh"
 // x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
 // is shared between the sums and the choice of the flip, which would keep one register per node alive)
 #define CTBN_OPAQUE(x) asm volatile("" : "+r"(x))
-#define CTBN_OPAQUE64(x) asm volatile("" : "+l"(x))
 //@@ defs
 // 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
 // stays in registers: every index of it is a constant once the loops are unrolled)
@@ -161,7 +163,7 @@ extern "C" __global__ void ctbn_simulate(
     unsigned long long* const my = acc + (long long)(c & (long long)(copies - 1)) * acc_len;
     // the tables at my + o_*: the offsets are kernel parameters (read where used), not 7 more pointers kept
     // in registers across the loop (ptxas spilled them)
-#define CTBN_AT(o, k) (&mt[(o) + (long long)(k)])  // mt: my, opaque where used (no address hoisted)
+#define CTBN_AT(o, k) (&my[(o) + (long long)(k)])
     const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
     // the state at max_time and the fixed point: one key each per trajectory, added once at its end; few
     // copies (a fixed point reached by most trajectories stays spread a little, but a model with thousands
@@ -239,8 +241,6 @@ extern "C" __global__ void ctbn_simulate(
                 const long long ti = (long long)floor(a * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
                 const long long s0 = (long long)vis[0];
-                unsigned long long* mt = my;
-                CTBN_OPAQUE64(mt);
                 atomicAdd(CTBN_AT(o_full, (long long)win * n_states + s0), 1ULL);
                 atomicAdd(CTBN_AT(o_full, (long long)k * n_states + s0), ~0ULL);  // -1
                 atomicAdd(CTBN_AT(o_dth, win), (unsigned long long)ti);
@@ -273,8 +273,6 @@ extern "C" __global__ void ctbn_simulate(
             thacc += (double)q * th;
             pos = seg;
             if (pos == wend) {
-                unsigned long long* mt = my;
-                CTBN_OPAQUE64(mt);
                 const long long ti = (long long)floor(thacc * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
                 atomicAdd(CTBN_AT(o_th, win), (unsigned long long)ti);

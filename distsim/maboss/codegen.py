@@ -15,6 +15,12 @@ emitted as one 0/1 expression per diagram node. The rates and the sums are those
 ``vals[val_start[i] + index]`` added in node order, so the same bits. A mutant model runs its unmutated
 model's kernel with the mutant nodes' index fields cleared from ``fix_mask`` (one kernel for a knock-out
 screen); other rate changes (``$variables``) give another kernel (NVRTC, a few seconds, cached on disk).
+
+Unit-rate models (:func:`unit_rate`: every rate 0 or one power of two v, as in most published MaBoSS models)
+keep node i's rate bit at bit i of the words a0, ...: the sums are ``popc`` counts times v and the flip is
+the floor(rr / v)-th enabled node (``ctbn_select32``); every step of the sums and of the scan is exact there,
+so these are the same bits. The transition entropy (a division and a log per visible node) is recomputed only
+when the visible nodes' rate indices or ``tni`` change (flips of internal nodes mostly change neither).
 """
 
 from __future__ import annotations

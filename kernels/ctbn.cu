@@ -13,7 +13,8 @@
 //    at max_time); fixed points (tag n_win + 1, every node) always go to the table. The key's first word
 //    is tag | copy << 32 with copy = thread index & (ht_copies - 1): the few hot states of a window get
 //    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
-//    hit; the host masks the copy off and sums the copies (integers: the same bits).
+//    hit (the keys of max_time and fixed points, one per trajectory, get at most CTBN_END_COPIES); the host
+//    masks the copy off and sums the copies (integers: the same bits).
 // Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
 // The record of the current visible state and its quanta since it was last written stay in registers until
 // the visible state changes or the window ends, so an event that flips an internal node touches no record.
@@ -23,7 +24,10 @@
 // ("generated" kernel): the state as 32-bit words in registers (node i: bit i & 31 of word i >> 5), every
 // node's rate index recomputed after each event by straight-line logic of those bits (a decision diagram of
 // its truth table; the same for every thread of a warp, no loads), the rates as literals, the sums over the
-// nodes unrolled in node order: the same doubles added in the same order, so the same bits.
+// nodes unrolled in node order: the same doubles added in the same order, so the same bits. Where every rate
+// is 0 or one power of two v (codegen.unit_rate) the sums are counts (popc) times v and the flip the
+// floor(rr / v)-th enabled node (exact arithmetic there: the same bits); the entropy is recomputed only when
+// the visible rate indices or tni change.
 #include "philox.cuh"
 #include "dsmath.cuh"
 // x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
@@ -40,7 +44,23 @@
 #define CTBN_TH_SCALE 0.015625    // 2**24 / 2**30
 #define CTBN_TH_SQ_SHIFT 12
 #define CTBN_SQ_SHIFT 14          // distsim.maboss.block.SQ_SHIFT
+#define CTBN_END_COPIES 4  // copies of the keys of states at max_time and fixed points (at most ht_copies)
 #define CTBN_VW_MAX 16  // 64-bit words of a visible state (distsim.maboss.model.MAX_VISIBLE = 1024 nodes)
+
+// The position of the r-th (from 0) set bit of w (r < popc(w)): generated kernels of unit-rate models
+__device__ __forceinline__ int ctbn_select32(unsigned int w, unsigned int r) {
+    int pos = 0;
+    unsigned int k = __popc(w & 0xFFFFu);
+    if (r >= k) { r -= k; pos += 16; w >>= 16; }
+    k = __popc(w & 0xFFu);
+    if (r >= k) { r -= k; pos += 8; w >>= 8; }
+    k = __popc(w & 0xFu);
+    if (r >= k) { r -= k; pos += 4; w >>= 4; }
+    k = __popc(w & 0x3u);
+    if (r >= k) { r -= k; pos += 2; w >>= 2; }
+    if (r >= (w & 1u)) pos += 1;
+    return pos;
+}
 
 // Add (v1, v2) to the key kbuf[j * N + c] (j < kw) of the hash table (slots of kw key words; ctl 0: empty,
 // 1: being written, 2: ready). flags[1] = 1 when the table is more than half full (the launch is redone
@@ -141,14 +161,15 @@ extern "C" __global__ void ctbn_simulate(
     const long long m_end = (long long)n_win * CTBN_QUANTA;
     // this thread's copy of the sum tables
     unsigned long long* const my = acc + (long long)(c & (long long)(copies - 1)) * acc_len;
-    unsigned long long* const sq = my + o_q;
-    unsigned long long* const sq2 = my + o_q2;
-    unsigned long long* const sfull = my + o_full;
-    unsigned long long* const sth = my + o_th;
-    unsigned long long* const sth2 = my + o_th2;
-    unsigned long long* const sdth = my + o_dth;
-    unsigned long long* const sdth2 = my + o_dth2;
+    // the tables at my + o_*: the offsets are kernel parameters (read where used), not 7 more pointers kept
+    // in registers across the loop (ptxas spilled them)
+#define CTBN_AT(o, k) (&my[(o) + (long long)(k)])
     const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
+    // the state at max_time and the fixed point: one key each per trajectory, added once at its end; few
+    // copies (a fixed point reached by most trajectories stays spread a little, but a model with thousands
+    // of fixed points gives the host thousands of keys, not ht_copies times as many)
+    const unsigned long long end_copy =
+        (unsigned long long)(c & (long long)((ht_copies < CTBN_END_COPIES ? ht_copies : CTBN_END_COPIES) - 1)) << 32;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
@@ -157,6 +178,11 @@ extern "C" __global__ void ctbn_simulate(
     int cur = -1;
     long long pend = 0;
     bool over = false;
+    // generated kernels: the transition entropy of the last event and what it is a function of (the visible
+    // nodes' rate indices, packed in th_key, and tni): an event that changes neither (most flips of internal
+    // nodes) reuses it, the same bits without its divisions and logs
+    unsigned long long th_key = 0ULL;
+    double th_tni = __longlong_as_double(0x7FF8000000000000LL), th_val = 0.0;  // NaN: no entropy yet
     while (true) {
         double total = 0.0, rate_internal = 0.0;
         //@@ rates
@@ -215,12 +241,12 @@ extern "C" __global__ void ctbn_simulate(
                 const long long ti = (long long)floor(a * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
                 const long long s0 = (long long)vis[0];
-                atomicAdd(&sfull[(long long)win * n_states + s0], 1ULL);
-                atomicAdd(&sfull[(long long)k * n_states + s0], ~0ULL);  // -1
-                atomicAdd(&sdth[win], (unsigned long long)ti);
-                atomicAdd(&sdth[k], (unsigned long long)(-ti));
-                atomicAdd(&sdth2[win], (unsigned long long)(ts * ts));
-                atomicAdd(&sdth2[k], (unsigned long long)(-(ts * ts)));
+                atomicAdd(CTBN_AT(o_full, (long long)win * n_states + s0), 1ULL);
+                atomicAdd(CTBN_AT(o_full, (long long)k * n_states + s0), ~0ULL);  // -1
+                atomicAdd(CTBN_AT(o_dth, win), (unsigned long long)ti);
+                atomicAdd(CTBN_AT(o_dth, k), (unsigned long long)(-ti));
+                atomicAdd(CTBN_AT(o_dth2, win), (unsigned long long)(ts * ts));
+                atomicAdd(CTBN_AT(o_dth2, k), (unsigned long long)(-(ts * ts)));
                 pos = (long long)k * CTBN_QUANTA;
                 win = k;
                 continue;
@@ -249,8 +275,8 @@ extern "C" __global__ void ctbn_simulate(
             if (pos == wend) {
                 const long long ti = (long long)floor(thacc * CTBN_TH_SCALE + 0.5);
                 const long long ts = ti >> CTBN_TH_SQ_SHIFT;
-                atomicAdd(&sth[win], (unsigned long long)ti);
-                atomicAdd(&sth2[win], (unsigned long long)(ts * ts));
+                atomicAdd(CTBN_AT(o_th, win), (unsigned long long)ti);
+                atomicAdd(CTBN_AT(o_th2, win), (unsigned long long)(ts * ts));
                 for (int e = 0; e < nrec; ++e) {  // the window's records
                     const unsigned long long qe =
                         (unsigned long long)(rec_q[(long long)e * N + c] + (e == cur ? pend : 0LL));
@@ -258,8 +284,8 @@ extern "C" __global__ void ctbn_simulate(
                     if (dense) {
                         const long long at =
                             (long long)win * n_states + (long long)rec_state[(long long)e * vw * N + c];
-                        atomicAdd(&sq[at], qe);
-                        atomicAdd(&sq2[at], qq * qq);
+                        atomicAdd(CTBN_AT(o_q, at), qe);
+                        atomicAdd(CTBN_AT(o_q2, at), qq * qq);
                     } else {
                         kbuf[c] = (unsigned long long)win | ht_copy;
                         for (int w = 0; w < n_words; ++w)
@@ -311,12 +337,12 @@ extern "C" __global__ void ctbn_simulate(
     if (dense) {
         atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
     } else {
-        kbuf[c] = (unsigned long long)n_win | ht_copy;
+        kbuf[c] = (unsigned long long)n_win | end_copy;
         for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
         ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
     }
     if (fp) {
-        kbuf[c] = ((unsigned long long)n_win + 1ULL) | ht_copy;
+        kbuf[c] = ((unsigned long long)n_win + 1ULL) | end_copy;
         for (int w = 0; w < n_words; ++w) {
             unsigned long long word = 0ULL;
             for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)
@@ -327,6 +353,7 @@ extern "C" __global__ void ctbn_simulate(
     }
 }
 #undef CTBN_RATE
+#undef CTBN_AT
 
 // out[i] = sum over k < copies of in[k * len + i] (integer sums of the tables' copies)
 extern "C" __global__ void ctbn_sum_copies(const long long len, const unsigned long long* __restrict__ in,

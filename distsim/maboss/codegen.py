@@ -15,10 +15,17 @@ emitted as one 0/1 expression per diagram node. The rates and the sums are those
 ``vals[val_start[i] + index]`` added in node order, so the same bits. A mutant model runs its unmutated
 model's kernel with the mutant nodes' index fields cleared from ``fix_mask`` (one kernel for a knock-out
 screen); other rate changes (``$variables``) give another kernel (NVRTC, a few seconds, cached on disk).
+
+Unit-rate models (:func:`unit_rate`: every rate 0 or one power of two v, as in most published MaBoSS models)
+keep node i's rate bit at bit i of the words a0, ...: the sums are ``popc`` counts times v and the flip is
+the floor(rr / v)-th enabled node (``ctbn_select32``); every step of the sums and of the scan is exact there,
+so these are the same bits. The transition entropy (a division and a log per visible node) is recomputed only
+when the visible nodes' rate indices or ``tni`` change (flips of internal nodes mostly change neither).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 
@@ -95,10 +102,30 @@ def _rate(idx: str, vals: list[float]) -> str:
     return out
 
 
-class _Plan:
-    """Where each node's rate index lives (a bit field of a packed register) and the code that computes it."""
+def unit_rate(m: CompiledModel) -> float | None:
+    """v where every flip rate of ``m`` is 0 or one common v = 2**e (most MaBoSS models: 1.0), else None.
+    Every sum of such rates in node order is then exact (k v for k < 2**53 nodes), and so is each step of
+    the choice of the flip (rr - v, rr < total): the generated kernel counts enabled nodes (popc) and picks
+    the floor(rr / v)-th of them, the same bits as the sums and the scan of the table kernel and the CPU."""
+    vs = set()
+    for i in range(m.n):
+        t, _, vals = _bits(m, i)
+        if len(vals) > 2:
+            return None
+        if len(vals) == 2 and t.any():
+            vs.add(vals[1])
+    if len(vs) != 1:
+        return None
+    v = vs.pop()
+    mant, e = math.frexp(v)
+    return v if mant == 0.5 and -900 < e < 900 else None
 
-    def __init__(self, m: CompiledModel):
+
+class _Plan:
+    """Where each node's rate index lives (a bit field of a packed register) and the code that computes it.
+    ``unit``: every index is one bit and node i's is bit i & 31 of word i >> 5 (as the state's)."""
+
+    def __init__(self, m: CompiledModel, unit: bool = False):
         self.m = m
         self.size = 0  # decision-diagram nodes
         self.code: list[str] = []  # the rates region after the packed words' declaration
@@ -112,6 +139,10 @@ class _Plan:
                 continue  # rate 0 in every state (a mutant, an input)
             planes = []
             self.code.append(f"{{  // node {i}: its rate index")
+            # the state words look changed to the compiler here: no parent bit is extracted once and kept in
+            # a register for later nodes (ptxas then held ~255 registers for Montagud's 133 nodes), each node's
+            # logic is evaluated in turn from the words
+            self.code += [f"CTBN_OPAQUE(xw{w});" for w in sorted({p >> 5 for p in ps})]
             for b in range(width):
                 nodes, root = diagram((t >> b) & 1)
                 self.size += len(nodes)
@@ -121,7 +152,9 @@ class _Plan:
                     self.code.append(f"const unsigned {name[j + 2]} = "
                                      f"{_node_expr(k, name[lo], name[hi], _bit(ps[k]))};")
                 planes.append(name[root] if b == 0 else f"({name[root]} << {b})")
-            if shift + width > 32:
+            if unit:
+                word, shift = i >> 5, i & 31
+            elif shift + width > 32:
                 word, shift = word + 1, 0
             self.field[i] = (word, shift, width)
             self.vals[i] = vals
@@ -129,18 +162,34 @@ class _Plan:
             self.code.append(f"a{word} |= ({k}) << {shift};" if shift else f"a{word} |= {k};")
             self.code.append("}")
             shift += width
-        self.words = word + 1
+        self.words = (m.n + 31) // 32 if unit else word + 1
 
     def index(self, i: int) -> str:
         w, s, width = self.field[i]
         return f"((a{w} >> {s}) & {(1 << width) - 1}u)"
 
 
+def _entropy_key(plan: _Plan) -> str | None:
+    """The visible nodes' rate indices packed into one 64-bit expression ("0ULL": none vary), or None
+    (more than 64 bits)."""
+    parts, shift = [], 0
+    for i, (_w, _s, width) in plan.field.items():
+        if plan.m.internal[i]:
+            continue
+        parts.append(f"((unsigned long long){plan.index(i)} << {shift})" if shift else
+                     f"(unsigned long long){plan.index(i)}")
+        shift += width
+    if shift > 64:
+        return None
+    return " | ".join(parts) or "0ULL"
+
+
 def regions(m: CompiledModel) -> dict[str, str] | None:
     """The template's regions for ``m`` (None: too large a model for generated code); a mutant model gets the
     code of its unmutated model, the mutant nodes' rate indices masked by the kernel's ``fix_mask``."""
     m = m.unmutated or m
-    plan = _Plan(m)
+    v = unit_rate(m)
+    plan = _Plan(m, unit=v is not None)
     if plan.size > MAX_DIAGRAM_NODES:
         return None
     sw = (m.n + 31) // 32
@@ -157,18 +206,62 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     # the sums in node order; the nodes whose rate is always 0 add nothing (a sum of rates >= +0.0 is unchanged)
     rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code,
              *(f"a{w} &= am{w};" for w in range(plan.words))]
+    if v is not None:
+        return _unit_regions(m, plan, v, load, rates, store)
     for i in plan.field:
         rates.append(f"{{ const unsigned k = {plan.index(i)}; const double ri = {_rate('k', plan.vals[i])}; "
                      "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
     # a rate is > 0 exactly where its index is not 0 (the values are > 0): integer tests
     entropy = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
-    for i in plan.field:
-        if not m.internal[i]:
-            entropy.append(f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
-                           f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}")
+    terms = [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ const double p = "
+             f"{_rate('k', plan.vals[i])} / tni; th -= (ds_log(p) * DS_INV_LN2) * p; }} }}"
+             for i in plan.field if not m.internal[i]]
+    key = _entropy_key(plan)
+    if key is None:  # more than 64 bits of visible rate indices: computed at every event
+        entropy += terms
+    else:  # th is a function of (the visible nodes' rate indices, tni): recomputed only when they change
+        entropy += [f"const unsigned long long vkey = {key};",
+                    "if (vkey == th_key && tni == th_tni) { th = th_val; } else {", *terms,
+                    "th_key = vkey; th_tni = tni; th_val = th; }"]
     select = [f"CTBN_OPAQUE(a{w});" for w in range(plan.words)]
     select += [f"{{ const unsigned k = {plan.index(i)}; if (k) {{ node = {i}; rr -= {_rate('k', plan.vals[i])}; "
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
+    select.append("ctbn_picked:")
+    select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
+            "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
+            "select": "\n".join(select), "state_store": "\n".join(store)}
+
+
+def _unit_regions(m: CompiledModel, plan: _Plan, v: float, load: list[str], rates: list[str],
+                  store: list[str]) -> dict[str, str]:
+    """The regions of a model whose rates are all 0 or v (:func:`unit_rate`): bit i of the words a0, ... is
+    node i's rate index."""
+    sw = plan.words
+    imask = [sum(1 << (i & 31) for i in plan.field if m.internal[i] and i >> 5 == w) for w in range(sw)]
+    count = " + ".join(f"__popc(a{w})" for w in range(sw))
+    count_int = " + ".join(f"__popc(a{w} & {k}u)" for w, k in enumerate(imask) if k) or "0"
+    rates.append(f"total = (double)({count}) * {v.hex()}; rate_internal = (double)({count_int}) * {v.hex()};")
+    entropy = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
+    vis = [i for i in plan.field if not m.internal[i]]
+    key = _entropy_key(plan)
+    # every term is the same: -(log2(v / tni)) (v / tni), subtracted once per enabled visible node in node order
+    terms = ["const double p = " + v.hex() + " / tni; const double e = (ds_log(p) * DS_INV_LN2) * p;",
+             *(f"if ({plan.index(i)}) th -= e;" for i in vis)]
+    if key is None:
+        entropy += ["{", *terms, "}"]
+    else:
+        entropy += [f"const unsigned long long vkey = {key};",
+                    "if (vkey == th_key && tni == th_tni) { th = th_val; } else {",
+                    "if (vkey) {", *terms, "}", "th_key = vkey; th_tni = tni; th_val = th; }"]
+    # the scan's node: the j-th enabled node (node order), j = floor(rr / v) (exact), the last one if j >= count
+    select = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
+    select.append(f"{{ const int cnt = {count}; const double jd = floor(rr * {(1.0 / v).hex()}); "
+                  "unsigned j = jd < (double)cnt ? (unsigned)jd : (unsigned)(cnt - 1);")
+    for w in range(sw - 1):
+        select.append(f"{{ const unsigned cw = __popc(a{w}); if (j < cw) {{ node = {32 * w} + ctbn_select32(a{w}, j); "
+                      "goto ctbn_picked; } j -= cw; }")
+    select.append(f"node = {32 * (sw - 1)} + ctbn_select32(a{sw - 1}, j); }}")
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",

@@ -185,8 +185,26 @@ def with_settings(model: Model, **settings: float | None) -> Model:
                                                  model.rates.config.setting_lines))
 
 
+_COMPILED: dict[tuple, tuple[MabossRates, CompiledModel]] = {}  # by (id of the rates, mutants)
+
+
 def compile_model(model: Model, mutants: Mapping[str, int] | None = None) -> CompiledModel:
-    """The kernels' arrays; ``mutants``: ``{"NODE": 0}`` knock-out, ``{"NODE": 1}`` over-expression."""
+    """The kernels' arrays; ``mutants``: ``{"NODE": 0}`` knock-out, ``{"NODE": 1}`` over-expression.
+    Compiled once per process for the same rates object (:func:`load` keeps one per file contents and
+    variables; the truth tables take 0.02-0.1 s, most of a warm 1e5-trajectory GPU run's fixed cost)."""
+    r = model.rates
+    key = (id(r), tuple(sorted((str(k), repr(v)) for k, v in (mutants or {}).items())))
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is r:
+        return hit[1]
+    c = _compile(model, mutants)
+    if len(_COMPILED) >= 4 * _RATES_MAX:
+        _COMPILED.clear()
+    _COMPILED[key] = (r, c)
+    return c
+
+
+def _compile(model: Model, mutants: Mapping[str, int] | None) -> CompiledModel:
     r = model.rates
     n = len(r.nodes)
     index = {nm: i for i, nm in enumerate(r.nodes)}

@@ -22,6 +22,7 @@ CASES = {
     "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
     "calzone2010": (CALZONE, None, {}),
     "montagud133": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {"AKT": 0}),
+    "sizek": (DATA / "sizek.bnd", DATA / "sizek.cfg", {}),
 }
 
 
@@ -94,6 +95,26 @@ def test_generated_kernel_register_caps(maxreg, monkeypatch):
     c = compile_model(m, {"PI3K": 0, "RAF": 1})
     s = m.settings
     b = shard.Block(c, 6, 0, 20000, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_records(b, 0, 20000)
+    got = gpu.run_gpu_chunk(b, 0, 20000)
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+
+
+@pytest.mark.parametrize("rate", ["0.5", "4"])
+def test_unit_rate_kernel_cpu_equals_gpu(rate, tmp_path, monkeypatch):
+    """A model whose rates are all 0 or one power of two other than 1 (the generated kernel's counting
+    path, codegen.unit_rate), with a hidden node and a mutant: the CPU's bits."""
+    monkeypatch.setenv(codegen.KERNEL_ENV, "generated")
+    bnd = "\n".join(f"Node {a} {{ logic = {g}; rate_up = @logic ? {rate} : 0; rate_down = @logic ? 0 : {rate}; }}"
+                    for a, g in (("A", "!B"), ("B", "A"), ("C", "A & B"), ("D", "A | C")))
+    (tmp_path / "u.bnd").write_text(bnd)
+    (tmp_path / "u.cfg").write_text("C.is_internal = 1;\nmax_time = 3; time_tick = 0.5;\n")
+    m = load(tmp_path / "u.bnd", tmp_path / "u.cfg")
+    c = compile_model(m, {"B": 0} if rate == "4" else {})
+    assert codegen.unit_rate(c.unmutated or c) == float(rate)
+    s = m.settings
+    b = shard.Block(c, 5, 0, 20000, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
     want = shard.run_cpu_records(b, 0, 20000)
     got = gpu.run_gpu_chunk(b, 0, 20000)
     for k in want:

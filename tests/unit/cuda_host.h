@@ -25,6 +25,7 @@ extern "C" void ds_host_set_thread(int r) { blockIdx.x = (unsigned)r; }
 
 struct double2 { double x, y; };
 inline double2 make_double2(double a, double b) { return double2{a, b}; }
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 inline uint32_t __umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
 inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, 8); return d; }
 inline long long __double_as_longlong(double d) { long long b; memcpy(&b, &d, 8); return b; }

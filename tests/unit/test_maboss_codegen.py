@@ -108,3 +108,40 @@ def test_register_cap_option(monkeypatch):
         monkeypatch.setenv(codegen.MAXREG_ENV, bad)
         with pytest.raises(ConfigError, match="DISTSIM_MABOSS_MAXREG must be 0"):
             codegen.options(src)
+
+
+UNIT_BND = """Node A { logic = !B; rate_up = @logic ? R : 0; rate_down = @logic ? 0 : R; }
+Node B { logic = A; rate_up = @logic ? R : 0; rate_down = @logic ? 0 : R; }
+Node C { logic = A & B; rate_up = @logic ? R : 0; rate_down = @logic ? 0 : R; }
+Node D { logic = A | C; rate_up = @logic ? R : 0; rate_down = @logic ? 0 : S; }
+"""
+UNIT_CFG = "C.is_internal = 1;\nmax_time = 3; time_tick = 0.5;\n"
+
+
+def unit_model(tmp_path, r: str, s: str | None = None):
+    (tmp_path / "u.bnd").write_text(UNIT_BND.replace("R", r).replace("S", s or r))
+    (tmp_path / "u.cfg").write_text(UNIT_CFG)
+    return load(tmp_path / "u.bnd", tmp_path / "u.cfg")
+
+
+def test_unit_rate(tmp_path):
+    """Unit-rate models (every rate 0 or one power of two) get the counting kernel; others the sums."""
+    for bnd, cfg in (("sizek.bnd", "sizek.cfg"), ("Montagud2022_Prostate_Cancer.bnd", None)):
+        c = compile_model(load(DATA / bnd, DATA / cfg if cfg else None))
+        assert codegen.unit_rate(c) == 1.0
+        r = codegen.regions(c)
+        assert "__popc" in r["rates"] and "ctbn_select32" in r["select"] and "th_val = th" in r["entropy"]
+    assert codegen.unit_rate(compile_model(load(DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg"))) is None
+    for r, s, want in (("0.5", None, 0.5), ("4", None, 4.0), ("0.3", None, None), ("1", "2", None)):
+        assert codegen.unit_rate(compile_model(unit_model(tmp_path, r, s))) == want, (r, s)
+    assert "__popc" not in codegen.regions(compile_model(unit_model(tmp_path, "1", "2")))["rates"]
+
+
+def test_compile_model_once_per_rates_and_mutants():
+    """compile_model is cached per rates object and mutants (the same arrays), not across mutants."""
+    m = load(DATA / "sizek.bnd", DATA / "sizek.cfg")
+    a, b = compile_model(m), compile_model(load(DATA / "sizek.bnd", DATA / "sizek.cfg", max_time=7.0))
+    assert a is b
+    k = compile_model(m, {m.nodes[0]: 0})
+    assert k is not a and k.fix_mask[0] == 1 and a.fix_mask[0] == 0 and k.unmutated is a
+    assert compile_model(m, {m.nodes[0]: 0}) is k

@@ -134,3 +134,26 @@ def test_host_kernel_hash_copies_and_profile(host_gpu, monkeypatch, capfd):
     # one copy: one slot per distinct key (records, final states, fixed points)
     assert used[1] == len(want["win"]) + len(want["final_n"]) + len(want["fp_n"])
     assert used[4] > used[1]
+
+
+@pytest.mark.parametrize("rate,mutants", [("0.5", {}), ("4", {"B": 0})])
+@pytest.mark.parametrize("tables", ["dense", "hash"])
+def test_host_kernel_unit_rates(rate, mutants, tables, host_gpu, monkeypatch, tmp_path):
+    """A model whose rates are all 0 or one power of two other than 1 (codegen.unit_rate: counts and the
+    floor(rr / v)-th enabled node) with a hidden node and a mutant: the CPU's counts."""
+    from test_maboss_codegen import unit_model
+
+    monkeypatch.setenv(codegen.KERNEL_ENV, "generated")
+    if tables == "hash":
+        monkeypatch.setattr(block, "DENSE_MAX_VISIBLE", -1)
+        monkeypatch.setattr(gpu, "_HT_SLOTS", {})
+    m = unit_model(tmp_path, rate)
+    c = compile_model(m, mutants)
+    assert codegen.unit_rate(c.unmutated or c) == float(rate) and "__popc" in gpu.source(c)
+    s = m.settings
+    b = shard.Block(c, 5, 0, 400, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
+    want = shard.run_cpu_records(b, 0, 400)
+    got = gpu.run_gpu_chunk(b, 0, 400)
+    assert want["events"] > 400
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)

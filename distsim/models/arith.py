@@ -21,11 +21,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
 from ..errors import ModelError
+
+T = TypeVar("T")
 
 
 class Node:
@@ -473,26 +475,33 @@ def _expansion_cost(func: str) -> tuple[int, int, int]:
     return size, uses, depth
 
 
-def tree_size(node: Node, limit: int) -> int:
-    """Nodes of the expression counted as a tree (a shared subtree once per use), stopping above ``limit``
-    (explicit stack; memoised by identity, so a shared subtree costs one visit)."""
-    size: dict[int, int] = {}
-    stack: list[tuple[Node, bool]] = [(node, False)]
+def fold(root: Node, visit: Callable[[Node, list], T]) -> T:
+    """``visit(n, [the values of n's children])`` for every node after its children, once per distinct
+    node (memoised by identity: a shared subtree costs one visit); the root's value. An explicit stack:
+    no recursion on the depth."""
+    val: dict[int, T] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         n, ready = stack.pop()
-        if id(n) in size:
+        if id(n) in val:
             continue
         kids = children(n)
         if not ready and kids:
             stack.append((n, True))
-            stack.extend((k, False) for k in kids if id(k) not in size)
+            stack.extend((k, False) for k in kids if id(k) not in val)
             continue
+        val[id(n)] = visit(n, [val[id(k)] for k in kids])
+    return val[id(root)]
+
+
+def tree_size(node: Node, limit: int) -> int:
+    """Nodes of the expression counted as a tree (a shared subtree once per use), capped at ``limit`` + 1."""
+    def visit(n: Node, kids: list[int]) -> int:
         if isinstance(n, Call) and n.func in _EXPANSION:  # as compiled: its expansion, the argument used k times
             extra, uses, _ = _EXPANSION[n.func]
-            size[id(n)] = min(limit + 1, extra + uses * size[id(kids[0])])
-        else:
-            size[id(n)] = min(limit + 1, 1 + sum(size[id(k)] for k in kids))
-    return size[id(node)]
+            return min(limit + 1, extra + uses * kids[0])
+        return min(limit + 1, 1 + sum(kids))
+    return fold(node, visit)
 
 
 def tree_depth(node: Node) -> int:

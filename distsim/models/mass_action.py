@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .arith import BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species
+from .arith import BinOp, Call, Neg, Node, Num, Param, Relation, Species, children, fold
 
 __all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "mixed_factors", "vanishes_without", "cancel_species",
            "UNIT_TOLERANCE"]
@@ -268,23 +268,13 @@ def _cancel_product(term: Node) -> Node:
 
 def _key(root: Node, table: dict[tuple, int]) -> int:
     """A number that two nodes share exactly when they are the same tree: each distinct (kind, operator or
-    value, operands' numbers) gets the next number in ``table``. An explicit stack: no recursion on the
-    depth, as dataclass equality would."""
-    key: dict[int, int] = {}
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        n, ready = stack.pop()
-        if id(n) in key:
-            continue
-        kids = _kids(n)
-        if not ready and kids:
-            stack.append((n, True))
-            stack.extend((k, False) for k in kids)
-            continue
+    value, operands' numbers) gets the next number in ``table`` (no recursion on the depth, as dataclass
+    equality would)."""
+    def visit(n: Node, kids: list[int]) -> int:
         head = {BinOp: lambda: n.op, Num: lambda: repr(n.value), Species: lambda: n.index,
                 Param: lambda: n.name, Call: lambda: n.func, Relation: lambda: n.op}.get(type(n), lambda: "")()
-        key[id(n)] = table.setdefault((type(n).__name__, head, tuple(key[id(k)] for k in kids)), len(table))
-    return key[id(root)]
+        return table.setdefault((type(n).__name__, head, tuple(kids)), len(table))
+    return fold(root, visit)
 
 
 def _reads_species(node: Node) -> bool:
@@ -293,7 +283,7 @@ def _reads_species(node: Node) -> bool:
         n = stack.pop()
         if isinstance(n, Species):
             return True
-        stack.extend(_kids(n))
+        stack.extend(children(n))
     return False
 
 
@@ -378,31 +368,7 @@ def _div(a: Node | None, b: Node) -> Node | None:
 
 def _size(root: Node) -> int:
     """Nodes of the tree as written out (shared subtrees counted each time), without expanding it."""
-    size: dict[int, int] = {}
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        n, ready = stack.pop()
-        if id(n) in size:
-            continue
-        kids = _kids(n)
-        if not ready and kids:
-            stack.append((n, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        size[id(n)] = 1 + sum(size[id(k)] for k in kids)
-    return size[id(root)]
-
-
-def _kids(n: Node) -> tuple[Node, ...]:
-    if isinstance(n, BinOp):
-        return n.left, n.right
-    if isinstance(n, Neg):
-        return (n.arg,)
-    if isinstance(n, (Call, Relation)):
-        return tuple(n.args)
-    if isinstance(n, Piecewise):
-        return tuple(k for piece in n.pieces for k in piece) + (n.otherwise,)
-    return ()
+    return fold(root, lambda n, kids: 1 + sum(kids))
 
 
 def vanishes_without(node: Node, i: int) -> bool:

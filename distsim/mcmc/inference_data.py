@@ -10,15 +10,16 @@ import xarray as xr
 from .diagnostics import posterior_variables
 
 
-def _arviz() -> Any:
+def require_arviz() -> Any:
+    """The arviz module (0.x: it has InferenceData), or an ImportError that says what to install."""
     try:
         import arviz
     except ImportError:
-        raise ImportError("distsim.mcmc.to_inference_data needs ArviZ: pip install arviz (a 0.x version; on "
+        raise ImportError("to_inference_data needs ArviZ: pip install arviz (a 0.x version; on "
                           "Python >= 3.12 pip install 'arviz<1'), or pip install 'distsim-bio[arviz]'") from None
     if not hasattr(arviz, "InferenceData"):
         raise ImportError(f"ArviZ {arviz.__version__} has no InferenceData (ArviZ 1.x replaced it by xarray.DataTree); "
-                          "distsim.mcmc.to_inference_data needs pip install 'arviz<1'")
+                          "to_inference_data needs pip install 'arviz<1'")
     return arviz
 
 
@@ -34,7 +35,7 @@ def to_inference_data(ds: xr.Dataset) -> Any:
     * ``constant_data``: the gamma prior of each rate parameter, ``prior_shape`` and ``prior_rate``
       (parameter; 0 and 0 for the improper 1/theta prior).
     """
-    az = _arviz()
+    az = require_arviz()
     names = posterior_variables(ds)
     params = ds.attrs["parameters"].split(",")
     posterior = xr.Dataset({v: ds[v] for v in names}, attrs=dict(ds.attrs))

@@ -1,0 +1,54 @@
+"""A new process's ``distsim maboss`` (issue 31): what is not the user's answer stays out of it, and the
+answer is unchanged -- the Dataset built on xarray's fast path is the one xarray builds from the same data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from distsim.maboss import maboss
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "maboss"
+
+
+def _rebuilt(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` built again the ordinary way: (dims, values, attrs) tuples, coordinates as lists."""
+    data = {k: (v.dims, v.values, v.attrs) for k, v in ds.data_vars.items()}
+    coords = {k: (v.dims, v.values.tolist() if v.dtype.kind == "U" else v.values, v.attrs)
+              for k, v in ds.coords.items()}
+    out = xr.Dataset(data, coords=coords)
+    out.attrs = ds.attrs
+    return out
+
+
+@pytest.mark.parametrize("name, cfg, n", [("sizek", "sizek", 200), ("toggle_internal", "toggle_internal", 300),
+                                          ("absorbing", "absorbing", 100)])
+def test_fast_path_dataset_is_xarrays(name, cfg, n):
+    ds = maboss(DATA / f"{name}.bnd", DATA / f"{cfg}.cfg", trajectories=n, seed=5, backend="cpu", progress=False)
+    ref = _rebuilt(ds)
+    xr.testing.assert_identical(ds, ref)
+    for k, v in ref.variables.items():
+        assert ds[k].dtype == v.dtype, k
+        assert type(ds.variables[k]._data) is type(v._data), k
+        np.testing.assert_array_equal(ds[k].values, v.values)
+    assert list(ds.indexes) == list(ref.indexes)
+
+
+def test_cli_process_imports_no_dask_array(tmp_path):
+    """The CPU run of a new process neither imports dask.array (xarray would, checking each Variable for
+    dask arrays) nor starts Dask."""
+    prefix = tmp_path / "tg"
+    code = ("import sys; from distsim.cli import main; "
+            f"rc = main(['-q', 'maboss', {str(DATA / 'toggle_internal.bnd')!r}, '--cpu', '-n', '200', "
+            f"'--csv', {str(prefix)!r}]); "
+            "print('RC', rc, 'dask.array' in sys.modules, 'distributed' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "RC 0 False False" in r.stdout, r.stdout[-2000:]
+    assert (tmp_path / "tg_probtraj.csv").stat().st_size > 0

@@ -38,6 +38,9 @@ def test_fast_path_dataset_is_xarrays(name, cfg, n):
         assert type(ds.variables[k]._data) is type(v._data), k
         np.testing.assert_array_equal(ds[k].values, v.values)
     assert list(ds.indexes) == list(ref.indexes)
+    for k, index in ref.indexes.items():
+        assert ds.indexes[k].equals(index) and ds.indexes[k].dtype == index.dtype, k
+        assert ds.xindexes[k].coord_dtype == ref.xindexes[k].coord_dtype, k
 
 
 def test_cli_process_imports_no_dask_array(tmp_path):
@@ -47,8 +50,16 @@ def test_cli_process_imports_no_dask_array(tmp_path):
     code = ("import sys; from distsim.cli import main; "
             f"rc = main(['-q', 'maboss', {str(DATA / 'toggle_internal.bnd')!r}, '--cpu', '-n', '200', "
             f"'--csv', {str(prefix)!r}]); "
-            "print('RC', rc, 'dask.array' in sys.modules, 'distributed' in sys.modules)")
+            "print('RC', rc, 'dask.array' in sys.modules, 'distributed' in sys.modules, 'dask' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "RC 0 False False" in r.stdout, r.stdout[-2000:]
+    assert "RC 0 False False False" in r.stdout, r.stdout[-2000:]
     assert (tmp_path / "tg_probtraj.csv").stat().st_size > 0
+
+
+def test_provenance_names_dasks_version_without_importing_it():
+    code = ("import sys; from distsim.results import provenance; v = provenance(workload='x')['dask_version']; "
+            "print('IMPORTED', 'dask' in sys.modules); import dask; print('SAME', v == dask.__version__)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "IMPORTED False" in r.stdout and "SAME True" in r.stdout, r.stdout

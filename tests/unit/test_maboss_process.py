@@ -63,3 +63,22 @@ def test_provenance_names_dasks_version_without_importing_it():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "IMPORTED False" in r.stdout and "SAME True" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("name", ["sizek", "Montagud2022_Prostate_Cancer", "toggle_internal"])
+def test_reader_same_tables_with_satisfiable_remembered(name):
+    """The reader's rate tables are the same whether ``satisfiable`` answers from its memo or computes."""
+    from distsim.models import logic
+    from distsim.models.formats.maboss import read_rates
+
+    files = (DATA / f"{name}.bnd", DATA / f"{name}.cfg")
+    logic._SAT.clear()
+    cold = read_rates(*files)
+    assert logic._SAT  # the reader asked
+    warm = read_rates(*files)
+    assert cold.nodes == warm.nodes and cold.maboss_order == warm.maboss_order
+    assert cold.rates == warm.rates
+    logic._SAT.clear()
+    for e in {g for r in cold.rates if r is not None for table in r for g in table.values()}:
+        over = logic.variables(e)
+        assert logic.satisfiable(e) == (len(over) > logic.MAX_EXACT_VARS or bool(logic._table(e, over).any()))

@@ -76,7 +76,7 @@ def child(argv: list[str]) -> None:
     wrap(common, "_start", "start the Dask cluster")
     wrap(backends, "gpu_available", "backend: CuPy import, CUDA device check")
     wrap(backends, "device_description", "backend: device description")
-    wrap(simulate, "build_dataset", "build the Dataset (xarray, dask.array)")
+    wrap(simulate, "build_dataset", "build the Dataset (xarray)")
     wrap(results, "provenance", "provenance attributes")
     wrap(csv, "write_csv", "write the CSV files")
     wrap(results, "write", "write the Dataset file")

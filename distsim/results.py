@@ -31,6 +31,17 @@ def _version() -> str:
     return __version__
 
 
+def _dask_version() -> str:
+    """Dask's version without importing dask (0.1-0.2 s, where a run in one process needs none of it)."""
+    import sys
+
+    if "dask" in sys.modules:
+        return sys.modules["dask"].__version__
+    from importlib.metadata import version
+
+    return version("dask")
+
+
 def provenance(
     *,
     workload: str,
@@ -44,7 +55,6 @@ def provenance(
     **extra: Any,
 ) -> dict[str, Any]:
     """Provenance attributes for a result Dataset (None values are left out)."""
-    import dask
     import numpy
 
     attrs: dict[str, Any] = {
@@ -54,7 +64,7 @@ def provenance(
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "numpy_version": numpy.__version__,
-        "dask_version": dask.__version__,
+        "dask_version": _dask_version(),
         "seed": seed,
         "model_name": model_name,
         "model_sha256": model_sha256,

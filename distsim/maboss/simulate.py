@@ -8,6 +8,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .. import engine
@@ -167,11 +168,36 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
         "fixed_point_state": (("fixed_point", "model_node"), fp_bits, {"long_name": "the fixed point's value of each "
                                                                        "node (internal ones too)"}),
     }
-    coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": labels,
-              "node": vis_names, "fixed_point": fp_labels, "model_node": names}
-    ds = xr.Dataset(data, coords=coords)
+    coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": ("state", labels),
+              "node": ("node", vis_names), "fixed_point": ("fixed_point", fp_labels),
+              "model_node": ("model_node", names)}
+    ds = xr.Dataset({k: _variable(*v) for k, v in data.items()}, coords={k: _index(*v) for k, v in coords.items()})
     ds.attrs = attrs
     return ds
+
+
+# A new process's Dataset without dask: xarray checks each Variable it builds from data for dask arrays,
+# importing dask.array (0.3-0.9 s), and each index it builds from an array for a dask collection, importing
+# dask (0.1-0.2 s). Built on its fast path from NumPy arrays (lists as ``np.asarray`` makes them, as xarray
+# does) and pandas indexes, the Dataset is the same (tests/unit/test_maboss_process.py).
+try:
+    from xarray.core.indexing import PandasIndexingAdapter
+except ImportError:  # another xarray: its ordinary build (the same Dataset, slower)
+    PandasIndexingAdapter = None
+
+
+def _variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None) -> xr.Variable:
+    """The Variable ``(dims, values, attrs)`` of NumPy data, built without the dask check."""
+    return xr.Variable(dims, np.asarray(values), attrs, fastpath=True)
+
+
+def _index(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tuple:
+    """The dimension coordinate ``(dim, values, attrs)``, its index made from a pandas Index as xarray
+    makes it (``pd.Index`` of the values, the values' dtype kept), without the dask check."""
+    values = np.asarray(values)
+    if PandasIndexingAdapter is None or values.dtype.kind not in "fiuU":
+        return dim, values, attrs
+    return xr.IndexVariable(dim, PandasIndexingAdapter(pd.Index(values), dtype=values.dtype), attrs, fastpath=True)
 
 
 def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,

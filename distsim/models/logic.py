@@ -75,9 +75,11 @@ def _flat(cls: type, args: tuple[Expr, ...] | list[Expr], unit: Const, zero: Con
     seen: set[Expr] = set()  # (a list scan made a chain of k distinct operands cost k^3)
     for a in args:
         for b in (a.args if isinstance(a, cls) else (a,)):
-            if b == zero:
-                return zero
-            if b != unit and b not in seen:
+            if isinstance(b, Const):  # the zero or the unit (a type check: Expr's == walks the trees)
+                if b.value == zero.value:
+                    return zero
+                continue
+            if b not in seen:
                 seen.add(b)
                 out.append(b)
     for b in out:
@@ -150,12 +152,23 @@ def equivalent(a: Expr, b: Expr) -> bool | None:
     return bool(np.array_equal(_table(a, over), _table(b, over)))
 
 
+_SAT: dict[Expr, bool] = {}  # satisfiable's answers by expression (immutable; a reader asks again and again)
+_SAT_MAX = 4096
+
+
 def satisfiable(e: Expr) -> bool:
     """False only when ``e`` is false in every state (True when too large to check)."""
     if isinstance(e, Const):
         return e.value
+    known = _SAT.get(e)
+    if known is not None:
+        return known
     over = variables(e)
-    return len(over) > MAX_EXACT_VARS or bool(_table(e, over).any())
+    r = len(over) > MAX_EXACT_VARS or bool(_table(e, over).any())
+    if len(_SAT) >= _SAT_MAX:
+        _SAT.clear()
+    _SAT[e] = r
+    return r
 
 
 # ---- compilation ---------------------------------------------------------------------------------

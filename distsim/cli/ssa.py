@@ -28,6 +28,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rounding", choices=["error", "nearest"], default="error",
                    help="SBML/antimony amounts that are not whole numbers of molecules: refuse (default), or round "
                         "to the nearest count (recorded in the result's attrs)")
+    p.add_argument("--mass-action", choices=["as_written", "stochastic"], default="as_written",
+                   help="SBML mass-action laws: the law is the propensity (default; k*A^2 fires at k x^2), or "
+                        "stochastic: powers of reactants become falling factorials (k*A^2 -> k*A*(A-1); recorded "
+                        "in the result's attrs)")
     p.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end of the simulated time")
     p.add_argument("--points", type=positive_int, default=101, help="time points on the output grid, 0 to T")
     p.add_argument("--realizations", "-n", type=positive_int, default=1000, metavar="N", help="number of realizations")
@@ -53,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args, data=[args.output], figures=[args.plot])
     params = parse_assignments(args.param, "--param")
     net = load(args.model, format=args.format, reversible=args.reversible, system_size=args.system_size,
-               rounding=args.rounding)
+               rounding=args.rounding, mass_action=args.mass_action)
     if params:
         net = net.with_parameters(**params)
     if args.points < 2:

@@ -19,7 +19,8 @@ constant made of numbers and compartment sizes. Species factors must be the fall
 parameter (theta = ``c``); otherwise the law stays a general law (same propensity).
 :func:`split_difference` splits ``F - B`` (possibly times common factors, ``V * (F - B)``) for
 reversible reactions; :func:`signed_parts` splits any law into its positive and negative terms
-(the general net-rate split of the SBML reader).
+(the general net-rate split of the SBML reader). :func:`falling_powers` rewrites ``k * A^2`` on
+``2A -> ...`` to ``k * A * (A - 1)`` (the SBML reader's ``mass_action="stochastic"``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Mapping
 
 from .arith import BinOp, Call, Neg, Node, Num, Param, Relation, Species, children, fold
 
-__all__ = ["MassActionShape", "mass_action_shape", "split_difference", "signed_parts", "mixed_factors", "vanishes_without", "cancel_species",
+__all__ = ["MassActionShape", "mass_action_shape", "falling_powers", "split_difference", "signed_parts", "mixed_factors", "vanishes_without", "cancel_species",
            "UNIT_TOLERANCE"]
 
 UNIT_TOLERANCE = 1e-12  # |c - 1| below which the constant factor counts as 1 (float rounding of V * (1/V) etc.)
@@ -414,3 +415,73 @@ def mixed_factors(law: Node, negative: frozenset[str] | set[str] = frozenset()) 
             parts = signed_parts(n, negative)
             count += parts is not None and parts[0] is not None and parts[1] is not None
     return count
+
+
+def falling_powers(law: Node, orders: Mapping[int, int], constants: Mapping[str, float],
+                   rate_params: set[str] | frozenset[str]) -> Node | None:
+    """``law`` with each reactant power x^r (r > 1) made the falling factorial x (x - 1) ... (x - r + 1),
+    or None when that changes nothing or the result is not of exact mass-action shape in ``orders``.
+
+    The textbook conversion of a deterministic mass-action rate to a propensity (Gillespie 1977):
+    ``k * A^2`` (or ``k * A * A``, ``k * (A/V)^2``) on ``2A -> ...`` becomes ``k * A * (A - 1)``
+    (``k * (A/V) * ((A - 1)/V)``); the mean-field limit is the law. Only the bare species factors of
+    reactants consumed more than once change (the k-th occurrence of x becomes x - k), and only when
+    every such factor of them is bare (a law already written with falling factorials is left alone).
+    Without recursion (explicit stacks)."""
+    targets = {i for i, r in orders.items() if r > 1}
+    if not targets:
+        return None
+    seen = {i: 0 for i in targets}
+    values: list[Node] = []
+    tasks: list[tuple[str, Node | int]] = [("visit", law)]
+    while tasks:
+        what, n = tasks.pop()
+        if what == "visit":
+            assert isinstance(n, Node)
+            power = _whole_power(n.right) if isinstance(n, BinOp) and n.op == "^" else None
+            if power is not None and power > 0 and _has_species(n.left, targets):  # type: ignore[union-attr]
+                tasks.append(("power", power))
+                tasks.extend([("visit", n.left)] * power)  # type: ignore[union-attr]
+            elif isinstance(n, BinOp) and n.op in "*/":
+                tasks.extend([("binop", n), ("visit", n.right), ("visit", n.left)])
+            elif isinstance(n, Neg):
+                tasks.extend([("neg", n), ("visit", n.arg)])
+            elif isinstance(n, Species) and n.index in targets:
+                k = seen[n.index]
+                seen[n.index] = k + 1
+                values.append(n if k == 0 else BinOp("-", n, Num(float(k))))
+            else:
+                values.append(n)
+        elif what == "binop":
+            assert isinstance(n, BinOp)
+            right, left = values.pop(), values.pop()
+            values.append(BinOp(n.op, left, right))
+        elif what == "neg":
+            values.append(Neg(values.pop()))
+        else:  # "power": the product of its expanded factors
+            assert isinstance(n, int)
+            factors = values[-n:]
+            del values[-n:]
+            out = factors[0]
+            for f in factors[1:]:
+                out = BinOp("*", out, f)
+            values.append(out)
+    if any(seen[i] != orders[i] for i in targets):
+        return None
+    new = values.pop()
+    shape = mass_action_shape(new, constants, rate_params)
+    return new if shape is not None and shape.orders == dict(orders) else None
+
+
+def _has_species(n: Node, targets: set[int]) -> bool:
+    """Whether a bare factor of ``n``'s product structure (``*``, ``/``, whole powers, ``-``) is one of ``targets``."""
+    stack = [n]
+    while stack:
+        m = stack.pop()
+        if isinstance(m, Species) and m.index in targets:
+            return True
+        if isinstance(m, BinOp) and (m.op in "*/" or (m.op == "^" and _whole_power(m.right) is not None)):
+            stack.extend((m.left,) if m.op == "^" else (m.left, m.right))
+        elif isinstance(m, Neg):
+            stack.append(m.arg)
+    return False

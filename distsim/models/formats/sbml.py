@@ -64,6 +64,21 @@ theta' becomes its own parameter ``<parameter>__stochastic`` (recorded in the me
 which is then no longer a parameter of the network (``with_parameters`` of it is an error, never a
 stale copy); elsewhere the reaction keeps its general law (same propensity).
 
+**Concentration laws as stochastic mass action** (``mass_action=`` option, ``--mass-action``):
+``"as_written"`` (default) keeps the convention above (``k * A^2`` on ``2A -> B`` fires at Omega k
+(x/(Omega V))^2, also at x = 1, where a firing makes A negative and the run stops). ``"stochastic"``
+applies the textbook conversion of a deterministic mass-action rate (Gillespie 1977; Wilkinson,
+*Stochastic Modelling for Systems Biology*, ch. 6; COPASI's mass action in stochastic runs): each power
+x^r of a reactant is replaced by the falling factorial x (x - 1) ... (x - r + 1), so ``V * k * A^2`` (A a
+concentration in V) fires at Omega V k x (x - 1) / (Omega V)^2 = k x (x - 1) / (Omega V), and the
+mean-field limit is the law. Only laws of exact mass-action shape in the reactants of their channel
+(:func:`~distsim.models.mass_action.falling_powers`: numbers, compartment sizes, one parameter and the
+bare reactant symbols, each to the power of its stoichiometry) with some power r > 1 change -- after
+the net-rate split each channel on its own (the forward channel's reactants, the backward channel's
+products); every other law (Michaelis-Menten, a law already written ``k * A * (A - 1)``, first-order
+laws) is untouched. The channels read so are listed in the metadata's ``mass_action_stochastic``
+(``none`` when none), and so in the SSA result's attrs.
+
 **Reversible reactions** (``reversible=`` policy):
 
 * ``"split"`` (default): a law ``F - B`` (possibly times common factors, ``cell * (kf*A*B - kr*C)``)
@@ -220,16 +235,18 @@ from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, 
 from ..compile_events import inline
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
-from ..mass_action import (MassActionShape, mass_action_shape, mixed_factors, signed_parts, split_difference,
+from ..mass_action import (MassActionShape, falling_powers, mass_action_shape, mixed_factors, signed_parts, split_difference,
                            vanishes_without)
 from ..reactions import MAX_CHANGE, MAX_COUNT, Reaction, ReactionNetwork
 
-__all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES", "AVOGADRO", "SBMLWarning",
+__all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES",
+           "MASS_ACTION_POLICIES", "AVOGADRO", "SBMLWarning",
            "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
            "MAX_ATTRIBUTE_CHARS", "MAX_UNITS_FIRING_RATE"]
 
 REVERSIBLE_POLICIES = ("split", "forward", "error")
 ROUNDING_POLICIES = ("error", "nearest")
+MASS_ACTION_POLICIES = ("as_written", "stochastic")
 AVOGADRO = 6.02214076e23  # molecules per mole (SI 2019, exact)
 MAX_UNITS_FIRING_RATE = 1e9  # initial firings per unit of model time above which units-derived counts are refused
 MAX_SBML_BYTES = 256 * 2**20  # a document's size
@@ -258,16 +275,17 @@ _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("consta
 
 
 def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size: float | None = None,
-              rounding: str = "error") -> ReactionNetwork:
+              rounding: str = "error", mass_action: str = "as_written") -> ReactionNetwork:
     """Read an SBML file as a reaction network for SSA (see the module docstring for semantics).
 
     ``reversible``: ``"split"`` (default), ``"forward"`` or ``"error"``; ``system_size``: molecules
     per substance unit (default: from the model's units); ``rounding``: ``"error"`` (default) or
-    ``"nearest"`` for amounts that are not whole numbers of molecules (module docstring). A missing
+    ``"nearest"`` for amounts that are not whole numbers of molecules; ``mass_action``: ``"as_written"``
+    (default) or ``"stochastic"`` (powers of reactants become falling factorials) (module docstring). A missing
     file raises :class:`FileNotFoundError`; everything else raises :class:`ModelError`.
     """
     file = os.fspath(path)
-    _check_options(reversible, system_size, rounding)
+    _check_options(reversible, system_size, rounding, mass_action)
     if not Path(file).exists():
         raise FileNotFoundError(f"model file not found: {file}")
     if not Path(file).is_file():
@@ -275,14 +293,15 @@ def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size
     check_sbml_file(file)
     libsbml = _libsbml(file)
     doc = libsbml.readSBMLFromFile(file)
-    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding)
+    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding, mass_action)
 
 
 def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str = "<string>",
-                     name: str = "", system_size: float | None = None, rounding: str = "error") -> ReactionNetwork:
+                     name: str = "", system_size: float | None = None, rounding: str = "error",
+                     mass_action: str = "as_written") -> ReactionNetwork:
     """Read an SBML document held in memory (``file`` names it in errors; ``name`` is the
     network's name when the model has neither name nor id; the options are :func:`read_sbml`'s)."""
-    _check_options(reversible, system_size, rounding)
+    _check_options(reversible, system_size, rounding, mass_action)
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     if len(data) > MAX_SBML_BYTES:
         raise ModelError(f"the document has {len(data)} bytes, more than the {MAX_SBML_BYTES} an SBML document "
@@ -296,7 +315,7 @@ def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str 
             raise ModelError(f"SBML bytes are not UTF-8 ({e.reason} at byte {e.start}); pass a str",
                              file=file) from None
     doc = libsbml.readSBMLFromString(text)
-    return _document(libsbml, doc, file, reversible, name, system_size, rounding)
+    return _document(libsbml, doc, file, reversible, name, system_size, rounding, mass_action)
 
 
 def check_sbml_file(file: str) -> None:
@@ -310,11 +329,13 @@ def check_sbml_file(file: str) -> None:
     _prescan(Path(file).read_bytes(), file)
 
 
-def _check_options(reversible: str, system_size: float | None, rounding: str) -> None:
+def _check_options(reversible: str, system_size: float | None, rounding: str, mass_action: str = "as_written") -> None:
     if reversible not in REVERSIBLE_POLICIES:
         raise ValueError(f"unknown reversible policy {reversible!r}; expected one of {', '.join(REVERSIBLE_POLICIES)}")
     if rounding not in ROUNDING_POLICIES:
         raise ValueError(f"unknown rounding {rounding!r}; expected one of {', '.join(ROUNDING_POLICIES)}")
+    if mass_action not in MASS_ACTION_POLICIES:
+        raise ValueError(f"unknown mass_action {mass_action!r}; expected one of {', '.join(MASS_ACTION_POLICIES)}")
     if system_size is not None and (isinstance(system_size, bool) or not isinstance(system_size, (int, float))
                                     or not (0 < system_size < math.inf)):
         raise ValueError(f"system_size must be a positive number of molecules per substance unit, got {system_size!r}")
@@ -388,7 +409,7 @@ def _prescan(data: bytes, file: str) -> None:
 
 
 def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str, system_size: float | None,
-              rounding: str) -> ReactionNetwork:
+              rounding: str, mass_action: str = "as_written") -> ReactionNetwork:
     """Check libsbml's errors before touching the model; ``doc`` stays referenced while the model is read."""
     if doc is None:
         raise ModelError("libsbml could not read the document", file=file)
@@ -415,7 +436,8 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
     model = doc.getModel()
     if model is None:
         raise ModelError("the SBML document has no <model>", file=file)
-    return _Converter(libsbml, doc, model, file, reversible, default_name, system_size, rounding).network()
+    return _Converter(libsbml, doc, model, file, reversible, default_name, system_size, rounding,
+                      mass_action).network()
 
 
 def _lenient_default(attr: str) -> str:
@@ -552,8 +574,10 @@ def _constant(n: Node, consts: dict[str, float]) -> float | None:
 
 class _Converter:
     def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str,
-                 system_size: float | None, rounding: str):
+                 system_size: float | None, rounding: str, mass_action: str = "as_written"):
         self.L = libsbml
+        self.mass_action = mass_action
+        self.stochastic: list[str] = []  # channels whose powers became falling factorials (mass_action="stochastic")
         self.system_size = None if system_size is None else float(system_size)
         self.rounding = rounding
         self.rounded: list[str] = []  # "species: value -> count" for each rounding done
@@ -1126,6 +1150,8 @@ class _Converter:
             out["net_rate_split"] = ", ".join(self.net_rate_split)
         if self.net_rate_kept:
             out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
+        if self.mass_action == "stochastic":
+            out["mass_action_stochastic"] = ", ".join(self.stochastic) or "none"
         if self.changing_sizes:
             out["changing_compartments"] = ", ".join(sorted(self.changing_sizes))
         if getattr(self, "nonfinite_at_start", ""):
@@ -1224,7 +1250,7 @@ class _Converter:
                            "irreversible reactions, or read with reversible='forward' (or 'split') to use the law "
                            "as the forward propensity", r)
         self.forward_only.append(rid)
-        return [Reaction(reac, prod, law=law, name=rid)]
+        return [Reaction(reac, prod, law=self._stochastic_law(rid, reac, law), name=rid)]
 
     def _locals(self, r: Any) -> dict[str, str]:
         """The new names of reaction ``r``'s local parameters, ``<reaction id>__<parameter id>`` (``_2``, ...
@@ -1413,6 +1439,9 @@ class _Converter:
     def _direction(self, name: str, reac: tuple, prod: tuple, law: Node, shape: MassActionShape | None = None
                    ) -> Reaction:
         """A reaction whose propensity is ``law``: mass action when the law is exactly theta * h(x)."""
+        new = self._stochastic_law(name, reac, law)
+        if new is not law:
+            law, shape = new, None
         shape = self._shape(law) if shape is None else shape
         general = Reaction(reac, prod, law=law, name=name)
         if shape is not None and shape.orders == dict(reac):
@@ -1435,6 +1464,20 @@ class _Converter:
                 self.fallback[id(mass)] = (mass, general)
                 return mass
         return general
+
+    def _stochastic_law(self, name: str, reac: tuple, law: Node) -> Node:
+        """With ``mass_action="stochastic"``, a law of exact mass-action shape in powers of its reactants
+        (``k * A^2`` on ``2A -> ...``) with falling factorials (``k * A * (A - 1)``), recorded; else ``law``."""
+        if self.mass_action != "stochastic":
+            return law
+        consts = {c: float(v) for c, v in self.comp_size.items() if v is not None and math.isfinite(v) and v > 0}
+        consts = {c: v for c, v in consts.items() if c not in self.assigned}
+        rate = {p for p in self.global_value} | set(self.local_value)
+        new = falling_powers(law, dict(reac), consts, rate)
+        if new is None:
+            return law
+        self.stochastic.append(name)
+        return new
 
     def _keep_derived_rates(self, reactions: list[Reaction], rules: list[AssignmentRule], events: list[Event]
                             ) -> list[Reaction]:

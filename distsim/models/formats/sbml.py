@@ -199,7 +199,9 @@ its id, the file and line): algebraic rules, ``delay()``,
 inverse trigonometric functions, factorial, rem and quotient, ``stoichiometryMath`` that is not
 constant or non-integer stoichiometry without a common fraction (genome-scale models' biomass
 coefficients, 0.000223), fast reactions, reactions without a kinetic law, conversion factors,
-compartment sizes at t = 0 that depend on species, required SBML packages (``comp``, ``distrib``, ...).
+compartment sizes at t = 0 that depend on species, required SBML packages (``comp``, ``distrib``, ...;
+an SBML-qual document is refused first, before libsbml's errors, with the Boolean command that reads it,
+``distsim pbn``).
 Constraints are ignored.
 
 **Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
@@ -413,6 +415,12 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
     """Check libsbml's errors before touching the model; ``doc`` stays referenced while the model is read."""
     if doc is None:
         raise ModelError("libsbml could not read the document", file=file)
+    if doc.getLevel() >= 3 and doc.isPackageEnabled("qual") and doc.getPackageRequired("qual"):
+        # before libsbml's errors: public SBML-qual exports have schema errors that the qual reader forgives
+        raise ModelError("the model requires the SBML package 'qual', which is not supported by the reaction-network "
+                         "reader: it is a qualitative (Boolean) model; simulate it with 'distsim pbn simulate MODEL' "
+                         "(or 'distsim pbn steady-state'; in Python distsim.pbn.load)", file=file,
+                         line=doc.getLine() or None, column=doc.getColumn() or None)
     first = None
     for i in range(doc.getNumErrors()):
         e = doc.getError(i)

@@ -9,7 +9,9 @@ past ``--timeout`` seconds, costs only that model), in-process (no Dask), on the
    file it refuses because it requires the SBML package 'qual' is a Boolean model: it is loaded as
    ``distsim pbn`` loads it (``distsim.pbn.load``) and simulated for ``BOOLEAN_STEPS`` synchronous steps
    of ``BOOLEAN_TRAJECTORIES`` trajectories (seed 1, CPU), outcome ``simulated as a Boolean network
-   (SBML-qual)``;
+   (SBML-qual)``; a load refused for fast reactions is retried with ``fast="as_slow"`` (the documented
+   option: ordinary reactions with their kinetic laws), and so is every later load of that model,
+   outcome ``simulated with fast reactions as ordinary reactions`` (with or without system_size);
 2. if that is refused with a message asking for ``system_size=`` (counts not whole, astronomical, or
    firing too fast) or naming a substance unit of another kind (gram), the model is loaded again with
    ``system_size`` = Omega chosen so that the **largest initial amount becomes 1000 molecules**
@@ -24,7 +26,7 @@ past ``--timeout`` seconds, costs only that model), in-process (no Dask), on the
 
 Outcomes: ``simulated`` (as loaded), ``simulated with system_size``, ``simulated with
 mass_action='stochastic'`` (step 4; with or without system_size), ``simulated as a Boolean network
-(SBML-qual)`` (step 1), ``refused: <reason>`` (a
+(SBML-qual)`` and ``simulated with fast reactions as ordinary reactions`` (step 1), ``refused: <reason>`` (a
 :class:`~distsim.errors.ModelError` at load, grouped by what it names), ``simulate error``
 (an exception while simulating), ``load error`` (an exception other than ModelError), ``timeout``
 (also when run again alone after the others: a first run may spend its time compiling kernels)
@@ -118,10 +120,11 @@ def run_one(path: str) -> dict:
     import warnings
 
     from distsim.errors import ModelError
-    from distsim.ssa import load, simulate
+    from distsim.ssa import load as ssa_load
 
     warnings.simplefilter("ignore")
     out: dict = {"model": Path(path).stem}
+    load = _fast_retry(ssa_load, out)
     try:
         try:
             net = load(path)
@@ -152,6 +155,24 @@ def run_one(path: str) -> dict:
     return {**again, "outcome": STOCHASTIC} if again["outcome"].startswith("simulated") else again
 
 
+def _fast_retry(load, out: dict):
+    """``load``, retried with ``fast="as_slow"`` (recorded in ``out``) when it refuses fast reactions; every
+    later load of the model then takes the option too (step 1c)."""
+    from distsim.errors import ModelError
+
+    def fast_load(path: str, **options):
+        if not out.get("fast"):
+            try:
+                return load(path, **options)
+            except ModelError as e:
+                if FAST_REFUSAL not in e.message:
+                    raise
+                out["fast"] = "as_slow"
+        return load(path, fast="as_slow", **options)
+
+    return fast_load
+
+
 def _simulate(net, out: dict) -> dict:
     """Step 3: the smoke run of ``net``; ``out`` with its outcome."""
     from distsim.errors import ModelError
@@ -168,7 +189,8 @@ def _simulate(net, out: dict) -> dict:
     except Exception as e:  # noqa: BLE001
         return {**out, "outcome": "simulate error", "reason": reason_of(str(e), SIM_REASONS),
                 "message": f"{type(e).__name__}: {e}"}
-    return {**out, "outcome": "simulated with system_size" if "system_size" in out else "simulated"}
+    done = FAST if out.get("fast") else "simulated with system_size" if "system_size" in out else "simulated"
+    return {**out, "outcome": done}
 
 
 def _boolean(path: str, out: dict) -> dict:
@@ -212,9 +234,11 @@ STOCHASTIC = "simulated with mass_action='stochastic'"  # step 4
 QUAL = "simulated as a Boolean network (SBML-qual)"  # step 1b
 QUAL_REFUSAL = "requires the SBML package 'qual'"  # the SSA reader's refusal of an SBML-qual document
 BOOLEAN_STEPS, BOOLEAN_TRAJECTORIES = 100, 64  # the smoke run of an SBML-qual model
+FAST = "simulated with fast reactions as ordinary reactions"  # step 1c
+FAST_REFUSAL = "fast reactions are not supported"  # the SSA reader's refusal of fast="true"
 # the simulate error that step 4 retries: distsim.ssa.errors' reason for a law k x^2 on 2 X -> ...
 CONCENTRATION_LAW = r"it consumes \d+ molecules of .* but its law is 0 only when none are left"
-SIMULATED = ("simulated", "simulated with system_size", STOCHASTIC, QUAL)  # the outcomes that count as simulated
+SIMULATED = ("simulated", "simulated with system_size", STOCHASTIC, QUAL, FAST)  # the outcomes that count as simulated
 ORDER = [*SIMULATED, "refused", "simulate error", "load error", "timeout", "crash"]
 
 

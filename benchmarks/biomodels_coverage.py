@@ -157,7 +157,7 @@ def run_one(path: str) -> dict:
 
 def _fast_retry(load, out: dict):
     """``load``, retried with ``fast="as_slow"`` (recorded in ``out``) when it refuses fast reactions; every
-    later load of the model then takes the option too (step 1c)."""
+    later load of the model then takes the option too (step 1)."""
     from distsim.errors import ModelError
 
     def fast_load(path: str, **options):
@@ -231,10 +231,10 @@ def run_isolated(path: Path, timeout: float) -> dict:
 
 
 STOCHASTIC = "simulated with mass_action='stochastic'"  # step 4
-QUAL = "simulated as a Boolean network (SBML-qual)"  # step 1b
+QUAL = "simulated as a Boolean network (SBML-qual)"  # step 1
 QUAL_REFUSAL = "requires the SBML package 'qual'"  # the SSA reader's refusal of an SBML-qual document
 BOOLEAN_STEPS, BOOLEAN_TRAJECTORIES = 100, 64  # the smoke run of an SBML-qual model
-FAST = "simulated with fast reactions as ordinary reactions"  # step 1c
+FAST = "simulated with fast reactions as ordinary reactions"  # step 1
 FAST_REFUSAL = "fast reactions are not supported"  # the SSA reader's refusal of fast="true"
 # the simulate error that step 4 retries: distsim.ssa.errors' reason for a law k x^2 on 2 X -> ...
 CONCENTRATION_LAW = r"it consumes \d+ molecules of .* but its law is 0 only when none are left"

@@ -231,8 +231,8 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
-            "state_decl": "\n".join(decl), "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
-            "select": "\n".join(select), "state_store": "\n".join(store)}
+            "state_decl": "\n".join(decl), "state_load": "\n".join(load), "rates": "\n".join(rates),
+            "entropy": "\n".join(entropy), "select": "\n".join(select), "state_store": "\n".join(store)}
 
 
 def _unit_regions(m: CompiledModel, plan: _Plan, v: float, decl: list[str], load: list[str], rates: list[str],
@@ -267,8 +267,8 @@ def _unit_regions(m: CompiledModel, plan: _Plan, v: float, decl: list[str], load
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
-            "state_decl": "\n".join(decl), "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
-            "select": "\n".join(select), "state_store": "\n".join(store)}
+            "state_decl": "\n".join(decl), "state_load": "\n".join(load), "rates": "\n".join(rates),
+            "entropy": "\n".join(entropy), "select": "\n".join(select), "state_store": "\n".join(store)}
 
 
 def use_generated() -> bool:

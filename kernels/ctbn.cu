@@ -127,6 +127,8 @@ extern "C" __global__ void ctbn_simulate(
     int* flags) {
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
+    //@@ setup
+    //@@ end
     __syncthreads();
     // persistent lanes: the launch has N lanes (its scratch slots); each takes the launch's next trajectory when
     // its last one ends (flags[3] counts those taken), so a warp runs events while any lane has work instead of
@@ -149,11 +151,18 @@ extern "C" __global__ void ctbn_simulate(
     // the tables at my + o_*: the offsets are kernel parameters (read where used), not 7 more pointers kept
     // in registers across the loop (ptxas spilled them)
 #define CTBN_AT(o, k) (&my[(o) + (long long)(k)])
-    // the hash keys' copy: the trajectory's index in the launch (the lanes of a warp take consecutive ones)
-    unsigned long long ht_copy = 0ULL, end_copy = 0ULL;
+    // the hash keys' copy: the trajectory's index in the launch (the lanes of a warp take consecutive ones);
+    // the state at max_time and the fixed point: one key each per trajectory, added once at its end; few
+    // copies (a fixed point reached by most trajectories stays spread a little, but a model with thousands
+    // of fixed points gives the host thousands of keys, not ht_copies times as many). Computed where used
+    // (from k1: no registers held across the loop).
+#define CTBN_HT_COPY ((unsigned long long)((k1 - (uint32_t)traj0) & (uint32_t)(ht_copies - 1)) << 32)
+#define CTBN_END_COPY                                                                                            \
+    ((unsigned long long)((k1 - (uint32_t)traj0) &                                                           \
+                          (uint32_t)((ht_copies < CTBN_END_COPIES ? ht_copies : CTBN_END_COPIES) - 1)) << 32)
     unsigned long long vis[CTBN_VW_MAX];
     double t = 0.0, thacc = 0.0;
-    long long pos = 0, ev = 0, ev_all = 0;
+    long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
     // the record of the current visible state in this window (-1: not looked up since it changed) and its
     // quanta not yet added to rec_q: an event that flips an internal node touches no record in memory
@@ -170,13 +179,6 @@ extern "C" __global__ void ctbn_simulate(
             const unsigned int j = atomicAdd((unsigned int*)&flags[3], 1u);
             if ((long long)j >= n_traj || *(volatile int*)&flags[0] || *(volatile int*)&flags[1]) break;
             k1 = (uint32_t)(traj0 + (long long)j);
-            ht_copy = (unsigned long long)(j & (unsigned int)(ht_copies - 1)) << 32;
-            // the state at max_time and the fixed point: one key each per trajectory, added once at its end;
-            // few copies (a fixed point reached by most trajectories stays spread a little, but a model with
-            // thousands of fixed points gives the host thousands of keys, not ht_copies times as many)
-            end_copy = (unsigned long long)(j & (unsigned int)((ht_copies < CTBN_END_COPIES ? ht_copies
-                                                                                             : CTBN_END_COPIES) - 1))
-                       << 32;
             for (int g = 0; g < n_groups; ++g) {
                 ds_u32x4 ctr = {(uint32_t)g, 0u, 1u, 0u};
                 const ds_u32x4 w = ds_philox4x32_10(ctr, k0, k1);
@@ -315,7 +317,7 @@ extern "C" __global__ void ctbn_simulate(
                         atomicAdd(CTBN_AT(o_q, at), qe);
                         atomicAdd(CTBN_AT(o_q2, at), qq * qq);
                     } else {
-                        kbuf[c] = (unsigned long long)win | ht_copy;
+                        kbuf[c] = (unsigned long long)win | CTBN_HT_COPY;
                         for (int w = 0; w < n_words; ++w)
                             kbuf[(long long)(1 + w) * N + c] =
                                 w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
@@ -333,16 +335,16 @@ extern "C" __global__ void ctbn_simulate(
         if (t_new >= max_time) {  // the trajectory's end: its state at max_time and its fixed point
             //@@ state_store
             //@@ end
-            ev_all += ev;
+            atomicAdd(&my[o_ev], (unsigned long long)ev);
             if (dense) {
                 atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
             } else {
-                kbuf[c] = (unsigned long long)n_win | end_copy;
+                kbuf[c] = (unsigned long long)n_win | CTBN_END_COPY;
                 for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
                 ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
             }
             if (fp) {
-                kbuf[c] = ((unsigned long long)n_win + 1ULL) | end_copy;
+                kbuf[c] = ((unsigned long long)n_win + 1ULL) | CTBN_END_COPY;
                 for (int w = 0; w < n_words; ++w) {
                     unsigned long long word = 0ULL;
                     for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)
@@ -383,10 +385,11 @@ extern "C" __global__ void ctbn_simulate(
         flags[0] = 1;
         return;
     }
-    atomicAdd(&my[o_ev], (unsigned long long)ev_all);
 }
 #undef CTBN_RATE
 #undef CTBN_AT
+#undef CTBN_HT_COPY
+#undef CTBN_END_COPY
 
 // out[i] = sum over k < copies of in[k * len + i] (integer sums of the tables' copies)
 extern "C" __global__ void ctbn_sum_copies(const long long len, const unsigned long long* __restrict__ in,

@@ -35,6 +35,17 @@
 // x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
 // is shared between the sums and the choice of the flip, which would keep one register per node alive)
 #define CTBN_OPAQUE(x) asm volatile("" : "+r"(x))
+#define CTBN_OPAQUE64(x) asm volatile("" : "+l"(x))
+// A scope where the lane's c and N are opaque copies: the addresses of its loads and stores (a trajectory's
+// start and end, once per trajectory) are computed there, not hoisted out of the lanes' loop and kept live
+// (in registers or spilled) across every event
+#define CTBN_LANE_SCOPE_BEGIN                 \
+    {                                         \
+        long long c_op = c, N_op = N;         \
+        CTBN_OPAQUE64(c_op);                  \
+        CTBN_OPAQUE64(N_op);                  \
+        const long long c = c_op, N = N_op;
+#define CTBN_LANE_SCOPE_END }
 //@@ defs
 // 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
 // stays in registers: every index of it is a constant once the loops are unrolled)
@@ -179,6 +190,7 @@ extern "C" __global__ void ctbn_simulate(
             const unsigned int j = atomicAdd((unsigned int*)&flags[3], 1u);
             if ((long long)j >= n_traj || *(volatile int*)&flags[0] || *(volatile int*)&flags[1]) break;
             k1 = (uint32_t)(traj0 + (long long)j);
+            CTBN_LANE_SCOPE_BEGIN
             for (int g = 0; g < n_groups; ++g) {
                 ds_u32x4 ctr = {(uint32_t)g, 0u, 1u, 0u};
                 const ds_u32x4 w = ds_philox4x32_10(ctr, k0, k1);
@@ -200,6 +212,7 @@ extern "C" __global__ void ctbn_simulate(
             }
             //@@ state_load
             //@@ end
+            CTBN_LANE_SCOPE_END
             t = 0.0;
             thacc = 0.0;
             pos = 0;
@@ -333,6 +346,7 @@ extern "C" __global__ void ctbn_simulate(
         }
         if (over) break;
         if (t_new >= max_time) {  // the trajectory's end: its state at max_time and its fixed point
+            CTBN_LANE_SCOPE_BEGIN
             //@@ state_store
             //@@ end
             atomicAdd(&my[o_ev], (unsigned long long)ev);
@@ -353,6 +367,7 @@ extern "C" __global__ void ctbn_simulate(
                 }
                 ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
             }
+            CTBN_LANE_SCOPE_END
             fresh = true;
             continue;
         }

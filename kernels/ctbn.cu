@@ -1,23 +1,21 @@
 // MaBoSS trajectories on the GPU: one thread per trajectory, the line-by-line twin of
 // distsim/maboss/cpu.py simulate_chunk (same Philox words, same arithmetic; build with --fmad=false).
-// Persistent lanes: a launch of N threads (lanes) runs n_traj trajectories, each lane taking the next one when
-// its last one ends (see ctbn_simulate). Per-lane scratch is interleaved: element k of lane c is at k * N + c.
-// A node's rate is kept as
+// Per-thread scratch is interleaved: element k of trajectory c is at k * n_traj + c. A node's rate is kept as
 // its index into the node's values (one byte: vals[val_start[i] + ridx[i]], a small cached table), not as a
 // double: the per-event sums over all nodes read 1/8 of the scratch bytes (the same doubles, same bits).
 // The records are reduced on the device (distsim/maboss/gpu.py): each thread keeps the distinct visible
-// states of its current window (quanta each; word w of entry r at (r * vw + w) * N + c) and adds
+// states of its current window (quanta each; word w of entry r at (r * vw + w) * n_traj + c) and adds
 // them at the window's end to integer sums (atomics: order-free, so exact and equal to the CPU's sums):
 //  * dense (few visible nodes): tables [copy][window][state] of quanta and squares; a stretch of whole
 //    windows in one state adds +1 / -1 at its first window / the window after it (a difference table that
 //    the host sums over windows), and the transition entropy of those windows likewise;
 //  * hash: an open-addressing table keyed by (tag, words) with tag = window (records), n_win (the state
 //    at max_time); fixed points (tag n_win + 1, every node) always go to the table. The key's first word
-//    is tag | copy << 32 with copy = trajectory index & (ht_copies - 1): the few hot states of a window get
+//    is tag | copy << 32 with copy = thread index & (ht_copies - 1): the few hot states of a window get
 //    ht_copies slots (the lanes of a warp distinct ones) instead of one slot that every thread's atomics
 //    hit (the keys of max_time and fixed points, one per trajectory, get at most CTBN_END_COPIES); the host
 //    masks the copy off and sums the copies (integers: the same bits).
-// Each sum table has `copies` copies (the lane's index picks one) to spread atomic contention.
+// Each sum table has `copies` copies (the thread's index picks one) to spread atomic contention.
 // The record of the current visible state and its quanta since it was last written stay in registers until
 // the visible state changes or the window ends, so an event that flips an internal node touches no record.
 // A template: as written (its regions' default code) it reads each node's flip rate from its truth table over
@@ -35,17 +33,6 @@
 // x's value unknown to the optimizer from here on (generated kernels: no expression of the packed rate indices
 // is shared between the sums and the choice of the flip, which would keep one register per node alive)
 #define CTBN_OPAQUE(x) asm volatile("" : "+r"(x))
-#define CTBN_OPAQUE64(x) asm volatile("" : "+l"(x))
-// A scope where the lane's c and N are opaque copies: the addresses of its loads and stores (a trajectory's
-// start and end, once per trajectory) are computed there, not hoisted out of the lanes' loop and kept live
-// (in registers or spilled) across every event
-#define CTBN_LANE_SCOPE_BEGIN                 \
-    {                                         \
-        long long c_op = c, N_op = N;         \
-        CTBN_OPAQUE64(c_op);                  \
-        CTBN_OPAQUE64(N_op);                  \
-        const long long c = c_op, N = N_op;
-#define CTBN_LANE_SCOPE_END }
 //@@ defs
 // 64-bit words of a visible state and of a state: compile-time constants in a generated kernel (vis[] then
 // stays in registers: every index of it is a constant once the loops are unrolled)
@@ -139,39 +126,53 @@ extern "C" __global__ void ctbn_simulate(
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
     //@@ setup
+    // (a generated kernel's per-block tables)
     //@@ end
     __syncthreads();
-    // persistent lanes: the launch has N lanes (its scratch slots); each takes the launch's next trajectory when
-    // its last one ends (flags[3] counts those taken), so a warp runs events while any lane has work instead of
-    // waiting for its longest trajectory. A trajectory's bits depend on its index alone (its Philox stream), and
-    // every sum is of integers, so which lane runs it changes nothing.
     const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long N = (long long)gridDim.x * blockDim.x;
+    if (c >= n_traj) return;
+    const long long N = n_traj;
     const int vw = CTBN_VW_OF(vw_arg), n_words = CTBN_NW_OF(n_words_arg);
     unsigned char* x = xs;  // x[i] at i * N + c
     unsigned char* const ridx = ridx_all;  // ridx[i] at i * N + c
 #define CTBN_RATE(i) vals[val_start[i] + ridx[(long long)(i) * N + c]]
-    const uint32_t k0 = seed;
-    uint32_t k1 = 0u;  // the trajectory (< 2**32)
-    //@@ state_decl
+    const long long traj = traj0 + c;
+    const uint32_t k0 = seed, k1 = (uint32_t)traj;  // trajectories < 2**32
+    for (int g = 0; g < n_groups; ++g) {
+        ds_u32x4 ctr = {(uint32_t)g, 0u, 1u, 0u};
+        const ds_u32x4 w = ds_philox4x32_10(ctr, k0, k1);
+        const double u = ds_u01_f64(w.x, w.y);
+        int k = grp_start[g];
+        while (k < grp_start[g + 1] - 1 && !(u < grp_cum[k])) ++k;
+        const unsigned long long bits = opt_bits[k];
+        for (int j = 0; j < grp_node_start[g + 1] - grp_node_start[g]; ++j)
+            x[(long long)grp_nodes[grp_node_start[g] + j] * N + c] = (unsigned char)((bits >> j) & 1ULL);
+    }
+    for (int i = 0; i < n; ++i)
+        if (fix_mask[i]) x[(long long)i * N + c] = fix_val[i];
+    unsigned long long vis[CTBN_VW_MAX];
+    for (int w = 0; w < vw; ++w) vis[w] = 0ULL;
+    for (int i = 0; i < n; ++i) {
+        const int vp = vpos[i];
+        if (vp >= 0 && x[(long long)i * N + c])
+            for (int w = 0; w < vw; ++w)
+                if (w == vp >> 6) vis[w] |= 1ULL << (vp & 63);
+    }
+    //@@ state_load
     //@@ end
     const double scale = (double)CTBN_QUANTA / tick;
     const long long m_end = (long long)n_win * CTBN_QUANTA;
-    // this lane's copy of the sum tables
+    // this thread's copy of the sum tables
     unsigned long long* const my = acc + (long long)(c & (long long)(copies - 1)) * acc_len;
     // the tables at my + o_*: the offsets are kernel parameters (read where used), not 7 more pointers kept
     // in registers across the loop (ptxas spilled them)
 #define CTBN_AT(o, k) (&my[(o) + (long long)(k)])
-    // the hash keys' copy: the trajectory's index in the launch (the lanes of a warp take consecutive ones);
+    const unsigned long long ht_copy = (unsigned long long)(c & (long long)(ht_copies - 1)) << 32;
     // the state at max_time and the fixed point: one key each per trajectory, added once at its end; few
     // copies (a fixed point reached by most trajectories stays spread a little, but a model with thousands
-    // of fixed points gives the host thousands of keys, not ht_copies times as many). Computed where used
-    // (from k1: no registers held across the loop).
-#define CTBN_HT_COPY ((unsigned long long)((k1 - (uint32_t)traj0) & (uint32_t)(ht_copies - 1)) << 32)
-#define CTBN_END_COPY                                                                                            \
-    ((unsigned long long)((k1 - (uint32_t)traj0) &                                                           \
-                          (uint32_t)((ht_copies < CTBN_END_COPIES ? ht_copies : CTBN_END_COPIES) - 1)) << 32)
-    unsigned long long vis[CTBN_VW_MAX];
+    // of fixed points gives the host thousands of keys, not ht_copies times as many)
+    const unsigned long long end_copy =
+        (unsigned long long)(c & (long long)((ht_copies < CTBN_END_COPIES ? ht_copies : CTBN_END_COPIES) - 1)) << 32;
     double t = 0.0, thacc = 0.0;
     long long pos = 0, ev = 0;
     int win = 0, nrec = 0, fp = 0, last = -1;
@@ -179,54 +180,13 @@ extern "C" __global__ void ctbn_simulate(
     // quanta not yet added to rec_q: an event that flips an internal node touches no record in memory
     int cur = -1;
     long long pend = 0;
-    bool over = false, fresh = true;
+    bool over = false;
     // generated kernels: the transition entropy of the last event and what it is a function of (the visible
     // nodes' rate indices, packed in th_key, and tni): an event that changes neither (most flips of internal
     // nodes) reuses it, the same bits without its divisions and logs
     unsigned long long th_key = 0ULL;
-    double th_tni = 0.0, th_val = 0.0;
+    double th_tni = __longlong_as_double(0x7FF8000000000000LL), th_val = 0.0;  // NaN: no entropy yet
     while (true) {
-        if (fresh) {  // the next trajectory of the launch (none left, or the launch is to be redone: stop)
-            const unsigned int j = atomicAdd((unsigned int*)&flags[3], 1u);
-            if ((long long)j >= n_traj || *(volatile int*)&flags[0] || *(volatile int*)&flags[1]) break;
-            k1 = (uint32_t)(traj0 + (long long)j);
-            CTBN_LANE_SCOPE_BEGIN
-            for (int g = 0; g < n_groups; ++g) {
-                ds_u32x4 ctr = {(uint32_t)g, 0u, 1u, 0u};
-                const ds_u32x4 w = ds_philox4x32_10(ctr, k0, k1);
-                const double u = ds_u01_f64(w.x, w.y);
-                int k = grp_start[g];
-                while (k < grp_start[g + 1] - 1 && !(u < grp_cum[k])) ++k;
-                const unsigned long long bits = opt_bits[k];
-                for (int q = 0; q < grp_node_start[g + 1] - grp_node_start[g]; ++q)
-                    x[(long long)grp_nodes[grp_node_start[g] + q] * N + c] = (unsigned char)((bits >> q) & 1ULL);
-            }
-            for (int i = 0; i < n; ++i)
-                if (fix_mask[i]) x[(long long)i * N + c] = fix_val[i];
-            for (int w = 0; w < vw; ++w) vis[w] = 0ULL;
-            for (int i = 0; i < n; ++i) {
-                const int vp = vpos[i];
-                if (vp >= 0 && x[(long long)i * N + c])
-                    for (int w = 0; w < vw; ++w)
-                        if (w == vp >> 6) vis[w] |= 1ULL << (vp & 63);
-            }
-            //@@ state_load
-            //@@ end
-            CTBN_LANE_SCOPE_END
-            t = 0.0;
-            thacc = 0.0;
-            pos = 0;
-            ev = 0;
-            win = 0;
-            nrec = 0;
-            fp = 0;
-            last = -1;
-            cur = -1;
-            pend = 0;
-            th_key = 0ULL;
-            th_tni = __longlong_as_double(0x7FF8000000000000LL);  // NaN: no entropy yet
-            fresh = false;
-        }
         double total = 0.0, rate_internal = 0.0;
         //@@ rates
         // flip rates (all at first, then those that read the node that flipped): each node's table over its
@@ -330,7 +290,7 @@ extern "C" __global__ void ctbn_simulate(
                         atomicAdd(CTBN_AT(o_q, at), qe);
                         atomicAdd(CTBN_AT(o_q2, at), qq * qq);
                     } else {
-                        kbuf[c] = (unsigned long long)win | CTBN_HT_COPY;
+                        kbuf[c] = (unsigned long long)win | ht_copy;
                         for (int w = 0; w < n_words; ++w)
                             kbuf[(long long)(1 + w) * N + c] =
                                 w < vw ? rec_state[((long long)e * vw + w) * N + c] : 0ULL;
@@ -344,33 +304,7 @@ extern "C" __global__ void ctbn_simulate(
                 pend = 0;
             }
         }
-        if (over) break;
-        if (t_new >= max_time) {  // the trajectory's end: its state at max_time and its fixed point
-            CTBN_LANE_SCOPE_BEGIN
-            //@@ state_store
-            //@@ end
-            atomicAdd(&my[o_ev], (unsigned long long)ev);
-            if (dense) {
-                atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
-            } else {
-                kbuf[c] = (unsigned long long)n_win | CTBN_END_COPY;
-                for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
-                ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
-            }
-            if (fp) {
-                kbuf[c] = ((unsigned long long)n_win + 1ULL) | CTBN_END_COPY;
-                for (int w = 0; w < n_words; ++w) {
-                    unsigned long long word = 0ULL;
-                    for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)
-                        if (x[(long long)i * N + c]) word |= 1ULL << (i & 63);
-                    kbuf[(long long)(1 + w) * N + c] = word;
-                }
-                ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
-            }
-            CTBN_LANE_SCOPE_END
-            fresh = true;
-            continue;
-        }
+        if (over || t_new >= max_time) break;
         double rr = u2 * total;
         int node = -1;
         //@@ select
@@ -400,11 +334,29 @@ extern "C" __global__ void ctbn_simulate(
         flags[0] = 1;
         return;
     }
+    //@@ state_store
+    //@@ end
+    atomicAdd(&my[o_ev], (unsigned long long)ev);
+    if (dense) {
+        atomicAdd(&my[o_final + (long long)vis[0]], 1ULL);
+    } else {
+        kbuf[c] = (unsigned long long)n_win | end_copy;
+        for (int w = 0; w < n_words; ++w) kbuf[(long long)(1 + w) * N + c] = w < vw ? vis[w] : 0ULL;
+        ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
+    }
+    if (fp) {
+        kbuf[c] = ((unsigned long long)n_win + 1ULL) | end_copy;
+        for (int w = 0; w < n_words; ++w) {
+            unsigned long long word = 0ULL;
+            for (int i = 64 * w; i < n && i < 64 * w + 64; ++i)
+                if (x[(long long)i * N + c]) word |= 1ULL << (i & 63);
+            kbuf[(long long)(1 + w) * N + c] = word;
+        }
+        ctbn_ht_add(kbuf, c, N, kw, ht_ctl, ht_keys, ht_s1, ht_s2, ht_mask, flags, 1ULL, 0ULL);
+    }
 }
 #undef CTBN_RATE
 #undef CTBN_AT
-#undef CTBN_HT_COPY
-#undef CTBN_END_COPY
 
 // out[i] = sum over k < copies of in[k * len + i] (integer sums of the tables' copies)
 extern "C" __global__ void ctbn_sum_copies(const long long len, const unsigned long long* __restrict__ in,

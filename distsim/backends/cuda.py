@@ -161,18 +161,6 @@ def load_module(code: str, options: tuple[str, ...] = ()) -> Any:
     return mod
 
 
-def resident_blocks(fn: Any, threads: int) -> int:
-    """Blocks of ``threads`` threads of kernel ``fn`` (a RawModule's function) that one multiprocessor holds at
-    once: the driver's occupancy calculator, else from its registers alone (64K per multiprocessor)."""
-    try:
-        from cupy.cuda import driver
-
-        return max(1, int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, 0)))
-    except (ImportError, AttributeError, RuntimeError):  # no occupancy API in this CuPy/driver
-        per_warp = -(-max(1, int(fn.num_regs)) * 32 // 256) * 256
-        return max(1, 65536 // per_warp // max(1, threads // 32))
-
-
 _REGION = re.compile(r"^([ \t]*)//@@ (\w+)\n.*?^[ \t]*//@@ end\n", re.S | re.M)
 
 

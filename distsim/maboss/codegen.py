@@ -195,15 +195,13 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     if plan.size > MAX_DIAGRAM_NODES:
         return None
     sw = (m.n + 31) // 32
-    # declared once per lane (state_decl), loaded at each trajectory's start (state_load)
-    decl = [f"unsigned int {', '.join(f'xw{w} = 0u' for w in range(sw))};",
+    load = [f"unsigned int {', '.join(f'xw{w} = 0u' for w in range(sw))};",
             f"unsigned int {', '.join(f'am{w} = ~0u' for w in range(plan.words))};  // mutants' fields cleared"]
     for i, (w, s, width) in plan.field.items():
-        decl.append(f"if (fix_mask[{i}]) am{w} &= ~{((1 << width) - 1) << s}u;")
-    load, store = [], []
+        load.append(f"if (fix_mask[{i}]) am{w} &= ~{((1 << width) - 1) << s}u;")
+    store = []
     for w in range(sw):
         hi = min(32, m.n - 32 * w)
-        load.append(f"xw{w} = 0u;")
         load.append(f"for (int b = 0; b < {hi}; ++b) xw{w} |= (unsigned int)x[(long long)({32 * w} + b) * N + c] << b;")
         store.append(f"for (int b = 0; b < {hi}; ++b) x[(long long)({32 * w} + b) * N + c] = "
                      f"(unsigned char)((xw{w} >> b) & 1u);")
@@ -211,7 +209,7 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     rates = [f"unsigned int {', '.join(f'a{w} = 0u' for w in range(plan.words))};", *plan.code,
              *(f"a{w} &= am{w};" for w in range(plan.words))]
     if v is not None:
-        return _unit_regions(m, plan, v, decl, load, rates, store)
+        return _unit_regions(m, plan, v, load, rates, store)
     for i in plan.field:
         rates.append(f"{{ const unsigned k = {plan.index(i)}; const double ri = {_rate('k', plan.vals[i])}; "
                      "total += ri;" + (" if (k) rate_internal += ri; }" if m.internal[i] else " }"))
@@ -233,11 +231,11 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}", "setup": "",
-            "state_decl": "\n".join(decl), "state_load": "\n".join(load), "rates": "\n".join(rates),
+            "state_load": "\n".join(load), "rates": "\n".join(rates),
             "entropy": "\n".join(entropy), "select": "\n".join(select), "state_store": "\n".join(store)}
 
 
-def _unit_regions(m: CompiledModel, plan: _Plan, v: float, decl: list[str], load: list[str], rates: list[str],
+def _unit_regions(m: CompiledModel, plan: _Plan, v: float, load: list[str], rates: list[str],
                   store: list[str]) -> dict[str, str]:
     """The regions of a model whose rates are all 0 or v (:func:`unit_rate`): bit i of the words a0, ... is
     node i's rate index."""
@@ -273,10 +271,10 @@ def _unit_regions(m: CompiledModel, plan: _Plan, v: float, decl: list[str], load
         select.append(f"{{ const unsigned cw = __popc(a{w}); const bool h = !found && j < cw; "
                       f"ws = h ? a{w} : ws; base = h ? {32 * w} : base; found = found || h; j = found ? j : j - cw; }}")
     select.append("node = base + ctbn_select32(ws, j); }")
-    select.append("ctbn_picked:")
+    select.append("ctbn_picked:")  # unused here: the mark of generated kernels (GENERATED_MARK)
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
-            "setup": "\n".join(setup), "state_decl": "\n".join(decl), "state_load": "\n".join(load),
+            "setup": "\n".join(setup), "state_load": "\n".join(load),
             "rates": "\n".join(rates), "entropy": "\n".join(entropy), "select": "\n".join(select),
             "state_store": "\n".join(store)}
 

@@ -84,29 +84,19 @@ def copies(length: int) -> int:
 
 
 def chunk_size(b: Block) -> int:
-    """Trajectories per launch (the lanes' scratch does not grow with them; the hash table's keys do)."""
-    return MAX_CHUNK
+    """Trajectories per launch: the per-trajectory scratch within about 1 GiB."""
+    m = b.model
+    per = block.REC_CAP * (8 * m.vis_words + 8) + 2 * m.n + 8 * (1 + m.n_words) + 16
+    return int(min(MAX_CHUNK, max(1024, (1 << 30) // per)))
 
 
-MAX_CHUNK = 1 << 20  # < 2**32 (the kernel counts the trajectories it took in 32 bits)
-_SMS: dict[int, int] = {}
-
-
-def lane_blocks(fn: Any, n: int) -> int:
-    """Blocks of a launch of ``n`` trajectories: as many lanes as the device holds at once (each lane runs
-    trajectories until none is left), at most one per trajectory."""
-    import cupy as cp
-
-    dev = cp.cuda.runtime.getDevice()
-    if dev not in _SMS:
-        _SMS[dev] = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-    return max(1, min(_SMS[dev] * cuda.resident_blocks(fn, BLOCK), (n + BLOCK - 1) // BLOCK))
+MAX_CHUNK = 1 << 20
 
 
 def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     """Trajectories ``traj0 .. traj0 + n`` in one launch, reduced on the device to integer sums (dense
     tables or a hash table, see ``kernels/ctbn.cu``); only the distinct keys and their sums come back.
-    The launch is redone with larger per-lane lists or hash table when they overflow (integer sums:
+    The launch is redone with larger per-thread lists or hash table when they overflow (integer sums:
     nothing depends on how often)."""
     import cupy as cp
 
@@ -122,22 +112,20 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     n_copies = copies(length)
     cap = block.REC_CAP
     slots = _HT_SLOTS.get(m.digest, HT_FIRST)
-    blocks = lane_blocks(fn, n)
-    lanes = blocks * BLOCK
     prof = _Profile(cp)
-    while True:  # per-lane scratch (written before it is read) and the zeroed sums
-        xs = cp.empty(m.n * lanes, cp.uint8)
-        ridx = cp.empty(1 if generated else m.n * lanes, cp.uint8)
-        rec_state = cp.empty(cap * vw * lanes, cp.uint64)
-        rec_q = cp.empty(cap * lanes, cp.int64)
+    while True:  # per-thread scratch (written before it is read) and the zeroed sums
+        xs = cp.empty(m.n * n, cp.uint8)
+        ridx = cp.empty(1 if generated else m.n * n, cp.uint8)
+        rec_state = cp.empty(cap * vw * n, cp.uint64)
+        rec_q = cp.empty(cap * n, cp.int64)
         acc = cp.zeros(n_copies * length, cp.uint64)
-        kbuf = cp.empty(kw * lanes, cp.uint64)
+        kbuf = cp.empty(kw * n, cp.uint64)
         ctl = cp.zeros(slots, cp.uint32)
         keys = cp.zeros(slots * kw, cp.uint64)
         s1 = cp.zeros(slots, cp.uint64)
         s2 = cp.zeros(slots, cp.uint64)
-        flags = cp.zeros(4, cp.int32)  # rec_cap overflow, hash table full, its used slots, trajectories taken
-        fn((blocks,), (BLOCK,), (
+        flags = cp.zeros(3, cp.int32)
+        fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (
             np.int64(n), par_start, par_index, tt_start, tt, val_start, vals, internal, vpos,
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
             fix_mask, fix_val, child_start, child_index, vis_nodes, np.int32(vis_nodes.size), np.uint32(b.seed),

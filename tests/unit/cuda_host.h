@@ -1,7 +1,7 @@
 // Compile a distsim CUDA kernel as host C++ (g++), for tests without a GPU: the CUDA keywords and
 // the intrinsics the kernels use, defined with the same IEEE results (x86-64 SSE2 doubles; build
 // with -ffp-contract=off so that no multiply-add is contracted, as --fmad=false on the device).
-// One "thread" runs per call: ds_host_set_thread(r) picks block r of one thread; ds_host_set_grid(g): g blocks.
+// One "thread" runs per call: ds_host_set_thread(r) picks block r of one thread.
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -20,9 +20,8 @@
 #define __trap() abort()
 
 struct ds_host_dim3 { unsigned x, y, z; };
-static ds_host_dim3 threadIdx{0u, 0u, 0u}, blockIdx{0u, 0u, 0u}, blockDim{1u, 1u, 1u}, gridDim{1u, 1u, 1u};
+static ds_host_dim3 threadIdx{0u, 0u, 0u}, blockIdx{0u, 0u, 0u}, blockDim{1u, 1u, 1u};
 extern "C" void ds_host_set_thread(int r) { blockIdx.x = (unsigned)r; }
-extern "C" void ds_host_set_grid(int g) { gridDim.x = (unsigned)g; }
 
 struct double2 { double x, y; };
 inline double2 make_double2(double a, double b) { return double2{a, b}; }

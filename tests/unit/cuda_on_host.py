@@ -25,30 +25,21 @@ _C_TYPES = {np.int32: ctypes.c_int32, np.uint32: ctypes.c_uint32, np.int64: ctyp
 
 
 class HostFunction:
-    """A kernel entry point: called as CuPy calls a RawKernel, it runs threads 0 .. args[0]-1 in turn, or,
-    for a kernel of persistent lanes (``lanes``), every launched thread (grid x block), gridDim.x their count
-    (each runs to its end before the next starts: the first takes all the work)."""
+    """A kernel entry point: called as CuPy calls a RawKernel, it runs threads 0 .. args[0]-1 in turn."""
 
-    def __init__(self, lib: ctypes.CDLL, name: str, lanes: bool = False):
+    def __init__(self, lib: ctypes.CDLL, name: str):
         self.fn = getattr(lib, name)
         self.set_thread = lib.ds_host_set_thread
-        self.set_grid = lib.ds_host_set_grid
-        self.lanes = lanes
 
     def __call__(self, grid, block, args) -> None:
         cargs = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else _C_TYPES[type(a)](a) for a in args]
-        threads = int(grid[0]) * int(block[0]) if self.lanes else int(args[0])
-        self.set_grid(threads)
-        for r in range(threads):
+        for r in range(int(args[0])):
             self.set_thread(r)
             self.fn(*cargs)
 
 
 class HostModule:
-    """``source`` built for the host; ``lanes``: the names of its kernels of persistent lanes."""
-
-    def __init__(self, source: str, workdir: Path, lanes: tuple[str, ...] = ()):
-        self.lanes = lanes
+    def __init__(self, source: str, workdir: Path):
         key = hashlib.sha256(source.encode()).hexdigest()[:16]
         src, lib = workdir / f"k{key}.cpp", workdir / f"k{key}.so"
         if not lib.exists():
@@ -59,7 +50,7 @@ class HostModule:
         self.lib = ctypes.CDLL(str(lib))
 
     def get_function(self, name: str) -> HostFunction:
-        return HostFunction(self.lib, name, name in self.lanes)
+        return HostFunction(self.lib, name)
 
 
 def fake_cupy() -> types.ModuleType:

@@ -46,10 +46,7 @@ def kernel(request, monkeypatch):
 def host_gpu(monkeypatch, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("host_kernels")
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
-    monkeypatch.setattr(gpu, "_module", lambda m=None: HostModule(gpu.source(m), workdir, lanes=("ctbn_simulate",)))
-    # one block of persistent lanes: its first lane runs every trajectory of the launch in turn (each one's
-    # state, records and entropy reset at its start)
-    monkeypatch.setattr(gpu, "lane_blocks", lambda fn, n: 1)
+    monkeypatch.setattr(gpu, "_module", lambda m=None: HostModule(gpu.source(m), workdir))
     monkeypatch.setattr(gpu, "_DEVICE_MODELS", {})
 
 

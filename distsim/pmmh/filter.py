@@ -17,7 +17,6 @@ from typing import Any, Mapping
 import numba
 import numpy as np
 
-from ..backends import cuda
 from ..backends.dsmath import ds_exp
 from ..errors import ModelError
 from ..models.compile_events import parameter_slots
@@ -27,8 +26,8 @@ from ..rng import philox, uniform_f64
 from ..ssa.advance import advance
 from ..ssa.errors import ERR_MASK, ERR_MAX_EVENTS, ERR_NONE, describe
 from ..ssa.methods import METHODS
-from .observation import (CompiledExperiment, CompiledObservable, device_weights, log_weights, log_weights_batched,
-                          noise_values)
+from .observation import (CompiledExperiment, CompiledObservable, device_weights, filter_kernel, log_weights,
+                          log_weights_batched, noise_values)
 from .priors import Prior
 
 CHAIN_DOMAIN = 0x504D4D48  # "PMMH"
@@ -152,13 +151,10 @@ def reweigh(xp, lw, u: np.ndarray, resample: bool) -> tuple[np.ndarray, np.ndarr
         m, s, anc = np.empty(G), np.empty(G), np.arange(G * N, dtype=np.int64)
         reweigh_cpu(lw, u, resample, m, s, anc)
         return m, s, anc
-    from ..ssa import gpu
-
     m, s, anc = xp.empty(G), xp.empty(G), xp.arange(G * N, dtype=xp.int64)
     cum = xp.empty(G * N)
-    fn = gpu._module(("pmmh_reweigh",), lambda: cuda.kernel_source("pmmh_filter.cu")).get_function("pmmh_reweigh")
-    fn(((G + 63) // 64,), (64,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw), xp.asarray(u),
-                                  np.int32(resample), m, s, cum, anc))
+    filter_kernel("pmmh_reweigh")(((G + 63) // 64,), (64,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw),
+                                                            xp.asarray(u), np.int32(resample), m, s, cum, anc))
     return xp.asnumpy(m), xp.asnumpy(s), anc
 
 

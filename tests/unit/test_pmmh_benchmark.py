@@ -44,3 +44,18 @@ def test_scaling_mode_reports_sizes_and_equal_draws(tmp_path):
                       text, re.M)
     assert [(w[0], w[1], w[7]) for w in rows] == [("1", "12", "yes"), ("2", "8", "yes")], text
     assert rows[0][5] == "1.00" and float(rows[1][5]) > 0
+
+
+def test_rhat_study_table(tmp_path):
+    """benchmarks/pmmh_rhat.py (tiny): tau grows with the log-likelihood noise; one R-hat row per length."""
+    out = tmp_path / "rhat.md"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh_rhat.py"), "--chains", "8", "--kept", "100", "200",
+                        "--repeats", "2", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    tau = {float(m[0]): (float(m[1]), float(m[2])) for m in re.findall(r"^\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+                                                                         text, re.M)}
+    assert sorted(tau) == [0.0, 0.125, 0.5, 1.0]
+    assert tau[1.0][1] > tau[0.0][1] > 1 and tau[1.0][0] < tau[0.0][0]  # noisier estimates: fewer acceptances
+    rows = re.findall(r"^\| (\d+) \| ([\d.]+) s \|((?: [\d.]+ \[[\d.]+, [\d.]+\] \|){4})$", text, re.M)
+    assert [(n, t) for n, t, _ in rows] == [("100", "13.4"), ("200", "20.1")], text  # (100 + kept) x 67 ms

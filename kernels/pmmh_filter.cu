@@ -78,15 +78,15 @@ __device__ __forceinline__ double pmmh_log_density(const int noise, const double
     return ((c + s * (ls - lq)) + t) - u;
 }
 
-// lw[i] += log p(y | h[i]) for the n = G N particles of G chains (chain i / N: its s, c, ls), one thread each:
-// the twin of observation.py's add_log_density_cpu.
-extern "C" __global__ void pmmh_noise(const long long n, const int N, const int noise, const double y,
+// lw[i] += log p(y | h[i]) for the n = G N particles of G chains, one thread each; chain g = i / N reads its
+// noise parameter, c and ls from sc = [s (G), c (G), ls (G)] (one copy to the device): the twin of
+// observation.py's add_log_density_cpu.
+extern "C" __global__ void pmmh_noise(const long long n, const int N, const int G, const int noise, const double y,
                                       const double ly, const double* __restrict__ h,
-                                      const double* __restrict__ s, const double* __restrict__ c,
-                                      const double* __restrict__ ls, double* __restrict__ lw)
+                                      const double* __restrict__ sc, double* __restrict__ lw)
 {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const long long g = i / N;
-    lw[i] = lw[i] + pmmh_log_density(noise, y, ly, h[i], s[g], c[g], ls[g]);
+    lw[i] = lw[i] + pmmh_log_density(noise, y, ly, h[i], sc[g], sc[G + g], sc[2 * (long long)G + g]);
 }

@@ -271,9 +271,9 @@ def add_log_density(xp: Any, noise: int, y: float, h: Any, s: np.ndarray, lw: An
         return
     G, N = h.shape
     n = G * N
-    filter_kernel("pmmh_noise")(((n + 255) // 256,), (256,), (np.int64(n), np.int32(N), np.int32(noise), np.float64(y),
-                                                              np.float64(ly), h, xp.asarray(s), xp.asarray(c),
-                                                              xp.asarray(ls), lw))
+    sc = xp.asarray(np.concatenate([s, c, ls]))
+    filter_kernel("pmmh_noise")(((n + 255) // 256,), (256,), (np.int64(n), np.int32(N), np.int32(G), np.int32(noise),
+                                                              np.float64(y), np.float64(ly), h, sc, lw))
 
 
 def filter_kernel(name: str) -> Any:

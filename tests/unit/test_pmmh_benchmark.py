@@ -34,12 +34,13 @@ def test_ess_mode_reports_ess_per_parameter(tmp_path):
 def test_scaling_mode_reports_sizes_and_equal_draws(tmp_path):
     """--scaling on 1 and 2 CPU workers (tiny): a row per size, speed-ups, and the same draws on both."""
     out = tmp_path / "scaling.md"
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh.py"), "--scaling", "--backend", "cpu", "--chains",
-                        "3", "--particles", "4", "--iterations", "4", "--burn-in", "1", "--out", str(out)],
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh.py"), "--scaling", "--backend", "cpu", "--noise",
+                        "lognormal", "--chains", "3", "--particles", "4", "--iterations", "4", "--burn-in", "1", "--out",
+                        str(out)],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     text = out.read_text()
-    assert "3 chains x 4 particles (12 per filter step), 4 iterations (1 burn-in)" in text
+    assert "3 chains x 4 particles (12 per filter step), 4 iterations (1 burn-in), seed 0, lognormal noise" in text
     rows = re.findall(r"^\| (\d) \| (\d+) \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) \| ([\d.]+)x \| ([\d.]+)x \| (\w+) \|$",
                       text, re.M)
     assert [(w[0], w[1], w[7]) for w in rows] == [("1", "12", "yes"), ("2", "8", "yes")], text

@@ -5,7 +5,7 @@ is present, on the GPU, against smfsb's ``pf_marginal_ll`` with the same particl
     python benchmarks/pmmh.py [--particles 100 1000] [--repeats 20] [--smfsb-repeats 2] [--out table.md]
     python benchmarks/pmmh.py --ess [--chains 128] [--particles 200] [--iterations 900] [--burn-in 300]
                               [--backend gpu|cpu] [--gpus N | --workers N] [--time-limit 120] [--out table.md]
-    python benchmarks/pmmh.py --scaling [--sizes 1 2] [--chains 64] [--particles 8192] [--iterations 40]
+    python benchmarks/pmmh.py --scaling [--sizes 1 2] [--chains 256] [--particles 8192] [--iterations 40]
                               [--burn-in 20] [--noise normal|lognormal] [--backend gpu|cpu] [--out table.md]
 
 ``--ess`` measures issue 34's goal (bulk ESS >= 400 for every parameter in under 60 s on one GPU, with
@@ -20,7 +20,9 @@ check), iterations/s (chain iterations), the variance of the log-likelihood esti
 R-hat and the kept draws' proposal sd over the posterior sd (of log c; Sherlock et al. 2015's optimum
 2.562 / sqrt(3) = 1.48) per parameter, and the time to ESS 400 = wall time x 400 / min bulk ESS.
 R-hat needs long chains, not many: with an integrated autocorrelation time tau, split R-hat is about
-1 + tau / (iterations after burn-in), so R-hat < 1.01 needs about 100 tau kept iterations per chain.
+1 + tau / (iterations after burn-in), so R-hat < 1.01 needs about 100 tau kept iterations per chain
+(``benchmarks/pmmh_rhat.py``: tau >= 10.6 for this random walk in 3 dimensions even with an exact
+likelihood, so about 1,300 kept iterations).
 Defaults: 128 chains x 200 particles (Var(loglik) about 1.0), 900 iterations of which 300 are burn-in
 (4 adaptation stages, ending at 37, 75, 150, 300; about 60 s at the 65 ms per iteration measured on
 an H200 at 128 x 200). Measured on CPU (8 chains x 100 particles, Var(loglik) 3.3, 220 iterations, 120
@@ -29,13 +31,16 @@ burn-in, seed 0), per-chain Haario adaptation -> pooled stages: acceptance 0.33 
 
 ``--scaling`` measures issue 34's 2-GPU goal (>= 1.9x on 2 GPUs for 8+ chains): the same ``pmmh.infer``
 call (LV problem, same seed) on a local cluster of 1 GPU worker, then of 2 (``--sizes``; with ``--backend
-cpu``: CPU workers), each after an untimed warm-up call of the same shape on that cluster. The defaults
-put 64 x 8,192 = 524,288 particles in each filter step, 262,144 per GPU on 2 GPUs (an H200 is filled
-from about 250k; the 51,200 of 256 x 200 left it underfilled: 1.03x). Many chains of 8,192 particles
-rather than few chains of many: the reweighting is one thread per chain, sequential over its
-particles, a cost per iteration that more GPUs do not divide. Printed per size: the whole call, the
-sampling time (rounds), chain iterations/s, the speed-ups over the first size, and whether every
-draw and log-likelihood estimate equals the first size's bit for bit.
+cpu``: CPU workers), each after an untimed warm-up call of the same shape on that cluster. An
+iteration's time on one GPU is about a fixed 48 ms (16 observation times: launches, syncs, the longest
+particle's events) plus 0.7 ms per 1,000 particles (session 9, one H200: 65, 82 and 192 ms at 25.6k,
+51.2k and 204.8k particles), so 2 GPUs give about 1.8x at 2 x 262k particles and 1.9x from about
+2 x 620k; hence the defaults: 256 chains x 8,192 = 2,097,152 particles per filter step, 1,048,576 per
+GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU). Many chains of 8,192 particles rather than few
+of many: the reweighting is one thread per chain, sequential over its particles, a cost per iteration
+that more GPUs do not divide. Printed per size: the whole call, the sampling time (rounds), chain
+iterations/s, the speed-ups over the first size, and whether every draw and log-likelihood estimate
+equals the first size's bit for bit.
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their
@@ -225,7 +230,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2], help="--scaling: GPUs (or CPU workers) per run")
     ap.add_argument("--noise", choices=sorted(NOISE), default="normal",
                     help="--scaling: the observables' noise model (lognormal: sd 0.1 of log y; weighed on the device too)")
-    ap.add_argument("--chains", type=int, default=None, help="default: 128 (--ess), 64 (--scaling)")
+    ap.add_argument("--chains", type=int, default=None, help="default: 128 (--ess), 256 (--scaling)")
     ap.add_argument("--iterations", type=int, default=None, help="default: 900 (--ess), 40 (--scaling)")
     ap.add_argument("--burn-in", type=int, default=None, help="default: 300 (--ess), 20 (--scaling)")
     ap.add_argument("--seed", type=int, default=0)
@@ -238,7 +243,7 @@ def main() -> None:
     from distsim.backends import gpu_available
 
     if a.scaling:
-        a.particles, a.chains = a.particles or [8192], a.chains or 64
+        a.particles, a.chains = a.particles or [8192], a.chains or 256
         a.iterations, a.burn_in = a.iterations or 40, 20 if a.burn_in is None else a.burn_in
         emit(scaling_run(a), a.out)
         return

@@ -202,10 +202,10 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
         t_prev = 0.0
         for k, t in enumerate(ex.times):
             if not live.size:
-                return total, fired
+                return total, int(fired)
             events, errors = move(c, method, X, th_all[live], la_all[live], float(t) - t_prev, key=keys[live],
                                   e_hi=it * n_int + gi, max_events=pr.max_events)
-            fired += int(events.sum())
+            fired = fired + events.sum()  # stays on the device until the end
             Gl = live.size
             if batched:
                 lw = log_weights_batched(xp, pr.observables, ex.data[k], X.reshape(Gl, N, S),
@@ -215,8 +215,13 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 lw = np.stack([log_weights(pr.observables, ex.data[k], Xh[q * N:(q + 1) * N], values[g], noise[g])
                                for q, g in enumerate(live)])
                 lw = xp.asarray(lw)
+            # too many events: such a particle cannot explain the data (weight 0); other errors stop the run
             bad = errors != ERR_NONE
-            if int(xp.count_nonzero(bad)):
+            n_bad = xp.count_nonzero(bad)  # read after the reweighing's copy: one wait for the device per interval
+            lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
+            resample = k + 1 < len(ex.times)
+            m, s, anc = reweigh(xp, lw, np.ascontiguousarray(U[live, gi]), resample)
+            if int(n_bad):
                 err = xp.asnumpy(errors) if xp is not np else errors
                 stop = np.flatnonzero((err != ERR_NONE) & ((err.astype(np.int64) & ERR_MASK) != ERR_MAX_EVENTS))
                 if stop.size:
@@ -226,10 +231,6 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                     raise RuntimeError(describe(pr.net, int(err[r]), p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
                                                 f"{dict(zip(pr.names, np.round(thetas[g], 6)))}", int(keys[g]),
                                                 None, Xh[r], None))
-                # too many events: such a particle cannot explain the data (weight 0)
-                lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
-            resample = k + 1 < len(ex.times)
-            m, s, anc = reweigh(xp, lw, np.ascontiguousarray(U[live, gi]), resample)
             ok = m > -math.inf
             for q, g in enumerate(live):
                 total[g] = total[g] + (m[q] + math.log(s[q] / N)) if ok[q] else -math.inf
@@ -240,4 +241,4 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 live = live[ok]
             t_prev = float(t)
             gi += 1
-    return total, fired
+    return total, int(fired)

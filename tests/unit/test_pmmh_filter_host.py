@@ -178,3 +178,25 @@ def test_initial_amounts_from_parameters_on_the_device(host_gpu):
     cpu, _ = pf.log_likelihoods(pr, thetas, 32, keys, 1, "cpu")
     dev, _ = pf.log_likelihoods(pr, thetas, 32, keys, 1, "gpu")
     assert np.array_equal(cpu, dev) and np.isfinite(cpu[:2]).all() and cpu[2] == -math.inf
+
+
+def test_too_many_events_and_errors_on_the_device(host_gpu):
+    """Particles that reach max_events weigh 0 (the same estimates on CPU and device, a chain losing all of
+    its particles dies); a negative propensity stops the filter with the same message on both."""
+    net = load(ROOT / "tests/data/pmmh/immigration_death.rxn")
+    obs = [pmmh.Observable("y", "X", "negbin", 2.0)]
+    pr = sampler.build_problem(net, obs, [pmmh.Experiment([1, 2, 4], {"y": [1, 3, 2]})],
+                               {"k1": "gamma:2,1", "k2": "gamma:2,10"}, max_events=4)
+    keys = np.array([sampler.chain_key(8, c) for c in range(3)])
+    thetas = np.array([[1.0, 0.25], [40.0, 0.25], [2.0, 0.5]])  # chain 1: every particle fires > 4 events
+    cpu, f_cpu = pf.log_likelihoods(pr, thetas, 64, keys, 1, "cpu")
+    dev, f_dev = pf.log_likelihoods(pr, thetas, 64, keys, 1, "gpu")
+    assert np.array_equal(cpu, dev) and f_cpu == f_dev > 0
+    assert cpu[1] == -math.inf and np.isfinite(cpu[[0, 2]]).all()
+    bad = np.array([[1.0, 0.25], [-1.0, 0.25]])
+    msgs = []
+    for backend in ("cpu", "gpu"):
+        with pytest.raises(RuntimeError, match="propensity") as e:
+            pf.log_likelihoods(pr, bad, 16, keys[:2], 1, backend)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

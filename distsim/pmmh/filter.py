@@ -169,8 +169,10 @@ def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it:
 def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.ndarray, it: int, backend: str = "cpu"
                     ) -> tuple[np.ndarray, int]:
     """:func:`log_likelihood` of G filters at once (chain g: parameters ``thetas[g]``, key ``keys[g]``):
-    their particles advance in one launch; the log weights of all chains are array operations where
-    :func:`~distsim.pmmh.observation.device_weights` applies (else chain by chain on the host).
+    their particles advance in one launch; the log weights of all chains are computed at once (the
+    formulas as array operations, every noise model by one kernel) where
+    :func:`~distsim.pmmh.observation.device_weights` applies (formulas of + - * /; else chain by chain on
+    the host).
     ``backend`` 'gpu': the filter stays on the current GPU (states, those log weights, the resampling),
     the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
     one it gives alone."""

@@ -3,11 +3,9 @@ reduced to integer counts (:mod:`.block`)."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..engine import ShardContext
-from . import cpu
 from . import block
 from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
 
@@ -21,6 +19,10 @@ __all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK"]
 def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
     """Trajectories ``traj0 .. traj0 + n`` on the CPU: summed into dense tables where the visible states are
     few (:func:`cpu.simulate_dense`), else per-trajectory records reduced by a hash (:func:`run_cpu_records`)."""
+    import numba  # the CPU kernels' imports, here: a GPU process never imports Numba
+
+    from . import cpu
+
     m = b.model
     S = block.dense_states(m, b.n_win)
     off, length = block.table_offsets(b.n_win, S)
@@ -52,6 +54,8 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
 
 def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
     """:func:`run_cpu_chunk` through per-trajectory records of every window (:func:`cpu.simulate_chunk`)."""
+    from . import cpu
+
     m = b.model
     vpos = visible_positions(m)
     cap = block.first_cap(b.n_win)

@@ -61,7 +61,7 @@ def table_offsets(n_win: int, S: int) -> tuple[dict[str, int], int]:
 
 
 def table_counts(tot: np.ndarray, off: dict[str, int], S: int, n_win: int) -> dict:
-    """Counts of :func:`reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
+    """Counts of :func:`distsim.maboss.shard.reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
     are summed modulo 2**64, which is exact): entropy sums, events and, with S > 0, the records and states
     at max_time."""
     tot = np.ascontiguousarray(tot).view(np.uint64)
@@ -138,32 +138,6 @@ def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
             "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
             "fp": fp, "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
             "trajectories": int(sum(p["trajectories"] for p in parts))}
-
-
-def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (``rec_win[trajectory, record]``,
-    ``rec_state[trajectory, record, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
-    and its windows' entropy sums (the same for both kernels)."""
-    import numba
-
-    from . import cpu
-
-    size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
-    while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT, parts)
-        if ok:
-            break
-        size *= 4
-    vw = rec_state.shape[2]
-    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1)
-    used = kw >= 0
-    win, state, qs, q2 = _sum_rows((kw[used],), ks[used], sq[used], sq2[used])
-    final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
-    fpmask = fixed.astype(bool)
-    fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
-    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
-            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
-            "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
 def event_tables(m: CompiledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -191,3 +191,25 @@ def test_compile_listener_waits_for_numbas_import():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "WATCH (False, False) True" in r.stdout, r.stdout
+
+
+GPU_PROCESS = """
+import os, sys
+os.environ["DISTSIM_MABOSS_PROFILE"] = "1"
+from distsim.cli import main
+rc = main(["-q", "maboss", {bnd!r}, {cfg!r}, "-n", "100000", "--csv", {prefix!r}])
+print("RC", rc, "numba" in sys.modules)
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_process_imports_no_numba_and_launches_once(tmp_path):
+    """On a GPU: ``distsim maboss`` on Montagud's model in a new process imports no Numba, and its first
+    launch is not redone (the dense tables' fixed points fit the first hash table)."""
+    code = GPU_PROCESS.format(bnd=str(MONTAGUD[0]), cfg=str(MONTAGUD[1]), prefix=str(tmp_path / "m"))
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "RC 0 False" in r.stdout, r.stdout[-2000:]
+    chunk = [x for x in r.stderr.splitlines() if x.startswith("[distsim profile] maboss gpu chunk")]
+    assert chunk and all("kernel redone" not in x for x in chunk), r.stderr[-3000:]
+    assert (tmp_path / "m_probtraj.csv").stat().st_size > 0

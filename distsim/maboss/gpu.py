@@ -117,6 +117,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     import cupy as cp
 
     m = b.model
+    prof = block.Profile(cp)
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
      grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes) = _device_model(m)
     mod = _module(m)
@@ -128,7 +129,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     n_copies = copies(length)
     cap = block.REC_CAP
     slots = _HT_SLOTS.get(m.digest) or first_slots(S > 0, n)
-    prof = block.Profile(cp)
+    prof.lap("tables and module")
     while True:  # per-thread scratch (written before it is read) and the zeroed sums
         xs = cp.empty(m.n * n, cp.uint8)
         ridx = cp.empty(1 if generated else m.n * n, cp.uint8)
@@ -141,6 +142,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         s1 = cp.zeros(slots, cp.uint64)
         s2 = cp.zeros(slots, cp.uint64)
         flags = cp.zeros(3, cp.int32)
+        prof.lap("scratch")
         fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (
             np.int64(n), par_start, par_index, tt_start, tt, val_start, vals, internal, vpos,
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),

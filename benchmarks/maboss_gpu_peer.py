@@ -243,6 +243,12 @@ def main() -> None:
                 cfg = with_samples(args.data / f"{name}.cfg", n, tmp)
                 warm = min(_timed(lambda: maboss(bnd, cfg, backend="gpu", progress=False))
                            for _ in range(args.repeats))
+                # one more warm run, untimed, with distsim's phases on stderr (the call's and each chunk's)
+                os.environ["DISTSIM_MABOSS_PROFILE"] = "1"
+                try:
+                    maboss(bnd, cfg, backend="gpu", progress=False)
+                finally:
+                    del os.environ["DISTSIM_MABOSS_PROFILE"]
                 proc = min(run_distsim_process(bnd, cfg, n, tmp / f"ds_{name}") for _ in range(args.repeats))
                 if n == args.trajectories[0]:  # where the new process's time goes (maboss_process.py)
                     try:
@@ -276,12 +282,6 @@ def main() -> None:
                 lines.append(f"| {name} | {n:.0e} | {sim:.3f} | {warm:.3f} | {warm / sim:.2f} | {wall:.3f} | "
                              f"{proc:.3f} | {proc / wall:.2f} | {cmp} |")
                 print(lines[-1], file=sys.stderr, flush=True)
-            # one more warm run, untimed, with distsim's per-phase seconds on stderr (gpu.py's _Profile)
-            os.environ["DISTSIM_MABOSS_PROFILE"] = "1"
-            try:
-                maboss(bnd, cfg, backend="gpu", progress=False)
-            finally:
-                del os.environ["DISTSIM_MABOSS_PROFILE"]
     emit(lines, args.out)
 
 

@@ -6,10 +6,9 @@ MaBoSS.GPU's).
 runs ``distsim maboss MODEL.bnd MODEL.cfg OPTIONS`` in a fresh interpreter (this file re-run as a child,
 so nothing is imported beforehand) with timers around its phases, and prints one line per phase (wall and
 CPU seconds): interpreter start, the command line (``distsim.cli``), the workload's imports
-(``distsim.maboss``: NumPy, Numba, xarray, ...), the cluster (if one starts), reading and compiling the
-model, the backend's start in the first shard (CuPy and the CUDA context on a GPU), kernel loading, the
-simulation, the Dataset (xarray imports dask.array on the first Variable), the CSV/netCDF files and the
-exit. The phases are measured by wrapping distsim's functions; the child's output is its own.
+(``distsim.maboss``: NumPy, xarray, ...; Numba with the first CPU kernel call), the cluster (if one
+starts), reading and compiling the model, the backend's start in the first shard (CuPy and the CUDA
+context on a GPU), kernel loading, the simulation, the Dataset, the CSV/netCDF files and the exit. The phases are measured by wrapping distsim's functions; the child's output is its own.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ def child(argv: list[str]) -> None:
     from distsim.engine import executor
     from distsim.maboss import csv, shard, simulate
 
-    mark("import distsim.maboss (numpy, numba, xarray, ...)")
+    mark("import distsim.maboss (numpy, xarray, ...; Numba only with the CPU kernels)")
     wrap(simulate, "load", "read .bnd/.cfg")
     wrap(simulate, "compile_model", "compile the model")
     wrap(common, "_start", "start the Dask cluster")
@@ -81,7 +80,7 @@ def child(argv: list[str]) -> None:
     wrap(csv, "write_csv", "write the CSV files")
     wrap(results, "write", "write the Dataset file")
     wrap(executor, "execute_shard", "shard tasks run here (all of the simulation)")
-    wrap(shard, "run_cpu_chunk", "CPU kernel calls (Numba cache load + simulation)")
+    wrap(shard, "run_cpu_chunk", "CPU kernel calls (Numba import, cache load, simulation)")
     try:
         from distsim.maboss import gpu
 

@@ -10,6 +10,7 @@ store them.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -37,9 +38,15 @@ def _dask_version() -> str:
 
     if "dask" in sys.modules:
         return sys.modules["dask"].__version__
+    return _installed_version("dask")
+
+
+@functools.cache
+def _installed_version(dist: str) -> str:
+    """An installed distribution's version (its metadata read once per process: ~1-2 ms a call)."""
     from importlib.metadata import version
 
-    return version("dask")
+    return version(dist)
 
 
 def provenance(

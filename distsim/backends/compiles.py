@@ -2,7 +2,7 @@
 cached load.
 
 Two kinds: Numba compiling a distsim function (a miss of Numba's disk cache: ``cache=True`` on every
-``njit``; Numba reports it as its ``numba:compile`` event, listened to from this module's import) and
+``njit``; Numba reports it as its ``numba:compile`` event, listened to from Numba's import) and
 NVRTC compiling a CUDA module (a miss of :func:`distsim.backends.cuda.load_module`'s disk cache).
 Outside a task each outermost compile prints :func:`message` to stderr (e.g. the client's histogram
 pilot). A shard task (``engine.executor``) runs under :func:`announce` with its own callback (printed
@@ -13,10 +13,12 @@ Compile seconds and counts are kept per thread (:func:`seconds`, :func:`count`).
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.util
 import sys
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 Notice = Callable[[str, str], None]  # (kind 'cpu' | 'gpu', what: 'Numba <function>' | 'NVRTC')
 
@@ -121,4 +123,30 @@ def watch_numba() -> None:
         _installed = True
 
 
-watch_numba()
+class _AfterNumbaImport(importlib.abc.MetaPathFinder):
+    """Calls :func:`watch_numba` as soon as Numba's first import finishes, so that a process that never
+    imports Numba (a GPU run of MaBoSS) does not import it for the listener (0.2-0.5 s)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+        if name != "numba":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)  # what the other finders give
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            watch_numba()
+
+        loader.exec_module = exec_module  # this import's loader (Numba's own module object is unchanged)
+        return spec
+
+
+if "numba" in sys.modules:
+    watch_numba()
+elif not any(isinstance(f, _AfterNumbaImport) for f in sys.meta_path):
+    sys.meta_path.insert(0, _AfterNumbaImport())

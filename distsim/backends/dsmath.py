@@ -8,7 +8,6 @@ not contract multiply-adds (``--fmad=false``). Accuracy is within a few ulp, amp
 
 from __future__ import annotations
 
-import decimal
 import math
 
 import numba
@@ -17,6 +16,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .neglog import NEGLOG_TABLE, neglog_table_cuda  # noqa: F401 -- its home; re-exported
 
 LN2 = 0.6931471805599453
 SQRT_HALF = 0.7071067811865476
@@ -191,25 +192,6 @@ def ds_sin(x):
 @numba.njit(inline="always", cache=True)
 def ds_cos(x):
     return _trig(x, 1)
-
-
-def _neglog_table() -> np.ndarray:
-    """(1/c, log c) for c = j/256, j = 192..384, interleaved; log c correctly rounded (decimal, so the
-    same bits on every machine)."""
-    ctx = decimal.Context(prec=40)
-    out = []
-    for j in range(192, 385):
-        c = j / 256.0
-        out += [1.0 / c, float(ctx.ln(decimal.Decimal(c)))]
-    return np.asarray(out, dtype=np.float64)
-
-
-NEGLOG_TABLE = _neglog_table()
-
-
-def neglog_table_cuda() -> str:
-    """The table as a C initializer for ``kernels/dsmath.cuh`` (``DS_NEGLOG_TABLE_INIT``)."""
-    return "#define DS_NEGLOG_TABLE_INIT {" + ", ".join(float(v).hex() for v in NEGLOG_TABLE) + "}\n"
 
 
 @numba.njit(inline="always", cache=True)

@@ -11,6 +11,9 @@ from .common import backend, check_outputs, client, finish, parse_assignments, p
     subparser
 
 
+SHOWN_FIXED_POINTS = 10  # fixed points printed in the summary
+
+
 def register(subparsers: Any) -> None:
     """Add the ``maboss`` command."""
     p = subparser(subparsers, "maboss", help="MaBoSS time courses of a .bnd + .cfg model (continuous-time Boolean)")
@@ -108,9 +111,15 @@ def _print_summary(ds: Any) -> None:
         print(f"{ds.point.size} points: {', '.join(map(str, ds.point.values[:6]))}{more}")
         return
     final = ds.final_probability.values
-    w = max([5] + [len(str(s)) for s in ds.state.values])
+    top = np.argsort(-final, kind="stable")[:10]
+    states = [str(s) for s in ds.indexes["state"][top]]  # the index, not .values: no copy of every label
+    w = max([5] + [len(s) for s in states])
     print(f"{'state at max_time':<{w}} {'probability':>11}")
-    for j in np.argsort(-final, kind="stable")[:10]:
-        print(f"{str(ds.state.values[j]):<{w}} {final[j]:11.5f}")
-    for lab, p in zip(ds.fixed_point.values, ds.fixed_point_probability.values):
+    for s, j in zip(states, top):
+        print(f"{s:<{w}} {final[j]:11.5f}")
+    fp = ds.fixed_point_probability.values  # the most frequent first; a large model has thousands (the Dataset
+    k = SHOWN_FIXED_POINTS  # and --csv hold them all)
+    for lab, p in zip(ds.indexes["fixed_point"][:k], fp[:k]):
         print(f"fixed point {lab}: {p:.5f}")
+    if fp.size > k:
+        print(f"... {fp.size - k} more fixed points (probability {fp[k:].sum():.5f} in all)")

@@ -6,14 +6,22 @@ numbers however the trajectories are split; the dataset is built from these coun
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from dataclasses import dataclass
+from typing import Any
 
-import numba
 import numpy as np
 
-from . import cpu
-from .cpu import QUANTA, SQ_SHIFT, TH_SQ_SHIFT  # noqa: F401 -- the squares' scales, re-exported
 from .model import CompiledModel
+
+# Units of the counts (both kernels; see :mod:`.cpu`). No Numba here: a GPU process never imports it.
+QUANTA = 1 << 30  # quanta of time per time_tick
+TH_UNITS = 1 << 24  # transition-entropy integral: units of 2**-24 tick x bit
+TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
+TH_SQ_SHIFT = 12  # squares of entropy integrals at 2**12 units (ErrorTH)
+SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (ErrorProba)
 
 REC_CAP = 16  # records per trajectory: first slab REC_CAP + WIN_RECS * windows (records), or of one window
 WIN_RECS = 2  # every window holds at least one record
@@ -53,7 +61,7 @@ def table_offsets(n_win: int, S: int) -> tuple[dict[str, int], int]:
 
 
 def table_counts(tot: np.ndarray, off: dict[str, int], S: int, n_win: int) -> dict:
-    """Counts of :func:`reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
+    """Counts of :func:`distsim.maboss.shard.reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
     are summed modulo 2**64, which is exact): entropy sums, events and, with S > 0, the records and states
     at max_time."""
     tot = np.ascontiguousarray(tot).view(np.uint64)
@@ -115,9 +123,12 @@ def _sum_rows(lead: tuple[np.ndarray, ...], rows: np.ndarray, *values: np.ndarra
 
 
 def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
-    """Sum shard results (exact integers: the order and the split do not matter)."""
+    """Sum shard results (exact integers: the order and the split do not matter). A part is already summed by
+    key in :func:`_sum_rows`' order (every kernel call's counts are), so one part is the sum."""
     if not parts:
         return _empty(n_win, n_words, vw)
+    if len(parts) == 1:
+        return parts[0]
     cat = {k: np.concatenate([p[k] for p in parts]) for k in ("win", "q", "q2", "final_n", "fp_n")}
     win, state, q, q2 = _sum_rows((cat["win"],), np.concatenate([p["state"] for p in parts]).reshape(-1, vw),
                                   cat["q"], cat["q2"])
@@ -127,28 +138,6 @@ def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
             "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
             "fp": fp, "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
             "trajectories": int(sum(p["trajectories"] for p in parts))}
-
-
-def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (``rec_win[trajectory, record]``,
-    ``rec_state[trajectory, record, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
-    and its windows' entropy sums (the same for both kernels)."""
-    size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
-    while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT, parts)
-        if ok:
-            break
-        size *= 4
-    vw = rec_state.shape[2]
-    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1)
-    used = kw >= 0
-    win, state, qs, q2 = _sum_rows((kw[used],), ks[used], sq[used], sq2[used])
-    final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
-    fpmask = fixed.astype(bool)
-    fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
-    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
-            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
-            "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
 def event_tables(m: CompiledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -173,3 +162,31 @@ def visible_positions(m: CompiledModel) -> np.ndarray:
     return vpos
 
 
+PROFILE_ENV = "DISTSIM_MABOSS_PROFILE"
+
+
+class Profile:
+    """Per-phase seconds on stderr when DISTSIM_MABOSS_PROFILE=1 (off by default): of a whole call
+    (:func:`distsim.maboss.maboss`) and of each GPU chunk, the device synchronized at each lap (``cp``: CuPy,
+    which costs a little)."""
+
+    def __init__(self, cp: Any = None):
+        self.on = os.environ.get(PROFILE_ENV, "") not in ("", "0")
+        self.cp = cp
+        self.laps: dict[str, float] = {}
+        self.t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        if not self.on:
+            return
+        sync = getattr(getattr(getattr(self.cp, "cuda", None), "runtime", None), "deviceSynchronize", None)
+        if sync is not None:
+            sync()
+        t = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + t - self.t
+        self.t = t
+
+    def report(self, what: str) -> None:
+        if self.on:
+            print(f"[distsim profile] {what}: " + ", ".join(f"{k} {v:.4f} s" for k, v in self.laps.items()),
+                  file=sys.stderr, flush=True)

@@ -33,12 +33,7 @@ from numba import prange
 
 from ..backends.dsmath import INV_LN2, ds_log, neglog_u01
 from ..rng.philox import philox4x32_10, u01_f64
-
-QUANTA = 1 << 30
-TH_UNITS = 1 << 24  # transition-entropy integral: units of 2**-24 tick x bit
-TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
-TH_SQ_SHIFT = 12  # squares of entropy integrals at 2**12 units (ErrorTH)
-SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (ErrorProba)
+from .block import QUANTA, SQ_SHIFT, TH_SCALE, TH_SQ_SHIFT, TH_UNITS  # noqa: F401 -- the counts' units
 
 
 

@@ -6,13 +6,11 @@ straight-line code); ``DISTSIM_MABOSS_KERNEL=table`` runs the model-independent 
 from __future__ import annotations
 
 import os
-import sys
-import time
 from typing import Any
 
 import numpy as np
 
-from ..backends import cuda, dsmath
+from ..backends import cuda, neglog
 from .model import CompiledModel
 from . import block, codegen
 from .block import Block, visible_positions
@@ -21,19 +19,22 @@ BLOCK = 128
 OPTIONS = ("--fmad=false",)
 
 
-_SOURCES: dict[str, str] = {}  # generated sources by model digest (the decision diagrams take a moment)
+_SOURCES: dict[str, str] = {}  # the template and generated sources by kernels digest (+ model digest)
 
 
 def source(m: CompiledModel | None = None) -> str:
     """The kernel's source: generated for ``m`` (unless DISTSIM_MABOSS_KERNEL=table, or the model is too large
-    for generated code), else the table kernel."""
-    template = dsmath.neglog_table_cuda() + cuda.kernel_source("ctbn.cu")
-    if m is None or not codegen.use_generated():
-        return template
-    key = m.digest + cuda.kernels_digest()
-    if key not in _SOURCES:
+    for generated code), else the table kernel. Built once per kernels folder contents and model."""
+    kd = cuda.kernels_digest()
+    template = _SOURCES.get(kd)
+    if template is None:
         if len(_SOURCES) > 16:
             _SOURCES.clear()
+        template = _SOURCES[kd] = neglog.neglog_table_cuda() + cuda.kernel_source("ctbn.cu")
+    if m is None or not codegen.use_generated():
+        return template
+    key = m.digest + kd
+    if key not in _SOURCES:
         _SOURCES[key] = codegen.fill(template, m) or template
     return _SOURCES[key]
 
@@ -68,7 +69,7 @@ def _device_model(m: CompiledModel) -> tuple:
 
 COPIES_MAX = 64  # copies of the sum tables (atomic contention) ...
 COPIES_BYTES = 16 << 20  # ... within this many bytes
-HT_FIRST = 1 << 12  # first hash-table slots of a launch (x 4 while it overflows; remembered per model)
+HT_FIRST = 1 << 16  # first hash-table slots of a model's launches (then what it needed, remembered per model)
 HT_MAX_SLOTS = 1 << 26  # beyond: the launch's trajectories are run in halves
 HT_COPIES = 32  # slots per hot key (a power of two; a warp's lanes use distinct ones), see kernels/ctbn.cu
 TAG_MASK = np.uint64(0xFFFFFFFF)  # a key's tag without its copy (bits 32..)
@@ -81,6 +82,21 @@ def copies(length: int) -> int:
     while k < COPIES_MAX and 2 * k * length * 8 <= COPIES_BYTES:
         k *= 2
     return k
+
+
+def first_slots(dense: bool, n: int) -> int:
+    """Hash-table slots of a model's first launch: HT_FIRST; with dense tables the table holds only fixed
+    points, at most one key per trajectory, so 2n slots (a power of two) never overflow."""
+    return min(HT_FIRST, 1 << max(1, 2 * n - 1).bit_length()) if dense else HT_FIRST
+
+
+def slots_after_overflow(slots: int, used: int) -> int:
+    """Slots for the launch redone after a table of ``slots`` overflowed (more than half full) with ``used``
+    slots filled. A table not full took every key, so ``used`` is their number and 2 * used slots hold them
+    all (the trajectories, hence the keys, are the same again: one redo); a full one grows by 4."""
+    if used < slots:
+        return max(2 * slots, 1 << max(1, 2 * used - 1).bit_length())
+    return 4 * slots
 
 
 def chunk_size(b: Block) -> int:
@@ -101,6 +117,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     import cupy as cp
 
     m = b.model
+    prof = block.Profile(cp)
     (par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum, grp_node_start,
      grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes) = _device_model(m)
     mod = _module(m)
@@ -111,8 +128,8 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     off, length = block.table_offsets(b.n_win, S)
     n_copies = copies(length)
     cap = block.REC_CAP
-    slots = _HT_SLOTS.get(m.digest, HT_FIRST)
-    prof = _Profile(cp)
+    slots = _HT_SLOTS.get(m.digest) or first_slots(S > 0, n)
+    prof.lap("tables and module")
     while True:  # per-thread scratch (written before it is read) and the zeroed sums
         xs = cp.empty(m.n * n, cp.uint8)
         ridx = cp.empty(1 if generated else m.n * n, cp.uint8)
@@ -125,6 +142,7 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         s1 = cp.zeros(slots, cp.uint64)
         s2 = cp.zeros(slots, cp.uint64)
         flags = cp.zeros(3, cp.int32)
+        prof.lap("scratch")
         fn(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (
             np.int64(n), par_start, par_index, tt_start, tt, val_start, vals, internal, vpos,
             np.int32(m.n), grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, np.int32(len(m.grp_start) - 1),
@@ -140,13 +158,13 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
         if f[0]:
             cap *= 4
         elif f[1]:
-            if slots * 4 > HT_MAX_SLOTS and n > 1:  # too many distinct keys for one launch: halves
+            need = slots_after_overflow(slots, int(f[2]))
+            if need > HT_MAX_SLOTS and n > 1:  # too many distinct keys for one launch: halves
                 del xs, ridx, rec_state, rec_q, acc, kbuf, ctl, keys, s1, s2
                 h = n // 2
                 return block.merge([run_gpu_chunk(b, traj0, h), run_gpu_chunk(b, traj0 + h, n - h)], b.n_win,
                                    m.n_words, vw)
-            slots *= 4
-            _HT_SLOTS[m.digest] = slots
+            slots = _HT_SLOTS[m.digest] = need
         else:
             break
     del xs, ridx, rec_state, rec_q, kbuf
@@ -180,29 +198,3 @@ def run_gpu_chunk(b: Block, traj0: int, n: int) -> dict:
     prof.report(f"maboss gpu chunk n={n} nodes={m.n} visible={vis_nodes.size} dense={S > 0} slots={slots} "
                 f"keys={used} rec_cap={cap} events/trajectory={out['events'] / max(n, 1):.1f}")
     return out
-
-
-class _Profile:
-    """Per-phase seconds of a chunk on stderr when DISTSIM_MABOSS_PROFILE=1 (the device synchronized at
-    each lap, which costs a little; off by default)."""
-
-    def __init__(self, cp: Any):
-        self.on = os.environ.get("DISTSIM_MABOSS_PROFILE", "") not in ("", "0")
-        self.cp = cp
-        self.laps: dict[str, float] = {}
-        self.t = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        if not self.on:
-            return
-        sync = getattr(getattr(getattr(self.cp, "cuda", None), "runtime", None), "deviceSynchronize", None)
-        if sync is not None:
-            sync()
-        t = time.perf_counter()
-        self.laps[name] = self.laps.get(name, 0.0) + t - self.t
-        self.t = t
-
-    def report(self, what: str) -> None:
-        if self.on:
-            print(f"[distsim profile] {what}: " + ", ".join(f"{k} {v:.4f} s" for k, v in self.laps.items()),
-                  file=sys.stderr, flush=True)

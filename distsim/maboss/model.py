@@ -20,7 +20,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
@@ -290,8 +290,35 @@ def _compile(model: Model, mutants: Mapping[str, int] | None) -> CompiledModel:
                          unmutated=compile_model(model) if fix_mask.any() else None, **arrays)
 
 
-def state_label(bits: Sequence[int], nodes: tuple[str, ...], which: tuple[int, ...]) -> str:
-    """MaBoSS's label of a state: the active nodes (``bits[j]``: node ``which[j]``) joined by ' -- '; '<nil>' for
-    none."""
-    on = [nodes[which[j]] for j in range(len(which)) if bits[j]]
-    return " -- ".join(on) if on else "<nil>"
+_LABELS: dict[tuple, dict[bytes, str]] = {}  # state_labels' memo: (names, bits) -> state words -> label
+LABELS_MAX = 1 << 18  # labels kept in all, at most (a fixed point of a large model's label: ~1 kB)
+
+
+def state_labels(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...]) -> list[str]:
+    """MaBoSS's label of every row of ``words`` (uint64 [rows, words]): the ``names[k]`` whose bit ``bits[k]``
+    (bit ``b % 64`` of word ``b // 64``) is set, in the order of ``names``, joined by ' -- ' ('<nil>' for none).
+    Labels are remembered per model (its fixed points recur from call to call; joining a large model's names
+    took most of a warm call's host time)."""
+    if len(words) == 0:
+        return []
+    words = np.ascontiguousarray(words, np.uint64).reshape(len(words), -1)
+    memo = _LABELS.setdefault((names, bits), {})
+    w = words.shape[1] * 8
+    raw = words.tobytes()
+    keys = [raw[i:i + w] for i in range(0, len(raw), w)]
+    out = [memo.get(k) for k in keys]
+    miss = [i for i, lab in enumerate(out) if lab is None]
+    if miss:
+        b = np.asarray(bits, np.int64)
+        on = (words[np.asarray(miss)][:, b >> 6] >> (b & 63).astype(np.uint64)) & np.uint64(1)
+        rows, cols = np.nonzero(on)  # row-major: each row's active nodes in the order of names
+        flat = np.array(list(names) or [""], dtype=object)[cols].tolist()
+        ends = np.cumsum(np.bincount(rows, minlength=len(miss))).tolist()
+        if sum(map(len, _LABELS.values())) + len(miss) > LABELS_MAX:
+            _LABELS.clear()
+            memo = _LABELS.setdefault((names, bits), {})
+        start = 0
+        for i, end in zip(miss, ends):
+            out[i] = memo[keys[i]] = " -- ".join(flat[start:end]) or "<nil>"
+            start = end
+    return out

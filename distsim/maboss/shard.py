@@ -3,24 +3,26 @@ reduced to integer counts (:mod:`.block`)."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..engine import ShardContext
-from . import cpu
 from . import block
-from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
+from .block import TH_SQ_SHIFT, Block, merge, visible_positions
 
 CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
 DENSE_CHUNK = 1 << 16  # trajectories per CPU call into dense tables
 DENSE_BYTES = 1 << 28  # the dense tables of all parts of a CPU call, at most
 
-__all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK"]
+__all__ = ["Block", "merge", "reduce_chunk", "run_cpu_chunk", "simulate_block", "CHUNK"]
 
 
 def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
     """Trajectories ``traj0 .. traj0 + n`` on the CPU: summed into dense tables where the visible states are
     few (:func:`cpu.simulate_dense`), else per-trajectory records reduced by a hash (:func:`run_cpu_records`)."""
+    import numba  # the CPU kernels' imports, here: a GPU process never imports Numba
+
+    from . import cpu
+
     m = b.model
     S = block.dense_states(m, b.n_win)
     off, length = block.table_offsets(b.n_win, S)
@@ -52,6 +54,8 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
 
 def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
     """:func:`run_cpu_chunk` through per-trajectory records of every window (:func:`cpu.simulate_chunk`)."""
+    from . import cpu
+
     m = b.model
     vpos = visible_positions(m)
     cap = block.first_cap(b.n_win)
@@ -75,6 +79,33 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
             return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_int.sum(axis=0),
                                 ((th_int >> TH_SQ_SHIFT) ** 2).sum(axis=0), final_vis, final_full, fixed, events)
         cap *= 4
+
+
+def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one kernel call's per-trajectory outputs (``rec_win[trajectory, record]``,
+    ``rec_state[trajectory, record, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
+    and its windows' entropy sums (the CPU's records; the GPU reduces on the device)."""
+    import numba
+
+    from . import cpu
+
+    size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
+    while True:
+        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size,
+                                              block.SQ_SHIFT, parts)
+        if ok:
+            break
+        size *= 4
+    vw = rec_state.shape[2]
+    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1)
+    used = kw >= 0
+    win, state, qs, q2 = block._sum_rows((kw[used],), ks[used], sq[used], sq2[used])
+    final, final_n = block._sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
+    fpmask = fixed.astype(bool)
+    fp, fp_n = block._sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
+    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
+            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
+            "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
 def simulate_block(ctx: ShardContext, b: Block) -> dict:

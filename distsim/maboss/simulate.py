@@ -5,20 +5,17 @@ from __future__ import annotations
 import math
 import os
 import time
-from itertools import compress
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from .. import engine
+from .. import engine, results
 from ..models.formats.maboss import read_rates
-from ..rng import check_seed, derive_seeds
-from .model import CompiledModel, Model, compile_model, load, state_label, with_settings
-from .block import SQ_SHIFT, TH_SQ_SHIFT, Block, merge
+from ..rng import check_seed
+from .model import CompiledModel, Model, compile_model, load, state_labels, with_settings
+from .block import QUANTA, SQ_SHIFT, TH_SQ_SHIFT, TH_UNITS, Block, Profile, merge
 from .shard import simulate_block
-from .cpu import QUANTA, TH_UNITS
 
 ALIGN = 64
 WAVE_MIN = 1024  # trajectories of a CPU shard, at least
@@ -53,6 +50,7 @@ def maboss(
     workers and on CPU or GPU. ``time_limit`` (seconds): trajectories run in waves and no wave starts
     past the limit (``attrs["trajectories"]`` says how many ran).
     """
+    prof = Profile()
     over = dict(max_time=max_time, time_tick=time_tick, sample_count=trajectories,
                 seed_pseudorandom=None if seed is None else check_seed(seed),
                 discrete_time=None if discrete_time is None else float(bool(discrete_time)))
@@ -64,19 +62,27 @@ def maboss(
         m = load(model, cfg, variables=variables, **over)
     if time_limit is not None and not (isinstance(time_limit, (int, float)) and 0 < time_limit < math.inf):
         raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    prof.lap("read")
     c = compile_model(m, mutants)
+    prof.lap("compile")
     s = m.settings
     with engine.Run("maboss", client, backend, progress=progress, label="maboss") as run:
         run.progress.start(f"{s.sample_count} trajectories of {m.name} to t={s.max_time:g} on {run.describe()}",
                            total=s.sample_count, unit="traj")
-        res = _simulate(run, c, m, s.seed_pseudorandom, time_limit)
-    return build_dataset(m, c, res, run.provenance(
+        prof.lap("run start")
+        res = _simulate(run, c, m, s.seed_pseudorandom, time_limit, prof)
+    prof.lap("run end")
+    ds = build_dataset(m, c, res, run.provenance(
         workload="maboss.simulate", seed=s.seed_pseudorandom, model_name=m.name, model_sha256=c.digest,
         max_time=s.max_time, time_tick=s.time_tick, discrete_time=int(s.discrete_time),
         trajectories=res["trajectories"], trajectories_requested=s.sample_count, events=res["events"],
         mutants=",".join(f"{k}={v}" for k, v in (mutants or {}).items()) or "none",
         variables=",".join(f"{k}={v:g}" for k, v in m.rates.config.variables.items()) or "none",
         stopped_by="trajectories" if res["trajectories"] == s.sample_count else "time_limit"))
+    prof.lap("dataset")
+    prof.report(f"maboss call n={res['trajectories']} nodes={c.n} states={ds.sizes['state']} "
+                f"fixed_points={ds.sizes['fixed_point']}")
+    return ds
 
 
 def _block(c: CompiledModel, m: Model, seed: int, r: range) -> Block:
@@ -84,15 +90,20 @@ def _block(c: CompiledModel, m: Model, seed: int, r: range) -> Block:
     return Block(c, seed, r.start, len(r), s.n_windows, s.max_time, s.time_tick, s.discrete_time)
 
 
-def _simulate(run: engine.Run, c: CompiledModel, m: Model, seed: int, time_limit: float | None) -> dict:
+def _simulate(run: engine.Run, c: CompiledModel, m: Model, seed: int, time_limit: float | None,
+              prof: Profile | None = None) -> dict:
     n, nw = m.settings.sample_count, run.n_workers()
+    prof = prof or Profile()
     if time_limit is None:
         # up to 8 shards per worker, so that progress (and its ETA) moves during a long run; integer counts:
         # the split never changes the result
         waves = max(1, min(8, n // ((GPU_WAVE_MIN if run.uses_gpu() else WAVE_MIN) * nw)))
         blocks = [_block(c, m, seed, r) for r in run.split(n, align=ALIGN, shards=nw * waves)]
-        return merge(run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks]), m.settings.n_windows,
-                     c.n_words, c.vis_words)
+        out = run.round(simulate_block, blocks, counts=[b.n_traj for b in blocks])
+        prof.lap(f"shards ({len(blocks)})")
+        res = merge(out, m.settings.n_windows, c.n_words, c.vis_words)
+        prof.lap("merge")
+        return res
     t0, done, parts = time.perf_counter(), 0, []
     wave = min(n, ALIGN * nw)
     while done < n:
@@ -130,6 +141,8 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     col, fcol = inv[:len(res["state"])], inv[len(res["state"]):]
     j = np.arange(len(c.visible))
     bits = ((codes[:, j >> 6] >> (j & 63).astype(np.uint64)[None, :]) & np.uint64(1)).astype(np.uint8)
+    vis_names = tuple(c.nodes[i] for i in c.visible)
+    names = tuple(c.nodes[i] for i in c.order)
     q = np.zeros((n_win, len(codes)), np.int64)
     q2 = np.zeros((n_win, len(codes)), np.int64)
     q[res["win"], col] = res["q"]
@@ -140,7 +153,7 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     therr = _error(res["th2"] / float(1 << (2 * (24 - TH_SQ_SHIFT))), th, n_traj)
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -np.sum(np.where(prob > 0, prob * np.log2(np.where(prob > 0, prob, 1.0)), 0.0), axis=1)
-    labels = [state_label(row, c.nodes, c.visible) for row in bits]
+    labels = state_labels(codes, vis_names, tuple(range(len(c.visible))))
     node_prob = (q @ bits.astype(np.int64)) / (float(QUANTA) * n_traj)  # integer sums: exact, no BLAS order
     final = np.zeros(len(codes), np.int64)
     final[fcol] = res["final_n"]
@@ -149,10 +162,7 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
                ).astype(np.uint8)
     order = np.argsort(-res["fp_n"], kind="stable")
     fp_bits, fp_n = fp_bits[order], res["fp_n"][order]
-    names = [c.nodes[i] for i in c.order]
-    # the names of each fixed point's active nodes (compress: in C; models with thousands of fixed points)
-    fp_labels = [" -- ".join(compress(names, row)) or "<nil>" for row in fp_bits.tolist()]
-    vis_names = [c.nodes[i] for i in c.visible]
+    fp_labels = state_labels(res["fp"][order], names, c.order)
     data = {
         "probability": (("time", "state"), prob, {"long_name": "probability of the visible state, averaged over the "
                                                   "window [time, time + time_tick)", "units": "1"}),
@@ -173,33 +183,9 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": ("state", labels),
               "node": ("node", vis_names), "fixed_point": ("fixed_point", fp_labels),
               "model_node": ("model_node", names)}
-    ds = xr.Dataset({k: _variable(*v) for k, v in data.items()}, coords={k: _index(*v) for k, v in coords.items()})
+    ds = results.dataset(data, coords)
     ds.attrs = attrs
     return ds
-
-
-# A new process's Dataset without dask: xarray checks each Variable it builds from data for dask arrays,
-# importing dask.array (0.3-0.9 s), and each index it builds from an array for a dask collection, importing
-# dask (0.1-0.2 s). Built on its fast path from NumPy arrays (lists as ``np.asarray`` makes them, as xarray
-# does) and pandas indexes, the Dataset is the same (tests/unit/test_maboss_process.py).
-try:
-    from xarray.core.indexing import PandasIndexingAdapter
-except ImportError:  # another xarray: its ordinary build (the same Dataset, slower)
-    PandasIndexingAdapter = None
-
-
-def _variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None) -> xr.Variable:
-    """The Variable ``(dims, values, attrs)`` of NumPy data, built without the dask check."""
-    return xr.Variable(dims, np.asarray(values), attrs, fastpath=True)
-
-
-def _index(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tuple:
-    """The dimension coordinate ``(dim, values, attrs)``, its index made from a pandas Index as xarray
-    makes it (``pd.Index`` of the values, the values' dtype kept), without the dask check."""
-    values = np.asarray(values)
-    if PandasIndexingAdapter is None or values.dtype.kind not in "fiuU":
-        return dim, values, attrs
-    return xr.IndexVariable(dim, PandasIndexingAdapter(pd.Index(values), dtype=values.dtype), attrs, fastpath=True)
 
 
 def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
@@ -209,6 +195,8 @@ def sweep(model: str | os.PathLike, cfg: str | os.PathLike | None = None, *,
     """Many variants of one model in one round of tasks, stacked along ``point``: each point a dict of
     ``mutants`` (``{"NODE": 0|1}``) and/or ``variables`` (``{"$x": 1.0}``). Point p uses the seed
     ``derive_seeds(seed, p)``, so it equals ``maboss(..., seed=derive_seeds(seed, p)[()])`` bit for bit."""
+    from ..rng import derive_seeds  # Philox on the CPU (Numba): only sweeps derive seeds
+
     over = dict(max_time=max_time, time_tick=time_tick, sample_count=trajectories,
                 discrete_time=None if discrete_time is None else float(bool(discrete_time)))
     base = load(model, cfg, **over)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .seeds import MAX_SEED, check_seed  # noqa: F401 -- their home; re-exported
+
 M0 = np.uint64(0xD2511F53)
 M1 = np.uint64(0xCD9E8D57)
 W0 = np.uint64(0x9E3779B9)
@@ -17,7 +19,6 @@ W1 = np.uint64(0xBB67AE85)
 MASK32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 
-MAX_SEED = 2**32 - 1
 
 
 @numba.njit(inline="always", cache=True)
@@ -97,13 +98,3 @@ def uniform_f64(hi, lo) -> np.ndarray:
     """Vectorised :func:`u01_f64` over pairs of uint32 words."""
     k = (np.asarray(hi, dtype=np.uint64) << np.uint64(20)) | (np.asarray(lo, dtype=np.uint64) >> np.uint64(12))
     return (k.astype(np.float64) + 0.5) * 2.0**-52
-
-
-def check_seed(seed: int) -> int:
-    """Validate a user seed (an integer in [0, 2**32)) and return it as int."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an integer in [0, 2**32), got {seed!r}")
-    seed = int(seed)
-    if not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be in [0, 2**32), got {seed}")
-    return seed

@@ -10,26 +10,43 @@ input; all report errors as :class:`~distsim.errors.ModelError` with file and li
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import TYPE_CHECKING, Any
 
-from ..pbn import PBN
-from . import registry
-from .assa import parse_assa, read_assa, to_assa_text, write_assa
-from .bnmpy import parse_bnmpy, read_bnmpy
-from .boolnet import INPUT_POLICIES, parse_boolnet, read_boolnet, to_bnet_text, write_bnet
-from .maboss import MabossConfig, find_cfg, read_maboss
-from .primes import from_primes
-from .registry import FORMATS, Format
-from .sbml_qual import is_sbml_qual, read_sbml_qual
+if TYPE_CHECKING:
+    from ..pbn import PBN
 
 __all__ = ["load", "detect_format", "FORMATS", "Format", "INPUT_POLICIES", "read_assa", "parse_assa", "to_assa_text",
            "write_assa", "read_boolnet", "parse_boolnet", "read_bnmpy", "parse_bnmpy", "to_bnet_text", "write_bnet",
            "read_maboss", "find_cfg", "MabossConfig", "read_sbml_qual", "is_sbml_qual", "from_primes", "registry"]
 
+# Each name is imported from its module on first use (PEP 562): a reader of one format (``distsim maboss``
+# reads .bnd files through .maboss alone) does not import every other format's reader.
+_LAZY = {"FORMATS": "registry", "Format": "registry", "INPUT_POLICIES": "boolnet", "read_assa": "assa",
+         "parse_assa": "assa", "to_assa_text": "assa", "write_assa": "assa", "read_boolnet": "boolnet",
+         "parse_boolnet": "boolnet", "to_bnet_text": "boolnet", "write_bnet": "boolnet", "read_bnmpy": "bnmpy",
+         "parse_bnmpy": "bnmpy", "read_maboss": "maboss", "find_cfg": "maboss", "MabossConfig": "maboss",
+         "read_sbml_qual": "sbml_qual", "is_sbml_qual": "sbml_qual", "from_primes": "primes"}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "registry":
+        return importlib.import_module(".registry", __name__)
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 def detect_format(path: str | os.PathLike) -> str:
     """The Boolean-network format of ``path`` (``"assa"``, ``"boolnet"``, ``"bnmpy"``, ``"maboss"``,
     ``"sbml-qual"``), by extension or else by content."""
+    from . import registry
+
     return registry.detect(path, kind="boolean").name
 
 
@@ -41,6 +58,9 @@ def load(path: str | os.PathLike, *, format: str | None = None, inputs: str = "k
     MaBoSS ``.cfg`` (default: the one beside the ``.bnd``; see :func:`read_maboss` for the initial
     states). A missing file raises :class:`FileNotFoundError`.
     """
+    from . import registry
+    from .boolnet import INPUT_POLICIES
+
     if inputs not in INPUT_POLICIES:
         raise ValueError(f"unknown free-input policy {inputs!r}; expected one of {', '.join(INPUT_POLICIES)}")
     options = {"cfg": cfg} if cfg is not None else {}

@@ -59,7 +59,7 @@ def run_chunk(ctx: engine.ShardContext, chunk: Chunk) -> xr.Dataset:
     points = chunk.points.dicts()
     if "parameter" in chunk.points.names:
         points = [resolve_point(chunk.adapter, chunk.model, p) for p in points]
-    seeds = [int(s) for s in chunk.seeds]
+    seeds = np.asarray(chunk.seeds).tolist()  # Python ints
     parts = None
     if chunk.adapter.run_chunk is not None:
         parts = chunk.adapter.run_chunk(chunk.model, points, seeds, dict(chunk.fixed), local)

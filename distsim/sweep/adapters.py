@@ -103,11 +103,12 @@ def _ssa_check(net: Any, point: Point) -> None:
 def _ssa_validate(net: Any, point: Point, fixed: dict) -> None:
     """ssa.simulate's option checks (t_end, points, realizations, quantiles, plot, time_limit), once:
     they read only the fixed arguments (a point's own values are checked by ``check``)."""
+    if point or "t_end" not in fixed:
+        return
     from ..ssa.simulate import _check_options, simulate
 
-    if not point and "t_end" in fixed:
-        _check_options(**_call_args(simulate, fixed, ("t_end", "points", "realizations", "quantiles", "plot",
-                                                      "time_limit")))
+    _check_options(**_call_args(simulate, fixed, ("t_end", "points", "realizations", "quantiles", "plot",
+                                                  "time_limit")))
 
 
 def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]]:

@@ -192,6 +192,10 @@ class DaskExecutor:
         self.retries = int(dask.config.get("distsim.retries", 3) if retries is None else retries)
         self._placement: dict[str, dict[int, str]] = {}  # run id -> shard -> worker of its cached state
         self._round_resources: dict[str, dict | None] = {}  # run id -> the resources its rounds ask for
+        # run id -> its last round's futures, released only once the next round is submitted: a release
+        # is a message on the client's batched stream to the scheduler, which sends at most one batch
+        # per 10 ms, so a release just before a submit would hold the submit back by up to 10 ms
+        self._last_round: dict[str, list] = {}
         _subscribe_compile_notices(client)
 
     def _workers(self) -> dict[str, dict]:
@@ -231,9 +235,11 @@ class DaskExecutor:
             workers = self._workers()
             addrs = sorted(workers)
             resources = self._round_resources[run_id] = self._resources(workers)
+        previous = self._last_round.pop(run_id, None)
         futures = [self._submit(fn, run_id, round_no, s, p, resources,
                                 placed.get(s) or (addrs[s % len(addrs)] if addrs else None))
                    for s, p in enumerate(payloads)]
+        del previous  # released after this round's submit (see _last_round)
         try:
             if on_done is not None:
                 from distributed import as_completed
@@ -248,6 +254,7 @@ class DaskExecutor:
         raise_task_errors(results)
         for s, (_, meta) in enumerate(results):
             placed[s] = meta["worker"]
+        self._last_round[run_id] = futures
         return results
 
     def stream(self, fn: ShardFn, run_id: str, payloads: Sequence[Any], round_no: int = 0) -> Iterator[tuple[int, Any, dict]]:
@@ -256,7 +263,9 @@ class DaskExecutor:
         from distributed import as_completed
 
         resources = self._resources(self._workers())
+        previous = self._last_round.pop(run_id, None)
         futures = {self._submit(fn, run_id, round_no, s, p, resources, None): s for s, p in enumerate(payloads)}
+        del previous  # released after this round's submit (see _last_round)
         pending = set(futures)
         try:
             for fut, (result, meta) in as_completed(list(futures), loop=self.client.loop, with_results=True):
@@ -271,6 +280,7 @@ class DaskExecutor:
         """Forget the run's placement and (``cached``) drop its state cached on the workers."""
         self._placement.pop(run_id, None)
         self._round_resources.pop(run_id, None)
+        self._last_round.pop(run_id, None)
         if not cached:
             return
         try:

@@ -10,13 +10,13 @@ import sys
 import types
 from typing import Any
 
-from .seeds import MAX_SEED, check_seed
+from .seeds import MAX_SEED, check_seed, check_seeds
 
 _LAZY = {"derive_seeds": "derive", **{k: "philox" for k in ("below", "philox", "philox4x32_10", "u01_f32", "u01_f64",
                                                              "uniform_f32", "uniform_f64")}}
 
-__all__ = ["MAX_SEED", "below", "derive_seeds", "check_seed", "philox", "philox4x32_10", "u01_f32", "u01_f64",
-           "uniform_f32", "uniform_f64"]
+__all__ = ["MAX_SEED", "below", "derive_seeds", "check_seed", "check_seeds", "philox", "philox4x32_10", "u01_f32",
+           "u01_f64", "uniform_f32", "uniform_f64"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 MAX_SEED = 2**32 - 1
@@ -15,3 +17,14 @@ def check_seed(seed: int) -> int:
     if not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be in [0, 2**32), got {seed}")
     return seed
+
+
+def check_seeds(seeds: Sequence[int] | np.ndarray) -> np.ndarray:
+    """:func:`check_seed` of every seed, as uint32; Python ints and integer arrays are checked at once."""
+    if isinstance(seeds, np.ndarray) and seeds.dtype.kind in "iu":
+        ok = seeds.size == 0 or (int(seeds.min()) >= 0 and int(seeds.max()) <= MAX_SEED)
+    else:
+        ok = set(map(type, seeds)) <= {int} and (not len(seeds) or (min(seeds) >= 0 and max(seeds) <= MAX_SEED))
+    if not ok:  # the first bad seed's error
+        return np.asarray([check_seed(s) for s in seeds], dtype=np.uint32)
+    return np.asarray(seeds, dtype=np.uint32)

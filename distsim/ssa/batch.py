@@ -25,7 +25,7 @@ import xarray as xr
 from .. import engine
 from ..models.compile_reactions import compile_network, point_tables
 from ..models.reactions import ReactionNetwork
-from ..rng import check_seed
+from ..rng import check_seeds
 from . import cpu
 from .batch_block import PointsBlock, concat_parts, event_reductions, pilot_bins, quantile_values
 from .errors import ERR_MAX_EVENTS, FATAL
@@ -65,7 +65,7 @@ def simulate_batch(
     net.require_plain("ssa.simulate_batch (use ssa.simulate point by point)")
     initial = [{}] * len(params) if initial is None else list(initial)
     _check_options(t_end, points, realizations, quantiles, None)
-    seeds_arr = np.asarray([check_seed(s) for s in seeds], dtype=np.uint32)
+    seeds_arr = check_seeds(seeds)
     if len(seeds_arr) != len(params) or not len(params):
         raise ValueError(f"simulate_batch needs one seed per point and at least one point ({len(params)} points, "
                          f"{len(seeds_arr)} seeds)")
@@ -203,7 +203,8 @@ def _raise_and_warn(net: ReactionNetwork, params: Sequence[Mapping[str, float]],
     the warning about realizations cut at max_events."""
     R, method = b.realizations, b.method
     counts = res["error_counts"]
-    for p in range(b.n_points):
+    flagged = {p for p, _ in res["first"]} | set(np.flatnonzero(counts[:, ERR_MAX_EVENTS]).tolist())
+    for p in sorted(flagged):  # the other points have nothing to raise or warn
         pilot_err, run_err = res["first"].get((p, "pilot")), res["first"].get((p, "run"))
         if pilot_err is not None or run_err is not None:
             net_p = net.with_parameters(**params[p]).with_initial(**initial[p])

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import xarray as xr
 
 from ..errors import did_you_mean
+from ..models.recent import Recent
 
 Point = Mapping[str, Any]
 
@@ -100,32 +101,58 @@ def _ssa_check(net: Any, point: Point) -> None:
 
 
 def _ssa_validate(net: Any, point: Point, fixed: dict) -> None:
-    """ssa.simulate's option checks (t_end, points, realizations, quantiles, plot, time_limit)."""
+    """ssa.simulate's option checks (t_end, points, realizations, quantiles, plot, time_limit), once:
+    they read only the fixed arguments (a point's own values are checked by ``check``)."""
+    if point or "t_end" not in fixed:
+        return
     from ..ssa.simulate import _check_options, simulate
 
-    if "t_end" in fixed:
-        _check_options(**_call_args(simulate, fixed, ("t_end", "points", "realizations", "quantiles", "plot",
-                                                      "time_limit")))
+    _check_options(**_call_args(simulate, fixed, ("t_end", "points", "realizations", "quantiles", "plot",
+                                                  "time_limit")))
 
 
 def _ssa_split(net: Any, point: Point) -> tuple[dict[str, float], dict[str, int]]:
     """A point's rate parameters and initial counts (checked)."""
-    params, init = {}, {}
-    for name, value in point.items():
-        if name.startswith("init.") or (name not in net.params and name in net.species):
+    return _ssa_splitter(net)(point)
+
+
+_SPLITTERS: Recent = Recent()
+
+
+def _ssa_splitter(net: Any) -> Callable[[Point], tuple[dict[str, float], dict[str, int]]]:
+    """:func:`_ssa_split` for many points of ``net`` (kept for the last few networks): its names are
+    looked up once, each name classified once."""
+    return _SPLITTERS.get(net) or _SPLITTERS.put(net, (), _new_splitter(net))
+
+
+def _new_splitter(net: Any) -> Callable[[Point], tuple[dict[str, float], dict[str, int]]]:
+    known, species = net.params, set(net.species)
+    kinds: dict[str, str] = {}  # name -> "init.SPECIES" or "param"
+
+    def kind(name: str) -> str:
+        if name.startswith("init.") or (name not in known and name in species):
             sp = name.removeprefix("init.")
-            if sp not in net.species:
+            if sp not in species:
                 raise ValueError(f"{name!r}: unknown species {sp!r}{did_you_mean(sp, net.species)}")
+            return "init." + sp
+        if name in known:
+            return "param"
+        raise ValueError(f"{name!r} is neither a parameter ({', '.join(known) or 'none'}) nor a species "
+                         f"({', '.join(net.species)}) of {net.name or 'the network'}")
+
+    def split(point: Point) -> tuple[dict[str, float], dict[str, int]]:
+        params, init = {}, {}
+        for name, value in point.items():
+            k = kinds.get(name) or kinds.setdefault(name, kind(name))
+            if k == "param":
+                params[name] = float(value)
+                continue
             v = float(value)
             if not (v >= 0 and v == math.floor(v)):
                 raise ValueError(f"{name!r}: an initial count must be a non-negative integer, got {value!r}")
-            init[sp] = int(v)
-        elif name in net.params:
-            params[name] = float(value)
-        else:
-            raise ValueError(f"{name!r} is neither a parameter ({', '.join(net.params) or 'none'}) nor a species "
-                             f"({', '.join(net.species)}) of {net.name or 'the network'}")
-    return params, init
+            init[k[5:]] = int(v)
+        return params, init
+    return split
 
 
 def _ssa_batchable(net: Any, fixed: dict) -> bool:
@@ -144,7 +171,7 @@ def _ssa_run_chunk(net: Any, points: Sequence[Point], seeds: Sequence[int], fixe
 
     if not _ssa_batchable(net, fixed):
         return None
-    split = [_ssa_split(net, p) for p in points]
+    split = list(map(_ssa_splitter(net), points))
     ds = simulate_batch(net, [p for p, _ in split], seeds, initial=[i for _, i in split], client=executor,
                         progress=False, **fixed)
     ds.attrs = {}

@@ -436,25 +436,19 @@ def _integers(adapter: Adapter, fixed: dict[str, Any]) -> dict[str, Any]:
 def _check_names(adapter: Adapter, model: Any, points: Points, fixed: dict[str, Any], key: str, fail: Any) -> None:
     """Every distinct value of every column, checked as the sweep checks it before a run
     (:func:`distsim.sweep.core.check_point`): errors name the key."""
-    from .core import check_point, singles
+    from .core import check_point, distinct_singles
 
-    seen: set = set()
-    for i in range(points.n):
-        for single in singles(points.point(i)):
-            token = tuple(single.items())
-            if token in seen:
-                continue
-            seen.add(token)
-            if "parameter" in single:
-                where = f"{key}.parameters" if key == "one_at_a_time" else f"table[{i}].parameter"
-            else:
-                (name,) = single
-                where = f"{key}.{name}" if key == "grid" else f"table[{i}].{name}"
-            try:
-                check_point(adapter, model, single, fixed)
-            except (ValueError, KeyError) as e:
-                msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-                raise fail(where, msg) from None
+    for i, single in distinct_singles(points):
+        if "parameter" in single:
+            where = f"{key}.parameters" if key == "one_at_a_time" else f"table[{i}].parameter"
+        else:
+            (name,) = single
+            where = f"{key}.{name}" if key == "grid" else f"table[{i}].{name}"
+        try:
+            check_point(adapter, model, single, fixed)
+        except (ValueError, KeyError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            raise fail(where, msg) from None
 
 
 def _read_csv(path: Path, doc: _Doc) -> list[dict[str, Any]]:

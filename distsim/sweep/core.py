@@ -32,14 +32,14 @@ from .store import StoreRepaired, SweepStore, locked, point_ranges
 
 @dataclass(frozen=True)
 class Chunk:
-    """One sweep task: consecutive points ``start ..`` with their seeds."""
+    """One sweep task: consecutive points ``start ..`` (as columns) with their seeds."""
 
     adapter: Adapter
     model: Any
     fixed: dict
     start: int
-    points: tuple[dict, ...]
-    seeds: tuple[int, ...]
+    points: Points
+    seeds: np.ndarray  # one per point
 
 
 def resolve_point(adapter: Adapter, model: Any, point: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,16 +56,19 @@ def resolve_point(adapter: Adapter, model: Any, point: Mapping[str, Any]) -> dic
 def run_chunk(ctx: engine.ShardContext, chunk: Chunk) -> xr.Dataset:
     """Sweep task (runs on a worker): the analysis for every point of the chunk, in this process."""
     local = engine.LocalExecutor(ctx.backend)
-    points = [resolve_point(chunk.adapter, chunk.model, p) for p in chunk.points]
+    points = chunk.points.dicts()
+    if "parameter" in chunk.points.names:
+        points = [resolve_point(chunk.adapter, chunk.model, p) for p in points]
+    seeds = np.asarray(chunk.seeds).tolist()  # Python ints
     parts = None
     if chunk.adapter.run_chunk is not None:
-        parts = chunk.adapter.run_chunk(chunk.model, points, list(chunk.seeds), dict(chunk.fixed), local)
+        parts = chunk.adapter.run_chunk(chunk.model, points, seeds, dict(chunk.fixed), local)
         if isinstance(parts, xr.Dataset):
             return parts
     if parts is None:
         fn = chunk.adapter.resolve()
         parts = []
-        for point, seed in zip(points, chunk.seeds):
+        for point, seed in zip(points, seeds):
             model, extra = chunk.adapter.apply(chunk.model, point)
             ds = fn(model, **chunk.fixed, **extra, seed=int(seed), client=local, progress=False)
             parts.append(chunk.adapter.summarize(ds))
@@ -188,7 +191,7 @@ def sweep(
     seed = check_seed(seed)
     _check_arguments(adapter, model, pts, fixed, chunk_size)
     seeds = derive_seeds(seed, np.arange(pts.n))
-    config, coords = _config(adapter, model, pts, seed, fixed)
+    config, coords = _config(adapter, model, pts, seed, fixed, store is not None, seeds)
     fields = dict(workload="sweep", seed=seed, model_name=getattr(model, "name", None),
                   model_sha256=config["model_sha256"], analysis=adapter.name, points=pts.n,
                   fixed=json.dumps(config["fixed"], sort_keys=True),
@@ -219,7 +222,7 @@ def sweep(
         attrs = _attrs(adapter, model, config, plan.chunk_size, pts)
         ds = st.load() if st is not None else _assemble(parts, coords, attrs)
     ds.attrs.update(run.provenance(
-        chunk_size=plan.chunk_size, tasks=len(plan.tasks), points_computed=sum(len(t.points) for t in plan.tasks),
+        chunk_size=plan.chunk_size, tasks=len(plan.tasks), points_computed=sum(t.points.n for t in plan.tasks),
         points_resumed=plan.resumed, points_repaired=repaired,
         task_seconds=float(sum(m["seconds"] for m in run.metas)), **fields))
     return shaped(ds)
@@ -230,15 +233,17 @@ def _layout(pts: Points) -> dict[str, str]:
     return {LAYOUT_ATTR: "grid" if pts.grid else "table", PARAMETERS_ATTR: json.dumps(list(pts.names))}
 
 
-def _config(adapter: Adapter, model: Any, pts: Points, seed: int,
-            fixed: dict) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """A sweep's identity in its store (analysis, model digest, seed, fixed arguments, points) and its
-    per-point coordinates (swept values and seeds)."""
+def _config(adapter: Adapter, model: Any, pts: Points, seed: int, fixed: dict, stored: bool = True,
+            seeds: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A sweep's identity in its store (analysis, model digest, seed, fixed arguments, points: their
+    digest only when ``stored``) and its per-point coordinates (swept values and ``seeds``, derived
+    when not given)."""
     config = {"analysis": adapter.name, "model_sha256": _model_digest(model), "seed": seed,
-              "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n,
-              "points_sha256": pts.digest()}
+              "fixed": _canonical(fixed), "parameters": list(pts.names), "n_points": pts.n}
+    if stored:
+        config["points_sha256"] = pts.digest()
     coords = {name: pts.column(name) for name in pts.names}
-    coords["seed"] = derive_seeds(seed, np.arange(pts.n)).astype(np.int64)
+    coords["seed"] = (derive_seeds(seed, np.arange(pts.n)) if seeds is None else seeds).astype(np.int64)
     return config, coords
 
 
@@ -321,8 +326,7 @@ def _plan(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndar
     tasks = []
     for k in np.flatnonzero(~done):
         a, b = int(k) * C, min((int(k) + 1) * C, pts.n)
-        tasks.append(Chunk(adapter, model, dict(fixed), a, tuple(pts.point(i) for i in range(a, b)),
-                           tuple(int(s) for s in seeds[a:b])))
+        tasks.append(Chunk(adapter, model, dict(fixed), a, pts.rows(a, b), seeds[a:b]))
     resumed = int(sum(min((k + 1) * C, pts.n) - k * C for k in range(len(done)) if done[k]))
     return _Plan(tasks, C, len(done), resumed)
 
@@ -333,14 +337,14 @@ def _collect(run: engine.Run, plan: _Plan, st: SweepStore | None, coords: dict[s
     parts: dict[int, xr.Dataset] = {}
     for index, part in run.stream(run_chunk, plan.tasks):
         task = plan.tasks[index]
-        part = part.assign_coords(point=np.arange(task.start, task.start + len(task.points)))
+        part = part.assign_coords(point=np.arange(task.start, task.start + task.points.n))
         if st is None:
             parts[task.start] = part
         else:
             if not st.exists:
                 st.create(part, coords, attrs)
             st.write(task.start, part)
-        run.progress.add(len(task.points))
+        run.progress.add(task.points.n)
     return parts
 
 
@@ -352,26 +356,29 @@ def _check_values(adapter: Adapter, model: Any, pts: Points, fixed: dict) -> Non
         validate(adapter, model, {}, fixed)
     except (ValueError, KeyError) as e:
         raise ValueError(f"fixed arguments: {_message(e)}") from None
-    seen: set = set()
-    for i in range(pts.n):
-        point = pts.point(i)
-        for single in singles(point):
-            token = tuple(single.items())
-            if token in seen:
-                continue
-            seen.add(token)
-            try:
-                check_point(adapter, model, single, fixed)
-            except (ValueError, KeyError) as e:
-                raise ValueError(f"point {i} {point}: {_message(e)}") from None
+    for i, single in distinct_singles(pts):
+        try:
+            check_point(adapter, model, single, fixed)
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"point {i} {pts.point(i)}: {_message(e)}") from None
 
 
-def singles(point: dict[str, Any]) -> list[dict[str, Any]]:
-    """A point's settings one by one (a scaled parameter with its factor)."""
-    out = [{k: v} for k, v in point.items() if k not in SCALE_KEYS]
-    if "parameter" in point:
-        out.append({"parameter": point["parameter"], "factor": point["factor"]})
-    return out
+def distinct_singles(pts: Points) -> list[tuple[int, dict[str, Any]]]:
+    """Each distinct setting of the points once (a value of a column; a scaled parameter with its
+    factor), with the first point that has it, in the order of a walk over the points and each
+    point's settings (found column by column, not point by point)."""
+    cols = dict(zip(pts.names, pts.columns))
+    found = []  # (first point, position among the point's settings, setting)
+    plain = [k for k in pts.names if k not in SCALE_KEYS]
+    for j, k in enumerate(plain):
+        first = dict(zip(reversed(cols[k]), range(pts.n - 1, -1, -1)))  # the last write is the first point
+        found += [(i, j, {k: cols[k][i]}) for i in first.values()]
+    if "parameter" in cols:
+        pairs = list(zip(cols["parameter"], cols["factor"]))
+        first = dict(zip(reversed(pairs), range(pts.n - 1, -1, -1)))
+        found += [(i, len(plain), {"parameter": pairs[i][0], "factor": pairs[i][1]}) for i in first.values()]
+    found.sort(key=lambda t: t[:2])
+    return [(i, single) for i, _, single in found]
 
 
 def check_point(adapter: Adapter, model: Any, point: dict[str, Any], fixed: dict) -> None:

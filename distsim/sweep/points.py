@@ -37,13 +37,22 @@ class Points:
     def point(self, i: int) -> dict[str, Any]:
         return {k: col[i] for k, col in zip(self.names, self.columns)}
 
+    def dicts(self) -> list[dict[str, Any]]:
+        """Every point as a dict, in order."""
+        return [dict(zip(self.names, row)) for row in zip(*self.columns)]
+
+    def rows(self, a: int, b: int) -> Points:
+        """Points ``a .. b-1`` (a chunk's)."""
+        return Points(self.names, tuple(col[a:b] for col in self.columns), self.grid)
+
     def column(self, name: str) -> np.ndarray:
         col = self.columns[self.names.index(name)]
-        if any(v is None for v in col):
+        types = set(map(type, col))  # values are None, str, int or float (as_points)
+        if type(None) in types:
             return np.array([np.nan if v is None else v for v in col], dtype=np.float64)
-        if all(isinstance(v, str) for v in col):
+        if types == {str}:
             return np.array(col, dtype=object)
-        return np.array(col, dtype=np.int64 if all(isinstance(v, int) for v in col) else np.float64)
+        return np.array(col, dtype=np.int64 if types == {int} else np.float64)
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps([self.names, self.columns]).encode()).hexdigest()
@@ -81,29 +90,30 @@ def as_points(points: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] 
     if hasattr(points, "to_dict") and hasattr(points, "columns"):  # pandas DataFrame
         points = points.to_dict(orient="records")
     if isinstance(points, Mapping):
-        names, rows = _grid_rows(points)
+        names, columns = _grid_columns(points)
     elif isinstance(points, Sequence) and not isinstance(points, (str, bytes)):
-        names, rows = _table_rows(points)
+        names, columns = _table_columns(points)
     else:
         raise TypeError("points must be a dict of value lists (grid), a list of dicts or a pandas DataFrame (table)")
     if ("parameter" in names) != ("factor" in names):
         raise ValueError("'parameter' and 'factor' go together: the point scales that parameter by that factor")
-    if "parameter" in names and not all(isinstance(r[names.index("parameter")], str) for r in rows):
+    types = {k: set(map(type, col)) for k, col in zip(names, columns)}  # values are None, str, int or float
+    if "parameter" in names and not all(issubclass(t, str) for t in types["parameter"]):
         raise ValueError("point column 'parameter' must hold parameter names")
     for k in names:
-        if all(r[names.index(k)] is None for r in rows):
+        if types[k] == {type(None)}:
             raise ValueError(f"point column {k!r} is unset (None) in every point")
-        if k != "parameter" and any(isinstance(r[names.index(k)], str) for r in rows):
+        if k != "parameter" and any(issubclass(t, str) for t in types[k]):
             raise ValueError(f"point column {k!r}: expected numbers")
-    if len(rows) > MAX_POINTS:
-        raise ValueError(f"{len(rows)} points: at most 2**32 are supported")
-    return Points(names, tuple(tuple(col) for col in zip(*rows)), grid=isinstance(points, Mapping))
+    if len(columns[0]) > MAX_POINTS:
+        raise ValueError(f"{len(columns[0])} points: at most 2**32 are supported")
+    return Points(names, columns, grid=isinstance(points, Mapping))
 
 
 _NONE = object()
 
 
-def _grid_rows(grid: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+def _grid_columns(grid: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
     if not grid:
         raise ValueError("a grid needs at least one parameter")
     names = tuple(str(k) for k in grid)
@@ -119,23 +129,45 @@ def _grid_rows(grid: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, ...], list
     n = math.prod(len(v) for v in lists)
     if n > MAX_POINTS:
         raise ValueError(f"the grid has {n} points: at most 2**32 are supported")
-    return names, list(itertools.product(*lists))
+    return names, tuple(zip(*itertools.product(*lists)))
 
 
-def _table_rows(table: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+def _table_columns(table: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]:
     if not table:
         raise ValueError("a table needs at least one point")
-    if not all(isinstance(r, Mapping) for r in table):
+    if not all(type(r) is dict or isinstance(r, Mapping) for r in table):  # (the ABC check is slow)
         raise ValueError("a table is a list of mappings {parameter: value}")
     names = tuple(str(k) for k in table[0])
     if not names:
         raise ValueError("table point 0 has no parameters")
+    fast = _numeric_columns(table, names)
+    if fast is not None:
+        return names, fast
     rows = []
     for i, r in enumerate(table):
         if set(map(str, r)) != set(names):
             raise ValueError(f"table point {i} has parameters {sorted(map(str, r))}, point 0 has {sorted(names)}")
         rows.append(tuple(_value(k, r[k]) for k in names))
-    return names, rows
+    return names, tuple(zip(*rows))
+
+
+def _numeric_columns(table: Sequence[Mapping[str, Any]], names: tuple[str, ...]) -> tuple[tuple[Any, ...], ...] | None:
+    """The columns of a table whose rows all have exactly ``names`` (str keys) and whose values are all
+    Python floats (finite) or ints (``parameter``: str), column by column in C loops; None where any row or value is
+    otherwise (:func:`_table_columns` then goes row by row, naming what is wrong, or converting)."""
+    keys = table[0].keys()
+    if not all(type(k) is str for k in keys) or any(r.keys() != keys for r in table):
+        return None
+    cols = []
+    for k in names:
+        col = tuple(r[k] for r in table)
+        types = set(map(type, col))
+        if not types <= ({str} if k == "parameter" else {float, int}):
+            return None
+        if float in types and not np.isfinite(np.asarray(col, dtype=np.float64)).all():
+            return None
+        cols.append(col)
+    return tuple(cols)
 
 
 def one_at_a_time(parameters: Sequence[str], factors: Sequence[float]) -> list[dict[str, Any]]:

@@ -210,3 +210,42 @@ def test_a_thousand_concurrent_calls_on_one_client():
         with ThreadPoolExecutor(max_workers=32) as pool:
             list(pool.map(call, range(1000)))
     assert not errors, f"{len(errors)} of 1000 calls failed, first: {errors[0]!r}"
+
+
+def _echo(ctx: engine.ShardContext, payload: int) -> int:
+    return payload
+
+
+def test_a_round_is_submitted_before_the_last_one_is_released(dask_client):
+    """The client sends at most one batch of messages to the scheduler per 10 ms: releasing a round's
+    futures just before the next submit held that submit back (issue 33). A run's last round is
+    released only after its next round is submitted, and at the run's release."""
+    ex = DaskExecutor(dask_client, "cpu")
+    sent: list[tuple[str, set[str]]] = []
+    original = dask_client._send_to_scheduler
+
+    def spy(msg: dict) -> None:
+        keys = msg.get("keys") or ()
+        sent.append((msg.get("op"), {str(k) for k in keys}))
+        original(msg)
+
+    dask_client._send_to_scheduler = spy
+    try:
+        run_id = engine.executor.new_run_id("order")
+        for r in range(3):
+            assert [x for x, _ in ex.run_round(_echo, run_id, r, [r, r + 10])] == [r, r + 10]
+        ex.release(run_id, cached=False)
+        deadline = time.monotonic() + 10
+        last = {f"distsim-{run_id}-s{s}-r2" for s in range(2)}
+        while not any(op == "client-releases-keys" and keys & last for op, keys in sent) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        dask_client._send_to_scheduler = original
+
+    def first(op: str, r: int) -> int:
+        keys = {f"distsim-{run_id}-s{s}-r{r}" for s in range(2)}
+        return next(i for i, (o, k) in enumerate(sent) if o == op and k & keys)
+
+    for r in range(2):
+        assert first("update-graph", r + 1) < first("client-releases-keys", r)
+    assert first("client-releases-keys", 2) > first("update-graph", 2)  # released at the run's release

@@ -31,14 +31,15 @@ sys.path.insert(0, str(ROOT))
 from _report import emit  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "maboss"
-MODELS = {
+MODELS = {  # .bnd, .cfg, overrides, trajectories without --trajectories (cmaboss: a few seconds on 2 cores)
     "calzone": (ROOT / "examples" / "pbn" / "maboss_calzone2010_cell_fate_28n.bnd",
-                ROOT / "examples" / "pbn" / "maboss_calzone2010_cell_fate_28n.cfg", {"max_time": 50}),
-    "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {"discrete_time": 0}),
-    "p53": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {}),
-    "metastasis": (DATA / "metastasis.bnd", DATA / "metastasis.cfg", {}),
-    "sizek": (DATA / "sizek.bnd", DATA / "sizek.cfg", {}),  # 87 nodes: cmaboss_128n
-    "montagud": (DATA / "Montagud2022_Prostate_Cancer.bnd", DATA / "Montagud2022_Prostate_Cancer.cfg", {}),  # 133
+                ROOT / "examples" / "pbn" / "maboss_calzone2010_cell_fate_28n.cfg", {"max_time": 50}, 500000),
+    "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {"discrete_time": 0}, 100000),
+    "p53": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {}, 100000),
+    "metastasis": (DATA / "metastasis.bnd", DATA / "metastasis.cfg", {}, 50000),
+    "sizek": (DATA / "sizek.bnd", DATA / "sizek.cfg", {}, 500),  # 87 nodes: cmaboss_128n
+    "montagud": (DATA / "Montagud2022_Prostate_Cancer.bnd", DATA / "Montagud2022_Prostate_Cancer.cfg", {},
+                 1000),  # 133 nodes: cmaboss_256n
 }
 
 
@@ -60,9 +61,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["calzone", "cellcycle", "p53", "metastasis"],
                     choices=sorted(MODELS))
-    ap.add_argument("--trajectories", nargs="+", type=int, default=[100000, 1000000])
+    ap.add_argument("--trajectories", nargs="+", type=int, default=None, help="default: each model's own")
     ap.add_argument("--backends", nargs="+", default=["gpu", "cpu"], choices=["gpu", "cpu"])
-    ap.add_argument("--cmaboss-max", type=int, default=100000)
+    ap.add_argument("--cmaboss-max", type=int, default=1000000)
     ap.add_argument("--threads", type=int, default=None,
                     help="cmaboss's thread_count and distsim's CPU threads (default: the usable CPUs)")
     ap.add_argument("--repeats", type=int, default=1, help="alternating timed runs of each engine")
@@ -88,11 +89,11 @@ def main() -> None:
     lines = [f"| model | N | engine | wall s (median of {args.repeats}) | trajectories/s | transitions/s | "
              "cmaboss s / this (range) |", "|---|---|---|---|---|---|---|"]
     for name in args.models:
-        bnd, cfg, over = MODELS[name]
+        bnd, cfg, over, n_default = MODELS[name]
         kw = {k: (bool(v) if k == "discrete_time" else v) for k, v in over.items()}
         for backend in engines:
             maboss(bnd, cfg, trajectories=1000, backend=backend, progress=False, **kw)  # warm-up
-        for n in args.trajectories:
+        for n in args.trajectories or [n_default]:
             walls: dict[str, list[float]] = {e: [] for e in ["cmaboss", *engines]}
             events = {}
             use_cm = have_cmaboss and n <= args.cmaboss_max

@@ -129,26 +129,46 @@ def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
             "trajectories": int(sum(p["trajectories"] for p in parts))}
 
 
-def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_sum, th_sq, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (``rec_win[trajectory, record]``,
-    ``rec_state[trajectory, record, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
-    and its windows' entropy sums (the same for both kernels)."""
+def _run_windows(win: np.ndarray, state: np.ndarray, full: np.ndarray) -> tuple:
+    """(window, state, count) of every window covered by whole-window runs, from each run's +1 at its first
+    window and -1 at the window after it (``full`` per (window, state) key; the -1s may be at window n_win)."""
+    vw = state.shape[1]
+    out = _sum_by((*(state[:, j] for j in range(vw)), win), full)  # by state, then window
+    st, w, d = np.stack(out[:vw], axis=1).reshape(-1, vw), out[vw], out[vw + 1]
+    f = np.cumsum(d)  # each state's differences sum to 0: the running sum restarts at every state
+    i = np.flatnonzero(f > 0)  # a later key of the same state ends each stretch
+    lens = (w[i + 1] - w[i]).astype(np.int64)
+    rep = np.repeat(i, lens)
+    step = np.arange(rep.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    return (w[rep] + step).astype(np.int32), st[rep], f[rep]
+
+
+def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one kernel call's per-trajectory outputs (``rec_win[record, trajectory]``,
+    ``rec_state[record, trajectory, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
+    and its windows' entropy tables (``th_acc[part, table, window]`` of :func:`cpu.simulate_chunk`)."""
     size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
     while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size, SQ_SHIFT, parts)
+        kw, ks, sq, sq2, full, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size,
+                                                    SQ_SHIFT, parts)
         if ok:
             break
         size *= 4
     vw = rec_state.shape[2]
-    kw, ks, sq, sq2 = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1)
-    used = kw >= 0
-    win, state, qs, q2 = _sum_rows((kw[used],), ks[used], sq[used], sq2[used])
+    kw, ks, sq, sq2, full = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1), full.reshape(-1)
+    part, run = (kw >= 0) & (sq != 0), (kw >= 0) & (full != 0)
+    rw, rs, rn = _run_windows(kw[run], ks[run], full[run])
+    win, state, qs, q2 = _sum_rows((np.concatenate([kw[part], rw]),), np.concatenate([ks[part], rs]),
+                                   np.concatenate([sq[part], rn * QUANTA]),
+                                   np.concatenate([sq2[part], rn * (QUANTA >> SQ_SHIFT) ** 2]))
     final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
     fpmask = fixed.astype(bool)
     fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
-    return {"win": win, "state": state, "q": qs, "q2": q2, "th": np.asarray(th_sum, np.int64),
-            "th2": np.asarray(th_sq, np.int64), "final": final, "final_n": final_n, "fp": fp, "fp_n": fp_n,
-            "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
+    th = th_acc.sum(axis=0)
+    n_win = th.shape[1] - 1
+    return {"win": win, "state": state, "q": qs, "q2": q2, "th": th[0, :n_win] + np.cumsum(th[2])[:n_win],
+            "th2": th[1, :n_win] + np.cumsum(th[3])[:n_win], "final": final, "final_n": final_n, "fp": fp,
+            "fp_n": fp_n, "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
 def event_tables(m: CompiledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,9 +9,9 @@ import numpy as np
 from ..engine import ShardContext
 from . import cpu
 from . import block
-from .block import TH_SQ_SHIFT, Block, merge, reduce_chunk, visible_positions
+from .block import Block, merge, reduce_chunk, visible_positions
 
-CHUNK = 8192  # trajectories per CPU kernel call (bounds the record slabs)
+CHUNK = 1 << 16  # trajectories per CPU kernel call, at most (the record slabs: see block.chunk_size)
 DENSE_CHUNK = 1 << 16  # trajectories per CPU call into dense tables
 DENSE_BYTES = 1 << 28  # the dense tables of all parts of a CPU call, at most
 
@@ -56,11 +56,11 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
     vpos = visible_positions(m)
     cap = block.first_cap(b.n_win)
     while True:
-        rec_win = np.zeros((n, cap), np.int32)
-        rec_state = np.zeros((n, cap, m.vis_words), np.uint64)
-        rec_q = np.zeros((n, cap), np.int64)
+        rec_win = np.zeros((cap, n), np.int32)  # record-major: the pages of unused records are never touched
+        rec_state = np.zeros((cap, n, m.vis_words), np.uint64)
+        rec_q = np.zeros((cap, n), np.int64)
         rec_n = np.zeros(n, np.int32)
-        th_int = np.zeros((n, b.n_win), np.int64)
+        th_acc = np.zeros((int(min(n, 4 * numba.get_num_threads())), 4, b.n_win + 1), np.int64)
         final_vis = np.zeros((n, m.vis_words), np.uint64)
         final_full = np.zeros((n, m.n_words), np.uint64)
         fixed = np.zeros(n, np.uint8)
@@ -70,10 +70,9 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
                            m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
                            *block.event_tables(m), np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick,
                            b.discrete, cap,
-                           rec_win, rec_state, rec_q, rec_n, th_int, final_vis, final_full, fixed, events)
+                           rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events)
         if int(rec_n.max(initial=0)) <= cap:
-            return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_int.sum(axis=0),
-                                ((th_int >> TH_SQ_SHIFT) ** 2).sum(axis=0), final_vis, final_full, fixed, events)
+            return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events)
         cap *= 4
 
 

@@ -171,28 +171,39 @@ def test_bad_model_files_name_the_line(tmp_path):
 
 @pytest.mark.parametrize("parts, size", [(1, 1 << 12), (3, 1 << 12), (5, 1 << 16)])
 def test_hash_reduce_sums_exactly(parts, size):
-    """The record reduction equals a plain group-by sum, for any number of parallel parts."""
+    """The record reduction with its whole-window runs (q = -k: QUANTA in each window w .. k-1) equals a plain
+    group-by sum of every window's quanta, for any number of parallel parts."""
     from distsim.maboss import cpu
-    from distsim.maboss.block import SQ_SHIFT, _sum_by
+    from distsim.maboss.block import QUANTA, SQ_SHIFT, _run_windows, _sum_by
 
     rng = np.random.default_rng(3)
-    n, cap = 500, 9
+    n, cap, n_win = 500, 9, 40
     rec_n = rng.integers(0, cap + 1, n).astype(np.int32)
-    rec_win = rng.integers(0, 40, (n, cap)).astype(np.int32)
+    rec_win = rng.integers(0, n_win, (n, cap)).astype(np.int32)
     rec_state = rng.integers(0, 30, (n, cap, 2)).astype(np.uint64) * np.uint64(2**40 + 7)  # two-word states
-    rec_q = rng.integers(0, 2**30, (n, cap)).astype(np.int64)
+    rec_q = rng.integers(1, 2**30, (n, cap)).astype(np.int64)
+    runs = rng.random((n, cap)) < 0.3
+    rec_q[runs] = -rng.integers(rec_win[runs] + 1, n_win + 1)  # runs to the last window included
     while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n, size, SQ_SHIFT, parts)
+        kw, ks, sq, sq2, full, ok = cpu.hash_reduce(rec_win.T.copy(), rec_state.transpose(1, 0, 2).copy(),
+                                                    rec_q.T.copy(), rec_n, size, SQ_SHIFT, parts)
         if ok:
             break
         size *= 4
-    used = kw.reshape(-1) >= 0
-    ks = ks.reshape(-1, 2)[used]
-    got = _sum_by((kw.reshape(-1)[used], ks[:, 0], ks[:, 1]), sq.reshape(-1)[used], sq2.reshape(-1)[used])
+    kw, ks, sq, sq2, full = kw.reshape(-1), ks.reshape(-1, 2), sq.reshape(-1), sq2.reshape(-1), full.reshape(-1)
+    part, run = (kw >= 0) & (sq != 0), (kw >= 0) & (full != 0)
+    rw, rs, rn = _run_windows(kw[run], ks[run], full[run])
+    assert rn.min() > 0 and rw.max() < n_win
+    st = np.concatenate([ks[part], rs])
+    got = _sum_by((np.concatenate([kw[part], rw]), st[:, 0], st[:, 1]), np.concatenate([sq[part], rn * QUANTA]),
+                  np.concatenate([sq2[part], rn * (QUANTA >> SQ_SHIFT) ** 2]))
     mask = np.arange(cap)[None, :] < rec_n[:, None]
-    q = rec_q[mask]
-    st = rec_state[mask]
-    want = _sum_by((rec_win[mask], st[:, 0], st[:, 1]), q, (q >> SQ_SHIFT) ** 2)
+    k = np.where(rec_q < 0, -rec_q - rec_win, 1)[mask]  # windows of each record
+    w = np.repeat(rec_win[mask], k) + np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+    q = np.repeat(np.where(rec_q < 0, QUANTA, rec_q)[mask], k)
+    st = np.repeat(rec_state[mask], k, axis=0)
+    want = _sum_by((w, st[:, 0], st[:, 1]), q, (q >> SQ_SHIFT) ** 2)
+    assert runs[mask].sum() > 100 and len(want[0]) > 1000
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
 

@@ -15,8 +15,8 @@ from . import cpu
 from .cpu import QUANTA, SQ_SHIFT, TH_SQ_SHIFT  # noqa: F401 -- the squares' scales, re-exported
 from .model import CompiledModel
 
-REC_CAP = 16  # records per trajectory: first slab REC_CAP + WIN_RECS * windows (records), or of one window
-WIN_RECS = 2  # every window holds at least one record
+REC_CAP = 16  # records per trajectory: first slab min(REC_CAP + WIN_RECS * windows, 4 * REC_CAP) (records), or
+WIN_RECS = 2  # of one window (dense tables); a stretch of whole windows in one state is one record
 DENSE_MAX_VISIBLE = 16  # dense sum tables up to 2**16 visible states ...
 DENSE_MAX_ENTRIES = 1 << 21  # ... and windows x states; else records (CPU) or the hash table (GPU)
 
@@ -77,13 +77,14 @@ def table_counts(tot: np.ndarray, off: dict[str, int], S: int, n_win: int) -> di
 
 
 def first_cap(n_win: int) -> int:
-    """The first record slab per trajectory of a kernel call."""
-    return REC_CAP + WIN_RECS * n_win
+    """The first record slab per trajectory of a kernel call (without one that sufficed before)."""
+    return min(REC_CAP + WIN_RECS * n_win, 4 * REC_CAP)
 
 
-def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int) -> int:
-    """Trajectories per kernel call so that the first slabs and per-trajectory arrays take about ``budget`` bytes."""
-    per = first_cap(n_win) * 20 + n_win * 8 + n * 9 + 64
+def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int, cap: int | None = None) -> int:
+    """Trajectories per kernel call so that slabs of ``cap`` records (default :func:`first_cap`) and the
+    per-trajectory arrays take about ``budget`` bytes."""
+    per = (cap or first_cap(n_win)) * 20 + n * 9 + 64
     return int(min(hi, max(lo, budget // per)))
 
 

@@ -14,6 +14,7 @@ from .block import Block, merge, reduce_chunk, visible_positions
 CHUNK = 1 << 16  # trajectories per CPU kernel call, at most (the record slabs: see block.chunk_size)
 DENSE_CHUNK = 1 << 16  # trajectories per CPU call into dense tables
 DENSE_BYTES = 1 << 28  # the dense tables of all parts of a CPU call, at most
+_CAPS: dict[tuple, int] = {}  # the record slab that sufficed, by (model, windows, first slab): later calls start there
 
 __all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK"]
 
@@ -54,7 +55,8 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
     """:func:`run_cpu_chunk` through per-trajectory records of every window (:func:`cpu.simulate_chunk`)."""
     m = b.model
     vpos = visible_positions(m)
-    cap = block.first_cap(b.n_win)
+    key = (m.digest, b.n_win, block.first_cap(b.n_win))
+    cap = _CAPS.get(key, key[2])
     while True:
         rec_win = np.zeros((cap, n), np.int32)  # record-major: the pages of unused records are never touched
         rec_state = np.zeros((cap, n, m.vis_words), np.uint64)
@@ -72,6 +74,9 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
                            b.discrete, cap,
                            rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events)
         if int(rec_n.max(initial=0)) <= cap:
+            if len(_CAPS) > 64:
+                _CAPS.clear()
+            _CAPS[key] = cap
             return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events)
         cap *= 4
 
@@ -79,7 +84,8 @@ def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
 def simulate_block(ctx: ShardContext, b: Block) -> dict:
     """The shard task: the block's trajectories in chunks, on the worker's backend."""
     n = b.model.n
-    run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK)
+    cap = _CAPS.get((b.model.digest, b.n_win, block.first_cap(b.n_win)))
+    run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK, cap)
     if block.dense_states(b.model, b.n_win):
         size = DENSE_CHUNK
     if ctx.backend == "gpu":

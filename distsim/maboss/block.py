@@ -81,13 +81,6 @@ def first_cap(n_win: int) -> int:
     return min(REC_CAP + WIN_RECS * n_win, 4 * REC_CAP)
 
 
-def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int, cap: int | None = None) -> int:
-    """Trajectories per kernel call so that slabs of ``cap`` records (default :func:`first_cap`) and the
-    per-trajectory arrays take about ``budget`` bytes."""
-    per = (cap or first_cap(n_win)) * 20 + n * 9 + 64
-    return int(min(hi, max(lo, budget // per)))
-
-
 def _empty(n_win: int, n_words: int, vw: int) -> dict:
     return {"win": np.zeros(0, np.int32), "state": np.zeros((0, vw), np.uint64), "q": np.zeros(0, np.int64),
             "q2": np.zeros(0, np.int64), "th": np.zeros(n_win, np.int64), "th2": np.zeros(n_win, np.int64),
@@ -144,18 +137,11 @@ def _run_windows(win: np.ndarray, state: np.ndarray, full: np.ndarray) -> tuple:
     return (w[rep] + step).astype(np.int32), st[rep], f[rep]
 
 
-def reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events) -> dict:
-    """The counts of one kernel call's per-trajectory outputs (``rec_win[record, trajectory]``,
-    ``rec_state[record, trajectory, word]``, ``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)
-    and its windows' entropy tables (``th_acc[part, table, window]`` of :func:`cpu.simulate_chunk`)."""
-    size, parts = 1 << 12, int(max(1, min(numba.get_num_threads(), rec_n.size // 2048)))
-    while True:
-        kw, ks, sq, sq2, full, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n.astype(np.int32), size,
-                                                    SQ_SHIFT, parts)
-        if ok:
-            break
-        size *= 4
-    vw = rec_state.shape[2]
+def reduce_chunk(kw, ks, sq, sq2, full, th_acc, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one call of :func:`cpu.simulate_chunk`: its hash tables (``kw[part, slot]``,
+    ``ks[part, slot, word]``, ...: a key may be in several parts), entropy tables (``th_acc[part, table,
+    window]``) and per-trajectory outputs (``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)."""
+    vw = ks.shape[2]
     kw, ks, sq, sq2, full = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1), full.reshape(-1)
     part, run = (kw >= 0) & (sq != 0), (kw >= 0) & (full != 0)
     rw, rs, rn = _run_windows(kw[run], ks[run], full[run])

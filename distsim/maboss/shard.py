@@ -11,10 +11,12 @@ from . import cpu
 from . import block
 from .block import Block, merge, reduce_chunk, visible_positions
 
-CHUNK = 1 << 16  # trajectories per CPU kernel call, at most (the record slabs: see block.chunk_size)
+CHUNK = 1 << 16  # trajectories per CPU kernel call (records are kept per part, summed as each trajectory ends)
 DENSE_CHUNK = 1 << 16  # trajectories per CPU call into dense tables
 DENSE_BYTES = 1 << 28  # the dense tables of all parts of a CPU call, at most
-_CAPS: dict[tuple, int] = {}  # the record slab that sufficed, by (model, windows, first slab): later calls start there
+HT_FIRST = 1 << 12  # first hash-table slots per part of a CPU records call
+_CAPS: dict[tuple, tuple[int, int]] = {}  # the record slab and table that sufficed, by (model, windows, first
+# ones): later calls start there
 
 __all__ = ["Block", "merge", "run_cpu_chunk", "simulate_block", "CHUNK"]
 
@@ -52,40 +54,40 @@ def run_cpu_chunk(b: Block, traj0: int, n: int) -> dict:
 
 
 def run_cpu_records(b: Block, traj0: int, n: int) -> dict:
-    """:func:`run_cpu_chunk` through per-trajectory records of every window (:func:`cpu.simulate_chunk`)."""
+    """:func:`run_cpu_chunk` through per-trajectory records summed in hash tables (:func:`cpu.simulate_chunk`)."""
     m = b.model
     vpos = visible_positions(m)
-    key = (m.digest, b.n_win, block.first_cap(b.n_win))
-    cap = _CAPS.get(key, key[2])
+    key = (m.digest, b.n_win, block.first_cap(b.n_win), HT_FIRST)
+    cap, size = _CAPS.get(key, key[2:])
+    parts = int(min(n, 4 * numba.get_num_threads()))
     while True:
-        rec_win = np.zeros((cap, n), np.int32)  # record-major: the pages of unused records are never touched
-        rec_state = np.zeros((cap, n, m.vis_words), np.uint64)
-        rec_q = np.zeros((cap, n), np.int64)
-        rec_n = np.zeros(n, np.int32)
-        th_acc = np.zeros((int(min(n, 4 * numba.get_num_threads())), 4, b.n_win + 1), np.int64)
+        kw = np.full((parts, size), -1, np.int32)
+        ks = np.zeros((parts, size, m.vis_words), np.uint64)
+        sq, sq2, full = (np.zeros((parts, size), np.int64) for _ in range(3))
+        th_acc = np.zeros((parts, 4, b.n_win + 1), np.int64)
         final_vis = np.zeros((n, m.vis_words), np.uint64)
         final_full = np.zeros((n, m.n_words), np.uint64)
         fixed = np.zeros(n, np.uint8)
         events = np.zeros(n, np.int64)
+        over = np.zeros(parts, np.uint8)
         cpu.simulate_chunk(m.par_start, m.par_index, m.tt_start, m.tt, m.val_start, m.vals, m.internal, vpos,
                            m.grp_start,
                            m.grp_cum, m.grp_node_start, m.grp_nodes, m.opt_bits, m.fix_mask, m.fix_val,
                            *block.event_tables(m), np.int64(b.seed), np.int64(traj0), n, b.n_win, b.max_time, b.tick,
-                           b.discrete, cap,
-                           rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events)
-        if int(rec_n.max(initial=0)) <= cap:
+                           b.discrete, cap, kw, ks, sq, sq2, full, th_acc, final_vis, final_full, fixed, events, over)
+        if not over.any():
             if len(_CAPS) > 64:
                 _CAPS.clear()
-            _CAPS[key] = cap
-            return reduce_chunk(rec_win, rec_state, rec_q, rec_n, th_acc, final_vis, final_full, fixed, events)
-        cap *= 4
+            _CAPS[key] = (cap, size)
+            return reduce_chunk(kw, ks, sq, sq2, full, th_acc, final_vis, final_full, fixed, events)
+        cap *= 4 if (over == 1).any() else 1
+        size *= 4 if (over == 2).any() else 1
 
 
 def simulate_block(ctx: ShardContext, b: Block) -> dict:
     """The shard task: the block's trajectories in chunks, on the worker's backend."""
     n = b.model.n
-    cap = _CAPS.get((b.model.digest, b.n_win, block.first_cap(b.n_win)))
-    run_chunk, size = run_cpu_chunk, block.chunk_size(b.n_win, n, 1 << 28, 64, CHUNK, cap)
+    run_chunk, size = run_cpu_chunk, CHUNK
     if block.dense_states(b.model, b.n_win):
         size = DENSE_CHUNK
     if ctx.backend == "gpu":

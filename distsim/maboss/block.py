@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from . import cpu
 from .cpu import QUANTA, SQ_SHIFT, TH_SQ_SHIFT  # noqa: F401 -- the squares' scales, re-exported
 from .model import CompiledModel
 

@@ -23,8 +23,8 @@ TH_SCALE = TH_UNITS / QUANTA  # a power of two: the conversion is exact
 TH_SQ_SHIFT = 12  # squares of entropy integrals at 2**12 units (ErrorTH)
 SQ_SHIFT = 14  # squares of window quanta at 2**16 per tick (ErrorProba)
 
-REC_CAP = 16  # records per trajectory: first slab REC_CAP + WIN_RECS * windows (records), or of one window
-WIN_RECS = 2  # every window holds at least one record
+REC_CAP = 16  # records per trajectory: first slab min(REC_CAP + WIN_RECS * windows, 4 * REC_CAP) (records), or
+WIN_RECS = 2  # of one window (dense tables); a stretch of whole windows in one state is one record
 DENSE_MAX_VISIBLE = 16  # dense sum tables up to 2**16 visible states ...
 DENSE_MAX_ENTRIES = 1 << 21  # ... and windows x states; else records (CPU) or the hash table (GPU)
 
@@ -61,7 +61,7 @@ def table_offsets(n_win: int, S: int) -> tuple[dict[str, int], int]:
 
 
 def table_counts(tot: np.ndarray, off: dict[str, int], S: int, n_win: int) -> dict:
-    """Counts of :func:`distsim.maboss.shard.reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
+    """Counts of :func:`reduce_chunk`'s form from the summed tables ``tot`` (int64 or uint64: differences
     are summed modulo 2**64, which is exact): entropy sums, events and, with S > 0, the records and states
     at max_time."""
     tot = np.ascontiguousarray(tot).view(np.uint64)
@@ -85,14 +85,8 @@ def table_counts(tot: np.ndarray, off: dict[str, int], S: int, n_win: int) -> di
 
 
 def first_cap(n_win: int) -> int:
-    """The first record slab per trajectory of a kernel call."""
-    return REC_CAP + WIN_RECS * n_win
-
-
-def chunk_size(n_win: int, n: int, budget: int, lo: int, hi: int) -> int:
-    """Trajectories per kernel call so that the first slabs and per-trajectory arrays take about ``budget`` bytes."""
-    per = first_cap(n_win) * 20 + n_win * 8 + n * 9 + 64
-    return int(min(hi, max(lo, budget // per)))
+    """The first record slab per trajectory of a kernel call (without one that sufficed before)."""
+    return min(REC_CAP + WIN_RECS * n_win, 4 * REC_CAP)
 
 
 def _empty(n_win: int, n_words: int, vw: int) -> dict:
@@ -138,6 +132,41 @@ def merge(parts: list[dict], n_win: int, n_words: int, vw: int) -> dict:
             "th2": np.sum([p["th2"] for p in parts], axis=0), "final": final, "final_n": final_n,
             "fp": fp, "fp_n": fp_n, "events": int(sum(p["events"] for p in parts)),
             "trajectories": int(sum(p["trajectories"] for p in parts))}
+
+
+def _run_windows(win: np.ndarray, state: np.ndarray, full: np.ndarray) -> tuple:
+    """(window, state, count) of every window covered by whole-window runs, from each run's +1 at its first
+    window and -1 at the window after it (``full`` per (window, state) key; the -1s may be at window n_win)."""
+    vw = state.shape[1]
+    out = _sum_by((*(state[:, j] for j in range(vw)), win), full)  # by state, then window
+    st, w, d = np.stack(out[:vw], axis=1).reshape(-1, vw), out[vw], out[vw + 1]
+    f = np.cumsum(d)  # each state's differences sum to 0: the running sum restarts at every state
+    i = np.flatnonzero(f > 0)  # a later key of the same state ends each stretch
+    lens = (w[i + 1] - w[i]).astype(np.int64)
+    rep = np.repeat(i, lens)
+    step = np.arange(rep.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    return (w[rep] + step).astype(np.int32), st[rep], f[rep]
+
+
+def reduce_chunk(kw, ks, sq, sq2, full, th_acc, final_vis, final_full, fixed, events) -> dict:
+    """The counts of one call of :func:`cpu.simulate_chunk`: its hash tables (``kw[part, slot]``,
+    ``ks[part, slot, word]``, ...: a key may be in several parts), entropy tables (``th_acc[part, table,
+    window]``) and per-trajectory outputs (``final_vis[trajectory, word]``, ``final_full[trajectory, word]``)."""
+    vw = ks.shape[2]
+    kw, ks, sq, sq2, full = kw.reshape(-1), ks.reshape(-1, vw), sq.reshape(-1), sq2.reshape(-1), full.reshape(-1)
+    part, run = (kw >= 0) & (sq != 0), (kw >= 0) & (full != 0)
+    rw, rs, rn = _run_windows(kw[run], ks[run], full[run])
+    win, state, qs, q2 = _sum_rows((np.concatenate([kw[part], rw]),), np.concatenate([ks[part], rs]),
+                                   np.concatenate([sq[part], rn * QUANTA]),
+                                   np.concatenate([sq2[part], rn * (QUANTA >> SQ_SHIFT) ** 2]))
+    final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
+    fpmask = fixed.astype(bool)
+    fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
+    th = th_acc.sum(axis=0)
+    n_win = th.shape[1] - 1
+    return {"win": win, "state": state, "q": qs, "q2": q2, "th": th[0, :n_win] + np.cumsum(th[2])[:n_win],
+            "th2": th[1, :n_win] + np.cumsum(th[3])[:n_win], "final": final, "final_n": final_n, "fp": fp,
+            "fp_n": fp_n, "events": int(events.sum()), "trajectories": int(final_vis.shape[0])}
 
 
 def event_tables(m: CompiledModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,9 +13,9 @@ exact integers (no dependence on how trajectories are split). Event times are th
 trajectory as an integer in units of ``2**-24`` tick x bit.
 
 Records: per trajectory, one ``(window, visible state, quanta)`` per distinct visible state in each
-window, in order of first visit (the slab ``rec_*[c, :rec_cap]``, a state being ``rec_state[c, r, :]``,
-its 64-bit words; ``rec_n[c] > rec_cap`` means the slab
-overflowed and the chunk is run again with a larger one), reduced by :func:`hash_reduce`. With few visible
+window, in order of first visit, or one ``(first window, visible state, -(last window + 1))`` per stretch of
+whole windows in one state (at most ``rec_cap``; more, and the chunk is run again with a larger slab), added to
+a hash table per part of the trajectories when the trajectory ends (:func:`hash_add`). With few visible
 nodes, :func:`simulate_dense` keeps only the current window's records and adds them straight into dense
 [window, state] tables, as ``kernels/ctbn.cu`` does; both give the same integer sums.
 
@@ -138,90 +138,134 @@ def _flip(rates, n, u2, total):
 def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
                    grp_node_start,
                    grp_nodes, opt_bits, fix_mask, fix_val, child_start, child_index, vis_nodes, seed, traj0, n_traj,
-                   n_win, max_time, tick, discrete, rec_cap, rec_win, rec_state, rec_q, rec_n, th_int, final_vis,
-                   final_full, fixed, events):
+                   n_win, max_time, tick, discrete, rec_cap, kw, ks, sq, sq2, full, th_acc, final_vis,
+                   final_full, fixed, events, over):
+    """Per-trajectory records (see the module's docstring), summed per part into hash tables as each trajectory
+    ends: ``parts = th_acc.shape[0]`` ranges of trajectories in parallel, part p into row p of the tables of
+    :func:`hash_add`. A stretch of whole windows ``win .. k-1`` in one visible state is one *run* record
+    ``(win, state, -k)`` (its windows hold ``QUANTA`` each). Part p sums the windows' entropy integrals into
+    ``th_acc[p]``: rows 0-1 the integers and their squares of windows with records, rows 2-3 the same as
+    differences (+ at a run's first window, - at the window after it). ``over[p]``: 1 a trajectory had more
+    than ``rec_cap`` records, 2 the table was too small (the part stopped; the call is redone)."""
     n = par_start.shape[0] - 1
     scale = QUANTA / tick
     m_end = np.int64(n_win) * QUANTA
-    vw = rec_state.shape[2]
-    for c in prange(n_traj):
-        traj = traj0 + c
+    vw = ks.shape[2]
+    parts = th_acc.shape[0]
+    for p in prange(parts):
+        rec_win = np.zeros(rec_cap, np.int32)
+        rec_state = np.zeros((rec_cap, vw), np.uint64)
+        rec_q = np.zeros(rec_cap, np.int64)
+        used = 0
         x = np.zeros(n, np.uint8)
         rates = np.zeros(n, np.float64)
-        _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
         vis = np.zeros(vw, np.uint64)  # the visible state: bit j of word j // 64 = visible node j
-        for i in range(n):
-            if vpos[i] >= 0 and x[i]:
-                vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
-        t = 0.0
-        pos = np.int64(0)
-        win = 0
-        wstart = 0
-        nrec = 0
-        thacc = 0.0
-        ev = np.int64(0)
-        fp = 0
-        over = False
-        node = -1
-        while True:
-            total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
-                                                      par_index, tt_start, tt, val_start, vals, internal, rates,
-                                                      seed, traj, ev, t, max_time, tick, discrete)
-            if is_fp:
-                fp = 1
-            if t_new >= max_time:
-                pos_new = m_end
-            else:
-                pos_new = min(np.int64(math.floor(t_new * scale)), m_end)
-            while pos < pos_new:  # the time in [pos, pos_new) goes to the visible state's records
-                wend = np.int64(win + 1) * QUANTA
-                seg = min(pos_new, wend)
-                q = seg - pos
-                r = wstart
-                while r < nrec:
-                    same = True
-                    for w in range(vw):
-                        if rec_state[c, r, w] != vis[w]:
-                            same = False
+        for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
+            traj = traj0 + c
+            x[:] = 0
+            _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask,
+                           fix_val)
+            vis[:] = 0
+            for i in range(n):
+                if vpos[i] >= 0 and x[i]:
+                    vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
+            t = 0.0
+            pos = np.int64(0)
+            win = 0
+            wstart = 0
+            nrec = 0
+            thacc = 0.0
+            ev = np.int64(0)
+            fp = 0
+            ovr = False
+            node = -1
+            while True:
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                                                          par_index, tt_start, tt, val_start, vals, internal, rates,
+                                                          seed, traj, ev, t, max_time, tick, discrete)
+                if is_fp:
+                    fp = 1
+                if t_new >= max_time:
+                    pos_new = m_end
+                else:
+                    pos_new = min(np.int64(math.floor(t_new * scale)), m_end)
+                while pos < pos_new:  # the time in [pos, pos_new) goes to the visible state's records
+                    wend = np.int64(win + 1) * QUANTA
+                    run = nrec == wstart and pos == wend - QUANTA and pos_new >= wend  # whole windows win .. k-1
+                    r = nrec
+                    if not run:
+                        r = wstart
+                        while r < nrec:
+                            same = True
+                            for w in range(vw):
+                                if rec_state[r, w] != vis[w]:
+                                    same = False
+                                    break
+                            if same:
+                                break
+                            r += 1
+                    if r == nrec:
+                        if nrec == rec_cap:
+                            ovr = True
                             break
-                    if same:
-                        break
-                    r += 1
-                if r == nrec:
-                    if nrec == rec_cap:
-                        over = True
-                        break
-                    rec_win[c, r] = win
-                    for w in range(vw):
-                        rec_state[c, r, w] = vis[w]
-                    rec_q[c, r] = 0
-                    nrec += 1
-                rec_q[c, r] += q
-                thacc += np.float64(q) * th
-                pos = seg
-                if pos == wend:
-                    th_int[c, win] = np.int64(math.floor(thacc * TH_SCALE + 0.5))
-                    thacc = 0.0
-                    win += 1
-                    wstart = nrec
-            if over or t_new >= max_time:
+                        rec_win[r] = win
+                        for w in range(vw):
+                            rec_state[r, w] = vis[w]
+                        rec_q[r] = 0
+                        nrec += 1
+                    if run:
+                        k = pos_new // QUANTA
+                        acc_th = 0.0
+                        acc_th += np.float64(QUANTA) * th
+                        ti = np.int64(math.floor(acc_th * TH_SCALE + 0.5))
+                        ts = ti >> TH_SQ_SHIFT
+                        th_acc[p, 2, win] += ti
+                        th_acc[p, 2, k] -= ti
+                        th_acc[p, 3, win] += ts * ts
+                        th_acc[p, 3, k] -= ts * ts
+                        rec_q[r] = -k
+                        pos = k * QUANTA
+                        win = k
+                        wstart = nrec
+                        continue
+                    seg = min(pos_new, wend)
+                    q = seg - pos
+                    rec_q[r] += q
+                    thacc += np.float64(q) * th
+                    pos = seg
+                    if pos == wend:
+                        ti = np.int64(math.floor(thacc * TH_SCALE + 0.5))
+                        ts = ti >> TH_SQ_SHIFT
+                        th_acc[p, 0, win] += ti
+                        th_acc[p, 1, win] += ts * ts
+                        thacc = 0.0
+                        win += 1
+                        wstart = nrec
+                if ovr or t_new >= max_time:
+                    break
+                node = _flip(rates, n, u2, total)
+                x[node] ^= np.uint8(1)
+                if vpos[node] >= 0:
+                    vis[vpos[node] >> 6] ^= np.uint64(1) << np.uint64(vpos[node] & 63)
+                t = t_new
+                ev += 1
+            if ovr:
+                over[p] = 1
                 break
-            node = _flip(rates, n, u2, total)
-            x[node] ^= np.uint8(1)
-            if vpos[node] >= 0:
-                vis[vpos[node] >> 6] ^= np.uint64(1) << np.uint64(vpos[node] & 63)
-            t = t_new
-            ev += 1
-        rec_n[c] = rec_cap + 1 if over else nrec
-        for w in range(vw):
-            final_vis[c, w] = vis[w]
-        for w in range(final_full.shape[1]):
-            final_full[c, w] = np.uint64(0)
-        for i in range(n):
-            if x[i]:
-                final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-        fixed[c] = fp
-        events[c] = ev
+            for r in range(nrec):
+                used = hash_add(kw, ks, sq, sq2, full, p, used, rec_win[r], rec_state[r], rec_q[r])
+            if used < 0:
+                over[p] = 2
+                break
+            for w in range(vw):
+                final_vis[c, w] = vis[w]
+            for w in range(final_full.shape[1]):
+                final_full[c, w] = np.uint64(0)
+            for i in range(n):
+                if x[i]:
+                    final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            fixed[c] = fp
+            events[c] = ev
 
 
 @numba.njit(parallel=True, cache=True)
@@ -337,51 +381,46 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             fixed[c] = fp
 
 
-@numba.njit(parallel=True, cache=True)
-def hash_reduce(rec_win, rec_state, rec_q, rec_n, size, sq_shift, parts):
-    """Sum the records' quanta (and squares of ``q >> sq_shift``) per (window, state): ``parts`` ranges of
-    trajectories in parallel, each into its own open-addressing table of ``size`` (a power of two) slots
-    (row p of the outputs; a key may appear in several rows). ``ok`` is False when a table would be more
-    than half full. Integer sums: the result does not depend on ``parts``."""
-    n = rec_n.shape[0]
+@numba.njit(inline="always", cache=True)
+def hash_add(kw, ks, sq, sq2, full, p, used, w, state, q):
+    """Add record (window ``w``, ``state``, quanta ``q``) to part p's open-addressing table (row p of ``kw``
+    (window, -1: empty), ``ks`` (state words) and the sums ``sq`` (quanta), ``sq2`` (squares of
+    ``q >> SQ_SHIFT``) and ``full``): a run record (``q = -k``: whole windows ``w .. k-1``) adds 1 to ``full``
+    at (w, state) and -1 at (k, state). ``used``: the part's keys so far; returns the new count, or -1 when the
+    table would be more than half full. Integer sums: the totals do not depend on the parts."""
+    if used < 0:
+        return used
+    size = kw.shape[1]
     mask = np.uint64(size - 1)
-    kw = np.full((parts, size), -1, np.int32)
-    vw = rec_state.shape[2]
-    ks = np.zeros((parts, size, vw), np.uint64)
-    sq = np.zeros((parts, size), np.int64)
-    sq2 = np.zeros((parts, size), np.int64)
-    ok = np.ones(parts, np.uint8)
-    for p in prange(parts):
-        used = 0
-        for c in range(n * p // parts, n * (p + 1) // parts):
-            if ok[p] == 0:
-                break
-            for r in range(rec_n[c]):
-                w = rec_win[c, r]
-                h = np.uint64(w) * np.uint64(0xC2B2AE3D27D4EB4F)
+    vw = ks.shape[2]
+    for end in range(2 if q < 0 else 1):
+        kwin = np.int32(-q) if end else np.int32(w)
+        h = np.uint64(kwin) * np.uint64(0xC2B2AE3D27D4EB4F)
+        for j in range(vw):
+            h = (h ^ state[j]) * np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(32)  # a word's high bits reach the slot's bits too
+        h = (h >> np.uint64(20)) & mask
+        while kw[p, h] != -1:
+            if kw[p, h] == kwin:
+                same = True
                 for j in range(vw):
-                    h = (h ^ rec_state[c, r, j]) * np.uint64(0x9E3779B97F4A7C15)
-                h = (h >> np.uint64(20)) & mask
-                while kw[p, h] != -1:
-                    if kw[p, h] == w:
-                        same = True
-                        for j in range(vw):
-                            if ks[p, h, j] != rec_state[c, r, j]:
-                                same = False
-                                break
-                        if same:
-                            break
-                    h = (h + np.uint64(1)) & mask
-                if kw[p, h] == -1:
-                    if 2 * (used + 1) > size:
-                        ok[p] = 0
+                    if ks[p, h, j] != state[j]:
+                        same = False
                         break
-                    kw[p, h] = w
-                    for j in range(vw):
-                        ks[p, h, j] = rec_state[c, r, j]
-                    used += 1
-                q = rec_q[c, r]
-                sq[p, h] += q
-                qq = q >> sq_shift
-                sq2[p, h] += qq * qq
-    return kw, ks, sq, sq2, ok.min() == 1
+                if same:
+                    break
+            h = (h + np.uint64(1)) & mask
+        if kw[p, h] == -1:
+            if 2 * (used + 1) > size:
+                return -1
+            kw[p, h] = kwin
+            for j in range(vw):
+                ks[p, h, j] = state[j]
+            used += 1
+        if q < 0:
+            full[p, h] += -1 if end else 1
+        else:
+            sq[p, h] += q
+            qq = q >> SQ_SHIFT
+            sq2[p, h] += qq * qq
+    return used

@@ -1,6 +1,7 @@
 """The CPU kernel's dense tables (``cpu.simulate_dense``: each trajectory's current window only, whole-window
-stretches as differences) give the counts of the per-trajectory records reduced by a hash
-(``shard.run_cpu_records``) bit for bit, also when a window's record list overflows and the call is redone;
+stretches as differences) give the counts of the per-trajectory records summed in hash tables
+(``shard.run_cpu_records``) bit for bit, also when a window's record list, a trajectory's record slab or a hash
+table overflows and the call is redone;
 and the dense tables are chosen by the number of visible nodes."""
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def test_dense_tables_equal_records(name, cap, monkeypatch):
     assert block.dense_states(c, s.n_windows) == 1 << len(c.visible)
     b = shard.Block(c, 31, 0, 700, s.n_windows, s.max_time, s.time_tick, s.discrete_time)
     monkeypatch.setattr(block, "REC_CAP", cap)  # 1: windows with two visible states overflow the list
+    if cap == 1:  # the records: a slab of one record and tables of 4 slots overflow, and the call is redone
+        monkeypatch.setattr(block, "WIN_RECS", 0)
+        monkeypatch.setattr(shard, "HT_FIRST", 4)
     got = shard.run_cpu_chunk(b, 500, 700)
     want = shard.run_cpu_records(b, 500, 700)
     assert want["trajectories"] == 700 and want["events"] > 0 and len(want["win"]) > 0

@@ -170,30 +170,52 @@ def test_bad_model_files_name_the_line(tmp_path):
 
 
 @pytest.mark.parametrize("parts, size", [(1, 1 << 12), (3, 1 << 12), (5, 1 << 16)])
-def test_hash_reduce_sums_exactly(parts, size):
-    """The record reduction equals a plain group-by sum, for any number of parallel parts."""
+def test_hash_tables_sum_exactly(parts, size):
+    """Records added to per-part hash tables (``cpu.hash_add``; whole-window runs q = -k: QUANTA in each window
+    w .. k-1) and reduced on the host (``block.reduce_chunk``) equal a plain group-by sum of every window's quanta,
+    for any number of parts."""
+    import numba
+
     from distsim.maboss import cpu
-    from distsim.maboss.block import SQ_SHIFT, _sum_by
+    from distsim.maboss.block import QUANTA, SQ_SHIFT, _sum_by, reduce_chunk
+
+    @numba.njit
+    def add_all(rec_win, rec_state, rec_q, rec_n, kw, ks, sq, sq2, full):
+        parts, n = kw.shape[0], rec_n.shape[0]
+        for p in range(parts):
+            used = 0
+            for c in range(n * p // parts, n * (p + 1) // parts):
+                for r in range(rec_n[c]):
+                    used = cpu.hash_add(kw, ks, sq, sq2, full, p, used, rec_win[c, r], rec_state[c, r], rec_q[c, r])
+            if used < 0:
+                return False
+        return True
 
     rng = np.random.default_rng(3)
-    n, cap = 500, 9
+    n, cap, n_win = 500, 9, 40
     rec_n = rng.integers(0, cap + 1, n).astype(np.int32)
-    rec_win = rng.integers(0, 40, (n, cap)).astype(np.int32)
+    rec_win = rng.integers(0, n_win, (n, cap)).astype(np.int32)
     rec_state = rng.integers(0, 30, (n, cap, 2)).astype(np.uint64) * np.uint64(2**40 + 7)  # two-word states
-    rec_q = rng.integers(0, 2**30, (n, cap)).astype(np.int64)
+    rec_q = rng.integers(1, 2**30, (n, cap)).astype(np.int64)
+    runs = rng.random((n, cap)) < 0.3
+    rec_q[runs] = -rng.integers(rec_win[runs] + 1, n_win + 1)  # runs to the last window included
     while True:
-        kw, ks, sq, sq2, ok = cpu.hash_reduce(rec_win, rec_state, rec_q, rec_n, size, SQ_SHIFT, parts)
-        if ok:
+        kw = np.full((parts, size), -1, np.int32)
+        ks = np.zeros((parts, size, 2), np.uint64)
+        sq, sq2, full = (np.zeros((parts, size), np.int64) for _ in range(3))
+        if add_all(rec_win, rec_state, rec_q, rec_n, kw, ks, sq, sq2, full):
             break
         size *= 4
-    used = kw.reshape(-1) >= 0
-    ks = ks.reshape(-1, 2)[used]
-    got = _sum_by((kw.reshape(-1)[used], ks[:, 0], ks[:, 1]), sq.reshape(-1)[used], sq2.reshape(-1)[used])
+    got = reduce_chunk(kw, ks, sq, sq2, full, np.zeros((parts, 4, n_win + 1), np.int64), np.zeros((0, 2), np.uint64),
+                       np.zeros((0, 1), np.uint64), np.zeros(0, np.uint8), np.zeros(0, np.int64))
     mask = np.arange(cap)[None, :] < rec_n[:, None]
-    q = rec_q[mask]
-    st = rec_state[mask]
-    want = _sum_by((rec_win[mask], st[:, 0], st[:, 1]), q, (q >> SQ_SHIFT) ** 2)
-    for a, b in zip(got, want):
+    k = np.where(rec_q < 0, -rec_q - rec_win, 1)[mask]  # windows of each record
+    w = np.repeat(rec_win[mask], k) + np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+    q = np.repeat(np.where(rec_q < 0, QUANTA, rec_q)[mask], k)
+    st = np.repeat(rec_state[mask], k, axis=0)
+    want = _sum_by((w, st[:, 0], st[:, 1]), q, (q >> SQ_SHIFT) ** 2)
+    assert runs[mask].sum() > 100 and len(want[0]) > 1000
+    for a, b in zip((got["win"], got["state"][:, 0], got["state"][:, 1], got["q"], got["q2"]), want):
         np.testing.assert_array_equal(a, b)
 
 

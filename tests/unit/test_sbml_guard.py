@@ -18,6 +18,7 @@ from scipy.linalg import expm
 from scipy.stats import norm
 
 from distsim import ssa
+from distsim.errors import ModelError
 from distsim.models.arith import Param, Species, parse_arith
 from distsim.models.formats.sbml import SBMLWarning, read_sbml, read_sbml_string
 from distsim.models.mass_action import SIGN_POS, nonnegative, parameter_signs, sign_bits
@@ -128,6 +129,41 @@ def test_laws_that_are_propensities_are_untouched():
     plain, guarded = _read(body), _read(body, guard=True)
     assert guarded.reactions == plain.reactions
     assert dict(guarded.metadata)["guard"] == "split: none; guarded: none"
+
+
+def _flip_event(value: float) -> str:
+    """An event setting parameter k to ``value`` at t >= 1."""
+    m = "http://www.w3.org/1998/Math/MathML"
+    return (f'<listOfEvents><event id="flip" useValuesFromTriggerTime="true"><trigger initialValue="true" '
+            f'persistent="true"><math xmlns="{m}"><apply><geq/><csymbol encoding="text" '
+            f'definitionURL="http://www.sbml.org/sbml/symbols/time">t</csymbol><cn>1</cn></apply></math></trigger>'
+            f'<listOfEventAssignments><eventAssignment variable="k"><math xmlns="{m}"><cn>{value}</cn></math>'
+            f"</eventAssignment></listOfEventAssignments></event></listOfEvents>")
+
+
+@pytest.mark.parametrize("value,split", [(-1.0, True), (3.0, False)])
+def test_a_parameter_that_events_set_is_judged_by_every_value(value, split):
+    """-k on 0 -> A with k = -0.5 at first (BIOMD0000000540's -k_mal): split when an event can make k
+    positive (the law negative), not when every value of k is <= 0."""
+    body = model(sp("A", 2), par("k", -0.5, constant=False), rx("R", {}, {"A": 1}, "-k"),
+                 _flip_event(-value))
+    net = _read(body, guard=True)
+    assert [r.name for r in net.reactions] == (["R", "R_reverse"] if split else ["R"])
+    assert dict(net.metadata)["guard"] == ("split: R; guarded: R_reverse" if split else "split: none; guarded: none")
+
+
+def test_mass_action_with_a_negative_rate_runs_backwards():
+    """k*A on A -> B with k = -0.5 fixed: a mass-action reaction of negative rate, refused as written;
+    guarded it is B -> A at 0.5 x_A while B >= 1 (the forward channel max(0, k x_A) is 0)."""
+    body = model(sp("A", 2) + sp("B", 1), par("k", -0.5), rx("R", {"A": 1}, {"B": 1}, "k * A"))
+    with pytest.raises(ModelError, match="rate constant must be finite and >= 0"):
+        _read(body)
+    net = _read(body, guard=True)
+    assert [r.name for r in net.reactions] == ["R", "R_reverse"]
+    assert dict(net.metadata)["guard"] == "split: R; guarded: R_reverse"
+    x = np.array([[0, 0], [0, 3], [2, 0], [2, 1], [5, 4]])
+    a, b = x[:, 0].astype(float), x[:, 1]
+    np.testing.assert_array_equal(net.propensities(x), np.stack([0 * a, 0.5 * a * (b >= 1)], 1))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -5,7 +5,13 @@
 Each ``*.xml`` in FOLDER runs in its own subprocess (a crash of native code, or a model that runs
 past ``--timeout`` seconds, costs only that model), in-process (no Dask), on the CPU backend:
 
-1. ``distsim.ssa.load(path)`` as a user would call it (units give Omega, counts must be whole);
+1. ``distsim.ssa.load(path)`` as a user would call it (units give Omega, counts must be whole); a
+   file it refuses because it requires the SBML package 'qual' is a Boolean model: it is loaded as
+   ``distsim pbn`` loads it (``distsim.pbn.load``) and simulated for ``BOOLEAN_STEPS`` synchronous steps
+   of ``BOOLEAN_TRAJECTORIES`` trajectories (seed 1, CPU), outcome ``simulated as a Boolean network
+   (SBML-qual)``; a load refused for fast reactions is retried with ``fast="as_slow"`` (the documented
+   option: ordinary reactions with their kinetic laws), and so is every later load of that model,
+   outcome ``simulated with fast reactions as ordinary reactions`` (with or without system_size);
 2. if that is refused with a message asking for ``system_size=`` (counts not whole, astronomical, or
    firing too fast) or naming a substance unit of another kind (gram), the model is loaded again with
    ``system_size`` = Omega chosen so that the **largest initial amount becomes 1000 molecules**
@@ -23,8 +29,9 @@ past ``--timeout`` seconds, costs only that model), in-process (no Dask), on the
    simulated again.
 
 Outcomes: ``simulated`` (as loaded), ``simulated with system_size``, ``simulated with
-mass_action='stochastic'`` (step 4; with or without system_size), ``simulated with guard`` (step 5;
-with or without the others), ``refused: <reason>`` (a
+mass_action='stochastic'`` (step 4; with or without system_size), ``simulated as a Boolean network
+(SBML-qual)`` and ``simulated with fast reactions as ordinary reactions`` (step 1), ``simulated with
+guard`` (step 5; with or without the others), ``refused: <reason>`` (a
 :class:`~distsim.errors.ModelError` at load, grouped by what it names), ``simulate error``
 (an exception while simulating), ``load error`` (an exception other than ModelError), ``timeout``
 (also when run again alone after the others: a first run may spend its time compiling kernels)
@@ -118,14 +125,17 @@ def run_one(path: str) -> dict:
     import warnings
 
     from distsim.errors import ModelError
-    from distsim.ssa import load, simulate
+    from distsim.ssa import load as ssa_load
 
     warnings.simplefilter("ignore")
     out: dict = {"model": Path(path).stem}
+    load = _fast_retry(ssa_load, out)
     try:
         try:
             net = load(path)
         except ModelError as e:
+            if QUAL_REFUSAL in e.message:
+                return _boolean(path, out)
             if "system_size=" not in e.message and "unknown substance unit" not in e.message:
                 return {**out, "outcome": "refused", "reason": reason_of(e.message), "message": str(e)}
             omega = _omega(path, load)
@@ -161,6 +171,24 @@ def run_one(path: str) -> dict:
     return {**again, "outcome": GUARD} if again["outcome"].startswith("simulated") else again
 
 
+def _fast_retry(load, out: dict):
+    """``load``, retried with ``fast="as_slow"`` (recorded in ``out``) when it refuses fast reactions; every
+    later load of the model then takes the option too (step 1)."""
+    from distsim.errors import ModelError
+
+    def fast_load(path: str, **options):
+        if not out.get("fast"):
+            try:
+                return load(path, **options)
+            except ModelError as e:
+                if FAST_REFUSAL not in e.message:
+                    raise
+                out["fast"] = "as_slow"
+        return load(path, fast="as_slow", **options)
+
+    return fast_load
+
+
 def _simulate(net, out: dict) -> dict:
     """Step 3: the smoke run of ``net``; ``out`` with its outcome."""
     from distsim.errors import ModelError
@@ -177,7 +205,31 @@ def _simulate(net, out: dict) -> dict:
     except Exception as e:  # noqa: BLE001
         return {**out, "outcome": "simulate error", "reason": reason_of(str(e), SIM_REASONS),
                 "message": f"{type(e).__name__}: {e}"}
-    return {**out, "outcome": "simulated with system_size" if "system_size" in out else "simulated"}
+    done = FAST if out.get("fast") else "simulated with system_size" if "system_size" in out else "simulated"
+    return {**out, "outcome": done}
+
+
+def _boolean(path: str, out: dict) -> dict:
+    """An SBML-qual model (refused by the SSA reader): loaded as ``distsim pbn`` loads it
+    (``distsim.pbn.load``) and simulated for a few synchronous steps on the CPU."""
+    from distsim.errors import ModelError
+    from distsim.pbn import load, simulate
+
+    out = {**out, "boolean": True}
+    try:
+        net = load(path, format="sbml-qual")
+    except ModelError as e:
+        return {**out, "outcome": "refused", "reason": reason_of(e.message) + " (SBML-qual)", "message": str(e)}
+    except Exception as e:  # noqa: BLE001
+        return {**out, "outcome": "load error", "reason": type(e).__name__, "message": f"{type(e).__name__}: {e}"}
+    out.update(nodes=net.n)
+    try:
+        t0 = time.perf_counter()
+        simulate(net, steps=BOOLEAN_STEPS, trajectories=BOOLEAN_TRAJECTORIES, seed=1, backend="cpu", client=None,
+                 progress=False)
+    except Exception as e:  # noqa: BLE001
+        return {**out, "outcome": "simulate error", "reason": type(e).__name__, "message": f"{type(e).__name__}: {e}"}
+    return {**out, "outcome": QUAL, "seconds": round(time.perf_counter() - t0, 2)}
 
 
 def run_isolated(path: Path, timeout: float) -> dict:
@@ -195,12 +247,18 @@ def run_isolated(path: Path, timeout: float) -> dict:
 
 
 STOCHASTIC = "simulated with mass_action='stochastic'"  # step 4
+QUAL = "simulated as a Boolean network (SBML-qual)"  # step 1
+QUAL_REFUSAL = "requires the SBML package 'qual'"  # the SSA reader's refusal of an SBML-qual document
+BOOLEAN_STEPS, BOOLEAN_TRAJECTORIES = 100, 64  # the smoke run of an SBML-qual model
+FAST = "simulated with fast reactions as ordinary reactions"  # step 1
+FAST_REFUSAL = "fast reactions are not supported"  # the SSA reader's refusal of fast="true"
 # the simulate error that step 4 retries: distsim.ssa.errors' reason for a law k x^2 on 2 X -> ...
 CONCENTRATION_LAW = r"it consumes \d+ molecules of .* but its law is 0 only when none are left"
 GUARD = "simulated with guard"  # step 5
 # the simulate errors that step 5 retries (SIM_REASONS)
 GUARDED = ("negative propensity (a net-rate law used as a propensity)", "a firing made a count negative")
-ORDER = ["simulated", "simulated with system_size", STOCHASTIC, GUARD, "refused", "simulate error", "load error", "timeout", "crash"]
+SIMULATED = ("simulated", "simulated with system_size", STOCHASTIC, QUAL, FAST, GUARD)  # the outcomes that count as simulated
+ORDER = [*SIMULATED, "refused", "simulate error", "load error", "timeout", "crash"]
 
 
 def classify(r: dict) -> dict:
@@ -223,7 +281,7 @@ def report(results: list[dict], folder: str, seconds: float, source: str | None)
              f"{os.cpu_count()} CPUs; {seconds:.0f} s in all.", ""]
     if source:
         lines += [f"Source: {source}", ""]
-    ok = by["simulated"] + by["simulated with system_size"] + by[STOCHASTIC] + by[GUARD]
+    ok = sum(by[k] for k in SIMULATED)
     lines += [f"**Load and simulate: {ok} of {n} ({pct(ok)})**", "",
               "| outcome | models | share |", "|---|---:|---:|"]
     for k in ORDER:
@@ -246,7 +304,7 @@ def report(results: list[dict], folder: str, seconds: float, source: str | None)
             + (" (guard)" if r.get("guard") and r["outcome"] != GUARD else "")
             for r in sorted(groups[key], key=lambda r: r["model"])))
         lines.append("")
-    detail = [r for r in results if r["outcome"] not in ("simulated", "simulated with system_size", STOCHASTIC, GUARD)]
+    detail = [r for r in results if r["outcome"] not in SIMULATED]
     if detail:
         lines += ["## Messages", ""]
         lines += [f"- {r['model']}: {r['outcome']}: {_one_line(r['message'])}"

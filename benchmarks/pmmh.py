@@ -5,6 +5,8 @@ is present, on the GPU, against smfsb's ``pf_marginal_ll`` with the same particl
     python benchmarks/pmmh.py [--particles 100 1000] [--repeats 20] [--smfsb-repeats 2] [--out table.md]
     python benchmarks/pmmh.py --ess [--chains 128] [--particles 200] [--iterations 900] [--burn-in 300]
                               [--backend gpu|cpu] [--gpus N | --workers N] [--time-limit 120] [--out table.md]
+    python benchmarks/pmmh.py --scaling [--sizes 1 2] [--chains 256] [--particles 8192] [--iterations 40]
+                              [--burn-in 20] [--noise normal|lognormal] [--backend gpu|cpu] [--out table.md]
 
 ``--ess`` measures issue 34's goal (bulk ESS >= 400 for every parameter in under 60 s on one GPU, with
 R-hat < 1.01): one ``distsim.pmmh.infer`` call on this problem (c1, c2, c3 with the priors below, chains
@@ -18,12 +20,27 @@ check), iterations/s (chain iterations), the variance of the log-likelihood esti
 R-hat and the kept draws' proposal sd over the posterior sd (of log c; Sherlock et al. 2015's optimum
 2.562 / sqrt(3) = 1.48) per parameter, and the time to ESS 400 = wall time x 400 / min bulk ESS.
 R-hat needs long chains, not many: with an integrated autocorrelation time tau, split R-hat is about
-1 + tau / (iterations after burn-in), so R-hat < 1.01 needs about 100 tau kept iterations per chain.
+1 + tau / (iterations after burn-in), so R-hat < 1.01 needs about 100 tau kept iterations per chain
+(``benchmarks/pmmh_rhat.py``: tau >= 10.6 for this random walk in 3 dimensions even with an exact
+likelihood, so about 1,300 kept iterations).
 Defaults: 128 chains x 200 particles (Var(loglik) about 1.0), 900 iterations of which 300 are burn-in
 (4 adaptation stages, ending at 37, 75, 150, 300; about 60 s at the 65 ms per iteration measured on
 an H200 at 128 x 200). Measured on CPU (8 chains x 100 particles, Var(loglik) 3.3, 220 iterations, 120
 burn-in, seed 0), per-chain Haario adaptation -> pooled stages: acceptance 0.33 -> 0.18, min bulk ESS
 13 -> 43 of 800 draws, max R-hat 1.84 -> 1.18, proposal sd / posterior sd 1.23 to 1.47.
+
+``--scaling`` measures issue 34's 2-GPU goal (>= 1.9x on 2 GPUs for 8+ chains): the same ``pmmh.infer``
+call (LV problem, same seed) on a local cluster of 1 GPU worker, then of 2 (``--sizes``; with ``--backend
+cpu``: CPU workers), each after an untimed warm-up call of the same shape on that cluster. An
+iteration's time on one GPU is about a fixed 48 ms (16 observation times: launches, syncs, the longest
+particle's events) plus 0.7 ms per 1,000 particles (session 9, one H200: 65, 82 and 192 ms at 25.6k,
+51.2k and 204.8k particles), so 2 GPUs give about 1.8x at 2 x 262k particles and 1.9x from about
+2 x 620k; hence the defaults: 256 chains x 8,192 = 2,097,152 particles per filter step, 1,048,576 per
+GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU). Many chains of 8,192 particles rather than few
+of many: the reweighting is one thread per chain, sequential over its particles, a cost per iteration
+that more GPUs do not divide. Printed per size: the whole call, the sampling time (rounds), chain
+iterations/s, the speed-ups over the first size, and whether every draw and log-likelihood estimate
+equals the first size's bit for bit.
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their
@@ -87,7 +104,10 @@ ESS_GOAL = 400
 RHAT_GOAL = 1.01
 
 
-def lv_inputs():
+NOISE = {"normal": 10.0, "lognormal": 0.1}  # smfsb's data: N(0, 10^2) noise on counts of about 30 to 400
+
+
+def lv_inputs(noise: str = "normal"):
     import csv
 
     import distsim.pmmh as pmmh
@@ -97,7 +117,7 @@ def lv_inputs():
         rows = list(csv.DictReader(f))
     ex = pmmh.Experiment([float(r["time"]) for r in rows], {"prey": [float(r["Y1"]) for r in rows],
                                                            "predator": [float(r["Y2"]) for r in rows]})
-    obs = [pmmh.Observable("prey", "Y1", "normal", 10), pmmh.Observable("predator", "Y2", "normal", 10)]
+    obs = [pmmh.Observable("prey", "Y1", noise, NOISE[noise]), pmmh.Observable("predator", "Y2", noise, NOISE[noise])]
     return load(ROOT / "examples/pmmh/lotka_volterra.rxn"), obs, ex
 
 
@@ -156,16 +176,63 @@ def ess_run(a) -> list[str]:
     return lines
 
 
+def scaling_run(a) -> list[str]:
+    """The same ``pmmh.infer`` call on local clusters of each size in ``a.sizes``: times, speed-ups, same draws."""
+    import warnings
+
+    import distsim
+    import distsim.pmmh as pmmh
+    from distsim.backends import gpu_available
+
+    backend = a.backend or ("gpu" if gpu_available() else "cpu")
+    net, obs, ex = lv_inputs(a.noise)
+    N = a.particles[0]
+    kw = dict(prior=PRIOR, particles=N, chains=a.chains, seed=a.seed, backend=backend, progress=False)
+    unit = "GPU" if backend == "gpu" else "CPU worker"
+    rows, ref = [], None
+    for n in a.sizes:
+        conn = distsim.connect(gpus=n) if backend == "gpu" else distsim.connect(gpus=False, n_workers=n)
+        with conn as client, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pmmh.infer(net, obs, ex, iterations=3, burn_in=1, client=client, **kw)  # compiles on every worker
+            t0 = time.perf_counter()
+            ds = pmmh.infer(net, obs, ex, iterations=a.iterations, burn_in=a.burn_in, client=client, **kw)
+            wall = time.perf_counter() - t0
+        draws = [ds[str(v)].values for v in ds["variable"].values] + [ds["log_likelihood"].values]
+        if ref is None:
+            ref = (wall, ds.attrs["sampling_seconds"], draws)
+        same = all(np.array_equal(x, y) for x, y in zip(draws, ref[2]))
+        rows.append((n, wall, ds.attrs["sampling_seconds"], ds.attrs["iterations_per_second"], same))
+    base = a.sizes[0]
+    lines = [f"PMMH LV scaling ({backend}): {a.chains} chains x {N} particles ({a.chains * N:,} per filter step), "
+             f"{a.iterations} iterations ({a.burn_in} burn-in), seed {a.seed}, {a.noise} noise",
+             "", f"| {unit}s | particles per {unit} | whole call | sampling (rounds) | chain it/s | speed-up (sampling) "
+             f"| speed-up (whole call) | same draws as {base} |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for n, wall, samp, rate, same in rows:
+        lines.append(f"| {n} | {-(-a.chains // n) * N:,} | {wall:.2f} s | {samp:.2f} s | {rate:.1f} | "
+                     f"{ref[1] / samp:.2f}x | {ref[0] / wall:.2f}x | {'yes' if same else 'NO'} |")
+    two = [r for r in rows if r[0] == 2 * base]
+    if backend == "gpu" and base == 1 and two:
+        n, wall, samp, rate, same = two[0]
+        ok = ref[1] / samp >= 1.9 and a.chains >= 8 and same
+        lines += ["", f"goal (>= 1.9x on 2 GPUs for 8+ chains, sampling time, same draws): {'met' if ok else 'not met'}"]
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--particles", type=int, nargs="+", default=None,
-                    help="default: 100 1000 (throughput), 200 (--ess)")
+                    help="default: 100 1000 (throughput), 200 (--ess), 8192 (--scaling)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--smfsb-repeats", type=int, default=2, help="0: skip smfsb")
     ap.add_argument("--ess", action="store_true", help="time one pmmh.infer call and report ESS per parameter")
-    ap.add_argument("--chains", type=int, default=128)
-    ap.add_argument("--iterations", type=int, default=900)
-    ap.add_argument("--burn-in", type=int, default=300)
+    ap.add_argument("--scaling", action="store_true", help="one pmmh.infer call on 1 and 2 GPUs (--sizes)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2], help="--scaling: GPUs (or CPU workers) per run")
+    ap.add_argument("--noise", choices=sorted(NOISE), default="normal",
+                    help="--scaling: the observables' noise model (lognormal: sd 0.1 of log y; weighed on the device too)")
+    ap.add_argument("--chains", type=int, default=None, help="default: 128 (--ess), 256 (--scaling)")
+    ap.add_argument("--iterations", type=int, default=None, help="default: 900 (--ess), 40 (--scaling)")
+    ap.add_argument("--burn-in", type=int, default=None, help="default: 300 (--ess), 20 (--scaling)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backend", choices=["cpu", "gpu"], default=None, help="default: gpu when present")
     ap.add_argument("--gpus", type=int, default=0, help="a local cluster of this many GPU workers")
@@ -175,8 +242,14 @@ def main() -> None:
     a = ap.parse_args()
     from distsim.backends import gpu_available
 
+    if a.scaling:
+        a.particles, a.chains = a.particles or [8192], a.chains or 256
+        a.iterations, a.burn_in = a.iterations or 40, 20 if a.burn_in is None else a.burn_in
+        emit(scaling_run(a), a.out)
+        return
     if a.ess:
-        a.particles = a.particles or [200]
+        a.particles, a.chains = a.particles or [200], a.chains or 128
+        a.iterations, a.burn_in = a.iterations or 900, 300 if a.burn_in is None else a.burn_in
         emit(ess_run(a), a.out)
         return
     a.particles = a.particles or [100, 1000]

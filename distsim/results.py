@@ -87,6 +87,44 @@ def provenance(
     return clean
 
 
+# A Dataset without dask: xarray checks each Variable it builds from data for dask arrays, importing
+# dask.array (0.3-1.3 s in a new process), and each index it builds from an array for a dask collection,
+# importing dask (0.1-0.2 s). Built on its fast path from NumPy arrays (lists as ``np.asarray`` makes them, as
+# xarray does) and pandas indexes, the Dataset is the same (tests/unit/test_results_dataset.py).
+try:
+    from xarray.core.indexing import PandasIndexingAdapter
+except ImportError:  # another xarray: its ordinary build (the same Dataset, slower)
+    PandasIndexingAdapter = None
+
+
+def _variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None) -> xr.Variable:
+    """The Variable ``(dims, values, attrs)`` of NumPy data, built without the dask check."""
+    import numpy as np
+
+    return xr.Variable(dims, np.asarray(values), attrs, fastpath=True)
+
+
+def _index(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tuple:
+    """The dimension coordinate ``(dim, values, attrs)``, its index made from a pandas Index as xarray
+    makes it (``pd.Index`` of the values, the values' dtype kept), without the dask check."""
+    import numpy as np
+    import pandas as pd
+
+    values = np.asarray(values)
+    if PandasIndexingAdapter is None or values.dtype.kind not in "fiuU":
+        return dim, values, attrs
+    return xr.IndexVariable(dim, PandasIndexingAdapter(pd.Index(values), dtype=values.dtype), attrs, fastpath=True)
+
+
+def dataset(data: dict[str, tuple], coords: dict[str, Any]) -> xr.Dataset:
+    """``xr.Dataset(data, coords=coords)`` for NumPy data (``name: (dims, values[, attrs])``) and
+    dimension coordinates (``name: values`` or ``name: (name, values[, attrs])``), built without
+    importing dask."""
+    coords = {k: v if isinstance(v, tuple) else (k, v) for k, v in coords.items()}
+    return xr.Dataset({k: _variable(*v) for k, v in data.items()},
+                      coords={k: _index(*v) if v[0] in (k, (k,)) else _variable(*v) for k, v in coords.items()})
+
+
 def _own_store(p: Path) -> bool:
     """Whether folder ``p`` is a zarr store written by distsim (its root attributes carry distsim_version)."""
     for meta, key in (("zarr.json", "attributes"), (".zattrs", None)):

@@ -125,6 +125,9 @@ extern "C" __global__ void ctbn_simulate(
     int* flags) {
     __shared__ double2 tab[DS_NEGLOG_ENTRIES];
     ds_neglog_load(tab);
+    //@@ setup
+    // (a generated kernel's per-block tables)
+    //@@ end
     __syncthreads();
     const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= n_traj) return;

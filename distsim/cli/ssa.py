@@ -37,6 +37,10 @@ def register(subparsers: Any) -> None:
                         "that fires without what it consumes): split by sign into a forward and a backward "
                         "channel and multiplied by the indicator of their reactants (recorded in the result's "
                         "attrs); default: such a run stops with an error")
+    p.add_argument("--fast", choices=["refuse", "as_slow"], default="refuse",
+                   help="SBML reactions marked fast (rapid equilibrium): refuse (default), or as_slow: ordinary "
+                        "reactions with their kinetic laws, the model with the flag ignored (recorded in the "
+                        "result's attrs)")
     p.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end of the simulated time")
     p.add_argument("--points", type=positive_int, default=101, help="time points on the output grid, 0 to T")
     p.add_argument("--realizations", "-n", type=positive_int, default=1000, metavar="N", help="number of realizations")
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args, data=[args.output], figures=[args.plot])
     params = parse_assignments(args.param, "--param")
     net = load(args.model, format=args.format, reversible=args.reversible, system_size=args.system_size,
-               rounding=args.rounding, mass_action=args.mass_action, guard=args.guard)
+               rounding=args.rounding, mass_action=args.mass_action, fast=args.fast, guard=args.guard)
     if params:
         net = net.with_parameters(**params)
     if args.points < 2:

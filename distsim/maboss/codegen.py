@@ -18,9 +18,11 @@ screen); other rate changes (``$variables``) give another kernel (NVRTC, a few s
 
 Unit-rate models (:func:`unit_rate`: every rate 0 or one power of two v, as in most published MaBoSS models)
 keep node i's rate bit at bit i of the words a0, ...: the sums are ``popc`` counts times v and the flip is
-the floor(rr / v)-th enabled node (``ctbn_select32``); every step of the sums and of the scan is exact there,
-so these are the same bits. The transition entropy (a division and a log per visible node) is recomputed only
-when the visible nodes' rate indices or ``tni`` change (flips of internal nodes mostly change neither).
+the floor(rr / v)-th enabled node (``ctbn_select32``, its word picked by selects); every step of the sums and
+of the scan is exact there, so these are the same bits. Their transition entropy is a function of the number
+k of enabled visible nodes alone (``tni = k v`` exactly), tabulated per block at the kernel's start with the
+per-event arithmetic. Other models' entropy (a division and a log per visible node) is recomputed only when
+the visible nodes' rate indices or ``tni`` change (flips of internal nodes mostly change neither).
 """
 
 from __future__ import annotations
@@ -228,9 +230,9 @@ def regions(m: CompiledModel) -> dict[str, str] | None:
               "if (rr < 0.0) goto ctbn_picked; } }" for i in plan.field]
     select.append("ctbn_picked:")
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
-    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
-            "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
-            "select": "\n".join(select), "state_store": "\n".join(store)}
+    return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}", "setup": "",
+            "state_load": "\n".join(load), "rates": "\n".join(rates),
+            "entropy": "\n".join(entropy), "select": "\n".join(select), "state_store": "\n".join(store)}
 
 
 def _unit_regions(m: CompiledModel, plan: _Plan, v: float, load: list[str], rates: list[str],
@@ -242,31 +244,39 @@ def _unit_regions(m: CompiledModel, plan: _Plan, v: float, load: list[str], rate
     count = " + ".join(f"__popc(a{w})" for w in range(sw))
     count_int = " + ".join(f"__popc(a{w} & {k}u)" for w, k in enumerate(imask) if k) or "0"
     rates.append(f"total = (double)({count}) * {v.hex()}; rate_internal = (double)({count_int}) * {v.hex()};")
-    entropy = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
+    # the entropy is a function of k, the enabled visible nodes: tni = k v exactly (integer multiples of a power
+    # of two) and every term is the same -(log2(v / tni)) (v / tni), subtracted k times; each block tabulates
+    # it for k = 0 .. NV with this arithmetic (the same bits) and an event reads its entry (no division or log
+    # per event, no branch)
     vis = [i for i in plan.field if not m.internal[i]]
-    key = _entropy_key(plan)
-    # every term is the same: -(log2(v / tni)) (v / tni), subtracted once per enabled visible node in node order
-    terms = ["const double p = " + v.hex() + " / tni; const double e = (ds_log(p) * DS_INV_LN2) * p;",
-             *(f"if ({plan.index(i)}) th -= e;" for i in vis)]
-    if key is None:
-        entropy += ["{", *terms, "}"]
-    else:
-        entropy += [f"const unsigned long long vkey = {key};",
-                    "if (vkey == th_key && tni == th_tni) { th = th_val; } else {",
-                    "if (vkey) {", *terms, "}", "th_key = vkey; th_tni = tni; th_val = th; }"]
-    # the scan's node: the j-th enabled node (node order), j = floor(rr / v) (exact), the last one if j >= count
+    vmask = [sum(1 << (i & 31) for i in vis if i >> 5 == w) for w in range(sw)]
+    setup, entropy = [], []
+    if vis:
+        setup = [f"__shared__ double ctbn_th_tab[{len(vis) + 1}];",
+                 f"for (int k = threadIdx.x; k <= {len(vis)}; k += blockDim.x) {{",
+                 "double th = 0.0;",
+                 f"if (k) {{ const double tni = (double)k * {v.hex()}; const double p = {v.hex()} / tni; "
+                 "const double e = (ds_log(p) * DS_INV_LN2) * p; for (int q = 0; q < k; ++q) th -= e; }",
+                 "ctbn_th_tab[k] = th; }"]
+        entropy = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
+        entropy.append("th = ctbn_th_tab[" + " + ".join(f"__popc(a{w} & {k}u)" for w, k in enumerate(vmask) if k)
+                       + "];")
+    # the scan's node: the j-th enabled node (node order), j = floor(rr / v) (exact), the last one if j >= count;
+    # the word that holds it picked by selects (no branch), then its bit (ctbn_select32)
     select = [f"CTBN_OPAQUE(a{w});" for w in range(sw)]
     select.append(f"{{ const int cnt = {count}; const double jd = floor(rr * {(1.0 / v).hex()}); "
                   "unsigned j = jd < (double)cnt ? (unsigned)jd : (unsigned)(cnt - 1);")
+    select.append(f"unsigned ws = a{sw - 1}; int base = {32 * (sw - 1)}; bool found = false;")
     for w in range(sw - 1):
-        select.append(f"{{ const unsigned cw = __popc(a{w}); if (j < cw) {{ node = {32 * w} + ctbn_select32(a{w}, j); "
-                      "goto ctbn_picked; } j -= cw; }")
-    select.append(f"node = {32 * (sw - 1)} + ctbn_select32(a{sw - 1}, j); }}")
-    select.append("ctbn_picked:")
+        select.append(f"{{ const unsigned cw = __popc(a{w}); const bool h = !found && j < cw; "
+                      f"ws = h ? a{w} : ws; base = h ? {32 * w} : base; found = found || h; j = found ? j : j - cw; }}")
+    select.append("node = base + ctbn_select32(ws, j); }")
+    select.append("ctbn_picked:")  # unused here: the mark of generated kernels (GENERATED_MARK)
     select += [f"if ((node >> 5) == {w}) xw{w} ^= 1u << (node & 31);" for w in range(sw)]
     return {"defs": f"#define CTBN_VW_OF(a) {m.vis_words}\n#define CTBN_NW_OF(a) {m.n_words}",
-            "state_load": "\n".join(load), "rates": "\n".join(rates), "entropy": "\n".join(entropy),
-            "select": "\n".join(select), "state_store": "\n".join(store)}
+            "setup": "\n".join(setup), "state_load": "\n".join(load),
+            "rates": "\n".join(rates), "entropy": "\n".join(entropy), "select": "\n".join(select),
+            "state_store": "\n".join(store)}
 
 
 def use_generated() -> bool:

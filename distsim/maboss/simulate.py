@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from itertools import compress
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -149,7 +150,8 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     order = np.argsort(-res["fp_n"], kind="stable")
     fp_bits, fp_n = fp_bits[order], res["fp_n"][order]
     names = [c.nodes[i] for i in c.order]
-    fp_labels = [" -- ".join(nm for nm, b in zip(names, row) if b) or "<nil>" for row in fp_bits]
+    # the names of each fixed point's active nodes (compress: in C; models with thousands of fixed points)
+    fp_labels = [" -- ".join(compress(names, row)) or "<nil>" for row in fp_bits.tolist()]
     vis_names = [c.nodes[i] for i in c.visible]
     data = {
         "probability": (("time", "state"), prob, {"long_name": "probability of the visible state, averaged over the "

@@ -36,7 +36,10 @@ from .events import AssignmentRule, Event, RateRule, condition_nodes, condition_
 
 MAX_COUNT = 2**53  # species counts: exact in float64 propensity arithmetic
 MAX_STOICHIOMETRY = 1000  # reactant molecules of a mass-action reaction (its propensity's falling factorial)
-MAX_CHANGE = 10**6  # molecules of one species consumed or produced by one firing (a general law's reaction)
+# molecules of one species consumed or produced by one firing (a general law's reaction): net changes are
+# int32 in every kernel (compile_reactions' chg_delta, the GPU's register and warp kernels, which add them to
+# int32 counts with the overflow detected), so every whole stoichiometry up to 2**31 - 1 is exact
+MAX_CHANGE = 2**31 - 1
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@
 ``reversible`` (the reversible-reaction policy), ``system_size`` (molecules per substance unit) and
 ``rounding`` are the SBML reader's options (:mod:`distsim.models.formats.sbml`); they also apply to
 antimony, which goes through SBML, and are refused for other sources when not at their defaults.
-``mass_action`` (``"stochastic"``: powers of reactants become falling factorials) and ``guard`` (sign split
-and reactant guard of laws that are no propensities as written) apply to SBML only.
+``mass_action`` (``"stochastic"``: powers of reactants become falling factorials), ``fast``
+(``"as_slow"``: fast reactions are ordinary ones) and ``guard`` (sign split and reactant guard of laws
+that are no propensities as written) apply to SBML only.
 """
 
 from __future__ import annotations
@@ -32,20 +33,23 @@ __all__ = ["load_network"]
 
 def load_network(source: Any, *, format: str | None = None, reversible: str = "split",
                  system_size: float | None = None, rounding: str = "error",
-                 mass_action: str = "as_written", guard: bool = False) -> ReactionNetwork:
+                 mass_action: str = "as_written", fast: str = "refuse", guard: bool = False) -> ReactionNetwork:
     """A :class:`ReactionNetwork` from a network, a GillesPy2 model, model text or a path (module docstring)."""
     sbml = {"reversible": reversible, "system_size": system_size, "rounding": rounding}
-    if mass_action != "as_written" or guard is not False:  # (SBML only: every other source refuses them below)
-        option = "mass_action=" if mass_action != "as_written" else "guard="
+    only = {k: v for k, v, default in (("mass_action", mass_action, "as_written"), ("fast", fast, "refuse"),
+                                                    ("guard", guard, False))
+            if v != default}  # SBML-only options away from their defaults
+    if only:  # (every other source refuses them below)
         if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<") and format in (None, "sbml"):
-            return read_sbml_string(source, mass_action=mass_action, guard=guard, **sbml)
+            return read_sbml_string(source, **only, **sbml)
         path = isinstance(source, (str, os.PathLike))
         fmt = (registry.get(format, kind="reaction") if format is not None else
                registry.detect(source, kind="reaction") if path and os.path.isfile(source) else None)
-        if (fmt is None and not path) or (fmt is not None and "mass_action" not in fmt.options):
-            raise ValueError(f"{option} applies to SBML models only, not to "
+        name = next(iter(only))
+        if (fmt is None and not path) or (fmt is not None and name not in fmt.options):
+            raise ValueError(f"{name}= applies to SBML models only, not to "
                              f"{fmt.name + ' files' if fmt is not None else type(source).__name__}")
-        return registry.load(source, kind="reaction", format=format, mass_action=mass_action, guard=guard, **sbml)
+        return registry.load(source, kind="reaction", format=format, **only, **sbml)
     if isinstance(source, ReactionNetwork) or is_gillespy2_model(source):
         if system_size is not None or rounding != "error":
             raise ValueError("system_size= and rounding= apply to SBML and antimony models, not to a "

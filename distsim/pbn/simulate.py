@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .. import engine
+from .. import engine, results
 from ..models.pbn import PBN
 from ..rng import check_seed
 from .compile import compile_pbn
@@ -123,7 +123,7 @@ def simulation_dataset(net: PBN, tgts: list, res: dict, provenance: Callable[...
         data["transitions_10"] = ("target", pooled[:, 2].astype(np.int64), {"long_name": "exits from the set"})
         data["final_in_target"] = ("target", pooled[:, 3].astype(np.int64),
                                    {"long_name": "trajectories in the set after the last step"})
-    ds = xr.Dataset(data, coords=coords)
+    ds = results.dataset(data, coords)
     ds.attrs = provenance(
         workload="pbn.simulate", seed=seed, model_name=net.name, model_sha256=net.digest(), mode=mode, steps=steps,
         trajectories=trajectories, perturbation=net.perturbation, steps_simulated=trajectories * steps,

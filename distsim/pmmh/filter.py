@@ -17,7 +17,6 @@ from typing import Any, Mapping
 import numba
 import numpy as np
 
-from ..backends import cuda
 from ..backends.dsmath import ds_exp
 from ..errors import ModelError
 from ..models.compile_events import parameter_slots
@@ -27,8 +26,8 @@ from ..rng import philox, uniform_f64
 from ..ssa.advance import advance
 from ..ssa.errors import ERR_MASK, ERR_MAX_EVENTS, ERR_NONE, describe
 from ..ssa.methods import METHODS
-from .observation import (CompiledExperiment, CompiledObservable, device_weights, log_weights, log_weights_batched,
-                          noise_values)
+from .observation import (CompiledExperiment, CompiledObservable, device_weights, filter_kernel, log_weights,
+                          log_weights_batched, noise_values)
 from .priors import Prior
 
 CHAIN_DOMAIN = 0x504D4D48  # "PMMH"
@@ -152,13 +151,10 @@ def reweigh(xp, lw, u: np.ndarray, resample: bool) -> tuple[np.ndarray, np.ndarr
         m, s, anc = np.empty(G), np.empty(G), np.arange(G * N, dtype=np.int64)
         reweigh_cpu(lw, u, resample, m, s, anc)
         return m, s, anc
-    from ..ssa import gpu
-
     m, s, anc = xp.empty(G), xp.empty(G), xp.arange(G * N, dtype=xp.int64)
     cum = xp.empty(G * N)
-    fn = gpu._module(("pmmh_reweigh",), lambda: cuda.kernel_source("pmmh_filter.cu")).get_function("pmmh_reweigh")
-    fn(((G + 63) // 64,), (64,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw), xp.asarray(u),
-                                  np.int32(resample), m, s, cum, anc))
+    filter_kernel("pmmh_reweigh")(((G + 63) // 64,), (64,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw),
+                                                            xp.asarray(u), np.int32(resample), m, s, cum, anc))
     return xp.asnumpy(m), xp.asnumpy(s), anc
 
 
@@ -173,8 +169,10 @@ def log_likelihood(pr: Problem, theta: np.ndarray, particles: int, key: int, it:
 def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.ndarray, it: int, backend: str = "cpu"
                     ) -> tuple[np.ndarray, int]:
     """:func:`log_likelihood` of G filters at once (chain g: parameters ``thetas[g]``, key ``keys[g]``):
-    their particles advance in one launch; the log weights of all chains are array operations where
-    :func:`~distsim.pmmh.observation.device_weights` applies (else chain by chain on the host).
+    their particles advance in one launch; the log weights of all chains are computed at once (the
+    formulas as array operations, every noise model by one kernel) where
+    :func:`~distsim.pmmh.observation.device_weights` applies (formulas of + - * /; else chain by chain on
+    the host).
     ``backend`` 'gpu': the filter stays on the current GPU (states, those log weights, the resampling),
     the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
     one it gives alone."""
@@ -206,10 +204,10 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
         t_prev = 0.0
         for k, t in enumerate(ex.times):
             if not live.size:
-                return total, fired
+                return total, int(fired)
             events, errors = move(c, method, X, th_all[live], la_all[live], float(t) - t_prev, key=keys[live],
                                   e_hi=it * n_int + gi, max_events=pr.max_events)
-            fired += int(events.sum())
+            fired = fired + events.sum()  # stays on the device until the end
             Gl = live.size
             if batched:
                 lw = log_weights_batched(xp, pr.observables, ex.data[k], X.reshape(Gl, N, S),
@@ -219,8 +217,13 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 lw = np.stack([log_weights(pr.observables, ex.data[k], Xh[q * N:(q + 1) * N], values[g], noise[g])
                                for q, g in enumerate(live)])
                 lw = xp.asarray(lw)
+            # too many events: such a particle cannot explain the data (weight 0); other errors stop the run
             bad = errors != ERR_NONE
-            if int(xp.count_nonzero(bad)):
+            n_bad = xp.count_nonzero(bad)  # read after the reweighing's copy: one wait for the device per interval
+            lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
+            resample = k + 1 < len(ex.times)
+            m, s, anc = reweigh(xp, lw, np.ascontiguousarray(U[live, gi]), resample)
+            if int(n_bad):
                 err = xp.asnumpy(errors) if xp is not np else errors
                 stop = np.flatnonzero((err != ERR_NONE) & ((err.astype(np.int64) & ERR_MASK) != ERR_MAX_EVENTS))
                 if stop.size:
@@ -230,10 +233,6 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                     raise RuntimeError(describe(pr.net, int(err[r]), p, f"{ex.source}, t={t_prev:g} to {t:g}, theta "
                                                 f"{dict(zip(pr.names, np.round(thetas[g], 6)))}", int(keys[g]),
                                                 None, Xh[r], None))
-                # too many events: such a particle cannot explain the data (weight 0)
-                lw = xp.where(bad.reshape(Gl, N), -xp.inf, lw)
-            resample = k + 1 < len(ex.times)
-            m, s, anc = reweigh(xp, lw, np.ascontiguousarray(U[live, gi]), resample)
             ok = m > -math.inf
             for q, g in enumerate(live):
                 total[g] = total[g] + (m[q] + math.log(s[q] / N)) if ok[q] else -math.inf
@@ -244,4 +243,4 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 live = live[ok]
             t_prev = float(t)
             gi += 1
-    return total, fired
+    return total, int(fired)

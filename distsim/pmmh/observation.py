@@ -17,15 +17,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numba
 import numpy as np
-from scipy.special import gammaln, xlogy
 
+from ..backends.dsmath import ds_log
 from ..errors import DataError, ModelError, did_you_mean
 from ..models import arith
 from ..models.reactions import ReactionNetwork
 
 NOISE_MODELS = ("normal", "lognormal", "poisson", "negbin")
-_LOG_2PI = math.log(2.0 * math.pi)
+LOG_2PI = math.log(2.0 * math.pi)
 
 
 @dataclass(frozen=True)
@@ -185,28 +186,110 @@ def noise_values(obs: Sequence[CompiledObservable], values: Mapping[str, float])
     return out
 
 
+@numba.njit(inline="always", cache=True)
+def _log0(x):
+    """ds_log with np.log's values at 0 (-inf), +inf (inf) and NaN (NaN; also below 0)."""
+    if x > 0.0:
+        return ds_log(x) if x < math.inf else x
+    return -math.inf if x == 0.0 else math.nan
+
+
+@numba.njit(inline="always", cache=True)
+def log_density_at(noise, y, ly, h, s, c, ls):  # pragma: no cover - compiled
+    """log p(y | h) of one measurement y (``ly`` = log y) for the observable's value h, noise parameter s
+    and the constants c, ls of :func:`noise_constants`: the one home of the formulas (module docstring),
+    twin of kernels/pmmh_filter.cu's pmmh_log_density. Per particle only IEEE operations and ds_log run
+    (the same bits on CPU and GPU); the log-gamma terms, of y and s alone, are in c."""
+    if noise != 2 and not s > 0.0:
+        return -math.inf
+    if noise == 0:  # normal: c = -log(2 pi) / 2 - log s
+        z = (y - h) / s
+        return c - 0.5 * (z * z)
+    if noise == 1:  # lognormal: c = -log(2 pi) / 2 - log s - log y
+        if not h > 0.0:
+            return -math.inf
+        z = (ly - _log0(h)) / s
+        return c - 0.5 * (z * z)
+    if not h >= 0.0:
+        return -math.inf
+    t = 0.0 if y == 0.0 else y * _log0(h)  # xlogy(y, h)
+    if noise == 2:  # Poisson: c = lgamma(y + 1)
+        return (t - h) - c
+    q = s + h  # negative binomial: c = lgamma(y + s) - lgamma(s) - lgamma(y + 1), ls = log s
+    lq = _log0(q)
+    u = 0.0 if y == 0.0 else y * lq
+    return ((c + s * (ls - lq)) + t) - u
+
+
+@numba.njit(cache=True)
+def _constants(noise, y, s, c, ls):  # pragma: no cover - compiled
+    ly = _log0(y) if noise == 1 else 0.0
+    for g in range(s.size):
+        v = s[g]
+        c[g], ls[g] = 0.0, 0.0
+        if noise == 2:
+            c[g] = math.lgamma(y + 1.0)
+        elif v > 0.0:
+            lv = _log0(v)
+            if noise == 0:
+                c[g] = -0.5 * LOG_2PI - lv
+            elif noise == 1:
+                c[g] = (-0.5 * LOG_2PI - lv) - ly
+            else:
+                c[g] = (math.lgamma(y + v) - math.lgamma(v)) - math.lgamma(y + 1.0)
+                ls[g] = lv
+    return ly
+
+
+def noise_constants(noise: int, y: float, s: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """(ly, c, ls) of :func:`log_density_at` for a measurement y and each chain's noise parameter ``s``,
+    computed on the host for CPU and GPU alike, so the device never evaluates lgamma (libm's, by Numba).
+    Every log is ds_log (:func:`_log0`), as per particle, so e.g. log y - log h is 0 where h = y."""
+    s = np.ascontiguousarray(s, dtype=np.float64)
+    c, ls = np.empty_like(s), np.empty_like(s)
+    ly = _constants(int(noise), float(y), s, c, ls)
+    return ly, c, ls
+
+
+@numba.njit(cache=True)
+def add_log_density_cpu(noise, y, ly, h, s, c, ls, lw):  # pragma: no cover - compiled
+    """lw[g, p] += log_density_at(.., h[g, p], s[g], c[g], ls[g]): the twin of kernels/pmmh_filter.cu's pmmh_noise."""
+    G, N = h.shape
+    for g in range(G):
+        for p in range(N):
+            lw[g, p] = lw[g, p] + log_density_at(noise, y, ly, h[g, p], s[g], c[g], ls[g])
+
+
+def add_log_density(xp: Any, noise: int, y: float, h: Any, s: np.ndarray, lw: Any) -> None:
+    """lw [G, N] += log p(y | h) with chain g's noise parameter s[g], where h and lw live (``xp``: NumPy,
+    or CuPy: kernels/pmmh_filter.cu on the current GPU, no copy to the host)."""
+    ly, c, ls = noise_constants(noise, y, s)
+    s = np.ascontiguousarray(s, dtype=np.float64)
+    h = xp.ascontiguousarray(h, dtype=xp.float64)
+    if xp is np:
+        add_log_density_cpu(int(noise), float(y), ly, h, s, c, ls, lw)
+        return
+    G, N = h.shape
+    n = G * N
+    sc = xp.asarray(np.concatenate([s, c, ls]))
+    filter_kernel("pmmh_noise")(((n + 255) // 256,), (256,), (np.int64(n), np.int32(N), np.int32(G), np.int32(noise),
+                                                              np.float64(y), np.float64(ly), h, sc, lw))
+
+
+def filter_kernel(name: str) -> Any:
+    """A function of kernels/pmmh_filter.cu (the filter's device kernels) compiled for the current GPU."""
+    from ..backends import cuda
+    from ..ssa import gpu
+
+    return gpu._module(("pmmh_filter",), lambda: cuda.kernel_source("pmmh_filter.cu")).get_function(name)
+
+
 def log_density(noise: int, y: float, h: np.ndarray, s: float) -> np.ndarray:
-    """log p(y | h) of one measurement for every particle's observable value h."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if noise == 0:  # normal
-            if not s > 0:
-                return np.full(h.shape, -np.inf)
-            z = (y - h) / s
-            return -0.5 * _LOG_2PI - math.log(s) - 0.5 * (z * z)
-        if noise == 1:  # lognormal
-            if not s > 0:
-                return np.full(h.shape, -np.inf)
-            ly = math.log(y)
-            out = -0.5 * _LOG_2PI - math.log(s) - ly - 0.5 * ((ly - np.log(h)) / s) ** 2
-            return np.where(h > 0, out, -np.inf)
-        if noise == 2:  # poisson
-            out = xlogy(y, h) - h - gammaln(y + 1.0)
-            return np.where(h >= 0, out, -np.inf)
-        if not s > 0:  # negbin, mean h, dispersion s
-            return np.full(h.shape, -np.inf)
-        out = gammaln(y + s) - gammaln(s) - gammaln(y + 1.0) + s * (math.log(s) - np.log(s + h)) + \
-            xlogy(y, h) - xlogy(y, s + h)
-        return np.where(h >= 0, out, -np.inf)
+    """log p(y | h) of one measurement for every particle's observable value h (one chain)."""
+    h = np.asarray(h, dtype=np.float64).reshape(1, -1)
+    lw = np.zeros(h.shape)
+    add_log_density(np, noise, y, h, np.array([s], np.float64), lw)
+    return lw[0]
 
 
 def log_weights(obs: Sequence[CompiledObservable], row: np.ndarray, X: np.ndarray, values: Mapping[str, float],
@@ -227,30 +310,24 @@ _DEVICE_NODES = (arith.Num, arith.Species, arith.Param, arith.Neg)
 
 
 def device_weights(obs: Sequence[CompiledObservable]) -> bool:
-    """Whether :func:`log_weights_batched` covers these observables: normal noise, formulas of + - * /."""
-    return all(o.noise == 0 and all(isinstance(n, _DEVICE_NODES) or (isinstance(n, arith.BinOp) and n.op in "+-*/")
-                                    for n in arith.walk(o.formula)) for o in obs)
+    """Whether :func:`log_weights_batched` covers these observables: formulas of + - * / (any noise model)."""
+    return all(all(isinstance(n, _DEVICE_NODES) or (isinstance(n, arith.BinOp) and n.op in "+-*/")
+                   for n in arith.walk(o.formula)) for o in obs)
 
 
 def log_weights_batched(xp: Any, obs: Sequence[CompiledObservable], row: np.ndarray, X: Any,
                         values: Sequence[Mapping[str, float]], noise: np.ndarray) -> Any:
     """:func:`log_weights` of G chains at once (``X``: [G, N, S] of the array module ``xp``, NumPy or
     CuPy; chain g's parameter ``values[g]`` and noise parameters ``noise[g]``) for observables that
-    :func:`device_weights` accepts: the same IEEE operations in the same order, one array operation
-    each (no contraction), so the same bits as chain by chain on the host. [G, N] log weights."""
+    :func:`device_weights` accepts: the formula as array operations (IEEE, no contraction), the noise
+    model by :func:`add_log_density`, so the same bits as chain by chain on the host. [G, N] log weights."""
     G, N = X.shape[0], X.shape[1]
     lw = xp.zeros((G, N))
     for k, o in enumerate(obs):
         y = float(row[k])
         if math.isnan(y):
             continue
-        h = _evaluate(xp, o.formula, X, values)
-        s = noise[:, k]
-        good = s > 0
-        c0 = np.array([-0.5 * _LOG_2PI - math.log(v) if ok else 0.0 for v, ok in zip(s, good)])
-        z = (y - h) / xp.asarray(np.where(good, s, 1.0))[:, None]
-        ld = xp.asarray(c0)[:, None] - 0.5 * (z * z)
-        lw = lw + xp.where(xp.asarray(good)[:, None], ld, -xp.inf)
+        add_log_density(xp, o.noise, y, _evaluate(xp, o.formula, X, values), noise[:, k], lw)
     return lw
 
 

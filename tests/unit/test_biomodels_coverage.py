@@ -103,3 +103,25 @@ def test_the_command_runs_a_folder_and_writes_the_table(tmp_path):
     out.unlink()
     subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert "**Load and simulate: 1 of 2 (50.0%)**" in out.read_text()
+
+
+FAURE_SBML = ROOT / "examples" / "pbn" / "bbm023_faure2006_mammalian_cell_cycle_10n.sbml"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the export's schema errors that the qual reader forgives
+def test_an_sbml_qual_model_is_simulated_as_a_boolean_network(tmp_path):
+    # the SSA reader refuses it (it requires the package 'qual'); the script runs it as 'distsim pbn' does
+    path = tmp_path / "faure.xml"
+    path.write_bytes(FAURE_SBML.read_bytes())
+    r = bc.run_one(str(path))
+    assert r["outcome"] == "simulated as a Boolean network (SBML-qual)" == bc.QUAL
+    assert r["nodes"] == 10 and r["boolean"] is True  # Faure 2006: 10 nodes (the .bnet beside it)
+
+
+def test_the_table_counts_boolean_models_as_simulated():
+    results = [{"model": "Q", "outcome": bc.QUAL, "nodes": 10},
+               {"model": "A", "outcome": "refused", "reason": "x", "message": "f.xml:3: algebraic rules are not ..."}]
+    text = "\n".join(bc.report(results, "models", 1.0, None))
+    assert "**Load and simulate: 1 of 2 (50.0%)**" in text
+    assert "| simulated as a Boolean network (SBML-qual) | 1 | 50.0% |" in text
+    assert f"**{bc.QUAL}** (1): Q" in text and "- Q:" not in text  # no message line for a simulated model

@@ -125,13 +125,19 @@ def unit_model(tmp_path, r: str, s: str | None = None):
 
 
 def test_unit_rate(tmp_path):
-    """Unit-rate models (every rate 0 or one power of two) get the counting kernel; others the sums."""
+    """Unit-rate models (every rate 0 or one power of two) get the counting kernel, its entropy read from a
+    per-block table and the flip's word picked without branches; others the sums and the cached entropy."""
     for bnd, cfg in (("sizek.bnd", "sizek.cfg"), ("Montagud2022_Prostate_Cancer.bnd", None)):
         c = compile_model(load(DATA / bnd, DATA / cfg if cfg else None))
         assert codegen.unit_rate(c) == 1.0
         r = codegen.regions(c)
-        assert "__popc" in r["rates"] and "ctbn_select32" in r["select"] and "th_val = th" in r["entropy"]
-    assert codegen.unit_rate(compile_model(load(DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg"))) is None
+        assert "__popc" in r["rates"] and "ctbn_select32" in r["select"] and "goto" not in r["select"]
+        assert f"ctbn_th_tab[{len(c.visible) + 1}]" in r["setup"] and "ds_log" in r["setup"]
+        assert "ctbn_th_tab[" in r["entropy"] and "ds_log" not in r["entropy"]
+    c = compile_model(load(DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg"))
+    assert codegen.unit_rate(c) is None
+    r = codegen.regions(c)
+    assert r["setup"] == "" and "th_val = th" in r["entropy"] and "goto ctbn_picked" in r["select"]
     for r, s, want in (("0.5", None, 0.5), ("4", None, 4.0), ("0.3", None, None), ("1", "2", None)):
         assert codegen.unit_rate(compile_model(unit_model(tmp_path, r, s))) == want, (r, s)
     assert "__popc" not in codegen.regions(compile_model(unit_model(tmp_path, "1", "2")))["rates"]

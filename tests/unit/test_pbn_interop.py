@@ -230,6 +230,15 @@ def test_sbml_qual_matches_bnet():
     assert detect_format(FAURE_SBML) == "sbml-qual"
 
 
+def test_the_ssa_reader_refuses_sbml_qual_naming_the_boolean_command():
+    import distsim.ssa as ssa
+
+    # refused before libsbml's schema errors (the Faure export lacks qual:compartment), at the <sbml> element
+    with pytest.raises(ModelError, match=r"requires the SBML package 'qual'.*'distsim pbn simulate MODEL'") as e:
+        ssa.load(FAURE_SBML)
+    assert (e.value.file, e.value.line) == (str(FAURE_SBML), 1)
+
+
 QUAL = """<?xml version="1.0" encoding="UTF-8"?>
 <sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" level="3" version="1"
       xmlns:qual="http://www.sbml.org/sbml/level3/version1/qual/version1" qual:required="true">

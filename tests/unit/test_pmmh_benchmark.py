@@ -29,3 +29,34 @@ def test_ess_mode_reports_ess_per_parameter(tmp_path):
     to400 = float(re.search(r"\| time to ESS 400 [^|]*\| ([\d.]+) s \|", text).group(1))
     # both figures are printed to 0.1 s: the wall time within 0.05 s, the time to ESS 400 within 0.05 s
     assert abs(to400 - whole * 400 / ess) <= 0.05 * 400 / ess + 0.05 + 1e-9
+
+
+def test_scaling_mode_reports_sizes_and_equal_draws(tmp_path):
+    """--scaling on 1 and 2 CPU workers (tiny): a row per size, speed-ups, and the same draws on both."""
+    out = tmp_path / "scaling.md"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh.py"), "--scaling", "--backend", "cpu", "--noise",
+                        "lognormal", "--chains", "3", "--particles", "4", "--iterations", "4", "--burn-in", "1", "--out",
+                        str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "3 chains x 4 particles (12 per filter step), 4 iterations (1 burn-in), seed 0, lognormal noise" in text
+    rows = re.findall(r"^\| (\d) \| (\d+) \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) \| ([\d.]+)x \| ([\d.]+)x \| (\w+) \|$",
+                      text, re.M)
+    assert [(w[0], w[1], w[7]) for w in rows] == [("1", "12", "yes"), ("2", "8", "yes")], text
+    assert rows[0][5] == "1.00" and float(rows[1][5]) > 0
+
+
+def test_rhat_study_table(tmp_path):
+    """benchmarks/pmmh_rhat.py (tiny): tau grows with the log-likelihood noise; one R-hat row per length."""
+    out = tmp_path / "rhat.md"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh_rhat.py"), "--chains", "8", "--kept", "100", "200",
+                        "--repeats", "2", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    tau = {float(m[0]): (float(m[1]), float(m[2])) for m in re.findall(r"^\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+                                                                         text, re.M)}
+    assert sorted(tau) == [0.0, 0.125, 0.5, 1.0]
+    assert tau[1.0][1] > tau[0.0][1] > 1 and tau[1.0][0] < tau[0.0][0]  # noisier estimates: fewer acceptances
+    rows = re.findall(r"^\| (\d+) \| ([\d.]+) s \|((?: [\d.]+ \[[\d.]+, [\d.]+\] \|){4})$", text, re.M)
+    assert [(n, t) for n, t, _ in rows] == [("100", "13.4"), ("200", "20.1")], text  # (100 + kept) x 67 ms

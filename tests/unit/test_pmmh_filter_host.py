@@ -1,8 +1,9 @@
 """PMMH's device filter without a GPU: kernels/ssa_advance.cu and kernels/pmmh_filter.cu compiled for
 the host by g++ (``cuda_host.h``: IEEE doubles, no contraction), NumPy standing in for CuPy
 (``cuda_on_host.py``), run by the unchanged ``backend="gpu"`` code of ``distsim.pmmh.filter``: the
-same log-likelihood estimates as the CPU filter bit for bit, on the device-weights path (normal noise)
-and the host-weights path (Poisson), with chains that die (-inf) on the way. The device itself is
+same log-likelihood estimates as the CPU filter bit for bit, for every noise model (all weighed on the
+device by kernels/pmmh_filter.cu's pmmh_noise) and the host-weights path (a formula with a function),
+with chains that die (-inf) on the way. The device itself is
 checked by tests/unit/test_pmmh_gpu.py. Skipped where g++ is not installed."""
 
 from __future__ import annotations
@@ -48,13 +49,35 @@ def lv_problem():
                                                   "sd": "uniform:0,50"}, initial={"sd": 10.0})
 
 
-def test_device_weights_cover_normal_arithmetic_only():
+def test_device_weights_cover_arithmetic_of_any_noise_model():
     pr = lv_problem()
     assert pf.device_weights(pr.observables)
     net = load(ROOT / "tests/data/pmmh/immigration_death.rxn")
-    obs = sampler.build_problem(net, [pmmh.Observable("y", "X", "poisson")], [pmmh.Experiment([1], {"y": [1]})],
+    for ob in (pmmh.Observable("y", "X", "poisson"), pmmh.Observable("y", "X + 1", "lognormal", 0.5),
+               pmmh.Observable("y", "X * k1", "negbin", 3)):
+        obs = sampler.build_problem(net, [ob], [pmmh.Experiment([1], {"y": [1]})], {"k1": "gamma:2,1"}).observables
+        assert pf.device_weights(obs)
+    obs = sampler.build_problem(net, [pmmh.Observable("y", "exp(X)", "poisson")], [pmmh.Experiment([1], {"y": [1]})],
                                 {"k1": "gamma:2,1"}).observables
     assert not pf.device_weights(obs)
+
+
+@pytest.mark.parametrize("noise", range(4))
+def test_noise_kernel_equals_its_twin(host_gpu, noise):
+    """kernels/pmmh_filter.cu's pmmh_noise (g++) == add_log_density_cpu bit for bit, at 0, subnormal,
+    huge, infinite, NaN and negative observable values, per-chain noise parameters (0 and NaN among them)."""
+    import cupy
+
+    from distsim.pmmh.observation import add_log_density
+
+    from test_pmmh_noise import edge_inputs
+
+    h, s, ys = edge_inputs(noise)
+    for y in ys:
+        cpu, dev = np.full(h.shape, 0.25), cupy.full(h.shape, 0.25)
+        add_log_density(np, noise, y, h, s, cpu)
+        add_log_density(cupy, noise, y, h, s, dev)
+        assert np.array_equal(cpu, dev, equal_nan=True) and np.isfinite(cpu).sum() > 40
 
 
 def test_batched_weights_equal_chain_by_chain():
@@ -98,6 +121,33 @@ def test_filter_on_the_device_equals_cpu_poisson(host_gpu):
     assert cpu[1] == -math.inf and np.isfinite(cpu[[0, 2]]).all()
 
 
+@pytest.mark.parametrize("noise,formula", [("lognormal", "X + 0.5"), ("negbin", "X")])
+def test_filter_on_the_device_equals_cpu_other_noise(host_gpu, noise, formula):
+    from test_pmmh_noise import noise_problem
+
+    pr = noise_problem(noise, formula)
+    keys = np.array([sampler.chain_key(5, c) for c in range(3)])
+    thetas = np.array([[1.1, 0.25, 0.8], [2.0, 0.5, 0.0], [0.9, 0.2, 2.0]])  # chain 1: noise parameter 0
+    cpu, f_cpu = pf.log_likelihoods(pr, thetas, 32, keys, 2, "cpu")
+    dev, f_dev = pf.log_likelihoods(pr, thetas, 32, keys, 2, "gpu")
+    assert np.array_equal(cpu, dev) and f_cpu == f_dev > 0
+    assert cpu[1] == -math.inf and np.isfinite(cpu[[0, 2]]).all()
+
+
+def test_filter_on_the_device_equals_cpu_host_weights(host_gpu):
+    """A formula with a function (exp) is weighed chain by chain on the host; the same bits."""
+    net = load(ROOT / "tests/data/pmmh/immigration_death.rxn")
+    obs = [pmmh.Observable("y", "log(exp(X))", "poisson")]
+    pr = sampler.build_problem(net, obs, [pmmh.Experiment([1, 2, 4], {"y": [1, 3, 2]})],
+                               {"k1": "gamma:2,1", "k2": "gamma:2,10"})
+    assert not pf.device_weights(pr.observables)
+    keys = np.array([sampler.chain_key(1, c) for c in range(2)])
+    thetas = np.array([[1.1, 0.25], [2.0, 0.5]])
+    cpu, _ = pf.log_likelihoods(pr, thetas, 32, keys, 2, "cpu")
+    dev, _ = pf.log_likelihoods(pr, thetas, 32, keys, 2, "gpu")
+    assert np.array_equal(cpu, dev) and np.isfinite(cpu).all()
+
+
 def test_reweigh_is_systematic_resampling():
     """reweigh_cpu against the textbook formulas in NumPy (cumsum, searchsorted) with the same weights."""
     from distsim.backends.dsmath import ds_exp
@@ -128,3 +178,25 @@ def test_initial_amounts_from_parameters_on_the_device(host_gpu):
     cpu, _ = pf.log_likelihoods(pr, thetas, 32, keys, 1, "cpu")
     dev, _ = pf.log_likelihoods(pr, thetas, 32, keys, 1, "gpu")
     assert np.array_equal(cpu, dev) and np.isfinite(cpu[:2]).all() and cpu[2] == -math.inf
+
+
+def test_too_many_events_and_errors_on_the_device(host_gpu):
+    """Particles that reach max_events weigh 0 (the same estimates on CPU and device, a chain losing all of
+    its particles dies); a negative propensity stops the filter with the same message on both."""
+    net = load(ROOT / "tests/data/pmmh/immigration_death.rxn")
+    obs = [pmmh.Observable("y", "X", "negbin", 2.0)]
+    pr = sampler.build_problem(net, obs, [pmmh.Experiment([1, 2, 4], {"y": [1, 3, 2]})],
+                               {"k1": "gamma:2,1", "k2": "gamma:2,10"}, max_events=4)
+    keys = np.array([sampler.chain_key(8, c) for c in range(3)])
+    thetas = np.array([[1.0, 0.25], [40.0, 0.25], [2.0, 0.5]])  # chain 1: every particle fires > 4 events
+    cpu, f_cpu = pf.log_likelihoods(pr, thetas, 64, keys, 1, "cpu")
+    dev, f_dev = pf.log_likelihoods(pr, thetas, 64, keys, 1, "gpu")
+    assert np.array_equal(cpu, dev) and f_cpu == f_dev > 0
+    assert cpu[1] == -math.inf and np.isfinite(cpu[[0, 2]]).all()
+    bad = np.array([[1.0, 0.25], [-1.0, 0.25]])
+    msgs = []
+    for backend in ("cpu", "gpu"):
+        with pytest.raises(RuntimeError, match="propensity") as e:
+            pf.log_likelihoods(pr, bad, 16, keys[:2], 1, backend)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

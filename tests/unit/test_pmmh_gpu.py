@@ -105,3 +105,47 @@ def test_device_filter_equals_cpu_normal_noise():
     assert cpu[2] == -math.inf and np.isfinite(np.delete(cpu, 2)).all()
     # each chain's estimate is the one it gets alone
     assert pf.log_likelihoods(pr, thetas[4:5], 200, keys[4:5], 5, "gpu")[0][0] == gpu[4]
+
+
+@pytest.mark.parametrize("noise", range(4))
+def test_noise_kernel_gpu_equals_twin(noise):
+    """kernels/pmmh_filter.cu's pmmh_noise on the device == its Numba twin, bit for bit, at edge values."""
+    import cupy
+
+    from distsim.pmmh.observation import add_log_density
+
+    from test_pmmh_noise import edge_inputs
+
+    h, s, ys = edge_inputs(noise)
+    for y in ys:
+        cpu, dev = np.full(h.shape, 0.25), cupy.full(h.shape, 0.25)
+        add_log_density(np, noise, y, h, s, cpu)
+        add_log_density(cupy, noise, y, cupy.asarray(h), s, dev)
+        assert np.array_equal(cpu, cupy.asnumpy(dev), equal_nan=True) and np.isfinite(cpu).sum() > 40
+
+
+@pytest.mark.parametrize("noise,formula", [("normal", "X"), ("lognormal", "X + 0.5"), ("poisson", "X / 2 + k1"),
+                                           ("negbin", "X")])
+def test_device_filter_equals_cpu_every_noise_model(noise, formula, monkeypatch):
+    """Every noise model weighed on the device (no state copied to the host): the CPU's estimates bit for
+    bit, and the host-weights path's (chain by chain) on the GPU too; a chain whose noise parameter is 0
+    dies where the model has one."""
+    import math
+
+    from distsim.pmmh import filter as pf
+
+    from test_pmmh_noise import noise_problem
+
+    pr = noise_problem(noise, formula)
+    assert pf.device_weights(pr.observables)
+    d = len(pr.names)
+    keys = np.array([sampler.chain_key(6, c) for c in range(5)])
+    thetas = np.array([[1.1, 0.25, 0.8], [2.0, 0.5, 0.0], [0.9, 0.2, 2.0], [1.0, 0.2, 1.0], [1.3, 0.3, 0.5]])[:, :d]
+    cpu, f_cpu = pf.log_likelihoods(pr, thetas, 300, keys, 4, "cpu")
+    gpu, f_gpu = pf.log_likelihoods(pr, thetas, 300, keys, 4, "gpu")
+    assert np.array_equal(cpu, gpu) and f_cpu == f_gpu > 0
+    if d == 3:
+        assert cpu[1] == -math.inf
+    monkeypatch.setattr(pf, "device_weights", lambda obs: False)
+    host, _ = pf.log_likelihoods(pr, thetas, 300, keys, 4, "gpu")
+    assert np.array_equal(host, gpu)

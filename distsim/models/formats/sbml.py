@@ -79,6 +79,14 @@ products); every other law (Michaelis-Menten, a law already written ``k * A * (A
 laws) is untouched. The channels read so are listed in the metadata's ``mass_action_stochastic``
 (``none`` when none), and so in the SSA result's attrs.
 
+**Fast reactions** (``fast=`` option, ``--fast``): ``"refuse"`` (default) refuses a reaction with
+``fast="true"``, whose SBML meaning (Level 2, Level 3 Version 1: it reaches equilibrium
+instantaneously) has no exact stochastic reading. ``"as_slow"`` reads it as an ordinary reaction with
+its kinetic law: an exact simulation of the model with the flag ignored (not of the rapid-equilibrium
+model), which is what COPASI does (its SBML import warns and sets the flag to false; libRoadRunner
+2.10 refuses the model) and what the model is in SBML Level 3 Version 2, which removed the attribute.
+The reactions read so are listed in the metadata's ``fast_as_slow``, with one :class:`SBMLWarning`.
+
 **Guarded reading** (``guard=True``, ``--guard``; default off: such laws stop a run with an error that
 names them). Some laws as written are no propensities: a constant flux ``Fleak`` on ``CaER -> ...`` (or
 any law that does not vanish when a species it consumes is absent, or ``k*A^2`` consuming two of A) can
@@ -228,8 +236,10 @@ their content are warnings.
 its id, the file and line): algebraic rules, ``delay()``,
 inverse trigonometric functions, factorial, rem and quotient, ``stoichiometryMath`` that is not
 constant or non-integer stoichiometry without a common fraction (genome-scale models' biomass
-coefficients, 0.000223), fast reactions, reactions without a kinetic law, conversion factors,
-compartment sizes at t = 0 that depend on species, required SBML packages (``comp``, ``distrib``, ...).
+coefficients, 0.000223), fast reactions (unless ``fast="as_slow"``), reactions without a kinetic law, conversion factors,
+compartment sizes at t = 0 that depend on species, required SBML packages (``comp``, ``distrib``, ...;
+an SBML-qual document is refused first, before libsbml's errors, with the Boolean command that reads it,
+``distsim pbn``).
 Constraints are ignored.
 
 **Untrusted input.** A document has at most :data:`MAX_SBML_BYTES` bytes. Before libsbml sees it, it
@@ -270,13 +280,14 @@ from ..mass_action import (MassActionShape, at_least, falling_powers, mass_actio
 from ..reactions import MAX_CHANGE, MAX_COUNT, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES",
-           "MASS_ACTION_POLICIES", "GUARD_SUFFIX", "AVOGADRO", "SBMLWarning",
+           "MASS_ACTION_POLICIES", "FAST_POLICIES", "GUARD_SUFFIX", "AVOGADRO", "SBMLWarning",
            "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
            "MAX_ATTRIBUTE_CHARS", "MAX_UNITS_FIRING_RATE"]
 
 REVERSIBLE_POLICIES = ("split", "forward", "error")
 ROUNDING_POLICIES = ("error", "nearest")
 MASS_ACTION_POLICIES = ("as_written", "stochastic")
+FAST_POLICIES = ("refuse", "as_slow")
 GUARD_SUFFIX = "_reverse"  # the backward channel of a guard=True sign split
 AVOGADRO = 6.02214076e23  # molecules per mole (SI 2019, exact)
 MAX_UNITS_FIRING_RATE = 1e9  # initial firings per unit of model time above which units-derived counts are refused
@@ -306,18 +317,20 @@ _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("consta
 
 
 def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size: float | None = None,
-              rounding: str = "error", mass_action: str = "as_written", guard: bool = False) -> ReactionNetwork:
+              rounding: str = "error", mass_action: str = "as_written", fast: str = "refuse",
+              guard: bool = False) -> ReactionNetwork:
     """Read an SBML file as a reaction network for SSA (see the module docstring for semantics).
 
     ``reversible``: ``"split"`` (default), ``"forward"`` or ``"error"``; ``system_size``: molecules
     per substance unit (default: from the model's units); ``rounding``: ``"error"`` (default) or
     ``"nearest"`` for amounts that are not whole numbers of molecules; ``mass_action``: ``"as_written"``
-    (default) or ``"stochastic"`` (powers of reactants become falling factorials); ``guard``: sign split and
-    reactant guard of laws that are no propensities as written (module docstring). A missing
+    (default) or ``"stochastic"`` (powers of reactants become falling factorials); ``fast``: ``"refuse"``
+    (default) or ``"as_slow"`` (fast reactions are ordinary reactions with their kinetic laws); ``guard``: sign
+    split and reactant guard of laws that are no propensities as written (module docstring). A missing
     file raises :class:`FileNotFoundError`; everything else raises :class:`ModelError`.
     """
     file = os.fspath(path)
-    _check_options(reversible, system_size, rounding, mass_action, guard)
+    _check_options(reversible, system_size, rounding, mass_action, fast, guard)
     if not Path(file).exists():
         raise FileNotFoundError(f"model file not found: {file}")
     if not Path(file).is_file():
@@ -325,15 +338,16 @@ def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size
     check_sbml_file(file)
     libsbml = _libsbml(file)
     doc = libsbml.readSBMLFromFile(file)
-    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding, mass_action, guard)
+    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding, mass_action, fast, guard)
 
 
 def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str = "<string>",
                      name: str = "", system_size: float | None = None, rounding: str = "error",
-                     mass_action: str = "as_written", guard: bool = False) -> ReactionNetwork:
+                     mass_action: str = "as_written", fast: str = "refuse",
+                     guard: bool = False) -> ReactionNetwork:
     """Read an SBML document held in memory (``file`` names it in errors; ``name`` is the
     network's name when the model has neither name nor id; the options are :func:`read_sbml`'s)."""
-    _check_options(reversible, system_size, rounding, mass_action, guard)
+    _check_options(reversible, system_size, rounding, mass_action, fast, guard)
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     if len(data) > MAX_SBML_BYTES:
         raise ModelError(f"the document has {len(data)} bytes, more than the {MAX_SBML_BYTES} an SBML document "
@@ -347,7 +361,7 @@ def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str 
             raise ModelError(f"SBML bytes are not UTF-8 ({e.reason} at byte {e.start}); pass a str",
                              file=file) from None
     doc = libsbml.readSBMLFromString(text)
-    return _document(libsbml, doc, file, reversible, name, system_size, rounding, mass_action, guard)
+    return _document(libsbml, doc, file, reversible, name, system_size, rounding, mass_action, fast, guard)
 
 
 def check_sbml_file(file: str) -> None:
@@ -362,13 +376,15 @@ def check_sbml_file(file: str) -> None:
 
 
 def _check_options(reversible: str, system_size: float | None, rounding: str, mass_action: str = "as_written",
-                   guard: bool = False) -> None:
+                   fast: str = "refuse", guard: bool = False) -> None:
     if reversible not in REVERSIBLE_POLICIES:
         raise ValueError(f"unknown reversible policy {reversible!r}; expected one of {', '.join(REVERSIBLE_POLICIES)}")
     if rounding not in ROUNDING_POLICIES:
         raise ValueError(f"unknown rounding {rounding!r}; expected one of {', '.join(ROUNDING_POLICIES)}")
     if mass_action not in MASS_ACTION_POLICIES:
         raise ValueError(f"unknown mass_action {mass_action!r}; expected one of {', '.join(MASS_ACTION_POLICIES)}")
+    if fast not in FAST_POLICIES:
+        raise ValueError(f"unknown fast {fast!r}; expected one of {', '.join(FAST_POLICIES)}")
     if not isinstance(guard, bool):
         raise ValueError(f"guard must be True or False, got {guard!r}")
     if system_size is not None and (isinstance(system_size, bool) or not isinstance(system_size, (int, float))
@@ -444,10 +460,17 @@ def _prescan(data: bytes, file: str) -> None:
 
 
 def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str, system_size: float | None,
-              rounding: str, mass_action: str = "as_written", guard: bool = False) -> ReactionNetwork:
+              rounding: str, mass_action: str = "as_written", fast: str = "refuse", guard: bool = False
+              ) -> ReactionNetwork:
     """Check libsbml's errors before touching the model; ``doc`` stays referenced while the model is read."""
     if doc is None:
         raise ModelError("libsbml could not read the document", file=file)
+    if doc.getLevel() >= 3 and doc.isPackageEnabled("qual") and doc.getPackageRequired("qual"):
+        # before libsbml's errors: public SBML-qual exports have schema errors that the qual reader forgives
+        raise ModelError("the model requires the SBML package 'qual', which is not supported by the reaction-network "
+                         "reader: it is a qualitative (Boolean) model; simulate it with 'distsim pbn simulate MODEL' "
+                         "(or 'distsim pbn steady-state'; in Python distsim.pbn.load)", file=file,
+                         line=doc.getLine() or None, column=doc.getColumn() or None)
     first = None
     for i in range(doc.getNumErrors()):
         e = doc.getError(i)
@@ -472,7 +495,7 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
     if model is None:
         raise ModelError("the SBML document has no <model>", file=file)
     return _Converter(libsbml, doc, model, file, reversible, default_name, system_size, rounding,
-                      mass_action, guard).network()
+                      mass_action, fast, guard).network()
 
 
 def _lenient_default(attr: str) -> str:
@@ -620,9 +643,12 @@ def _mass_action_law(r: Reaction) -> Node:
 
 class _Converter:
     def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str,
-                 system_size: float | None, rounding: str, mass_action: str = "as_written", guard: bool = False):
+                 system_size: float | None, rounding: str, mass_action: str = "as_written", fast: str = "refuse",
+                 guard: bool = False):
         self.L = libsbml
         self.mass_action = mass_action
+        self.fast = fast
+        self.fast_read: list[str] = []  # fast reactions read as ordinary ones (fast="as_slow")
         self.guard = guard
         self.guard_split: list[str] = []  # reactions split by sign (guard=True)
         self.guard_guarded: list[str] = []  # channels multiplied by the indicator of their reactants (guard=True)
@@ -703,6 +729,9 @@ class _Converter:
             warnings.warn(f"{self.file}: net-rate kinetic laws split by sign into forward (_f) and backward (_r) "
                           f"channels with the law's drift: {', '.join(self.net_rate_split)}", SBMLWarning,
                           stacklevel=4)
+        if self.fast_read:
+            warnings.warn(f"{self.file}: fast reactions read as ordinary reactions with their kinetic laws "
+                          f"(fast='as_slow'): {', '.join(self.fast_read)}", SBMLWarning, stacklevel=4)
         if self.rescaled:
             warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
                           stacklevel=4)
@@ -1201,6 +1230,8 @@ class _Converter:
             out["net_rate_split"] = ", ".join(self.net_rate_split)
         if self.net_rate_kept:
             out["net_rate_not_split"] = "; ".join(self.net_rate_kept)
+        if self.fast_read:
+            out["fast_as_slow"] = ", ".join(self.fast_read)
         if self.mass_action == "stochastic":
             out["mass_action_stochastic"] = ", ".join(self.stochastic) or "none"
         if self.guard:
@@ -1267,7 +1298,11 @@ class _Converter:
         rid = r.getId()
         label = f"reaction {rid!r}"
         if r.isSetFast() and r.getFast():
-            raise self.err(f"{label}: fast reactions are not supported", r)
+            if self.fast != "as_slow":
+                raise self.err(f"{label}: fast reactions are not supported; fast='as_slow' (--fast as_slow) reads "
+                               "them as ordinary reactions with their kinetic laws (as COPASI does; SBML Level 3 "
+                               "Version 2 removed the attribute)", r)
+            self.fast_read.append(rid)
         if not r.isSetKineticLaw():
             raise self.err(f"{label} has no kinetic law", r)
         kl = r.getKineticLaw()

@@ -22,11 +22,16 @@ past ``--timeout`` seconds, costs only that model), in-process (no Dask), on the
 4. if that stops because a firing made a count negative and the law consumes n > 1 molecules of a
    species but is 0 only when none are left (``k x^2`` written for concentrations), the model is
    loaded again with the same options and ``mass_action="stochastic"`` (powers of reactants become
-   falling factorials: the documented option of :mod:`distsim.models.formats.sbml`) and simulated again.
+   falling factorials: the documented option of :mod:`distsim.models.formats.sbml`) and simulated again;
+5. if the run (of step 3, or of step 4 when it was taken) stops on a negative propensity or a firing
+   that made a count negative, the model is loaded again with the same options and ``guard=True``
+   (sign split and reactant guard: the documented option of :mod:`distsim.models.formats.sbml`) and
+   simulated again.
 
 Outcomes: ``simulated`` (as loaded), ``simulated with system_size``, ``simulated with
 mass_action='stochastic'`` (step 4; with or without system_size), ``simulated as a Boolean network
-(SBML-qual)`` and ``simulated with fast reactions as ordinary reactions`` (step 1), ``refused: <reason>`` (a
+(SBML-qual)`` and ``simulated with fast reactions as ordinary reactions`` (step 1), ``simulated with
+guard`` (step 5; with or without the others), ``refused: <reason>`` (a
 :class:`~distsim.errors.ModelError` at load, grouped by what it names), ``simulate error``
 (an exception while simulating), ``load error`` (an exception other than ModelError), ``timeout``
 (also when run again alone after the others: a first run may spend its time compiling kernels)
@@ -142,17 +147,28 @@ def run_one(path: str) -> dict:
         return {**out, "outcome": "load error", "reason": type(e).__name__, "message": f"{type(e).__name__}: {e}"}
     out.update(species=net.n_species, reactions=len(net.reactions))
     done = _simulate(net, out)
-    if done["outcome"] != "simulate error" or not re.search(CONCENTRATION_LAW, done["message"]):
-        return done
     options = {"system_size": out["system_size"], "rounding": "nearest"} if "system_size" in out else {}
-    try:  # step 4: the same reading with stochastic mass action
-        net = load(path, mass_action="stochastic", **options)
+    if done["outcome"] == "simulate error" and re.search(CONCENTRATION_LAW, done["message"]):
+        try:  # step 4: the same reading with stochastic mass action
+            net = load(path, mass_action="stochastic", **options)
+        except Exception as e:  # noqa: BLE001  (it loaded without the option: a bug to report)
+            return {**out, "outcome": "load error", "reason": type(e).__name__, "mass_action": "stochastic",
+                    "message": f"{type(e).__name__}: {e}"}
+        options["mass_action"] = "stochastic"
+        out = {**out, "mass_action": "stochastic",
+               "stochastic": dict(net.metadata).get("mass_action_stochastic", "")}
+        done = _simulate(net, out)
+        if done["outcome"].startswith("simulated"):
+            return {**done, "outcome": STOCHASTIC}
+    if done["outcome"] != "simulate error" or reason_of(done["message"], SIM_REASONS) not in GUARDED:
+        return done
+    try:  # step 5: the same reading, guarded
+        net = load(path, guard=True, **options)
     except Exception as e:  # noqa: BLE001  (it loaded without the option: a bug to report)
-        return {**out, "outcome": "load error", "reason": type(e).__name__, "mass_action": "stochastic",
+        return {**out, "outcome": "load error", "reason": type(e).__name__, "guard": "load",
                 "message": f"{type(e).__name__}: {e}"}
-    again = _simulate(net, {**out, "mass_action": "stochastic",
-                            "stochastic": dict(net.metadata).get("mass_action_stochastic", "")})
-    return {**again, "outcome": STOCHASTIC} if again["outcome"].startswith("simulated") else again
+    again = _simulate(net, {**out, "guard": dict(net.metadata).get("guard", ""), "unguarded": done["message"]})
+    return {**again, "outcome": GUARD} if again["outcome"].startswith("simulated") else again
 
 
 def _fast_retry(load, out: dict):
@@ -238,7 +254,10 @@ FAST = "simulated with fast reactions as ordinary reactions"  # step 1
 FAST_REFUSAL = "fast reactions are not supported"  # the SSA reader's refusal of fast="true"
 # the simulate error that step 4 retries: distsim.ssa.errors' reason for a law k x^2 on 2 X -> ...
 CONCENTRATION_LAW = r"it consumes \d+ molecules of .* but its law is 0 only when none are left"
-SIMULATED = ("simulated", "simulated with system_size", STOCHASTIC, QUAL, FAST)  # the outcomes that count as simulated
+GUARD = "simulated with guard"  # step 5
+# the simulate errors that step 5 retries (SIM_REASONS)
+GUARDED = ("negative propensity (a net-rate law used as a propensity)", "a firing made a count negative")
+SIMULATED = ("simulated", "simulated with system_size", STOCHASTIC, QUAL, FAST, GUARD)  # the outcomes that count as simulated
 ORDER = [*SIMULATED, "refused", "simulate error", "load error", "timeout", "crash"]
 
 
@@ -282,6 +301,7 @@ def report(results: list[dict], folder: str, seconds: float, source: str | None)
         lines.append(f"**{key}** ({len(groups[key])}): " + ", ".join(
             r["model"] + (f" (system_size={r['system_size']:.3g})" if "system_size" in r else "")
             + (" (mass_action='stochastic')" if r.get("mass_action") and r["outcome"] != STOCHASTIC else "")
+            + (" (guard)" if r.get("guard") and r["outcome"] != GUARD else "")
             for r in sorted(groups[key], key=lambda r: r["model"])))
         lines.append("")
     detail = [r for r in results if r["outcome"] not in SIMULATED]
@@ -289,6 +309,11 @@ def report(results: list[dict], folder: str, seconds: float, source: str | None)
         lines += ["## Messages", ""]
         lines += [f"- {r['model']}: {r['outcome']}: {_one_line(r['message'])}"
                   for r in sorted(detail, key=lambda r: r["model"])]
+    guarded = [r for r in results if r["outcome"] == GUARD]
+    if guarded:
+        lines += ["", "## Guarded models: what guard=True changed, and the error without it", ""]
+        lines += [f"- {r['model']}: {_one_line(r.get('guard', ''))}; without guard: {_one_line(r.get('unguarded', ''))}"
+                  for r in sorted(guarded, key=lambda r: r["model"])]
     return lines
 
 

@@ -32,6 +32,11 @@ def register(subparsers: Any) -> None:
                    help="SBML mass-action laws: the law is the propensity (default; k*A^2 fires at k x^2), or "
                         "stochastic: powers of reactants become falling factorials (k*A^2 -> k*A*(A-1); recorded "
                         "in the result's attrs)")
+    p.add_argument("--guard", action="store_true",
+                   help="SBML laws that are no propensities as written (a net rate that goes negative, a flux "
+                        "that fires without what it consumes): split by sign into a forward and a backward "
+                        "channel and multiplied by the indicator of their reactants (recorded in the result's "
+                        "attrs); default: such a run stops with an error")
     p.add_argument("--fast", choices=["refuse", "as_slow"], default="refuse",
                    help="SBML reactions marked fast (rapid equilibrium): refuse (default), or as_slow: ordinary "
                         "reactions with their kinetic laws, the model with the flag ignored (recorded in the "
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args, data=[args.output], figures=[args.plot])
     params = parse_assignments(args.param, "--param")
     net = load(args.model, format=args.format, reversible=args.reversible, system_size=args.system_size,
-               rounding=args.rounding, mass_action=args.mass_action, fast=args.fast)
+               rounding=args.rounding, mass_action=args.mass_action, fast=args.fast, guard=args.guard)
     if params:
         net = net.with_parameters(**params)
     if args.points < 2:

@@ -21,6 +21,8 @@ parameter (theta = ``c``); otherwise the law stays a general law (same propensit
 reversible reactions; :func:`signed_parts` splits any law into its positive and negative terms
 (the general net-rate split of the SBML reader). :func:`falling_powers` rewrites ``k * A^2`` on
 ``2A -> ...`` to ``k * A * (A - 1)`` (the SBML reader's ``mass_action="stochastic"``).
+:func:`nonnegative`, :func:`positive_part` and :func:`at_least` are the pieces of the SBML reader's
+``guard=True`` reading (sign split and reactant guard, arithmetic only: no kernel changes).
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .arith import BinOp, Call, Neg, Node, Num, Param, Relation, Species, children, fold
+import numpy as np
+
+from .arith import BinOp, Call, Neg, Node, Num, Param, Piecewise, Relation, Species, Time, children, evaluate, fold
 
 __all__ = ["MassActionShape", "mass_action_shape", "falling_powers", "split_difference", "signed_parts", "mixed_factors", "vanishes_without", "cancel_species",
-           "UNIT_TOLERANCE"]
+           "nonnegative", "sign_bits", "sign_of_number", "parameter_signs", "positive_part", "at_least",
+           "SIGN_POS", "SIGN_NEG", "SIGN_ANY", "UNIT_TOLERANCE"]
 
 UNIT_TOLERANCE = 1e-12  # |c - 1| below which the constant factor counts as 1 (float rounding of V * (1/V) etc.)
 _MAX_POWER = 64
@@ -485,3 +490,137 @@ def _has_species(n: Node, targets: set[int]) -> bool:
         elif isinstance(m, Neg):
             stack.append(m.arg)
     return False
+
+
+# Signs as bits: SIGN_POS = may be > 0, SIGN_NEG = may be < 0 (0: always 0; SIGN_ANY: either sign).
+SIGN_POS, SIGN_NEG = 1, 2
+SIGN_ANY = SIGN_POS | SIGN_NEG
+_SAME_SIGN = frozenset({"floor", "ceil", "sinh", "tanh", "arcsinh", "arctanh"})  # sign(f(a)) = sign(a) or 0
+_NONNEG_FUNCS = frozenset({"exp", "sqrt", "abs", "cosh", "sech", "arccosh"})  # >= 0 (or NaN)
+
+
+def _flip(s: int) -> int:
+    return ((s & SIGN_POS) << 1) | ((s & SIGN_NEG) >> 1)
+
+
+def sign_of_number(v: float) -> int:
+    """The sign bits of a number (NaN: either sign)."""
+    return SIGN_ANY if v != v else (SIGN_POS if v > 0 else 0) | (SIGN_NEG if v < 0 else 0)
+
+
+def _sign_step(n: Node, kids: list[int], signs: Mapping[str, int]) -> int:
+    """The sign bits of ``n`` from its operands' (:func:`sign_bits`)."""
+    if isinstance(n, Num):
+        return sign_of_number(n.value)
+    if isinstance(n, (Species, Time, Relation)):  # counts, time (from 0) and truth values are >= 0
+        return SIGN_POS
+    if isinstance(n, Param):
+        return signs.get(n.name, SIGN_ANY)
+    if isinstance(n, Neg):
+        return _flip(kids[0])
+    if isinstance(n, Piecewise):  # any of its values (the conditions do not matter)
+        out = 0
+        for k in kids[0:-1:2] + [kids[-1]]:
+            out |= k
+        return out
+    if isinstance(n, Call) and n.func in ("min", "max"):
+        a, b = kids
+        if n.func == "min":
+            return (a & b & SIGN_POS) | ((a | b) & SIGN_NEG)
+        return ((a | b) & SIGN_POS) | (a & b & SIGN_NEG)
+    if isinstance(n, Call):
+        if n.func in _NONNEG_FUNCS:
+            return SIGN_POS
+        if n.func in _SAME_SIGN:
+            return kids[0]
+        if n.func == "pow":
+            return _power_sign(kids[0], n.args[1])
+        return SIGN_ANY  # log, sin, cos, tan, ...
+    if isinstance(n, BinOp):
+        a, b = kids
+        if n.op == "+":
+            return a | b
+        if n.op == "-":
+            return a | _flip(b)
+        if n.op in "*/":
+            pos = SIGN_POS if (a & SIGN_POS and b & SIGN_POS) or (a & SIGN_NEG and b & SIGN_NEG) else 0
+            neg = SIGN_NEG if (a & SIGN_POS and b & SIGN_NEG) or (a & SIGN_NEG and b & SIGN_POS) else 0
+            return pos | neg
+        return _power_sign(a, n.right)
+    return SIGN_ANY
+
+
+def _power_sign(base: int, exponent: Node) -> int:
+    """Sign bits of ``base ^ exponent``: a base >= 0 gives >= 0 (or NaN / inf); a number exponent: even
+    gives >= 0, odd keeps the base's sign, not whole gives >= 0 or NaN (a negative base); else either."""
+    if not base & SIGN_NEG:
+        return SIGN_POS
+    if isinstance(exponent, Num):
+        if not float(exponent.value).is_integer():
+            return SIGN_POS
+        return SIGN_POS if int(exponent.value) % 2 == 0 else base
+    return SIGN_ANY
+
+
+def sign_bits(node: Node, signs: Mapping[str, int], values: Mapping[str, float] | None = None) -> int:
+    """The signs ``node`` may take in any state, by its form (where it is finite): every operation
+    keeps what its operands' signs decide. Counts, time and truth values are >= 0; a parameter has its
+    bits in ``signs`` (absent: either sign); a subexpression of numbers and parameters in ``values`` (one
+    value for the run) has the sign of its value (``1 - F`` with F = 0.2). ``a - b``, ``-a``, logs and sines
+    may have either sign unless the operands' signs decide it. Conservative: a sign this allows need not
+    occur. Explicit stack."""
+    values = values or {}
+
+    def visit(n: Node, kids: list[tuple[int, bool]]) -> tuple[int, bool]:
+        constant = (all(c for _, c in kids) if kids else isinstance(n, Num) or (isinstance(n, Param)
+                                                                                and n.name in values))
+        if constant and kids and not isinstance(n, (Relation, Piecewise)):
+            with np.errstate(all="ignore"):
+                return sign_of_number(float(evaluate(n, np.zeros((1, 0)), values)[0])), True
+        return _sign_step(n, [b for b, _ in kids], signs), constant
+
+    return fold(node, visit)[0]
+
+
+def parameter_signs(fixed: Mapping[str, float], assigned: Mapping[str, list[Node]], initial: Mapping[str, float]
+                    ) -> dict[str, int]:
+    """Sign bits of every parameter: ``fixed`` ones (one value for the run) the sign of their value; an
+    ``assigned`` one (by rules or events: the expressions that give it values) the union of the signs of
+    its expressions and of its ``initial`` value if any (an event-assigned parameter until its first
+    event), to the least fixed point (a rule may read another rule's parameter). A parameter neither fixed
+    nor assigned (a rate rule's) is left out: either sign."""
+    signs = {p: sign_of_number(v) for p, v in fixed.items()}
+    for p in assigned:
+        signs[p] = sign_of_number(initial[p]) if p in initial else 0
+    changed = True
+    while changed:  # each pass only adds bits (at most 2 per parameter): it ends
+        changed = False
+        for p, exprs in assigned.items():
+            bits = signs[p]
+            for e in exprs:
+                bits |= sign_bits(e, signs, fixed)
+            if bits != signs[p]:
+                signs[p], changed = bits, True
+    return signs
+
+
+def nonnegative(law: Node, signs: Mapping[str, int], values: Mapping[str, float] | None = None) -> bool:
+    """Whether ``law`` is >= 0 in every state by its form alone (:func:`sign_bits`): ``k * (c - S)`` is not,
+    ``-k_mal`` with k_mal of either sign is not, ``-k`` with k <= 0 for the run is, ``Vm * S / (K + S)`` with
+    Vm, K >= 0 is."""
+    return not sign_bits(law, signs, values) & SIGN_NEG
+
+
+def positive_part(law: Node) -> Node:
+    """``max(0, law)``: ``law`` where it is >= 0, else 0. The 0 is the first operand so that a NaN law
+    stays NaN in the kernels' ``a > b ? a : b`` (a run stops on it as before)."""
+    return Call("max", (Num(0.0), law))
+
+
+def at_least(i: int, n: int) -> Node:
+    """The indicator of count x_i >= n (n >= 1) in arithmetic only, for whole x_i >= 0:
+    ``min(max(x_i - (n - 1), 0), 1)`` (``min(x_i, 1)`` for n = 1)."""
+    x: Node = Species(i)
+    if n > 1:
+        x = Call("max", (BinOp("-", x, Num(float(n - 1))), Num(0.0)))
+    return Call("min", (x, Num(1.0)))

@@ -11,8 +11,9 @@
 ``reversible`` (the reversible-reaction policy), ``system_size`` (molecules per substance unit) and
 ``rounding`` are the SBML reader's options (:mod:`distsim.models.formats.sbml`); they also apply to
 antimony, which goes through SBML, and are refused for other sources when not at their defaults.
-``mass_action`` (``"stochastic"``: powers of reactants become falling factorials) and ``fast``
-(``"as_slow"``: fast reactions are ordinary ones) apply to SBML only.
+``mass_action`` (``"stochastic"``: powers of reactants become falling factorials), ``fast``
+(``"as_slow"``: fast reactions are ordinary ones) and ``guard`` (sign split and reactant guard of laws
+that are no propensities as written) apply to SBML only.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ __all__ = ["load_network"]
 
 def load_network(source: Any, *, format: str | None = None, reversible: str = "split",
                  system_size: float | None = None, rounding: str = "error",
-                 mass_action: str = "as_written", fast: str = "refuse") -> ReactionNetwork:
+                 mass_action: str = "as_written", fast: str = "refuse", guard: bool = False) -> ReactionNetwork:
     """A :class:`ReactionNetwork` from a network, a GillesPy2 model, model text or a path (module docstring)."""
     sbml = {"reversible": reversible, "system_size": system_size, "rounding": rounding}
-    only = {k: v for k, v, default in (("mass_action", mass_action, "as_written"), ("fast", fast, "refuse"))
+    only = {k: v for k, v, default in (("mass_action", mass_action, "as_written"), ("fast", fast, "refuse"),
+                                                    ("guard", guard, False))
             if v != default}  # SBML-only options away from their defaults
     if only:  # (every other source refuses them below)
         if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<") and format in (None, "sbml"):

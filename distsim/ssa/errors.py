@@ -134,7 +134,7 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
         neg = [i for i, _ in net.net_changes()[j] if x is not None and x[i] < 0]
         state = f", giving {_state(net, x, neg)}" if neg else ""
         return (f"{lead}: firing {what} ({rule}) made a species count negative {where}{state}; "
-                f"a propensity must be 0 when its reaction cannot fire{_why_negative(net, j, neg)}")
+                f"a propensity must be 0 when its reaction cannot fire{_why_negative(net, j, neg)}{_guard_hint(net)}")
     if value is None or math.isnan(value):
         kind = "negative, infinite or NaN" if value is None else "NaN (0/0, or a function outside its domain)"
     elif math.isinf(value):
@@ -142,7 +142,9 @@ def describe(net: ReactionNetwork, word: int, realization: int, lead: str, seed:
     else:
         kind = f"{value:.6g} (negative)"
     state = f", with {_state(net, x, r.reads())}" if x is not None and r.reads() else ""
-    return f"{lead}: the propensity of {what} ({rule}) is {kind} {where}{state}; check the rate laws and parameters"
+    hint = _guard_hint(net) if value is None or (math.isfinite(value) and value < 0) else ""
+    return (f"{lead}: the propensity of {what} ({rule}) is {kind} {where}{state}; check the rate laws and "
+            f"parameters{hint}")
 
 
 def _describe_event(net: ReactionNetwork, code: int, i: int, lead: str, seed: int, realization: int,
@@ -182,6 +184,16 @@ def _why_negative(net: ReactionNetwork, j: int, neg: list[int]) -> str:
                 f"k x^2, where mass action has x (x - 1) ...): the law is written for concentrations, with no "
                 f"stochastic meaning below {n} molecules")
     return ""
+
+
+def _guard_hint(net: ReactionNetwork) -> str:
+    """The guarded reading's suggestion, for a network the SBML reader read without it."""
+    meta = dict(net.metadata)
+    if "system_size" not in meta or "guard" in meta:
+        return ""
+    return ("\nto run such laws anyway, read the SBML model with guard=True (--guard): a negative net rate then "
+            "runs the reaction backwards and no reaction fires without what it consumes (the model as written "
+            "until it would first stop here)")
 
 
 def _why_not_whole(value: float | None) -> str:

@@ -32,7 +32,8 @@ WAVES, WAVE_MIN = 8, 8192  # CPU shards per worker (at most), realizations per s
 
 
 def load(source: Any, *, format: str | None = None, reversible: str = "split", system_size: float | None = None,
-         rounding: str = "error", mass_action: str = "as_written", fast: str = "refuse") -> ReactionNetwork:
+         rounding: str = "error", mass_action: str = "as_written", fast: str = "refuse", guard: bool = False
+         ) -> ReactionNetwork:
     """Load a reaction network from a path (SBML ``.xml``/``.sbml``, antimony ``.ant``, distsim's text
     format), model text (an SBML string; antimony or ``.rxn`` text with ``format=``), a
     ``gillespy2.Model`` or a network. SBML and antimony options (see :mod:`distsim.models.formats.sbml`):
@@ -42,11 +43,15 @@ def load(source: Any, *, format: str | None = None, reversible: str = "split", s
     ``"nearest"`` (rounded, and recorded in the network's metadata and the result's attrs); SBML only:
     ``mass_action``, ``"as_written"`` (default: the law is the propensity) or ``"stochastic"`` (powers of
     reactants in mass-action laws become falling factorials, ``k*A^2`` -> ``k*A*(A-1)``); ``fast``, ``"refuse"``
-    (default: a reaction marked fast is refused) or ``"as_slow"`` (an ordinary reaction with its kinetic law)."""
+    (default: a reaction marked fast is refused) or ``"as_slow"`` (an ordinary reaction with its kinetic law);
+    ``guard``, False (default: a law that goes negative, or fires without what it consumes, stops the run) or
+    True (such a law is split by sign into ``max(0, v)`` and a backward ``<id>_reverse`` channel ``max(0, -v)``,
+    and multiplied by the indicator of its reactants: the CTMC of the model as written until it would first
+    fail; see :mod:`distsim.models.formats.sbml`)."""
     from ..models.sources import load_network
 
     return load_network(source, format=format, reversible=reversible, system_size=system_size, rounding=rounding,
-                        mass_action=mass_action, fast=fast)
+                        mass_action=mass_action, fast=fast, guard=guard)
 
 
 def simulate(

@@ -35,7 +35,7 @@ def _sniff_sbml(path: str | os.PathLike, head: bytes) -> bool:
 
 
 SBML = Format("sbml", "reaction", (".xml", ".sbml"), _sniff_sbml, read_sbml, "an SBML document ('<?xml' or '<sbml')",
-              aliases=("xml",), options=("reversible", "system_size", "rounding", "mass_action", "fast"))
+              aliases=("xml",), options=("reversible", "system_size", "rounding", "mass_action", "fast", "guard"))
 
 FORMATS: tuple[Format, ...] = (
     SBML,

@@ -87,6 +87,36 @@ model), which is what COPASI does (its SBML import warns and sets the flag to fa
 2.10 refuses the model) and what the model is in SBML Level 3 Version 2, which removed the attribute.
 The reactions read so are listed in the metadata's ``fast_as_slow``, with one :class:`SBMLWarning`.
 
+**Guarded reading** (``guard=True``, ``--guard``; default off: such laws stop a run with an error that
+names them). Some laws as written are no propensities: a constant flux ``Fleak`` on ``CaER -> ...`` (or
+any law that does not vanish when a species it consumes is absent, or ``k*A^2`` consuming two of A) can
+fire with nothing left to consume, and a net rate whose sign changes in a way the reader cannot split
+(``-fer*vcytver*jer*cell``, ``(1 - ste9)/(J3 + 1 - ste9)``, ``-k_mal`` with k_mal set by events) goes
+negative. With ``guard=True``, after every other step of reading (net-rate split, ``mass_action``):
+
+1. **sign split**: a channel whose law v is not >= 0 by its form
+   (:func:`~distsim.models.mass_action.nonnegative`: every operation keeps its operands' known signs;
+   counts, time and parameters that keep one value >= 0 for the run are >= 0; a subtraction, a unary
+   minus, a log, or a parameter that is negative or that rules or events set may give either sign)
+   becomes a forward channel, its id, with propensity ``max(0, v)`` (reactants -> products) and a
+   backward channel ``<id>_reverse`` with ``max(0, -v)`` (products -> reactants). A channel of
+   mass-action shape in its reactants with a rate >= 0 fixed for the run, or provably >= 0, is never split.
+2. **reactant guard**: a channel (after 1) that consumes a species (net change < 0, not a boundary
+   species) and whose law does not vanish without it
+   (:func:`~distsim.models.mass_action.vanishes_without`), or that consumes n > 1 of it, has its
+   propensity multiplied by the indicator that each such species count is >= its reactant
+   stoichiometry n (:func:`~distsim.models.mass_action.at_least`, ``min(max(x - n + 1, 0), 1)``).
+   Laws that already vanish are untouched.
+
+Only law trees change (``min``/``max``, which every kernel evaluates): no kernel changes, and CPU and
+GPU give the same bits. The guarded model's CTMC equals the written model's on every path until the
+first time the written law would give a negative propensity or make a count negative; from then on a
+reaction cannot fire without what it consumes, and a negative net rate runs the reaction backwards.
+A law that is NaN or infinite stays so (the run stops). Signs are judged from the values at load: a
+parameter changed later (``with_parameters``) to a value of the other sign is not re-judged. The
+channels split and guarded are listed in the metadata's ``guard`` (and so the SSA result's attrs) and
+in a warning at load. A model where nothing needs it reads exactly as without ``guard``.
+
 **Reversible reactions** (``reversible=`` policy):
 
 * ``"split"`` (default): a law ``F - B`` (possibly times common factors, ``cell * (kf*A*B - kr*C)``)
@@ -245,12 +275,12 @@ from ..arith import (ELEMENTARY, BinOp, Call, Neg, Node, Num, Param, Piecewise, 
 from ..compile_events import inline
 from ..events import (Assignment, AssignmentRule, Compare, Condition, Event, Logic, RateRule, RuleCycle, Truth,
                       apply_rules_at_start, condition_nodes, has_time, rule_order)
-from ..mass_action import (MassActionShape, falling_powers, mass_action_shape, mixed_factors, signed_parts, split_difference,
-                           vanishes_without)
+from ..mass_action import (MassActionShape, at_least, falling_powers, mass_action_shape, mixed_factors, nonnegative,
+                           parameter_signs, positive_part, signed_parts, split_difference, vanishes_without)
 from ..reactions import MAX_CHANGE, MAX_COUNT, Reaction, ReactionNetwork
 
 __all__ = ["read_sbml", "read_sbml_string", "check_sbml_file", "REVERSIBLE_POLICIES", "ROUNDING_POLICIES",
-           "MASS_ACTION_POLICIES", "FAST_POLICIES", "AVOGADRO", "SBMLWarning",
+           "MASS_ACTION_POLICIES", "FAST_POLICIES", "GUARD_SUFFIX", "AVOGADRO", "SBMLWarning",
            "MAX_XML_DEPTH", "MAX_XML_MATH_ELEMENTS", "MAX_MATH_DEPTH", "MAX_MATH_NODES", "MAX_SBML_BYTES",
            "MAX_ATTRIBUTE_CHARS", "MAX_UNITS_FIRING_RATE"]
 
@@ -258,6 +288,7 @@ REVERSIBLE_POLICIES = ("split", "forward", "error")
 ROUNDING_POLICIES = ("error", "nearest")
 MASS_ACTION_POLICIES = ("as_written", "stochastic")
 FAST_POLICIES = ("refuse", "as_slow")
+GUARD_SUFFIX = "_reverse"  # the backward channel of a guard=True sign split
 AVOGADRO = 6.02214076e23  # molecules per mole (SI 2019, exact)
 MAX_UNITS_FIRING_RATE = 1e9  # initial firings per unit of model time above which units-derived counts are refused
 MAX_SBML_BYTES = 256 * 2**20  # a document's size
@@ -286,18 +317,20 @@ _LENIENT = {21110: ("fast", "reversible"), 20517: ("constant",), 20706: ("consta
 
 
 def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size: float | None = None,
-              rounding: str = "error", mass_action: str = "as_written", fast: str = "refuse") -> ReactionNetwork:
+              rounding: str = "error", mass_action: str = "as_written", fast: str = "refuse",
+              guard: bool = False) -> ReactionNetwork:
     """Read an SBML file as a reaction network for SSA (see the module docstring for semantics).
 
     ``reversible``: ``"split"`` (default), ``"forward"`` or ``"error"``; ``system_size``: molecules
     per substance unit (default: from the model's units); ``rounding``: ``"error"`` (default) or
     ``"nearest"`` for amounts that are not whole numbers of molecules; ``mass_action``: ``"as_written"``
     (default) or ``"stochastic"`` (powers of reactants become falling factorials); ``fast``: ``"refuse"``
-    (default) or ``"as_slow"`` (fast reactions are ordinary reactions with their kinetic laws) (module docstring). A missing
+    (default) or ``"as_slow"`` (fast reactions are ordinary reactions with their kinetic laws); ``guard``: sign
+    split and reactant guard of laws that are no propensities as written (module docstring). A missing
     file raises :class:`FileNotFoundError`; everything else raises :class:`ModelError`.
     """
     file = os.fspath(path)
-    _check_options(reversible, system_size, rounding, mass_action, fast)
+    _check_options(reversible, system_size, rounding, mass_action, fast, guard)
     if not Path(file).exists():
         raise FileNotFoundError(f"model file not found: {file}")
     if not Path(file).is_file():
@@ -305,15 +338,16 @@ def read_sbml(path: str | os.PathLike, *, reversible: str = "split", system_size
     check_sbml_file(file)
     libsbml = _libsbml(file)
     doc = libsbml.readSBMLFromFile(file)
-    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding, mass_action, fast)
+    return _document(libsbml, doc, file, reversible, Path(file).stem, system_size, rounding, mass_action, fast, guard)
 
 
 def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str = "<string>",
                      name: str = "", system_size: float | None = None, rounding: str = "error",
-                     mass_action: str = "as_written", fast: str = "refuse") -> ReactionNetwork:
+                     mass_action: str = "as_written", fast: str = "refuse",
+                     guard: bool = False) -> ReactionNetwork:
     """Read an SBML document held in memory (``file`` names it in errors; ``name`` is the
     network's name when the model has neither name nor id; the options are :func:`read_sbml`'s)."""
-    _check_options(reversible, system_size, rounding, mass_action, fast)
+    _check_options(reversible, system_size, rounding, mass_action, fast, guard)
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     if len(data) > MAX_SBML_BYTES:
         raise ModelError(f"the document has {len(data)} bytes, more than the {MAX_SBML_BYTES} an SBML document "
@@ -327,7 +361,7 @@ def read_sbml_string(text: str | bytes, *, reversible: str = "split", file: str 
             raise ModelError(f"SBML bytes are not UTF-8 ({e.reason} at byte {e.start}); pass a str",
                              file=file) from None
     doc = libsbml.readSBMLFromString(text)
-    return _document(libsbml, doc, file, reversible, name, system_size, rounding, mass_action, fast)
+    return _document(libsbml, doc, file, reversible, name, system_size, rounding, mass_action, fast, guard)
 
 
 def check_sbml_file(file: str) -> None:
@@ -342,7 +376,7 @@ def check_sbml_file(file: str) -> None:
 
 
 def _check_options(reversible: str, system_size: float | None, rounding: str, mass_action: str = "as_written",
-                   fast: str = "refuse") -> None:
+                   fast: str = "refuse", guard: bool = False) -> None:
     if reversible not in REVERSIBLE_POLICIES:
         raise ValueError(f"unknown reversible policy {reversible!r}; expected one of {', '.join(REVERSIBLE_POLICIES)}")
     if rounding not in ROUNDING_POLICIES:
@@ -351,6 +385,8 @@ def _check_options(reversible: str, system_size: float | None, rounding: str, ma
         raise ValueError(f"unknown mass_action {mass_action!r}; expected one of {', '.join(MASS_ACTION_POLICIES)}")
     if fast not in FAST_POLICIES:
         raise ValueError(f"unknown fast {fast!r}; expected one of {', '.join(FAST_POLICIES)}")
+    if not isinstance(guard, bool):
+        raise ValueError(f"guard must be True or False, got {guard!r}")
     if system_size is not None and (isinstance(system_size, bool) or not isinstance(system_size, (int, float))
                                     or not (0 < system_size < math.inf)):
         raise ValueError(f"system_size must be a positive number of molecules per substance unit, got {system_size!r}")
@@ -424,7 +460,8 @@ def _prescan(data: bytes, file: str) -> None:
 
 
 def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: str, system_size: float | None,
-              rounding: str, mass_action: str = "as_written", fast: str = "refuse") -> ReactionNetwork:
+              rounding: str, mass_action: str = "as_written", fast: str = "refuse", guard: bool = False
+              ) -> ReactionNetwork:
     """Check libsbml's errors before touching the model; ``doc`` stays referenced while the model is read."""
     if doc is None:
         raise ModelError("libsbml could not read the document", file=file)
@@ -458,7 +495,7 @@ def _document(libsbml: Any, doc: Any, file: str, reversible: str, default_name: 
     if model is None:
         raise ModelError("the SBML document has no <model>", file=file)
     return _Converter(libsbml, doc, model, file, reversible, default_name, system_size, rounding,
-                      mass_action, fast).network()
+                      mass_action, fast, guard).network()
 
 
 def _lenient_default(attr: str) -> str:
@@ -593,13 +630,28 @@ def _constant(n: Node, consts: dict[str, float]) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _mass_action_law(r: Reaction) -> Node:
+    """The law of mass-action reaction ``r``, theta * prod_i x_i (x_i - 1) ... (x_i - n_i + 1) / n_i!."""
+    law: Node = Param(r.rate) if isinstance(r.rate, str) else Num(float(r.rate))
+    for i, n in r.reactants:
+        for k in range(n):
+            law = BinOp("*", law, Species(i) if k == 0 else BinOp("-", Species(i), Num(float(k))))
+        if n > 1:
+            law = BinOp("/", law, Num(float(math.factorial(n))))
+    return law
+
+
 class _Converter:
     def __init__(self, libsbml: Any, doc: Any, model: Any, file: str, reversible: str, default_name: str,
-                 system_size: float | None, rounding: str, mass_action: str = "as_written", fast: str = "refuse"):
+                 system_size: float | None, rounding: str, mass_action: str = "as_written", fast: str = "refuse",
+                 guard: bool = False):
         self.L = libsbml
         self.mass_action = mass_action
         self.fast = fast
         self.fast_read: list[str] = []  # fast reactions read as ordinary ones (fast="as_slow")
+        self.guard = guard
+        self.guard_split: list[str] = []  # reactions split by sign (guard=True)
+        self.guard_guarded: list[str] = []  # channels multiplied by the indicator of their reactants (guard=True)
         self.stochastic: list[str] = []  # channels whose powers became falling factorials (mass_action="stochastic")
         self.system_size = None if system_size is None else float(system_size)
         self.rounding = rounding
@@ -684,6 +736,8 @@ class _Converter:
             warnings.warn(f"{self.file}: fractional stoichiometries: " + "; ".join(self.rescaled), SBMLWarning,
                           stacklevel=4)
         reactions = self._keep_derived_rates(reactions, [*rules, *rate_rules], events)
+        if self.guard:
+            reactions = self._guarded(reactions, rules, rate_rules, events)
         params = self._parameters(reactions, [*rules, *rate_rules], events)
         nonfinite: list[tuple[str, float]] = []
         initial = apply_rules_at_start(rules, initial, params, lambda v, what: self._count(v, what, None), self.err,
@@ -1180,6 +1234,9 @@ class _Converter:
             out["fast_as_slow"] = ", ".join(self.fast_read)
         if self.mass_action == "stochastic":
             out["mass_action_stochastic"] = ", ".join(self.stochastic) or "none"
+        if self.guard:
+            out["guard"] = (f"split: {', '.join(self.guard_split) or 'none'}; "
+                            f"guarded: {', '.join(self.guard_guarded) or 'none'}")
         if self.changing_sizes:
             out["changing_compartments"] = ", ".join(sorted(self.changing_sizes))
         if getattr(self, "nonfinite_at_start", ""):
@@ -1510,6 +1567,75 @@ class _Converter:
             return law
         self.stochastic.append(name)
         return new
+
+    def _guarded(self, reactions: list[Reaction], rules: list[AssignmentRule], rate_rules: list[RateRule],
+                 events: list[Event]) -> list[Reaction]:
+        """``guard=True`` (module docstring): each channel whose law is not >= 0 by its form split into
+        ``max(0, v)`` forward and ``max(0, -v)`` backward (``<id>_reverse``); each channel whose law does
+        not vanish without a species it consumes, or that consumes n > 1 of one, multiplied by the
+        indicator that every consumed count is >= its stoichiometry. Other reactions stay as they are."""
+        values = {c: float(v) for c, v in self.comp_size.items() if v is not None and c not in self.assigned}
+        values.update({p: float(v) for p, v in self.global_value.items() if v is not None and p not in self.assigned})
+        values.update(self._static_values())
+        values.update(self.local_value)
+        assigned: dict[str, list[Node]] = {}
+        for a in [*rules, *(a for e in events for a in e.assignments)]:
+            if a.species < 0:
+                assigned.setdefault(a.target, []).append(a.expr)
+        ruled = {r.target for r in rules} | {r.target for r in rate_rules}
+        initial = {p: float(v) for p, v in [*self.comp_size.items(), *self.global_value.items()]
+                   if p in assigned and p not in ruled and v is not None and math.isfinite(v)}
+        for p in [*(r.target for r in rate_rules), *self._static_values()]:  # an ODE's solution: either sign;
+            assigned.pop(p, None)  # a rule of constants: its one value (in values)
+        fixed = {p: v for p, v in values.items() if p not in assigned}
+        signs = parameter_signs(fixed, assigned, initial)
+        sizes = {c: v for c, v in values.items() if c in self.comp_size and math.isfinite(v) and v > 0}
+        rates = {p for p, v in values.items() if p not in self.comp_size and v >= 0}
+        taken = {r.name for r in reactions}
+        out: list[Reaction] = []
+        for r in reactions:
+            law = r.law
+            if law is None:  # mass action: theta h(x), h = 0 below the reactants' stoichiometries
+                theta = float(r.rate) if not isinstance(r.rate, str) else values.get(r.rate, -1.0)
+                if theta >= 0:
+                    out.append(r)
+                    continue
+                law = _mass_action_law(r)
+            shape = mass_action_shape(law, sizes, rates)
+            if shape is not None and shape.orders == dict(r.reactants):  # >= 0, and 0 without its reactants
+                out.append(r)
+                continue
+            if nonnegative(law, signs, fixed):
+                channels = [(r.reactants, r.products, law, r.name)]
+            else:
+                back = base = f"{r.name}{GUARD_SUFFIX}"
+                k = 2
+                while back in taken:
+                    back, k = f"{base}_{k}", k + 1
+                taken.add(back)
+                channels = [(r.reactants, r.products, positive_part(law), r.name),
+                            (r.products, r.reactants, positive_part(Neg(law)), back)]
+                self.guard_split.append(r.name)
+            for reac, prod, v, name in channels:
+                change = dict(prod)
+                for i, n in reac:
+                    change[i] = change.get(i, 0) - n
+                need = [(i, n) for i, n in reac if change[i] < 0 and i not in self.fixed
+                        and (n > 1 or not vanishes_without(law, i))]
+                for i, n in need:
+                    v = BinOp("*", v, at_least(i, n))
+                if need:
+                    self.guard_guarded.append(name)
+                if v is law and name == r.name:
+                    out.append(r)
+                else:
+                    out.append(Reaction(reac, prod, law=v, name=name))
+        if self.guard_split or self.guard_guarded:
+            warnings.warn(f"{self.file}: guard=True: laws that are no propensities as written are read guarded "
+                          f"(a negative net rate runs the reaction backwards; no firing without what it consumes): "
+                          f"split by sign: {', '.join(self.guard_split) or 'none'}; guarded by their reactants: "
+                          f"{', '.join(self.guard_guarded) or 'none'}", SBMLWarning, stacklevel=5)
+        return out
 
     def _keep_derived_rates(self, reactions: list[Reaction], rules: list[AssignmentRule], events: list[Event]
                             ) -> list[Reaction]:

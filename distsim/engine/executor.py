@@ -297,7 +297,7 @@ Executor = LocalExecutor | DaskExecutor
 
 def executor_for(client: Any = None, backend: str | None = None) -> Executor:
     """``client``: a ``distributed.Client`` (run there), an executor (used as is), or None (the
-    default Dask client if one exists, else in-process). ``backend`` None reads the Dask config key
+    default Dask client if one is running, else in-process). ``backend`` None reads the Dask config key
     ``distsim.backend`` ('auto' unless set, e.g. by ``DASK_DISTSIM__BACKEND=cpu``)."""
     if isinstance(client, (LocalExecutor, DaskExecutor)):
         return client
@@ -311,6 +311,8 @@ def executor_for(client: Any = None, backend: str | None = None) -> Executor:
 
             client = default_client()
         except (ValueError, ImportError):
+            client = None
+        if client is not None and client.status != "running":  # a default client left closing or broken
             client = None
     if client is None:
         return LocalExecutor(backend)

@@ -146,3 +146,17 @@ def test_later_rounds_do_not_ask_the_scheduler_for_its_workers(net, dask_client,
     assert len(calls) == 4
     for v in ("probability", "rhat", "burn_in", "sample_size", "alpha", "beta"):
         assert np.array_equal(ds[v].values, ref[v].values), v
+
+
+def test_a_default_client_that_is_not_running_is_not_used(monkeypatch):
+    """A default client left closing or broken (another test's, a notebook's) is ignored: the run is
+    in-process, not a TLS or connection error from a dead cluster."""
+    import distributed
+
+    from distsim.engine.executor import LocalExecutor, executor_for
+
+    class Stale:
+        status = "closing"
+
+    monkeypatch.setattr(distributed, "default_client", lambda: Stale())
+    assert isinstance(executor_for(None, "cpu"), LocalExecutor)

@@ -123,13 +123,54 @@ def _index(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tu
     return xr.IndexVariable(dim, PandasIndexingAdapter(pd.Index(values), dtype=values.dtype), attrs, fastpath=True)
 
 
+class Labels:
+    """Text labels that recur from call to call (a model's state names), kept once as the rows of one
+    pandas Index: :meth:`coordinate` takes rows of it, so a coordinate of long labels is not rebuilt from
+    Python strings into NumPy text and a pandas Index each time. The coordinate equals :func:`_index` of
+    the same labels (NumPy's ``<U`` dtype of the longest one, the Index xarray makes)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.text: list[str] = []
+        self._lens = np.zeros(0, np.int64)  # len of each label
+        self._index: Any = None  # pd.Index of text[:_built]
+        self._built = 0
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def extend(self, labels: list[str]) -> None:
+        import numpy as np
+
+        self.text.extend(labels)
+        self._lens = np.concatenate([self._lens, np.fromiter(map(len, labels), np.int64, len(labels))])
+
+    def coordinate(self, dim: str, rows: Any, attrs: dict | None = None) -> xr.Variable | tuple:
+        """The dimension coordinate of labels ``text[rows]`` (a dimension of ``len(rows)``)."""
+        import numpy as np
+        import pandas as pd
+
+        rows = np.asarray(rows, np.intp)
+        if PandasIndexingAdapter is None or rows.size == 0:
+            return _index(dim, [self.text[i] for i in rows.tolist()], attrs)
+        if self._built < len(self.text):
+            new = pd.Index(np.asarray(self.text[self._built:]))
+            self._index = new if self._index is None else self._index.append(new)
+            self._built = len(self.text)
+        dtype = np.dtype(f"<U{max(1, int(self._lens[rows].max()))}")
+        return xr.IndexVariable(dim, PandasIndexingAdapter(self._index.take(rows), dtype=dtype), attrs,
+                                fastpath=True)
+
+
 def dataset(data: dict[str, tuple], coords: dict[str, Any]) -> xr.Dataset:
     """``xr.Dataset(data, coords=coords)`` for NumPy data (``name: (dims, values[, attrs])``) and
-    dimension coordinates (``name: values`` or ``name: (name, values[, attrs])``), built without
-    importing dask."""
-    coords = {k: v if isinstance(v, tuple) else (k, v) for k, v in coords.items()}
+    dimension coordinates (``name: values`` or ``name: (name, values[, attrs])``, or a Variable as
+    :meth:`Labels.coordinate` makes it), built without importing dask."""
+    coords = {k: v if isinstance(v, (tuple, xr.Variable)) else (k, v) for k, v in coords.items()}
     return xr.Dataset({k: _variable(*v) for k, v in data.items()},
-                      coords={k: _index(*v) if v[0] in (k, (k,)) else _variable(*v) for k, v in coords.items()})
+                      coords={k: v if isinstance(v, xr.Variable) else _index(*v) if v[0] in (k, (k,))
+                              else _variable(*v) for k, v in coords.items()})
 
 
 def _own_store(p: Path) -> bool:

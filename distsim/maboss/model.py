@@ -28,6 +28,7 @@ from ..errors import ConfigError, ModelError
 from ..models.formats.maboss import MabossRates, find_cfg, read_rates
 from ..models.boolean import Var, truth_table, variables
 from ..models.logic import mk_and, mk_not, mk_or
+from ..results import Labels
 
 MAX_VISIBLE = 1024  # a visible state is up to 16 64-bit words (the GPU kernel keeps it in registers)
 MAX_PARENTS = 20  # nodes a flip rate may read (its table has 2**K rows)
@@ -290,35 +291,48 @@ def _compile(model: Model, mutants: Mapping[str, int] | None) -> CompiledModel:
                          unmutated=compile_model(model) if fix_mask.any() else None, **arrays)
 
 
-_LABELS: dict[tuple, dict[bytes, str]] = {}  # state_labels' memo: (names, bits) -> state words -> label
+_LABELS: dict[tuple, tuple[dict[bytes, int], Labels]] = {}  # label_rows' memo: (names, bits) -> (state words ->
+# row, the labels by row)
 LABELS_MAX = 1 << 18  # labels kept in all, at most (a fixed point of a large model's label: ~1 kB)
 
 
-def state_labels(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...]) -> list[str]:
+def label_rows(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...]) -> tuple[np.ndarray, Labels]:
     """MaBoSS's label of every row of ``words`` (uint64 [rows, words]): the ``names[k]`` whose bit ``bits[k]``
-    (bit ``b % 64`` of word ``b // 64``) is set, in the order of ``names``, joined by ' -- ' ('<nil>' for none).
-    Labels are remembered per model (its fixed points recur from call to call; joining a large model's names
-    took most of a warm call's host time)."""
+    (bit ``b % 64`` of word ``b // 64``) is set, in the order of ``names``, joined by ' -- ' ('<nil>' for none),
+    as rows of a table of labels: ``(rows, table)``, row ``i``'s label ``table.text[rows[i]]``. The table is
+    kept per model (its states and fixed points recur from call to call; joining a large model's names, and
+    building the coordinate of its long labels, took most of a warm call's host time)."""
+    memo, table = _LABELS.get((names, bits)) or ({}, Labels())
+    _LABELS[(names, bits)] = (memo, table)
     if len(words) == 0:
-        return []
+        return np.zeros(0, np.intp), table
     words = np.ascontiguousarray(words, np.uint64).reshape(len(words), -1)
-    memo = _LABELS.setdefault((names, bits), {})
     w = words.shape[1] * 8
     raw = words.tobytes()
     keys = [raw[i:i + w] for i in range(0, len(raw), w)]
-    out = [memo.get(k) for k in keys]
-    miss = [i for i, lab in enumerate(out) if lab is None]
-    if miss:
+    new = {k: None for k in keys if k not in memo}  # the unseen states, once each, in order
+    if new:
+        if sum(len(t) for _, t in _LABELS.values()) + len(new) > LABELS_MAX:
+            _LABELS.clear()
+            memo, table = {}, Labels()
+            _LABELS[(names, bits)] = (memo, table)
+            new = dict.fromkeys(keys)
+        miss = np.frombuffer(b"".join(new), np.uint64).reshape(len(new), -1)
         b = np.asarray(bits, np.int64)
-        on = (words[np.asarray(miss)][:, b >> 6] >> (b & 63).astype(np.uint64)) & np.uint64(1)
+        on = (miss[:, b >> 6] >> (b & 63).astype(np.uint64)) & np.uint64(1)
         rows, cols = np.nonzero(on)  # row-major: each row's active nodes in the order of names
         flat = np.array(list(names) or [""], dtype=object)[cols].tolist()
         ends = np.cumsum(np.bincount(rows, minlength=len(miss))).tolist()
-        if sum(map(len, _LABELS.values())) + len(miss) > LABELS_MAX:
-            _LABELS.clear()
-            memo = _LABELS.setdefault((names, bits), {})
-        start = 0
-        for i, end in zip(miss, ends):
-            out[i] = memo[keys[i]] = " -- ".join(flat[start:end]) or "<nil>"
+        labels, start = [], 0
+        for end in ends:
+            labels.append(" -- ".join(flat[start:end]) or "<nil>")
             start = end
-    return out
+        memo.update(zip(new, range(len(table), len(table) + len(new))))
+        table.extend(labels)
+    return np.fromiter(map(memo.__getitem__, keys), np.intp, len(keys)), table
+
+
+def state_labels(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...]) -> list[str]:
+    """The labels of :func:`label_rows` as a list."""
+    rows, table = label_rows(words, names, bits)
+    return [table.text[i] for i in rows.tolist()]

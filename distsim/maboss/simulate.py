@@ -13,8 +13,8 @@ import xarray as xr
 from .. import engine, results
 from ..models.formats.maboss import read_rates
 from ..rng import check_seed
-from .model import CompiledModel, Model, compile_model, load, state_labels, with_settings
-from .block import QUANTA, SQ_SHIFT, TH_SQ_SHIFT, TH_UNITS, Block, Profile, merge
+from .model import CompiledModel, Model, compile_model, label_rows, load, with_settings
+from .block import QUANTA, SQ_SHIFT, TH_SQ_SHIFT, TH_UNITS, Block, Profile, merge, unique_rows
 from .shard import simulate_block
 
 ALIGN = 64
@@ -135,9 +135,7 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     n_win = s.n_windows
     vw = c.vis_words
     rows = np.concatenate([res["state"], res["final"]]).reshape(-1, vw).astype(np.uint64)
-    codes, inv = np.unique(rows, axis=0, return_inverse=True)  # the visible states, sorted by their words
-    codes = codes.reshape(-1, vw)
-    inv = np.asarray(inv).reshape(-1)
+    codes, inv = unique_rows(rows)  # the visible states, sorted by their words
     col, fcol = inv[:len(res["state"])], inv[len(res["state"]):]
     j = np.arange(len(c.visible))
     bits = ((codes[:, j >> 6] >> (j & 63).astype(np.uint64)[None, :]) & np.uint64(1)).astype(np.uint8)
@@ -153,7 +151,8 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
     therr = _error(res["th2"] / float(1 << (2 * (24 - TH_SQ_SHIFT))), th, n_traj)
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -np.sum(np.where(prob > 0, prob * np.log2(np.where(prob > 0, prob, 1.0)), 0.0), axis=1)
-    labels = state_labels(codes, vis_names, tuple(range(len(c.visible))))
+    at, table = label_rows(codes, vis_names, tuple(range(len(c.visible))))
+    labels = table.coordinate("state", at)
     node_prob = (q @ bits.astype(np.int64)) / (float(QUANTA) * n_traj)  # integer sums: exact, no BLAS order
     final = np.zeros(len(codes), np.int64)
     final[fcol] = res["final_n"]
@@ -162,7 +161,8 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
                ).astype(np.uint8)
     order = np.argsort(-res["fp_n"], kind="stable")
     fp_bits, fp_n = fp_bits[order], res["fp_n"][order]
-    fp_labels = state_labels(res["fp"][order], names, c.order)
+    at, table = label_rows(res["fp"][order], names, c.order)
+    fp_labels = table.coordinate("fixed_point", at)
     data = {
         "probability": (("time", "state"), prob, {"long_name": "probability of the visible state, averaged over the "
                                                   "window [time, time + time_tick)", "units": "1"}),
@@ -180,8 +180,8 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
         "fixed_point_state": (("fixed_point", "model_node"), fp_bits, {"long_name": "the fixed point's value of each "
                                                                        "node (internal ones too)"}),
     }
-    coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": ("state", labels),
-              "node": ("node", vis_names), "fixed_point": ("fixed_point", fp_labels),
+    coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": labels,
+              "node": ("node", vis_names), "fixed_point": fp_labels,
               "model_node": ("model_node", names)}
     ds = results.dataset(data, coords)
     ds.attrs = attrs

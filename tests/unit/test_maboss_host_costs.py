@@ -41,11 +41,11 @@ def test_state_labels_equal_one_at_a_time(monkeypatch):
     assert want[0] == "<nil>" and all(lab.count(" -- ") > 5 for lab in want[1:])
     assert model.state_labels(words, names, bits) == want
     assert model.state_labels(words[::-1], names, bits) == want[::-1]  # from the memo
-    assert len(model._LABELS[(names, bits)]) == 40
+    assert len(model._LABELS[(names, bits)][1]) == 40
     monkeypatch.setattr(model, "LABELS_MAX", 50)
     more = rng.integers(0, 2**63, size=(20, 3), dtype=np.uint64)
     assert model.state_labels(more, names, bits) == [_label(w, names, bits) for w in more]
-    assert len(model._LABELS[(names, bits)]) == 20  # cleared, then these
+    assert len(model._LABELS[(names, bits)][1]) == 20  # cleared, then these
     assert model.state_labels(np.zeros((0, 3), np.uint64), names, bits) == []
 
 

@@ -332,6 +332,20 @@ def label_rows(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...])
     return np.fromiter(map(memo.__getitem__, keys), np.intp, len(keys)), table
 
 
+_NAMES: dict[tuple[str, ...], Labels] = {}  # name_labels' memo
+
+
+def name_labels(names: tuple[str, ...]) -> Labels:
+    """A model's node names as a table of labels (rows 0..len(names) - 1), kept per process."""
+    table = _NAMES.get(names)
+    if table is None:
+        if len(_NAMES) >= 64:
+            _NAMES.clear()
+        table = _NAMES[names] = Labels()
+        table.extend(list(names))
+    return table
+
+
 def state_labels(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...]) -> list[str]:
     """The labels of :func:`label_rows` as a list."""
     rows, table = label_rows(words, names, bits)

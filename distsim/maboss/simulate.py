@@ -13,7 +13,7 @@ import xarray as xr
 from .. import engine, results
 from ..models.formats.maboss import read_rates
 from ..rng import check_seed
-from .model import CompiledModel, Model, compile_model, label_rows, load, with_settings
+from .model import CompiledModel, Model, compile_model, label_rows, load, name_labels, with_settings
 from .block import QUANTA, SQ_SHIFT, TH_SQ_SHIFT, TH_UNITS, Block, Profile, merge, unique_rows
 from .shard import simulate_block
 
@@ -77,12 +77,26 @@ def maboss(
         max_time=s.max_time, time_tick=s.time_tick, discrete_time=int(s.discrete_time),
         trajectories=res["trajectories"], trajectories_requested=s.sample_count, events=res["events"],
         mutants=",".join(f"{k}={v}" for k, v in (mutants or {}).items()) or "none",
-        variables=",".join(f"{k}={v:g}" for k, v in m.rates.config.variables.items()) or "none",
+        variables=_variables_text(m),
         stopped_by="trajectories" if res["trajectories"] == s.sample_count else "time_limit"))
     prof.lap("dataset")
     prof.report(f"maboss call n={res['trajectories']} nodes={c.n} states={ds.sizes['state']} "
                 f"fixed_points={ds.sizes['fixed_point']}")
     return ds
+
+
+_VARIABLES: dict[int, tuple[Any, str]] = {}  # _variables_text by id of the rates (kept with them)
+
+
+def _variables_text(m: Model) -> str:
+    """The ``variables`` attr: the model's $variables as ``name=value,...`` (a large model has hundreds)."""
+    hit = _VARIABLES.get(id(m.rates))
+    if hit is None or hit[0] is not m.rates:
+        if len(_VARIABLES) >= 64:
+            _VARIABLES.clear()
+        hit = _VARIABLES[id(m.rates)] = (m.rates, ",".join(f"{k}={v:g}" for k, v in
+                                                           m.rates.config.variables.items()) or "none")
+    return hit[1]
 
 
 def _block(c: CompiledModel, m: Model, seed: int, r: range) -> Block:
@@ -181,8 +195,9 @@ def build_dataset(m: Model, c: CompiledModel, res: dict, attrs: dict) -> xr.Data
                                                                        "node (internal ones too)"}),
     }
     coords = {"time": ("time", np.arange(n_win) * s.time_tick, {"units": "model time"}), "state": labels,
-              "node": ("node", vis_names), "fixed_point": fp_labels,
-              "model_node": ("model_node", names)}
+              "node": name_labels(vis_names).coordinate("node", np.arange(len(vis_names))),
+              "fixed_point": fp_labels,
+              "model_node": name_labels(names).coordinate("model_node", np.arange(len(names)))}
     ds = results.dataset(data, coords)
     ds.attrs = attrs
     return ds

@@ -49,7 +49,8 @@ def test_dataset_of_dimension_coordinates_equals_xarray_constructor():
         assert ours[k].dtype == ref[k].dtype and ours[k].attrs == ref[k].attrs, k
     for k in ref.indexes:
         assert ours.indexes[k].equals(ref.indexes[k]) and ours.indexes[k].name == ref.indexes[k].name == k
-        assert type(ours.xindexes[k]) is type(ref.xindexes[k]) and ours.xindexes[k].coord_dtype == ref.xindexes[k].coord_dtype
+        assert type(ours.xindexes[k]) is type(ref.xindexes[k])
+        assert ours.xindexes[k].coord_dtype == ref.xindexes[k].coord_dtype
     ours.attrs["x"] = 1  # its own attrs
     assert ref.attrs == {} and results.dataset(data, coords).attrs == {}
     with pytest.raises(ValueError, match="conflicting sizes|size"):

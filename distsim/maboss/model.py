@@ -293,7 +293,8 @@ def _compile(model: Model, mutants: Mapping[str, int] | None) -> CompiledModel:
 
 _LABELS: dict[tuple, tuple[dict[bytes, int], Labels]] = {}  # label_rows' memo: (names, bits) -> (state words ->
 # row, the labels by row)
-LABELS_MAX = 1 << 18  # labels kept in all, at most (a fixed point of a large model's label: ~1 kB)
+LABELS_MAX = 1 << 17  # labels kept in all, at most (a fixed point of a large model's label: ~1 kB, kept twice:
+# the str and its row of the pandas Index)
 
 
 def label_rows(words: np.ndarray, names: tuple[str, ...], bits: tuple[int, ...]) -> tuple[np.ndarray, Labels]:

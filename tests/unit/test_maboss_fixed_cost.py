@@ -54,6 +54,14 @@ def test_labels_coordinate_equals_index_of_the_labels():
     for rows in (rng.permutation(53), rng.integers(0, 53, 80), np.array([0, 1]), np.array([5])):
         _same_coordinate(t.coordinate("s", rows), results._index("s", [t.text[i] for i in rows]))
     _same_coordinate(t.coordinate("s", np.zeros(0, int)), results._index("s", []))
+    assert t._built == 53
+    t.extend(["new", "N -- " * 40])  # fewer than a quarter of the Index: rows of them built directly
+    for rows in (np.array([54, 0, 53, 7]), np.array([3, 4])):
+        _same_coordinate(t.coordinate("s", rows), results._index("s", [t.text[i] for i in rows]))
+    assert t._built == 53
+    t.extend([f"M{i}" for i in range(12)])  # a quarter more: the Index rebuilt
+    _same_coordinate(t.coordinate("s", np.arange(67)[::-1]), results._index("s", t.text[::-1]))
+    assert t._built == 67
     assert t.coordinate("s", [0, 1]).dtype == np.dtype("<U6")
 
 

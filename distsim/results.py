@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .errors import DataError, OutputError, did_you_mean
@@ -113,17 +115,12 @@ except ImportError:
 
 def _variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None) -> xr.Variable:
     """The Variable ``(dims, values, attrs)`` of NumPy data, built without the dask check."""
-    import numpy as np
-
     return xr.Variable(dims, np.asarray(values), attrs, fastpath=True)
 
 
 def _index(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tuple:
     """The dimension coordinate ``(dim, values, attrs)``, its index made from a pandas Index as xarray
     makes it (``pd.Index`` of the values, the values' dtype kept), without the dask check."""
-    import numpy as np
-    import pandas as pd
-
     values = np.asarray(values)
     if PandasIndexingAdapter is None or values.dtype.kind not in "fiuU":
         return dim, values, attrs
@@ -138,7 +135,6 @@ class Labels:
     same labels (NumPy's ``<U`` dtype of the longest one, the Index xarray makes)."""
 
     def __init__(self) -> None:
-        import numpy as np
 
         self.text: list[str] = []
         self._lens = np.zeros(0, np.int64)  # len of each label
@@ -149,15 +145,12 @@ class Labels:
         return len(self.text)
 
     def extend(self, labels: list[str]) -> None:
-        import numpy as np
 
         self.text.extend(labels)
         self._lens = np.concatenate([self._lens, np.fromiter(map(len, labels), np.int64, len(labels))])
 
     def coordinate(self, dim: str, rows: Any, attrs: dict | None = None) -> xr.Variable | tuple:
         """The dimension coordinate of labels ``text[rows]`` (a dimension of ``len(rows)``)."""
-        import numpy as np
-        import pandas as pd
 
         rows = np.asarray(rows, np.intp)
         if PandasIndexingAdapter is not None and rows.size and rows.max() >= self._built and \
@@ -337,7 +330,6 @@ def to_table(ds: xr.Dataset | str | os.PathLike, variables: list[str] | None = N
     ``name``, the dimensions and coordinates of each variable (empty where a variable lacks them),
     ``value`` (numbers) and ``text`` (text-valued variables). ``wide=True``: one column per variable;
     the variables must share their dimensions."""
-    import pandas as pd
 
     file = None
     if not isinstance(ds, xr.Dataset):

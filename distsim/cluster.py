@@ -34,6 +34,7 @@ from typing import Any, Iterator
 
 import dask
 from distributed import Client, LocalCluster
+from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.security import Security
 
@@ -85,6 +86,10 @@ class _LocalClient(Client):
 
     def close(self, *args: Any, **kwargs: Any) -> Any:
         cluster = getattr(self, "cluster", None)
+        if self.status in ("closed", "newly-created") and getattr(cluster, "status", None) in (None, Status.closed):
+            # done. Client.__del__ calls this from the garbage collector, which may interrupt a thread that
+            # holds distributed's class-wide LoopRunner lock: a second cluster.close() would wait on it
+            return super().close(*args, **kwargs)  # returns at once (no lock)
         if cluster is not None and self.status == "running":
             with contextlib.suppress(Exception):  # bounded: a worker whose task holds the GIL answers late
                 self.sync(self._run, _quiet_worker, on_error="ignore", callback_timeout=5)

@@ -116,6 +116,23 @@ def test_a_local_cluster_closes_with_its_client():
     assert cluster.status.name == "closed"
 
 
+def test_a_closed_client_waits_on_no_lock_when_collected():
+    """The garbage collector finalizes a closed client at any allocation, in any thread, which may be
+    one starting another cluster while it holds distributed's loop-runner lock (a class-wide, non
+    re-entrant lock). A closed client's ``close`` (what ``Client.__del__`` calls) must return at
+    once without that lock: it once closed its cluster again, and hung CI in the next cluster start."""
+    import threading
+
+    from distributed.utils import LoopRunner
+
+    with distsim.connect(gpus=False, n_workers=1) as client:
+        pass
+    done = threading.Event()
+    with LoopRunner._lock:  # held, as by a loop start the collection interrupts
+        threading.Thread(target=lambda: (client.__del__(), done.set()), daemon=True).start()
+        assert done.wait(10), "a closed client's finalizer waits on distributed's loop-runner lock"
+
+
 def test_closing_a_local_cluster_quiets_its_workers(monkeypatch):
     """Before its cluster closes, each worker process raises its own Dask log levels: a heartbeat
     caught by the closing scheduler is logged in the worker, out of reach of the client's levels."""

@@ -40,7 +40,9 @@ GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU). Many chains of 8,192 part
 of many: the reweighting is one thread per chain, sequential over its particles, a cost per iteration
 that more GPUs do not divide. Printed per size: the whole call, the sampling time (rounds), chain
 iterations/s, the speed-ups over the first size, and whether every draw and log-likelihood estimate
-equals the first size's bit for bit.
+equals the first size's bit for bit; then where each size's rounds' time went (``Run.timings``: the
+slowest task of each round, stragglers = slowest minus mean task, round overhead = round wall time
+minus its slowest task, the client's work between rounds).
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their
@@ -189,7 +191,7 @@ def scaling_run(a) -> list[str]:
     N = a.particles[0]
     kw = dict(prior=PRIOR, particles=N, chains=a.chains, seed=a.seed, backend=backend, progress=False)
     unit = "GPU" if backend == "gpu" else "CPU worker"
-    rows, ref = [], None
+    rows, ref, parts = [], None, []
     for n in a.sizes:
         conn = distsim.connect(gpus=n) if backend == "gpu" else distsim.connect(gpus=False, n_workers=n)
         with conn as client, warnings.catch_warnings():
@@ -203,6 +205,13 @@ def scaling_run(a) -> list[str]:
             ref = (wall, ds.attrs["sampling_seconds"], draws)
         same = all(np.array_equal(x, y) for x, y in zip(draws, ref[2]))
         rows.append((n, wall, ds.attrs["sampling_seconds"], ds.attrs["iterations_per_second"], same))
+        at = ds.attrs
+        tasks = np.array([float(x) for x in at["task_seconds"].split(",")])
+        walls = np.array([float(x) for x in at["round_wall_s"].split(",")])
+        split = np.cumsum([int(x) for x in at["round_tasks"].split(",")])[:-1]
+        per = [t.max() for t in np.split(tasks, split)]
+        parts.append((n, len(walls), walls.sum(), float(np.sum(per)), at["round_imbalance_s"], at["round_overhead_s"],
+                      at["between_rounds_s"]))
     base = a.sizes[0]
     lines = [f"PMMH LV scaling ({backend}): {a.chains} chains x {N} particles ({a.chains * N:,} per filter step), "
              f"{a.iterations} iterations ({a.burn_in} burn-in), seed {a.seed}, {a.noise} noise",
@@ -211,6 +220,14 @@ def scaling_run(a) -> list[str]:
     for n, wall, samp, rate, same in rows:
         lines.append(f"| {n} | {-(-a.chains // n) * N:,} | {wall:.2f} s | {samp:.2f} s | {rate:.1f} | "
                      f"{ref[1] / samp:.2f}x | {ref[0] / wall:.2f}x | {'yes' if same else 'NO'} |")
+    lines += ["", f"Where the rounds' time went (the particle-number check's round included): slowest task, its "
+              "excess over the mean task (stragglers), the round's wall time beyond its slowest task (payloads, "
+              "scheduling, results) and the client's work between rounds", "",
+              f"| {unit}s | rounds | rounds' wall time | slowest tasks | stragglers | round overhead | "
+              "overhead per round | between rounds |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, k, w, slow, imb, over, between in parts:
+        lines.append(f"| {n} | {k} | {w:.2f} s | {slow:.2f} s | {imb:.2f} s | {over:.3f} s | "
+                     f"{1e3 * over / k:.1f} ms | {between:.3f} s |")
     two = [r for r in rows if r[0] == 2 * base]
     if backend == "gpu" and base == 1 and two:
         n, wall, samp, rate, same = two[0]

@@ -314,7 +314,9 @@ def infer(
     parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
     ``acceptance_rate`` (chain) (sample stats), ``proposal_sd`` (variable: the kept draws' proposal sd of
     each log parameter), ``observed_value`` (observation, observable) with the
-    experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable.
+    experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable; the
+    attrs carry where the rounds' time went (:meth:`distsim.engine.Run.timings`; the particle-number
+    check's rounds included).
     ``species_scale``: observables read each species as count / species_scale (SBML amounts: the system size).
     """
     if not isinstance(net, ReactionNetwork):
@@ -445,7 +447,8 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
                              for o in pr.observables),
         ssa_events=int(out["fired"]), iterations_per_second=(iterations + 1) * chains / t_rounds,
         sampling_seconds=run.round_seconds, stopped_by=stopped_by, method="pmmh",
-        adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)),
+        adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)), rounds=run.rounds,
+        **run.timings(),
     )
     diagnostics.warn_if_not_converged(ds)
     return ds

@@ -45,6 +45,14 @@ def test_scaling_mode_reports_sizes_and_equal_draws(tmp_path):
                       text, re.M)
     assert [(w[0], w[1], w[7]) for w in rows] == [("1", "12", "yes"), ("2", "8", "yes")], text
     assert rows[0][5] == "1.00" and float(rows[1][5]) > 0
+    # where the rounds' time went: per size, rounds >= 2 (the check's and the sampling's), and the parts
+    # add up: slowest tasks + overhead = the rounds' wall time, to the printed digits (two sums to 0.01 s:
+    # 0.005 each, the overhead to 0.001 s: 0.0005) and the attrs' 4 decimals (0.00005 per round, twice)
+    parts = re.findall(r"^\| (\d) \| (\d+) \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) ms "
+                       r"\| ([\d.]+) s \|$", text, re.M)
+    assert [p[0] for p in parts] == ["1", "2"], text
+    for p in parts:
+        assert int(p[1]) >= 2 and abs(float(p[3]) + float(p[5]) - float(p[2])) <= 0.005 + 0.005 + 0.0005 + 1e-4 * int(p[1]) + 1e-9
 
 
 def test_rhat_study_table(tmp_path):

@@ -3,6 +3,7 @@ evaluations per second of distsim's bootstrap filter (exact SSA particles) on th
 is present, on the GPU, against smfsb's ``pf_marginal_ll`` with the same particles and data.
 
     python benchmarks/pmmh.py [--particles 100 1000] [--repeats 20] [--smfsb-repeats 2] [--out table.md]
+    python benchmarks/pmmh.py --parts [--chains 256] [--particles 8192] [--backend gpu|cpu] [--out table.md]
     python benchmarks/pmmh.py --ess [--chains 128] [--particles 200] [--iterations 900] [--burn-in 300]
                               [--backend gpu|cpu] [--gpus N | --workers N] [--time-limit 120] [--out table.md]
     python benchmarks/pmmh.py --scaling [--sizes 1 2] [--chains 256] [--particles 8192] [--iterations 40]
@@ -40,7 +41,14 @@ GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU). Many chains of 8,192 part
 of many: the reweighting is one thread per chain, sequential over its particles, a cost per iteration
 that more GPUs do not divide. Printed per size: the whole call, the sampling time (rounds), chain
 iterations/s, the speed-ups over the first size, and whether every draw and log-likelihood estimate
-equals the first size's bit for bit.
+equals the first size's bit for bit; then where each size's rounds' time went (``Run.timings``: the
+slowest task of each round, stragglers = slowest minus mean task, round overhead = round wall time
+minus its slowest task, the client's work between rounds).
+
+``--parts``: one filter step (one iteration's filters of every chain, in-process) of ``--chains`` and of
+half as many (one of 2 GPUs' share), and the reweighing kernel alone at both sizes: 2 x step(half) -
+step(all) is the part of an iteration a second GPU does not halve; the reweighing is one thread per
+chain, sequential over its particles, so its time hardly depends on the chains.
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their
@@ -189,7 +197,7 @@ def scaling_run(a) -> list[str]:
     N = a.particles[0]
     kw = dict(prior=PRIOR, particles=N, chains=a.chains, seed=a.seed, backend=backend, progress=False)
     unit = "GPU" if backend == "gpu" else "CPU worker"
-    rows, ref = [], None
+    rows, ref, parts = [], None, []
     for n in a.sizes:
         conn = distsim.connect(gpus=n) if backend == "gpu" else distsim.connect(gpus=False, n_workers=n)
         with conn as client, warnings.catch_warnings():
@@ -203,6 +211,13 @@ def scaling_run(a) -> list[str]:
             ref = (wall, ds.attrs["sampling_seconds"], draws)
         same = all(np.array_equal(x, y) for x, y in zip(draws, ref[2]))
         rows.append((n, wall, ds.attrs["sampling_seconds"], ds.attrs["iterations_per_second"], same))
+        at = ds.attrs
+        tasks = np.array([float(x) for x in at["task_seconds"].split(",")])
+        walls = np.array([float(x) for x in at["round_wall_s"].split(",")])
+        split = np.cumsum([int(x) for x in at["round_tasks"].split(",")])[:-1]
+        per = [t.max() for t in np.split(tasks, split)]
+        parts.append((n, len(walls), walls.sum(), float(np.sum(per)), at["round_imbalance_s"], at["round_overhead_s"],
+                      at["between_rounds_s"]))
     base = a.sizes[0]
     lines = [f"PMMH LV scaling ({backend}): {a.chains} chains x {N} particles ({a.chains * N:,} per filter step), "
              f"{a.iterations} iterations ({a.burn_in} burn-in), seed {a.seed}, {a.noise} noise",
@@ -211,12 +226,74 @@ def scaling_run(a) -> list[str]:
     for n, wall, samp, rate, same in rows:
         lines.append(f"| {n} | {-(-a.chains // n) * N:,} | {wall:.2f} s | {samp:.2f} s | {rate:.1f} | "
                      f"{ref[1] / samp:.2f}x | {ref[0] / wall:.2f}x | {'yes' if same else 'NO'} |")
+    lines += ["", f"Where the rounds' time went (the particle-number check's round included): slowest task, its "
+              "excess over the mean task (stragglers), the round's wall time beyond its slowest task (payloads, "
+              "scheduling, results) and the client's work between rounds", "",
+              f"| {unit}s | rounds | rounds' wall time | slowest tasks | stragglers | round overhead | "
+              "overhead per round | between rounds |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, k, w, slow, imb, over, between in parts:
+        lines.append(f"| {n} | {k} | {w:.2f} s | {slow:.2f} s | {imb:.2f} s | {over:.3f} s | "
+                     f"{1e3 * over / k:.1f} ms | {between:.3f} s |")
     two = [r for r in rows if r[0] == 2 * base]
     if backend == "gpu" and base == 1 and two:
         n, wall, samp, rate, same = two[0]
         ok = ref[1] / samp >= 1.9 and a.chains >= 8 and same
         lines += ["", f"goal (>= 1.9x on 2 GPUs for 8+ chains, sampling time, same draws): {'met' if ok else 'not met'}"]
     return lines
+
+
+def parts_run(a) -> list[str]:
+    """One filter step of ``a.chains`` and of half as many chains (what each of 2 GPUs runs), and the
+    reweighing kernel alone at those sizes: the part of an iteration that a second GPU does not halve."""
+    from distsim.backends import gpu_available
+    from distsim.pmmh.filter import log_likelihoods, reweigh
+
+    backend = a.backend or ("gpu" if gpu_available() else "cpu")
+    if backend == "gpu":
+        import cupy as xp
+
+        sync = xp.cuda.get_current_stream().synchronize
+    else:
+        xp, sync = np, (lambda: None)
+    net, obs, ex = lv_inputs(a.noise)
+    pr = sampler_problem(net, obs, ex)
+    N, n_int = a.particles[0], pr.n_intervals
+    rng = np.random.default_rng(a.seed)
+    times = {}
+    for G in (a.chains, a.chains // 2):
+        th = TH * np.exp(0.05 * rng.standard_normal((G, TH.size)))  # nearby chains, as after burn-in
+        keys = np.arange(G)
+        log_likelihoods(pr, th, N, keys, 0, backend)  # compile, allocate
+        t0 = time.perf_counter()
+        for it in range(a.repeats):
+            log_likelihoods(pr, th, N, keys, it + 1, backend)
+        step = (time.perf_counter() - t0) / a.repeats
+        lw = xp.asarray(rng.normal(-50.0, 5.0, (G, N)))
+        u = rng.random(G)
+        reweigh(xp, lw, u, True)
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(a.repeats):
+            reweigh(xp, lw, u, True)
+        sync()
+        times[G] = (step, (time.perf_counter() - t0) / a.repeats)
+    G, H = a.chains, a.chains // 2
+    fixed = 2 * times[H][0] - times[G][0]
+    lines = [f"PMMH LV filter step ({backend}): {N} particles per chain, {n_int} observation times, mean of "
+             f"{a.repeats}", "", "| chains | filter step | reweighing (one interval) | reweighing x intervals |",
+             "|---:|---:|---:|---:|"]
+    for g in (G, H):
+        lines.append(f"| {g} | {1e3 * times[g][0]:.1f} ms | {1e3 * times[g][1]:.2f} ms | "
+                     f"{1e3 * n_int * times[g][1]:.1f} ms |")
+    lines += ["", f"not halved by a second device (2 x step({H}) - step({G})): {1e3 * fixed:.1f} ms per iteration, "
+              f"of which the reweighing (x {n_int} intervals at {H} chains): {1e3 * n_int * times[H][1]:.1f} ms"]
+    return lines
+
+
+def sampler_problem(net, obs, ex):
+    from distsim.pmmh import sampler
+
+    return sampler.build_problem(net, obs, [ex], PRIOR)
 
 
 def main() -> None:
@@ -227,6 +304,8 @@ def main() -> None:
     ap.add_argument("--smfsb-repeats", type=int, default=2, help="0: skip smfsb")
     ap.add_argument("--ess", action="store_true", help="time one pmmh.infer call and report ESS per parameter")
     ap.add_argument("--scaling", action="store_true", help="one pmmh.infer call on 1 and 2 GPUs (--sizes)")
+    ap.add_argument("--parts", action="store_true",
+                    help="one filter step of --chains and of half as many, and the reweighing alone")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2], help="--scaling: GPUs (or CPU workers) per run")
     ap.add_argument("--noise", choices=sorted(NOISE), default="normal",
                     help="--scaling: the observables' noise model (lognormal: sd 0.1 of log y; weighed on the device too)")
@@ -246,6 +325,11 @@ def main() -> None:
         a.particles, a.chains = a.particles or [8192], a.chains or 256
         a.iterations, a.burn_in = a.iterations or 40, 20 if a.burn_in is None else a.burn_in
         emit(scaling_run(a), a.out)
+        return
+    if a.parts:
+        a.particles, a.chains = a.particles or [8192], a.chains or 256
+        a.repeats = min(a.repeats, 5)
+        emit(parts_run(a), a.out)
         return
     if a.ess:
         a.particles, a.chains = a.particles or [200], a.chains or 128

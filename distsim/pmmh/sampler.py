@@ -184,13 +184,13 @@ def iterate(pr: Problem, keys: list[int], states: list[ChainState | None], it: i
 
 def run_block(ctx: engine.ShardContext | None, b: PMMHBlock) -> dict:
     """Shard task: iterations it0 .. it0 + n_iter - 1 of its chains (stopping early, between iterations,
-    past the time left or when cancelled); per chain and iteration phi, log-likelihood, accepted."""
+    past the time left or when cancelled); per chain and iteration phi, log-likelihood, accepted, and
+    each chain's last state (only: the client rebuilds an earlier one with :func:`state_at`)."""
     deadline = None if b.time_left is None else time.monotonic() + b.time_left
     C, d = len(b.chains), len(b.problem.names)
     phi = np.zeros((C, b.n_iter, d))
     ll = np.zeros((C, b.n_iter))
     acc = np.zeros((C, b.n_iter), dtype=bool)
-    states: list[list[ChainState]] = [[] for _ in range(C)]
     fired = 0
     done = 0
     keys = [chain_key(b.seed, int(c)) for c in b.chains]
@@ -199,14 +199,21 @@ def run_block(ctx: engine.ShardContext | None, b: PMMHBlock) -> dict:
     for k in range(b.n_iter):
         now, accepted, f = iterate(b.problem, keys, now, b.it0 + k, b.particles, backend)
         for ci in range(C):
-            states[ci].append(now[ci])
             phi[ci, k], ll[ci, k], acc[ci, k] = now[ci].phi, now[ci].loglik, accepted[ci]
         fired += f
         done = k + 1
         if (deadline is not None and time.monotonic() > deadline) or engine.task_cancelled():
             break
-    return {"phi": phi[:, :done], "loglik": ll[:, :done], "accepted": acc[:, :done], "states": states,
+    return {"phi": phi[:, :done], "loglik": ll[:, :done], "accepted": acc[:, :done], "states": now,
             "fired": fired, "done": done}
+
+
+def state_at(pr: Problem, phi: np.ndarray, loglik: float, before: ChainState | None) -> ChainState:
+    """A chain's state after an iteration of a block that started at ``before`` (None: the block began
+    at iteration 0): its proposal is the block's (blocks never cross a stage's end), its log prior that
+    of ``phi`` (:func:`log_prior`: the same bits as the worker's)."""
+    chol = INITIAL_STEP * np.eye(len(pr.names)) if before is None else before.chol
+    return ChainState(np.array(phi, np.float64), float(loglik), log_prior(pr, phi), chol)
 
 
 def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
@@ -307,7 +314,9 @@ def infer(
     parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
     ``acceptance_rate`` (chain) (sample stats), ``proposal_sd`` (variable: the kept draws' proposal sd of
     each log parameter), ``observed_value`` (observation, observable) with the
-    experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable.
+    experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable; the
+    attrs carry where the rounds' time went (:meth:`distsim.engine.Run.timings`; the particle-number
+    check's rounds included).
     ``species_scale``: observables read each species as count / species_scale (SBML amounts: the system size).
     """
     if not isinstance(net, ReactionNetwork):
@@ -380,8 +389,9 @@ def _sample(run: engine.Run, pr: Problem, seed: int, chains: int, total: int, N:
             phi[r.start:r.stop, it0:it0 + done] = x["phi"][:, :done]
             ll[r.start:r.stop, it0:it0 + done] = x["loglik"][:, :done]
             acc[r.start:r.stop, it0:it0 + done] = x["accepted"][:, :done]
-            for ci, c in enumerate(r):
-                states[c] = x["states"][ci][done - 1]
+            for ci, c in enumerate(r):  # a shard that went further than the others: its state at done
+                states[c] = (x["states"][ci] if int(x["done"]) == done else
+                             state_at(pr, x["phi"][ci, done - 1], x["loglik"][ci, done - 1], states[c]))
             fired += x["fired"]
         it0 += done
         if it0 - 1 in ends:  # a stage ended: every chain's next proposal from all chains' draws of the stage
@@ -437,7 +447,8 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
                              for o in pr.observables),
         ssa_events=int(out["fired"]), iterations_per_second=(iterations + 1) * chains / t_rounds,
         sampling_seconds=run.round_seconds, stopped_by=stopped_by, method="pmmh",
-        adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)),
+        adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)), rounds=run.rounds,
+        **run.timings(),
     )
     diagnostics.warn_if_not_converged(ds)
     return ds

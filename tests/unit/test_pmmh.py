@@ -7,6 +7,7 @@ are split into shards and rounds. Tolerances are 4 standard errors (fixed seeds)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from pathlib import Path
@@ -127,11 +128,31 @@ def test_pmmh_posterior_matches_the_exact_posterior(net):
         assert idata.sample_stats["log_likelihood"].shape == (2, ds.sizes["draw"])
 
 
+def test_state_rebuilt_on_the_client_is_the_workers(net):
+    """A block ships back each chain's last state only; the client's :func:`state_at` rebuilds the state
+    after any earlier iteration (a shard that went further than the others) with the worker's bits."""
+    pr = _problem(net, prior={"k1": "gamma:2,1", "k2": "gamma:2,10"})
+    for before, it0 in ((None, 0), ("mid", 4)):
+        start = [None, None]
+        if before:
+            start = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), start, 0, it0, 16))["states"]
+            start = [dataclasses.replace(st, chol=0.3 * st.chol) for st in start]  # a stage end's new proposal
+        long = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), start, it0, 6, 16))
+        assert len(long["states"]) == 2 and long["done"] == 6
+        for k in range(1, 6):
+            short = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), start, it0, k, 16))
+            for c in range(2):
+                got = sampler.state_at(pr, long["phi"][c, k - 1], long["loglik"][c, k - 1], start[c])
+                want = short["states"][c]
+                assert np.array_equal(got.phi, want.phi) and np.array_equal(got.chol, want.chol)
+                assert (got.loglik, got.logprior) == (want.loglik, want.logprior)
+
+
 def test_draws_do_not_depend_on_shards_or_rounds(net):
     pr = _problem(net, prior={"k1": "gamma:2,1", "k2": "gamma:2,10"})
     both = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([0, 1]), [None, None], 0, 8, 16))
     first = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [None], 0, 3, 16))
-    rest = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [first["states"][0][-1]], 3, 5, 16))
+    rest = sampler.run_block(None, sampler.PMMHBlock(pr, 5, np.array([1]), [first["states"][0]], 3, 5, 16))
     alone = np.concatenate([first["phi"][0], rest["phi"][0]])
     assert np.array_equal(both["phi"][1], alone)
     assert np.array_equal(both["loglik"][1], np.concatenate([first["loglik"][0], rest["loglik"][0]]))

@@ -45,6 +45,14 @@ def test_scaling_mode_reports_sizes_and_equal_draws(tmp_path):
                       text, re.M)
     assert [(w[0], w[1], w[7]) for w in rows] == [("1", "12", "yes"), ("2", "8", "yes")], text
     assert rows[0][5] == "1.00" and float(rows[1][5]) > 0
+    # where the rounds' time went: per size, rounds >= 2 (the check's and the sampling's), and the parts
+    # add up: slowest tasks + overhead = the rounds' wall time, to the printed digits (two sums to 0.01 s:
+    # 0.005 each, the overhead to 0.001 s: 0.0005) and the attrs' 4 decimals (0.00005 per round, twice)
+    parts = re.findall(r"^\| (\d) \| (\d+) \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) s \| ([\d.]+) ms "
+                       r"\| ([\d.]+) s \|$", text, re.M)
+    assert [p[0] for p in parts] == ["1", "2"], text
+    for p in parts:
+        assert int(p[1]) >= 2 and abs(float(p[3]) + float(p[5]) - float(p[2])) <= 0.005 + 0.005 + 0.0005 + 1e-4 * int(p[1]) + 1e-9
 
 
 def test_rhat_study_table(tmp_path):
@@ -60,3 +68,23 @@ def test_rhat_study_table(tmp_path):
     assert tau[1.0][1] > tau[0.0][1] > 1 and tau[1.0][0] < tau[0.0][0]  # noisier estimates: fewer acceptances
     rows = re.findall(r"^\| (\d+) \| ([\d.]+) s \|((?: [\d.]+ \[[\d.]+, [\d.]+\] \|){4})$", text, re.M)
     assert [(n, t) for n, t, _ in rows] == [("100", "13.4"), ("200", "20.1")], text  # (100 + kept) x 67 ms
+
+
+def test_parts_mode_reports_what_a_second_device_does_not_halve(tmp_path):
+    """--parts (tiny, CPU): a filter step of all chains and of half, the reweighing alone, and the part
+    not halved = 2 x step(half) - step(all), consistent with the printed rows."""
+    out = tmp_path / "parts.md"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/pmmh.py"), "--parts", "--backend", "cpu", "--chains",
+                        "4", "--particles", "8", "--repeats", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "8 particles per chain, 16 observation times, mean of 1" in text
+    rows = {int(m[0]): tuple(map(float, m[1:])) for m in
+            re.findall(r"^\| (\d+) \| ([\d.]+) ms \| ([\d.]+) ms \| ([\d.]+) ms \|$", text, re.M)}
+    assert sorted(rows) == [2, 4], text
+    for step, one, total in rows.values():
+        assert step > 0 and abs(total - 16 * one) <= 16 * 0.005 + 0.05 + 1e-9  # printed to 0.01 and 0.1 ms
+    fixed, rew = map(float, re.search(r"\(2 x step\(2\) - step\(4\)\): (-?[\d.]+) ms per iteration, of which the "
+                                      r"reweighing \(x 16 intervals at 2 chains\): ([\d.]+) ms", text).groups())
+    assert abs(fixed - (2 * rows[2][0] - rows[4][0])) <= 3 * 0.05 + 0.05 + 1e-9 and rew == rows[2][2]

@@ -88,7 +88,8 @@ class _LocalClient(Client):
         cluster = getattr(self, "cluster", None)
         if self.status in ("closed", "newly-created") and getattr(cluster, "status", None) in (None, Status.closed):
             # done. Client.__del__ calls this from the garbage collector, which may interrupt a thread that
-            # holds distributed's class-wide LoopRunner lock: a second cluster.close() would wait on it
+            # holds distributed's class-wide LoopRunner lock (collect_failed_clients): a second
+            # cluster.close() would wait on it
             return super().close(*args, **kwargs)  # returns at once (no lock)
         if cluster is not None and self.status == "running":
             with contextlib.suppress(Exception):  # bounded: a worker whose task holds the GIL answers late
@@ -331,12 +332,25 @@ def _remote_client(address: str | None, scheduler_file: str | os.PathLike | None
     except TypeError as e:  # Dask's words for a tls:// address without certificates
         if "TLS" not in str(e):
             raise
-        raise ValueError(f"the Dask scheduler at {where} speaks TLS: give its certificates (security=Security(...), "
-                         "or the distributed.comm.tls keys of the Dask configuration; deployments/tls)") from None
+        error: Exception = ValueError(
+            f"the Dask scheduler at {where} speaks TLS: give its certificates (security=Security(...), "
+            "or the distributed.comm.tls keys of the Dask configuration; deployments/tls)")
     except (OSError, TimeoutError) as e:
         reason = str(e).splitlines()[0] if str(e) else "no answer"
-        raise ConnectionError(f"cannot reach the Dask scheduler at {where} within {timeout:g} s "
-                              f"({type(e).__name__}: {reason})") from None
+        error = ConnectionError(f"cannot reach the Dask scheduler at {where} within {timeout:g} s "
+                                f"({type(e).__name__}: {reason})")
+    collect_failed_clients()
+    raise error
+
+
+def collect_failed_clients() -> None:
+    """Finalize now the Client objects whose construction failed (they are garbage in reference cycles).
+    Left to the garbage collector, ``Client.__del__`` closes one at any later allocation, in any
+    thread: one starting another client or cluster holds distributed's class-wide LoopRunner lock,
+    which that close waits on (a deadlock, or "IO loop did not start within 10 s")."""
+    import gc
+
+    gc.collect()
 
 
 def _gpus_to_use(gpus: bool | int | str, n_workers: int | None) -> int:

@@ -10,6 +10,7 @@ import os
 import socket
 import ssl
 import time
+from typing import Any
 
 import pytest
 from distributed import Client
@@ -34,6 +35,14 @@ def test_the_owner_runs_code_on_the_default_cluster(owned):
     assert list(owned.run(os.getpid).values()) != [os.getpid()]  # ran in the worker process
     workers = owned.scheduler_info(n_workers=-1)["workers"]
     assert workers and all(a.startswith("tls://") for a in workers)
+
+
+def _refused(error: type[Exception], match: str | None, *args: Any, **kwargs: Any) -> None:
+    """``Client(*args, **kwargs)`` fails with ``error``; the failed client is finalized at once, as
+    distsim.connect does (cluster.collect_failed_clients), not inside the next client's start."""
+    with pytest.raises(error, match=match):
+        Client(*args, **kwargs)
+    cluster.collect_failed_clients()
 
 
 def _handshake(address: str, security: Security | None) -> None:
@@ -68,9 +77,26 @@ def test_a_client_without_the_clusters_certificate_is_refused(owned):
         assert time.perf_counter() - t0 < 10
         with pytest.raises(OSError):
             _handshake(address.replace("tls://", "tcp://"), None)
-    with pytest.raises(OSError, match="certificate"):
-        Client(owned.scheduler.address, security=Security.temporary(), timeout=3)
+    _refused(OSError, "certificate", owned.scheduler.address, security=Security.temporary(), timeout=3)
     assert owned.submit(sum, [4]).result() == 4  # the owner is still served
+
+
+def test_a_refused_connect_leaves_no_client_to_the_garbage_collector(owned):
+    """A Client whose start failed is garbage that ``Client.__del__`` closes, taking distributed's
+    class-wide LoopRunner lock: collected inside another client's start (which holds it), it hangs.
+    distsim.connect finalizes it before raising, so a later collection finds nothing to close."""
+    import gc
+    import threading
+
+    from distributed.utils import LoopRunner
+
+    gc.collect()  # what earlier tests left
+    with pytest.raises(ValueError, match="speaks TLS"):
+        distsim.connect(owned.scheduler.address, timeout=3)  # no certificates
+    done = threading.Event()
+    with LoopRunner._lock:  # held, as by a client's start that the collection interrupts
+        threading.Thread(target=lambda: (gc.collect(), done.set()), daemon=True).start()
+        assert done.wait(10), "a failed client was left for the garbage collector"
 
 
 def test_tls_without_a_client_certificate_is_refused_by_the_server(owned):
@@ -305,7 +331,5 @@ def test_the_default_gpu_cluster_is_the_owners_alone():
                 return backends.device_description("gpu")
 
         assert len(set(client.run(device).values())) == len(workers)  # provenance tells the GPUs apart
-        with pytest.raises(TypeError, match="TLS"):
-            Client(client.scheduler.address, timeout=3)
-        with pytest.raises(OSError):
-            Client(client.scheduler.address, security=Security.temporary(), timeout=3)
+        _refused(TypeError, "TLS", client.scheduler.address, timeout=3)
+        _refused(OSError, None, client.scheduler.address, security=Security.temporary(), timeout=3)

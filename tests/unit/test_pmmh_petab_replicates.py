@@ -238,3 +238,19 @@ def test_replicates_same_chains_on_one_and_two_workers(dask_client):
     pr = _problem("0008")
     ll, _ = log_likelihoods(pr, np.tile(_theta(pr), (2, 1)), 16, np.array([1, 2]), 0)
     assert np.isfinite(ll).all() and ll[0] != ll[1]
+
+
+def test_cli_petab_replicates_written(tmp_path):
+    import xarray as xr
+
+    from distsim.cli import main
+
+    out = tmp_path / "post.nc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["mcmc", "petab", str(CASES["0008"]), "--system-size", str(OMEGA), "--iterations", "10",
+                   "--burn-in", "3", "--chains", "1", "--particles", "16", "-o", str(out), "--in-process"])
+    assert rc == 0
+    with xr.open_dataset(out) as ds:
+        assert ds["observed_value"].values[:, 0].tolist() == [0.7, 0.1, 0.2]
+        assert ds["observation_replicate"].values.tolist() == [0, 0, 1]

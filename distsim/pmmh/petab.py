@@ -77,9 +77,11 @@ def _number(text: str, what: str, path: Path, line: str) -> float:
     return v
 
 
-def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict[str, Any]:
+def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, rounding: str = "error") -> dict[str, Any]:
     """The parts of a PEtab v1 problem as :func:`distsim.pmmh.infer` takes them: network, observables,
-    experiments, prior, initial, and the parameter scales (ids -> 'lin'/'log'/'log10')."""
+    experiments, prior, initial, and the parameter scales (ids -> 'lin'/'log'/'log10'). ``rounding``:
+    the SBML reader's (``"nearest"``: initial amounts that are not whole numbers of molecules are rounded,
+    recorded in the network's metadata; default: refused)."""
     import yaml
 
     path = Path(problem_yaml)
@@ -129,7 +131,7 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict
         if r.get("estimate", "1") in ("1", "1.0", "true", "True"):
             prior[pid] = _prior(r, pid, scale, params_file, line)
 
-    net = _network(sbml[0], nominal, system_size)
+    net = _network(sbml[0], nominal, system_size, rounding)
     model_params = set(net.params)
     obs, reads, obs_names = _observables(observables, measurements, net, nominal, prior)
     set_by = _initial_assignments(sbml[0], net, prior, nominal, system_size)
@@ -178,7 +180,7 @@ def _prior(r: dict[str, str], pid: str, scale: str, file: Path, line: str) -> Pr
                     file=str(file), line=int(line))
 
 
-def _network(sbml: Path, nominal: dict[str, float], system_size: float):
+def _network(sbml: Path, nominal: dict[str, float], system_size: float, rounding: str = "error"):
     """The SBML with the PEtab nominal values of its parameters (they may set initial amounts)."""
     from ..models.formats.sbml import check_sbml_file, read_sbml_string
 
@@ -193,7 +195,8 @@ def _network(sbml: Path, nominal: dict[str, float], system_size: float):
         par = model.getParameter(k)
         if par is not None:
             par.setValue(float(v))
-    return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size)
+    return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size,
+                            rounding=rounding)
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -369,14 +372,16 @@ def _one_or_all(ys: list[float]) -> float | list[float]:
     return ys[0] if len(ys) == 1 else ys
 
 
-def petab(problem_yaml: str | os.PathLike, *, system_size: float = 1.0, **kwargs: Any) -> xr.Dataset:
+def petab(problem_yaml: str | os.PathLike, *, system_size: float = 1.0, rounding: str = "error", **kwargs: Any
+          ) -> xr.Dataset:
     """Run :func:`distsim.pmmh.infer` on a PEtab v1 problem (``kwargs``: its options: ``particles``,
     ``iterations``, ``burn_in``, ``chains``, ``seed``, ``time_limit``, ``client``, ``backend``, ...).
     ``system_size``: molecules per substance unit of the SBML (the species in the observables are
-    amounts: count / system_size). Posterior variables are the PEtab parameter ids, on the linear scale."""
+    amounts: count / system_size); ``rounding``: that of :func:`read_problem`. Posterior variables are the
+    PEtab parameter ids, on the linear scale."""
     from .sampler import infer
 
-    p = read_problem(problem_yaml, system_size=system_size)
+    p = read_problem(problem_yaml, system_size=system_size, rounding=rounding)
     ds = infer(p["net"], p["observables"], p["experiments"], prior=p["prior"], initial=p["initial"],
                species_scale=system_size, **kwargs)
     ds.attrs["petab_problem"] = p["source"]

@@ -455,5 +455,6 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
         adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)), rounds=run.rounds,
         **run.timings(),
     )
+    ds.attrs.update({f"model_{k}": v for k, v in pr.net.metadata})  # how the model was read (SBML units, rounding)
     diagnostics.warn_if_not_converged(ds)
     return ds

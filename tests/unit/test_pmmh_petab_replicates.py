@@ -22,7 +22,7 @@ from distsim.pmmh.filter import log_likelihoods
 from distsim.pmmh.observation import NOISE_MODELS, log_density, log_weights, log_weights_batched, noise_values
 from distsim.ssa import load
 
-from test_pmmh import _unbiased
+from test_pmmh import Z, _unbiased
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pmmh"
 CASES = {c: DATA / f"petab_{c}" / f"_{c}.yaml" for c in ("0007", "0008", "0016")}
@@ -254,3 +254,73 @@ def test_cli_petab_replicates_written(tmp_path):
     with xr.open_dataset(out) as ds:
         assert ds["observed_value"].values[:, 0].tolist() == [0.7, 0.1, 0.2]
         assert ds["observation_replicate"].values.tolist() == [0, 0, 1]
+
+
+PERELSON = DATA / "perelson_science1996" / "Perelson_Science1996.yaml"
+
+
+def _perelson_v(net, t: np.ndarray, omega: float) -> np.ndarray:
+    """V(t) in substance units of the benchmark's linear model (Perelson et al. 1996, Eqs. 3-5) in closed form
+    from the network's initial counts and parameters: Vin = V0 e^{-ct}; T*' = kappa Vin - delta T*
+    (kappa = K0 T0); Vni' = N delta T* - c Vni, Vni(0) = 0. By linearity this is also E[V(t)] of the SSA."""
+    p = net.params
+    c, d, n, kappa = p["c"], p["delta"], p["NN"], p["K0"] * p["T0"]
+    ts0, v0 = net.initial[net.index("Tstar")] / omega, net.initial[net.index("Vin")] / omega
+    e_c, e_d = np.exp(-c * t), np.exp(-d * t)
+    vni = n * d * (ts0 * (e_d - e_c) / (c - d) + kappa * v0 / (c - d) * ((e_d - e_c) / (c - d) - t * e_c))
+    return v0 * e_c + vni
+
+
+def test_benchmark_perelson_reads_and_its_particles_have_the_model_mean():
+    """Benchmark-Models-PEtab's Perelson_Science1996 (HIV dynamics, a log10 observable, a noise parameter and
+    rates on log10 scales): the mapping, and the SSA particles' mean of the observable V at the measurement
+    times (1,000 realizations at 0.001 molecules per copy/ml, Tstar rounded to 15) against the model's
+    closed form, within 4 standard errors."""
+    from distsim.models.compile_reactions import compile_network
+    from distsim.ssa.advance import advance
+    from distsim.ssa.methods import METHODS
+
+    omega = 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the SBML's reversible flags on positive laws
+        p = pmmh.read_problem(PERELSON, system_size=omega, rounding="nearest")
+        with pytest.raises(Exception, match="not a whole number; pass rounding='nearest'"):
+            pmmh.read_problem(PERELSON, system_size=omega)
+    net = p["net"]
+    assert dict(net.metadata)["rounded"] == "species 'Tstar': 15.061320750000002 -> 15"
+    assert net.initial == (15, 1860, 1860, 0)
+    sd = "sd_task0_model0_perelson1_V"
+    assert set(p["prior"]) == {"c", "delta", sd} and p["scales"] == {"c": "log10", "delta": "log10", sd: "log10"}
+    assert p["prior"][sd] == pmmh.Prior("loguniform", 1e-10, 1e10)
+    (ob,) = p["observables"]
+    assert (ob.formula, ob.noise, ob.noise_parameter) == ("V", "lognormal", f"({math.log(10)!r}) * ({sd})")
+    (ex,) = p["experiments"]
+    t = np.asarray(ex.times)
+    assert t.size == 16 and t[-1] == 6.973
+    cn = compile_network(net)
+    N = 1000
+    X = np.repeat(np.asarray(net.initial, np.int64)[None, :], N, axis=0)
+    means, ses, prev = [], [], 0.0
+    for i, ti in enumerate(t):
+        _, err = advance(cn, METHODS["direct"].cpu, X, cn.theta, cn.law_arg, float(ti) - prev, key=7, e_hi=i)
+        assert not err.any()
+        v = X[:, net.index("V")] / omega
+        means.append(v.mean())
+        ses.append(v.std(ddof=1) / math.sqrt(N))
+        prev = float(ti)
+    ref = _perelson_v(net, t, omega)
+    assert means[0] == ref[0] == 1.86e6  # t = 0: the initial amount exactly
+    assert np.all(np.abs(np.array(means) - ref)[1:] < Z * np.array(ses)[1:]), (means, ref, ses)
+
+
+def test_benchmark_perelson_short_chain():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = pmmh.petab(PERELSON, system_size=1e-3, rounding="nearest", particles=8, iterations=6, burn_in=2,
+                        chains=1, seed=2, progress=False)
+    sd = "sd_task0_model0_perelson1_V"
+    assert set(ds.data_vars) == {"c", "delta", sd}
+    assert ds.attrs["petab_scales"] == f"c=log10,delta=log10,{sd}=log10"
+    assert ds.attrs["model_rounded"] == "species 'Tstar': 15.061320750000002 -> 15"
+    assert ds["observed_value"].shape == (16, 1) and ds["observed_value"].values[0, 0] == 1029000
+    assert np.isfinite(ds["log_likelihood"].values).all()

@@ -305,7 +305,8 @@ def infer(
 
     ``observables``: :class:`~distsim.pmmh.Observable` (name, formula of species and parameters, noise
     model, noise parameter); ``experiments``: :class:`~distsim.pmmh.Experiment` (times, {observable:
-    values}, initial counts and fixed parameters of the condition), all sharing the parameters.
+    values}, initial counts and fixed parameters of the condition; a value may be a sequence of
+    replicates), all sharing the parameters.
     ``prior``: ``{name: "gamma:2,1" | "lognormal:MU,SIGMA" | "uniform:LO,HI" | "loguniform:LO,HI"}``;
     chains start at ``initial``, else the model's values, else the prior's center. ``particles``: N,
     or ``"auto"`` (doubled from 32 until Var(log-likelihood estimate) < 1.5 at the starting point); a

@@ -80,6 +80,9 @@ def _register_petab(ms: Any) -> None:
     r.add_argument("--system-size", type=positive_float, default=1.0, metavar="OMEGA",
                    help="molecules per substance unit of the SBML: species amounts in the observables are count / "
                         "OMEGA (default 1: counts)")
+    r.add_argument("--rounding", choices=["error", "nearest"], default="error",
+                   help="SBML amounts that are not whole numbers of molecules: refuse (default), or round to the "
+                        "nearest count (recorded in the result's attrs)")
     r.add_argument("--particles", default="auto", metavar="N|auto",
                    help="particles of the filter, or 'auto': doubled until Var(log-likelihood estimate) < 1.5")
     r.add_argument("--iterations", type=positive_int, default=2_000, metavar="N",
@@ -165,7 +168,7 @@ def run_petab(args: argparse.Namespace) -> int:
             raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'") from None
         if particles < 1:
             raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'")
-    p = read_problem(args.problem, system_size=args.system_size)
+    p = read_problem(args.problem, system_size=args.system_size, rounding=args.rounding)
     print(p["net"].summary())
     print("noisy observations (" + ", ".join(f"{o.name}: {o.noise}" for o in p["observables"]) +
           "): particle marginal Metropolis-Hastings with exact SSA particles ran (distsim mcmc rates, the exact "

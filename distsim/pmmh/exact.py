@@ -51,7 +51,10 @@ def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_coun
     net = pr.net.with_parameters(**{k: v for k, v in values.items() if k in pr.net.params})
     states, Q = generator(net, max_count)
     noise = noise_values(pr.observables, values)
-    p = np.all(states == ex.x0, axis=1).astype(np.float64)
+    x0 = ex.x0_of(values)
+    if x0 is None:
+        return -math.inf
+    p = np.all(states == x0, axis=1).astype(np.float64)
     if p.sum() != 1.0:
         raise ValueError("the initial state lies outside the box: raise max_count")
     total, t_prev = 0.0, 0.0
@@ -62,7 +65,7 @@ def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_coun
             if dt not in steps:
                 steps[dt] = expm(Q * dt)
             p = np.maximum(p @ steps[dt], 0.0)
-        lik = np.exp(log_weights(pr.observables, ex.data[k], states, values, noise)) * p
+        lik = np.exp(log_weights(pr.observables, ex.at(k), states, values, noise)) * p
         z = float(lik.sum())
         if z <= 0:
             return -math.inf

@@ -210,11 +210,11 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
             fired = fired + events.sum()  # stays on the device until the end
             Gl = live.size
             if batched:
-                lw = log_weights_batched(xp, pr.observables, ex.data[k], X.reshape(Gl, N, S),
+                lw = log_weights_batched(xp, pr.observables, ex.at(k), X.reshape(Gl, N, S),
                                          [values[g] for g in live], noise[live])
             else:
                 Xh = xp.asnumpy(X) if xp is not np else X
-                lw = np.stack([log_weights(pr.observables, ex.data[k], Xh[q * N:(q + 1) * N], values[g], noise[g])
+                lw = np.stack([log_weights(pr.observables, ex.at(k), Xh[q * N:(q + 1) * N], values[g], noise[g])
                                for q, g in enumerate(live)])
                 lw = xp.asarray(lw)
             # too many events: such a particle cannot explain the data (weight 0); other errors stop the run

@@ -14,7 +14,7 @@ from ..mcmc.inference_data import require_arviz
 def to_inference_data(ds: xr.Dataset) -> Any:
     """Groups: ``posterior`` (the parameters, with the Dataset's attrs), ``sample_stats``
     (``log_likelihood``: the particle filter's estimate of the current point, ``accepted``), and
-    ``observed_data`` (``observed_value``, with the experiment and time of each observation)."""
+    ``observed_data`` (``observed_value``, with the experiment, time and replicate of each observation)."""
     az = require_arviz()
     posterior = xr.Dataset({v: ds[v] for v in posterior_variables(ds)}, attrs=dict(ds.attrs))
     sample_stats = xr.Dataset({k: ds[k].reset_coords(drop=True) for k in ("log_likelihood", "accepted")})

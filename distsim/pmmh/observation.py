@@ -43,6 +43,8 @@ class Observable:
 @dataclass(frozen=True)
 class Experiment:
     """Measurements of one condition: ``data`` {observable: values at ``times``} (NaN: not measured);
+    a value may be a sequence of replicates, independent measurements of that observable at that time
+    (e.g. ``{"y": [4, [6, 7], 5]}``: two at the second time; their log densities add).
     ``initial`` counts and fixed ``parameters`` that differ from the model's in this condition. An
     initial value that is a parameter name (e.g. ``{"A": "a0"}``, ``a0`` inferred or a model parameter)
     makes that species start at round(a0 x species_scale) molecules (an amount, as observables read it)."""
@@ -67,11 +69,32 @@ class CompiledObservable:
 class CompiledExperiment:
     name: str
     times: np.ndarray  # float64 [T], increasing, >= 0
-    data: np.ndarray  # float64 [T, K] (NaN: not measured)
+    data: np.ndarray  # float64 [O, K]: one row per (time, replicate), in time order (NaN: not measured)
     x0: np.ndarray  # int64 [S]
     fixed: dict[str, float]  # parameters fixed in this condition
     source: str
     x0_params: tuple[tuple[int, str, float], ...] = ()  # (species, parameter, molecules per unit) set by parameters
+    starts: np.ndarray | None = None  # int64 [T + 1]: time k's rows are data[starts[k]:starts[k + 1]] (None: one each)
+
+    def at(self, k: int) -> np.ndarray:
+        """The measurement rows [R, K] of time k (R replicates; one row without)."""
+        if self.starts is None:
+            return self.data[k:k + 1]
+        return self.data[self.starts[k]:self.starts[k + 1]]
+
+    @property
+    def row_times(self) -> np.ndarray:
+        """The time index of each row of ``data`` [O]."""
+        if self.starts is None:
+            return np.arange(self.times.size)
+        return np.repeat(np.arange(self.times.size), np.diff(self.starts))
+
+    @property
+    def row_replicates(self) -> np.ndarray:
+        """Each row's replicate number among its time's rows (0, 1, ...) [O]."""
+        if self.starts is None:
+            return np.zeros(self.times.size, np.int64)
+        return np.arange(self.data.shape[0]) - np.repeat(self.starts[:-1], np.diff(self.starts))
 
     def x0_of(self, values: Mapping[str, float]) -> np.ndarray | None:
         """The initial counts at these parameter values (None: a parameter gives no count >= 0 below 2^53)."""
@@ -139,13 +162,19 @@ def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], 
     unknown = [k for k in ex.data if k not in names]
     if unknown:
         raise DataError(f"data for unknown observable {unknown[0]!r}{did_you_mean(unknown[0], names)}", file=src)
-    data = np.full((t.size, len(obs)), np.nan)
+    cols: dict[int, list[np.ndarray]] = {}  # observable -> per time, its replicates
     for k, o in enumerate(obs):
-        if o.name not in ex.data:
+        if o.name in ex.data:
+            cols[k] = _replicates(ex.data[o.name], o.name, t.size, src)
+    reps = np.array([max([1] + [c[i].size for c in cols.values()]) for i in range(t.size)], np.int64)
+    starts = np.concatenate([[0], np.cumsum(reps)])
+    data = np.full((int(starts[-1]), len(obs)), np.nan)
+    for k, o in enumerate(obs):
+        if k not in cols:
             continue
-        col = np.asarray(ex.data[o.name], dtype=np.float64)
-        if col.shape != t.shape:
-            raise DataError(f"observable {o.name!r} has {col.size} values for {t.size} times", file=src)
+        for i, v in enumerate(cols[k]):
+            data[starts[i]:starts[i] + v.size, k] = v
+        col = data[:, k]
         ok = col[~np.isnan(col)]
         noise = NOISE_MODELS[o.noise]
         if np.any(~np.isfinite(ok)):
@@ -156,7 +185,6 @@ def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], 
                             file=src)
         if noise == "lognormal" and np.any(ok <= 0):
             raise DataError(f"observable {o.name!r}: lognormal noise needs measurements > 0", file=src)
-        data[:, k] = col
     counts, by_param = {}, []
     params = list(net.params) + [n for n in extra if n not in net.params]
     for k, v in ex.initial.items():
@@ -174,7 +202,29 @@ def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], 
         if k not in net.params:
             raise DataError(f"condition sets unknown parameter {k!r}{did_you_mean(k, net.params)}", file=src)
     return CompiledExperiment(ex.name or f"experiment{index}", t, data, x0,
-                              {k: float(v) for k, v in ex.parameters.items()}, src, tuple(by_param))
+                              {k: float(v) for k, v in ex.parameters.items()}, src, tuple(by_param),
+                              None if starts[-1] == t.size else starts)
+
+
+def _replicates(values: Any, name: str, n: int, src: str) -> list[np.ndarray]:
+    """Per time, the float64 replicates [R] of one observable's values (a number or a sequence each;
+    NaN: not measured)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) != n:
+        size = len(values) if hasattr(values, "__len__") and not isinstance(values, (str, bytes)) else 1
+        raise DataError(f"observable {name!r} has {size} values for {n} times", file=src)
+    out = []
+    for i, v in enumerate(values):
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(f"observable {name!r}: value {i + 1} ({v!r}) is neither a number nor a sequence of "
+                            "numbers (replicates)", file=src) from None
+        if a.ndim > 1:
+            raise DataError(f"observable {name!r}: value {i + 1} has {a.ndim} dimensions (a number or a sequence "
+                            "of replicates)", file=src)
+        a = a.reshape(-1)
+        out.append(a[~np.isnan(a)] if a.size > 1 else a)
+    return out
 
 
 def noise_values(obs: Sequence[CompiledObservable], values: Mapping[str, float]) -> np.ndarray:
@@ -294,16 +344,26 @@ def log_density(noise: int, y: float, h: np.ndarray, s: float) -> np.ndarray:
 
 def log_weights(obs: Sequence[CompiledObservable], row: np.ndarray, X: np.ndarray, values: Mapping[str, float],
                 noise: np.ndarray) -> np.ndarray:
-    """Sum over the measured observables of one time point (``row``: [K], NaN = not measured) of
-    log p(y | particle state) for every particle (``X``: [N, S])."""
+    """Sum over the measurements of one time point (``row``: [K], or [R, K] with replicates; NaN = not
+    measured) of log p(y | particle state) for every particle (``X``: [N, S]): observable by observable,
+    its replicates in row order (independent given the state: their log densities add)."""
     lw = np.zeros(X.shape[0])
-    for k, o in enumerate(obs):
-        y = row[k]
-        if math.isnan(y):
-            continue
-        h = np.asarray(arith.evaluate(o.formula, X, values), dtype=np.float64)
-        lw += log_density(o.noise, float(y), h, float(noise[k]))
+    for k, ys in _measured(obs, row):
+        h = np.asarray(arith.evaluate(obs[k].formula, X, values), dtype=np.float64)
+        for y in ys:
+            lw += log_density(obs[k].noise, y, h, float(noise[k]))
     return lw
+
+
+def _measured(obs: Sequence[CompiledObservable], row: np.ndarray) -> list[tuple[int, list[float]]]:
+    """(observable, its measurements) of one time point's rows ([K] or [R, K]), in the order they are added."""
+    rows = np.asarray(row, dtype=np.float64).reshape(-1, len(obs))
+    out = []
+    for k in range(len(obs)):
+        ys = [float(y) for y in rows[:, k] if not math.isnan(y)]
+        if ys:
+            out.append((k, ys))
+    return out
 
 
 _DEVICE_NODES = (arith.Num, arith.Species, arith.Param, arith.Neg)
@@ -317,17 +377,16 @@ def device_weights(obs: Sequence[CompiledObservable]) -> bool:
 
 def log_weights_batched(xp: Any, obs: Sequence[CompiledObservable], row: np.ndarray, X: Any,
                         values: Sequence[Mapping[str, float]], noise: np.ndarray) -> Any:
-    """:func:`log_weights` of G chains at once (``X``: [G, N, S] of the array module ``xp``, NumPy or
-    CuPy; chain g's parameter ``values[g]`` and noise parameters ``noise[g]``) for observables that
+    """:func:`log_weights` of G chains at once (``row``: [K] or [R, K]; ``X``: [G, N, S] of the array module
+    ``xp``, NumPy or CuPy; chain g's parameter ``values[g]`` and noise parameters ``noise[g]``) for observables that
     :func:`device_weights` accepts: the formula as array operations (IEEE, no contraction), the noise
     model by :func:`add_log_density`, so the same bits as chain by chain on the host. [G, N] log weights."""
     G, N = X.shape[0], X.shape[1]
     lw = xp.zeros((G, N))
-    for k, o in enumerate(obs):
-        y = float(row[k])
-        if math.isnan(y):
-            continue
-        add_log_density(xp, o.noise, y, _evaluate(xp, o.formula, X, values), noise[:, k], lw)
+    for k, ys in _measured(obs, row):
+        h = _evaluate(xp, obs[k].formula, X, values)
+        for y in ys:  # replicates: the device kernel once each
+            add_log_density(xp, obs[k].noise, y, h, noise[:, k], lw)
     return lw
 
 

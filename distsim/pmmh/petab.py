@@ -4,7 +4,9 @@ go through the project's expression parser; the SBML through :mod:`distsim.model
 
 Mapping: an observable's ``observableFormula`` reads species as amounts in the model's substance unit
 (count / ``system_size``); ``noiseDistribution`` normal with ``observableTransformation`` lin is
-``normal``, with log ``lognormal`` (log10: refused), ``noiseFormula`` a number or a parameter id.
+``normal``, with log ``lognormal``, with log10 ``lognormal`` with noise parameter ln(10) x sigma (the same
+density in y: see :func:`_observables`); ``noiseFormula`` a number or a parameter id. Other noise
+distributions (``laplace``) are refused: the filter's device noise kernel has no Laplace code.
 Parameters with ``estimate`` 1 get their ``objectivePriorType`` prior (``uniform``, ``lognormal``,
 ``parameterScaleUniform``, ``parameterScaleNormal`` on a log scale) or, without one, uniform on
 [lowerBound, upperBound] on their ``parameterScale`` (lin: ``uniform``; log/log10: ``loguniform``);
@@ -16,8 +18,11 @@ assignment formula) are fixed at their nominal value with a warning. Placeholder
 ``observableParameter{n}_{id}`` and ``noiseParameter{n}_{id}`` take the values of each measurement's
 ``observableParameters``/``noiseParameters`` (numbers or parameter ids); an observable measured with
 several different overrides becomes one observable per override (``{id}``, ``{id}__2``, ...).
-Not supported (a clear error): pre-equilibration, replicate measurements of one observable at one
-time, condition values that are neither numbers nor (for species) parameter ids.
+Replicates (several measurements of one observable at one time in one condition) are kept, in the
+measurement table's order, as replicates of the :class:`~distsim.pmmh.Experiment` (their log densities
+add; each is one observation of the result's ``observed_value``, numbered by ``observation_replicate``).
+Not supported (a clear error): pre-equilibration, Laplace noise, condition values that are neither
+numbers nor (for species) parameter ids.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from .observation import Experiment, Observable
 from .priors import Prior
 
 MAX_TSV_BYTES = 64 * 2**20
+LN10 = math.log(10.0)
 
 
 def _tsv(path: Path) -> list[dict[str, str]]:
@@ -71,9 +77,11 @@ def _number(text: str, what: str, path: Path, line: str) -> float:
     return v
 
 
-def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict[str, Any]:
+def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, rounding: str = "error") -> dict[str, Any]:
     """The parts of a PEtab v1 problem as :func:`distsim.pmmh.infer` takes them: network, observables,
-    experiments, prior, initial, and the parameter scales (ids -> 'lin'/'log'/'log10')."""
+    experiments, prior, initial, and the parameter scales (ids -> 'lin'/'log'/'log10'). ``rounding``:
+    the SBML reader's (``"nearest"``: initial amounts that are not whole numbers of molecules are rounded,
+    recorded in the network's metadata; default: refused)."""
     import yaml
 
     path = Path(problem_yaml)
@@ -123,7 +131,7 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float) -> dict
         if r.get("estimate", "1") in ("1", "1.0", "true", "True"):
             prior[pid] = _prior(r, pid, scale, params_file, line)
 
-    net = _network(sbml[0], nominal, system_size)
+    net = _network(sbml[0], nominal, system_size, rounding)
     model_params = set(net.params)
     obs, reads, obs_names = _observables(observables, measurements, net, nominal, prior)
     set_by = _initial_assignments(sbml[0], net, prior, nominal, system_size)
@@ -172,7 +180,7 @@ def _prior(r: dict[str, str], pid: str, scale: str, file: Path, line: str) -> Pr
                     file=str(file), line=int(line))
 
 
-def _network(sbml: Path, nominal: dict[str, float], system_size: float):
+def _network(sbml: Path, nominal: dict[str, float], system_size: float, rounding: str = "error"):
     """The SBML with the PEtab nominal values of its parameters (they may set initial amounts)."""
     from ..models.formats.sbml import check_sbml_file, read_sbml_string
 
@@ -187,7 +195,8 @@ def _network(sbml: Path, nominal: dict[str, float], system_size: float):
         par = model.getParameter(k)
         if par is not None:
             par.setValue(float(v))
-    return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size)
+    return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size,
+                            rounding=rounding)
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -214,9 +223,10 @@ def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]],
         oid = r.get("observableId", "")
         dist = r.get("noiseDistribution", "normal") or "normal"
         trans = r.get("observableTransformation", "lin") or "lin"
-        if dist != "normal" or trans not in ("lin", "log"):
+        if dist != "normal" or trans not in ("lin", "log", "log10"):
+            why = (" (Laplace noise has no device noise kernel yet)" if dist == "laplace" else "")
             raise DataError(f"observable {oid}: noiseDistribution {dist!r} with observableTransformation {trans!r} is "
-                            "not supported (normal with lin or log)", file=str(f), line=line)
+                            f"not supported{why}: normal with lin, log or log10", file=str(f), line=line)
         keys = overrides.get(oid) or [("", "", (f, line))]
         for k, (op, npar, where) in enumerate(keys):
             name = oid if k == 0 else f"{oid}__{k + 1}"
@@ -233,6 +243,12 @@ def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]],
                                     f"{did_you_mean(bare, sorted(nominal))}",
                                     file=str(f), line=line) from None
             reads |= {n for n in _IDENT.findall(formula + " " + noise_f) if n in prior}
+            if trans == "log10":
+                # log10 y ~ N(log10 h, sigma^2) has density, in y (PEtab's, the Jacobian included), of
+                #   exp(-(log10 y - log10 h)^2 / (2 sigma^2)) / (sqrt(2 pi) sigma y ln 10)
+                # and log10 y - log10 h = (ln y - ln h) / ln 10: this is exactly lognormal (ln y ~ N(ln h, s^2)) with
+                # s = ln(10) sigma, whose normaliser sqrt(2 pi) s y is that same sqrt(2 pi) sigma y ln 10
+                noise_f = f"({LN10!r}) * ({noise_f})"
             out.append(Observable(name, formula, "normal" if trans == "lin" else "lognormal", noise_f))
     return out, reads, names
 
@@ -318,10 +334,7 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
             raise DataError(f"time {t} must be finite and >= 0", file=str(f), line=line)
         slot = by_cond.setdefault(cid, {}).setdefault(t, {})
         oid = obs_names[(oid, r.get("observableParameters", ""), r.get("noiseParameters", ""))]
-        if oid in slot:
-            raise DataError(f"a second measurement of {oid} at time {t:g} in condition {cid}: replicates are not "
-                            "supported", file=str(f), line=line)
-        slot[oid] = y
+        slot.setdefault(oid, []).append(y)  # replicates in the table's order
     out = []
     for cid, at in by_cond.items():
         c = conds[cid]
@@ -348,19 +361,27 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
                 raise DataError(f"condition {cid}: {k!r} is neither a species nor a parameter of the model",
                                 file=c["__file__"], line=int(c["__line__"]))
         times = sorted(at)
-        data = {o: [at[t].get(o, np.nan) for t in times] for o in obs_names.values() if any(o in at[t] for t in times)}
+        data = {o: [_one_or_all(at[t].get(o, [np.nan])) for t in times] for o in obs_names.values()
+                if any(o in at[t] for t in times)}
         out.append(Experiment(times, data, initial=initial, parameters=params, name=cid, source=c["__file__"]))
     return out
 
 
-def petab(problem_yaml: str | os.PathLike, *, system_size: float = 1.0, **kwargs: Any) -> xr.Dataset:
+def _one_or_all(ys: list[float]) -> float | list[float]:
+    """One measurement as a number, replicates as their list (:class:`~distsim.pmmh.Experiment`'s data)."""
+    return ys[0] if len(ys) == 1 else ys
+
+
+def petab(problem_yaml: str | os.PathLike, *, system_size: float = 1.0, rounding: str = "error", **kwargs: Any
+          ) -> xr.Dataset:
     """Run :func:`distsim.pmmh.infer` on a PEtab v1 problem (``kwargs``: its options: ``particles``,
     ``iterations``, ``burn_in``, ``chains``, ``seed``, ``time_limit``, ``client``, ``backend``, ...).
     ``system_size``: molecules per substance unit of the SBML (the species in the observables are
-    amounts: count / system_size). Posterior variables are the PEtab parameter ids, on the linear scale."""
+    amounts: count / system_size); ``rounding``: that of :func:`read_problem`. Posterior variables are the
+    PEtab parameter ids, on the linear scale."""
     from .sampler import infer
 
-    p = read_problem(problem_yaml, system_size=system_size)
+    p = read_problem(problem_yaml, system_size=system_size, rounding=rounding)
     ds = infer(p["net"], p["observables"], p["experiments"], prior=p["prior"], initial=p["initial"],
                species_scale=system_size, **kwargs)
     ds.attrs["petab_problem"] = p["source"]

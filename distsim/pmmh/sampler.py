@@ -305,7 +305,8 @@ def infer(
 
     ``observables``: :class:`~distsim.pmmh.Observable` (name, formula of species and parameters, noise
     model, noise parameter); ``experiments``: :class:`~distsim.pmmh.Experiment` (times, {observable:
-    values}, initial counts and fixed parameters of the condition), all sharing the parameters.
+    values}, initial counts and fixed parameters of the condition; a value may be a sequence of
+    replicates), all sharing the parameters.
     ``prior``: ``{name: "gamma:2,1" | "lognormal:MU,SIGMA" | "uniform:LO,HI" | "loguniform:LO,HI"}``;
     chains start at ``initial``, else the model's values, else the prior's center. ``particles``: N,
     or ``"auto"`` (doubled from 32 until Var(log-likelihood estimate) < 1.5 at the starting point); a
@@ -314,7 +315,8 @@ def infer(
     parameter (linear scale); coordinates ``log_likelihood`` and ``accepted`` (chain, draw) and
     ``acceptance_rate`` (chain) (sample stats), ``proposal_sd`` (variable: the kept draws' proposal sd of
     each log parameter), ``observed_value`` (observation, observable) with the
-    experiment and time of each observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable; the
+    experiment, time and replicate (0, 1, ...: a time's replicates are consecutive observations) of each
+    observation, ``rhat``, ``ess_bulk``, ``ess_tail`` per variable; the
     attrs carry where the rounds' time went (:meth:`distsim.engine.Run.timings`; the particle-number
     check's rounds included).
     ``species_scale``: observables read each species as count / species_scale (SBML amounts: the system size).
@@ -414,7 +416,9 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
     for p, nm in enumerate(names):
         data[nm] = (("chain", "draw"), np.exp(out["phi"][:, keep, p]),
                     {"long_name": f"parameter {nm}", "prior": str(pr.priors[p])})
-    rows = [(e.name, float(t), e.data[k]) for e in pr.experiments for k, t in enumerate(e.times)]
+    # one observation per row of each experiment's data: a time's replicates are consecutive rows
+    rows = [(e.name, float(e.times[i]), int(r), e.data[j]) for e in pr.experiments
+            for j, (i, r) in enumerate(zip(e.row_times, e.row_replicates))]
     acc = out["accepted"][:, keep]
     coords: dict[str, Any] = {
         "chain": np.arange(chains), "draw": np.arange(keep.size), "iteration": ("draw", keep), "variable": names,
@@ -427,7 +431,9 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
                                                            "sample_stat": 1}),
         "observation_experiment": ("observation", [r[0] for r in rows]),
         "observation_time": ("observation", np.array([r[1] for r in rows])),
-        "observed_value": (("observation", "observable"), np.array([r[2] for r in rows]).reshape(len(rows), -1),
+        "observation_replicate": ("observation", np.array([r[2] for r in rows], np.int64),
+                                  {"long_name": "replicate of the measurements at this experiment and time"}),
+        "observed_value": (("observation", "observable"), np.array([r[3] for r in rows]).reshape(len(rows), -1),
                            {"long_name": "measurement (NaN: not measured)"}),
     }
     ds = xr.Dataset(data, coords=coords)
@@ -450,5 +456,6 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
         adaptation_stage_ends=",".join(str(e) for e in stage_ends(burn_in)), rounds=run.rounds,
         **run.timings(),
     )
+    ds.attrs.update({f"model_{k}": v for k, v in pr.net.metadata})  # how the model was read (SBML units, rounding)
     diagnostics.warn_if_not_converged(ds)
     return ds

@@ -200,3 +200,23 @@ def test_too_many_events_and_errors_on_the_device(host_gpu):
             pf.log_likelihoods(pr, bad, 16, keys[:2], 1, backend)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+def test_filter_on_the_device_equals_cpu_replicates_and_log10(host_gpu):
+    """Replicates (the device noise kernel once per replicate) and PEtab's replicates (case 0008) and log10
+    observable (case 0007, lognormal with sigma ln 10): the same estimates as the CPU filter, bit for bit."""
+    from test_pmmh_petab_replicates import _problem
+
+    net = load(ROOT / "tests/data/pmmh/immigration_death.rxn")
+    nan = float("nan")
+    obs = [pmmh.Observable("y", "X", "poisson"), pmmh.Observable("l", "X + 1", "lognormal", 0.4)]
+    ex = pmmh.Experiment([1, 2, 4], {"y": [[1, 2], 3, [2, 2, 4]], "l": [nan, [2.5, 4.0], 3.0]})
+    own = sampler.build_problem(net, obs, [ex], {"k1": "gamma:2,1", "k2": "gamma:2,10"})
+    cases = [(own, np.array([[1.1, 0.25], [2.0, 0.5], [0.7, 0.2]]))]
+    cases += [(_problem(c), np.array([[1.0, 0.0, 0.8, 0.6], [1.2, 0.3, 0.5, 0.9], [0.9, 0.1, 1.1, 0.4]]))
+              for c in ("0008", "0007")]
+    for pr, thetas in cases:
+        keys = np.array([sampler.chain_key(6, c) for c in range(3)])
+        cpu, f_cpu = pf.log_likelihoods(pr, thetas, 32, keys, 3, "cpu")
+        dev, f_dev = pf.log_likelihoods(pr, thetas, 32, keys, 3, "gpu")
+        assert np.array_equal(cpu, dev) and f_cpu == f_dev > 0 and np.isfinite(cpu).all()

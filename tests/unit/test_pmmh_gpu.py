@@ -149,3 +149,29 @@ def test_device_filter_equals_cpu_every_noise_model(noise, formula, monkeypatch)
     monkeypatch.setattr(pf, "device_weights", lambda obs: False)
     host, _ = pf.log_likelihoods(pr, thetas, 300, keys, 4, "gpu")
     assert np.array_equal(host, gpu)
+
+
+def test_replicates_and_log10_gpu_equal_cpu():
+    """Replicate measurements (the device noise kernel once per replicate) and PEtab's replicates (case
+    0008) and log10 observable (case 0007): filter estimates and chains, the same bits on GPU and CPU."""
+    import warnings
+
+    from test_pmmh_petab_replicates import CASES, OMEGA, _problem
+
+    net = load(DATA / "immigration_death.rxn")
+    nan = float("nan")
+    obs = [pmmh.Observable("y", "X", "poisson"), pmmh.Observable("l", "X + 1", "lognormal", 0.4)]
+    ex = pmmh.Experiment([1, 2, 4], {"y": [[1, 2], 3, [2, 2, 4]], "l": [nan, [2.5, 4.0], 3.0]})
+    own = sampler.build_problem(net, obs, [ex], {"k1": "gamma:2,1", "k2": "gamma:2,10"})
+    for pr, theta in ((own, [1.1, 0.25]), (_problem("0008"), [1.2, 0.3, 0.5, 0.9]),
+                      (_problem("0007"), [1.0, 0.0, 0.8, 0.6])):
+        for key in range(4):
+            assert log_likelihood(pr, np.array(theta), 256, key, 3, "cpu") == \
+                log_likelihood(pr, np.array(theta), 256, key, 3, "gpu")
+    kw = dict(system_size=OMEGA, particles=128, iterations=30, burn_in=10, chains=2, seed=9, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = pmmh.petab(CASES["0008"], backend="cpu", **kw)
+        b = pmmh.petab(CASES["0008"], backend="gpu", **kw)
+    for v in ("a0", "b0", "k1", "k2", "log_likelihood"):
+        assert np.array_equal(a[v].values, b[v].values)

@@ -1,4 +1,5 @@
-"""``distsim mcmc rates``: posterior of mass-action rate constants from exact discrete observations."""
+"""``distsim mcmc rates``: posterior of mass-action rate constants from exact discrete observations (DA-MCMC);
+``distsim mcmc petab`` and ``distsim mcmc noisy``: posteriors from noisy measurements (PMMH, distsim.pmmh)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,7 @@ def register(subparsers: Any) -> None:
     ms.required = True
     r = subparser(ms, "rates", help="posterior of the rate constants given exact observations", epilog=EXAMPLE)
     r.add_argument("model", help="reaction network (.rxn text or SBML); mass-action reactions only")
-    r.add_argument("--format", choices=["sbml", "antimony", "text"], default=None,
-                   help="the model's format (default: from the extension, else the content)")
-    r.add_argument("--reversible", choices=["split", "forward", "error"], default="split",
-                   help="SBML reversible reactions: split a law kf*A - kr*B into two reactions, take the law as the "
-                   "forward propensity, or refuse")
+    _model_options(r)
     r.add_argument("--data", required=True, metavar="CSV", help="observations: 'time,<species>...' (blank = "
                    "unobserved)")
     r.add_argument("--iterations", type=positive_int, default=LazyDefault(SAMPLER, "ITERATIONS"), metavar="N",
@@ -62,7 +59,19 @@ def register(subparsers: Any) -> None:
     r.add_argument("--trace", default=None, metavar="PNG", help="PNG of the draws against iteration, per chain")
     r.add_argument("--bands", default=None, metavar="PNG", help="PNG of 95%% pointwise bands of the latent paths")
     r.add_argument("--band-draws", type=positive_int, default=200, metavar="N", help="draws re-simulated for --bands")
+    for option in ("--noise", "--observable"):  # refused with a pointer to `mcmc noisy`
+        r.add_argument(option, action="append", default=[], metavar="...",
+                       help="not for exact counts: noisy measurements run 'distsim mcmc noisy' (PMMH)")
     _register_petab(ms)
+    _register_noisy(ms)
+
+
+def _model_options(r: Any) -> None:
+    r.add_argument("--format", choices=["sbml", "antimony", "text"], default=None,
+                   help="the model's format (default: from the extension, else the content)")
+    r.add_argument("--reversible", choices=["split", "forward", "error"], default="split",
+                   help="SBML reversible reactions: split a law kf*A - kr*B into two reactions, take the law as the "
+                   "forward propensity, or refuse")
 
 
 PETAB_EXAMPLE = """\
@@ -83,6 +92,44 @@ def _register_petab(ms: Any) -> None:
     r.add_argument("--rounding", choices=["error", "nearest"], default="error",
                    help="SBML amounts that are not whole numbers of molecules: refuse (default), or round to the "
                         "nearest count (recorded in the result's attrs)")
+    _pmmh_options(r)
+
+
+NOISY_EXAMPLE = """\
+example (immigration-death counts with Poisson noise, replicates at t = 4; seconds on 2 CPU cores):
+  distsim mcmc noisy tests/data/pmmh/immigration_death.rxn --data examples/mcmc/noisy_immigration_death.csv \\
+      --noise poisson --prior k1=gamma:2,1 --iterations 200 --burn-in 50 --chains 2 --particles 32
+"""
+
+
+def _register_noisy(ms: Any) -> None:
+    r = subparser(ms, "noisy", help="posterior of rate and noise parameters from a model and a CSV of noisy "
+                  "measurements (particle MCMC)", epilog=NOISY_EXAMPLE)
+    r.add_argument("model", help="reaction network (.rxn text, Antimony or SBML; any kinetic law the SSA supports)")
+    _model_options(r)
+    r.add_argument("--data", required=True, metavar="CSV",
+                   help="measurements: 'time,<column>...' (blank = not measured; a time on several consecutive rows: "
+                        "replicates)")
+    r.add_argument("--observable", action="append", default=[], metavar="NAME=FORMULA",
+                   help="column NAME is a formula of species and parameters, e.g. total=A+2*B (repeatable; a column "
+                        "named like a species without it is that species' amount)")
+    r.add_argument("--noise", action="append", default=[], metavar="[NAME=]MODEL:PARAM",
+                   help="noise model of column NAME, or of every other column without NAME=: MODEL one of normal, "
+                        "lognormal, poisson, negbin (pmmh.NOISE_MODELS; poisson has no :PARAM); PARAM the sd (normal; "
+                        "of log y for lognormal) or the dispersion (negbin): a number or a parameter name (inferred "
+                        "when it has a --prior)")
+    r.add_argument("--prior", action="append", default=[], metavar="NAME=DIST",
+                   help="prior of an inferred parameter (one per parameter): gamma:SHAPE,RATE, lognormal:MU,SIGMA, "
+                        "uniform:LO,HI or loguniform:LO,HI")
+    r.add_argument("--initial", action="append", default=[], metavar="NAME=VALUE",
+                   help="an inferred parameter's starting value, or a species' initial count (a number, or a "
+                        "parameter name: round(value x OMEGA) molecules); repeatable")
+    r.add_argument("--species-scale", type=positive_float, default=1.0, metavar="OMEGA",
+                   help="observables read species amounts as count / OMEGA (default 1: counts)")
+    _pmmh_options(r)
+
+
+def _pmmh_options(r: Any) -> None:
     r.add_argument("--particles", default="auto", metavar="N|auto",
                    help="particles of the filter, or 'auto': doubled until Var(log-likelihood estimate) < 1.5")
     r.add_argument("--iterations", type=positive_int, default=2_000, metavar="N",
@@ -100,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
     """Run ``distsim mcmc rates`` or ``distsim mcmc petab``."""
     if args.mcmc_command == "petab":
         return run_petab(args)
+    if args.mcmc_command == "noisy":
+        return run_noisy(args)
+    if args.noise or args.observable:
+        from ..errors import UsageError
+
+        raise UsageError(f"--{'noise' if args.noise else 'observable'}: mcmc rates takes exact counts; for noisy "
+                         "measurements run PMMH with 'distsim mcmc noisy MODEL --data CSV --noise ...'")
     from ..mcmc.priors import parse_prior_spec
     from ..mcmc.diagnostics import summary
     from ..mcmc.sampler import MAX_ATTEMPTS, infer_rates
@@ -152,34 +206,105 @@ def run(args: argparse.Namespace) -> int:
                                                  "bands": (args.bands, bands)})
 
 
+def _particles(args: argparse.Namespace) -> int | str:
+    from ..errors import UsageError
+
+    if args.particles == "auto":
+        return "auto"
+    try:
+        n = int(args.particles)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'")
+    return n
+
+
 def run_petab(args: argparse.Namespace) -> int:
     """Run ``distsim mcmc petab``: PMMH (distsim.pmmh) on a PEtab problem."""
-    from ..errors import UsageError
-    from ..mcmc.diagnostics import summary
     from ..pmmh.petab import read_problem
-    from ..pmmh.sampler import infer
 
     check_outputs(args, data=[args.output])
-    particles: int | str = args.particles
-    if particles != "auto":
-        try:
-            particles = int(particles)
-        except ValueError:
-            raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'") from None
-        if particles < 1:
-            raise UsageError(f"--particles {args.particles!r}: expected a positive integer or 'auto'")
+    particles = _particles(args)
     p = read_problem(args.problem, system_size=args.system_size, rounding=args.rounding)
-    print(p["net"].summary())
-    print("noisy observations (" + ", ".join(f"{o.name}: {o.noise}" for o in p["observables"]) +
+    return _run_pmmh(args, p["net"], p["observables"], p["experiments"], p["prior"], p["initial"], particles,
+                     args.system_size, {"petab_problem": p["source"]})
+
+
+def run_noisy(args: argparse.Namespace) -> int:
+    """Run ``distsim mcmc noisy``: PMMH (distsim.pmmh) on a model and a CSV of noisy measurements."""
+    from ..errors import UsageError
+    from ..models.sources import load_network
+    from ..pmmh.csvdata import read_noisy
+    from ..pmmh.priors import as_prior
+
+    check_outputs(args, data=[args.output])
+    particles = _particles(args)
+    prior = _pairs(args.prior, "--prior")
+    for name, spec in prior.items():
+        try:
+            as_prior(name, spec)
+        except ValueError as e:
+            raise UsageError(f"--prior {name}={spec}: {e}") from None
+    if not prior:
+        raise UsageError("give a --prior NAME=DIST for every parameter to infer (e.g. --prior k1=gamma:2,1)")
+    noise: dict[str | None, str] = {}
+    for item in args.noise:
+        name, eq, spec = item.partition("=")
+        key = name.strip() if eq else None
+        if key in noise:
+            raise UsageError(f"--noise {item!r}: {'column ' + repr(key) if key else 'the default'} is given twice")
+        noise[key] = spec if eq else item
+    initial: dict[str, float | str] = {}
+    for name, value in _pairs(args.initial, "--initial").items():
+        try:
+            initial[name] = float(value)
+        except ValueError:
+            initial[name] = value
+    net = load_network(args.model, format=args.format, reversible=args.reversible)
+    try:
+        p = read_noisy(net, args.data, noise=noise, observables=_pairs(args.observable, "--observable"),
+                       prior=prior, initial=initial)
+    except ValueError as e:
+        if type(e) is ValueError:  # a bad option value (a file's problems are DistsimErrors naming it)
+            raise UsageError(str(e)) from None
+        raise
+    return _run_pmmh(args, net, p["observables"], p["experiments"], prior, p["initial"], particles,
+                     args.species_scale, {"data_file": args.data})
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    """``NAME=TEXT`` items as {name: text}, each name once."""
+    from ..errors import UsageError
+
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, text = (s.strip() for s in item.partition("="))
+        if not eq or not name or not text:
+            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
+        if name in out:
+            raise UsageError(f"{option}: {name!r} is given twice")
+        out[name] = text
+    return out
+
+
+def _run_pmmh(args: argparse.Namespace, net: Any, observables: list, experiments: list, prior: dict, initial: dict,
+              particles: int | str, species_scale: float, attrs: dict[str, str]) -> int:
+    """PMMH on a checked problem: say which sampler runs and why, run it, print the summary, write."""
+    from ..mcmc.diagnostics import summary
+    from ..pmmh.sampler import infer
+
+    print(net.summary())
+    print("noisy observations (" + ", ".join(f"{o.name}: {o.noise}" for o in observables) +
           "): particle marginal Metropolis-Hastings with exact SSA particles ran (distsim mcmc rates, the exact "
           "data-augmentation sampler, takes exact counts of mass-action networks instead)")
     t0 = time.perf_counter()
     with client(args) as dask_client:
-        ds = infer(p["net"], p["observables"], p["experiments"], prior=p["prior"], initial=p["initial"],
+        ds = infer(net, observables, experiments, prior=prior, initial=initial,
                    particles=particles, iterations=args.iterations, burn_in=args.burn_in, chains=args.chains,
                    seed=args.seed, client=dask_client, backend=backend(args), progress=progress(args),
-                   time_limit=args.time_limit, species_scale=args.system_size)
-    ds.attrs["petab_problem"] = p["source"]
+                   time_limit=args.time_limit, species_scale=species_scale)
+    ds.attrs.update(attrs)
     a = ds.attrs
     print(f"{a['chains']} chains x {a['iterations']} iterations (burn-in {a['burn_in']}), {a['particles']} particles "
           f"(Var log-likelihood {a['loglik_variance_at_start']:.3g}) on {a['backend']}: "

@@ -94,9 +94,9 @@ def _primitive(vec: list[Fraction]) -> list[int]:
     return ints
 
 
-def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, dict[str, np.ndarray], list[int], int]:
+def read_csv(path: str | os.PathLike, counts: bool = True) -> tuple[np.ndarray, dict[str, np.ndarray], list[int], int]:
     """``time,<species>...`` CSV -> (times, {species: float array with NaN where blank}, line of each
-    row, line of the header)."""
+    row, line of the header); ``counts=False`` takes any finite numbers (noisy measurements)."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"observations file not found: {os.fspath(path)}")
@@ -127,7 +127,8 @@ def read_csv(path: str | os.PathLike) -> tuple[np.ndarray, dict[str, np.ndarray]
             if cell == "" or cell.upper() in ("NA", "NAN"):
                 cols[h].append(math.nan)
             else:
-                cols[h].append(_count(_number(cell, h, f, n), h, cell, f, n))
+                v = _number(cell, h, f, n)
+                cols[h].append(_count(v, h, cell, f, n) if counts else v)
     return np.asarray(times, float), {h: np.asarray(v, float) for h, v in cols.items()}, [n for n, _ in rows[1:]], hline
 
 

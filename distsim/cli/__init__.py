@@ -27,6 +27,8 @@ commands:
   distsim ssa simulate MODEL ...        exact stochastic simulation of reaction networks
   distsim grn infer PROBLEM ...         GRN inference by parallel genetic algorithms
   distsim mcmc rates MODEL --data CSV   Bayesian rate inference (data-augmentation MCMC)
+  distsim mcmc noisy MODEL --data CSV --noise MODEL:PARAM
+                                        ... from noisy measurements (particle MCMC; PEtab: mcmc petab)
   distsim maboss MODEL.bnd [MODEL.cfg]  MaBoSS time courses of continuous-time Boolean models
   distsim sweep CONFIG.yaml             a parameter sweep of any of these (resumable)
   distsim export RESULT -o TABLE.csv    a result's summary as a tidy table (CSV, TSV, Parquet)

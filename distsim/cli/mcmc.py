@@ -22,9 +22,9 @@ SAMPLER = "distsim.mcmc.sampler"  # the home of the defaults (read only when sho
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``mcmc`` command (with its ``rates`` subcommand) to the ``distsim`` parser."""
-    mc = subparsers.add_parser("mcmc", help="Bayesian rate inference by data-augmentation MCMC (Niemi and Wheeler "
-                               "2011)")
+    """Add the ``mcmc`` command (``rates``, ``petab``, ``noisy``) to the ``distsim`` parser."""
+    mc = subparsers.add_parser("mcmc", help="Bayesian rate inference: exact counts (data-augmentation MCMC, Niemi and "
+                               "Wheeler 2011) or noisy measurements (particle MCMC)")
     ms = mc.add_subparsers(dest="mcmc_command", metavar="MCMC_COMMAND")
     ms.required = True
     r = subparser(ms, "rates", help="posterior of the rate constants given exact observations", epilog=EXAMPLE)
@@ -96,9 +96,9 @@ def _register_petab(ms: Any) -> None:
 
 
 NOISY_EXAMPLE = """\
-example (immigration-death counts with Poisson noise, replicates at t = 4; seconds on 2 CPU cores):
+example (immigration-death counts with Poisson noise, replicates at t = 4; about 20 s on 2 CPU cores):
   distsim mcmc noisy tests/data/pmmh/immigration_death.rxn --data examples/mcmc/noisy_immigration_death.csv \\
-      --noise poisson --prior k1=gamma:2,1 --iterations 200 --burn-in 50 --chains 2 --particles 32
+      --observable y=X --noise poisson --prior k1=gamma:2,1 --iterations 200 --burn-in 50 --chains 2 --particles 32
 """
 
 

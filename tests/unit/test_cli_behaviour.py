@@ -37,7 +37,7 @@ def test_help_is_fast_and_lists_every_command():
 
 @pytest.mark.parametrize("command", [["pbn", "simulate"], ["pbn", "steady-state"], ["pbn", "influence"],
                                      ["pbn", "convert"], ["ssa", "simulate"], ["grn", "infer"], ["mcmc", "rates"],
-                                     ["sweep"], ["info"]])
+                                     ["mcmc", "noisy"], ["sweep"], ["info"]])
 def test_every_option_has_help(command, capsys):
     with pytest.raises(SystemExit):
         main([*command, "--help"])

@@ -8,11 +8,12 @@ bootstrap particle filter whose particles are exact SSA realizations (any kineti
 ...                 particles=64, iterations=500, burn_in=100, chains=2)
 """
 
+from .csvdata import read_noisy
 from .inference_data import to_inference_data
 from .observation import NOISE_MODELS, Experiment, Observable
 from .petab import petab, read_problem
 from .priors import Prior
 from .sampler import infer
 
-__all__ = ["NOISE_MODELS", "Experiment", "Observable", "Prior", "infer", "petab", "read_problem",
+__all__ = ["NOISE_MODELS", "Experiment", "Observable", "Prior", "infer", "petab", "read_noisy", "read_problem",
            "to_inference_data"]

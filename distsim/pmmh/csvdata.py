@@ -81,7 +81,9 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
             if not isinstance(v, str) and not (0 <= v <= MAX_COUNT and v == math.floor(v)):
                 raise ValueError(f"initial count of {k!r} is {v!r}, not a whole number >= 0")
             x0[k] = v if isinstance(v, str) else int(v)
-        elif k in prior and not isinstance(v, str):
+        elif k in prior:
+            if isinstance(v, str):
+                raise ValueError(f"starting value of {k!r} is {v!r}, not a number")
             start[k] = float(v)
         else:
             raise ValueError(f"initial value for {k!r}: neither a species of the model nor an inferred parameter"

@@ -58,7 +58,7 @@ def test_cli_posterior_is_pmmh_infer_with_the_same_arguments(tmp_path, capsys):
     out = tmp_path / "post.nc"
     rc = _cli("--data", str(csv), "--observable", "y=2*X", "--noise", "poisson", "--noise", "y=normal:sigma",
               "--prior", "k1=gamma:2,1", "--prior", "sigma=gamma:2,2", "--initial", "sigma=0.8",
-              "--particles", "16", "--iterations", "30", "--burn-in", "10", "--chains", "2", "--seed", "7",
+              "--initial", "X=3", "--species-scale", "2", "--particles", "16", "--iterations", "30", "--burn-in", "10", "--chains", "2", "--seed", "7",
               "-o", str(out))
     assert rc == 0, capsys.readouterr().err
     text = capsys.readouterr().out
@@ -67,9 +67,9 @@ def test_cli_posterior_is_pmmh_infer_with_the_same_arguments(tmp_path, capsys):
         warnings.simplefilter("ignore")
         ref = pmmh.infer(load(MODEL), [pmmh.Observable("X", "X", "poisson"),
                                        pmmh.Observable("y", "2*X", "normal", "sigma")],
-                         pmmh.Experiment(times=[1, 2, 3, 5, 7], data=data),
+                         pmmh.Experiment(times=[1, 2, 3, 5, 7], data=data, initial={"X": 3}),
                          prior={"k1": "gamma:2,1", "sigma": "gamma:2,2"}, initial={"sigma": 0.8}, particles=16,
-                         iterations=30, burn_in=10, chains=2, seed=7, progress=False)
+                         iterations=30, burn_in=10, chains=2, seed=7, progress=False, species_scale=2)
     import xarray as xr
 
     with xr.open_dataset(out) as ds:
@@ -125,6 +125,9 @@ def test_bad_options(tmp_path, capsys):
     err = _errors(tmp_path, capsys, "--data", str(csv), "--observable", "y=X", "--noise", "poisson",
                   "--initial", "X=2.5")
     assert "initial count of 'X' is 2.5, not a whole number" in err
+    err = _errors(tmp_path, capsys, "--data", str(csv), "--observable", "y=X", "--noise", "poisson",
+                  "--initial", "k1=fast")
+    assert "starting value of 'k1' is 'fast', not a number" in err
     err = _errors(tmp_path, capsys, "--data", str(csv), "--observable", "y=X", "--noise", "poisson",
                   "--prior", "k2=gamma:2")
     assert "--prior k2=gamma:2" in err

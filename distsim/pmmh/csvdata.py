@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, Mapping
 
-from ..errors import DataError, did_you_mean
+from ..errors import DataError, did_you_mean, read_text
 from ..mcmc.observations import read_csv
 from ..models.reactions import MAX_COUNT, ReactionNetwork
 from .observation import NOISE_MODELS, Experiment, Observable
@@ -56,10 +56,12 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
         if name not in cols:
             raise DataError(f"observable {name!r} has no column (columns: {', '.join(names)})"
                             f"{did_you_mean(name, names)}", file=f, line=hline)
+    at = _header_columns(f, hline, names)
     for k, name in enumerate(names, 2):
         if name not in observables and name not in net.species:
             raise DataError(f"column {k} ({name!r}) is neither a species of the model ({', '.join(net.species)}) "
-                            f"nor an observable with a formula{did_you_mean(name, net.species)}", file=f, line=hline)
+                            f"nor an observable with a formula{did_you_mean(name, net.species)}", file=f, line=hline,
+                            column=at[name])
     for name in noise:
         if name is not None and name not in cols:
             raise DataError(f"noise model given for {name!r}, which is not a column (columns: {', '.join(names)})"
@@ -69,11 +71,11 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
         spec = noise.get(name, noise.get(None))
         if spec is None:
             raise DataError(f"column {name!r} has no noise model: give one for it or for every column "
-                            f"(e.g. normal:1, poisson)", file=f, line=hline)
+                            f"(e.g. normal:1, poisson)", file=f, line=hline, column=at[name])
         model, param = parse_noise(spec, f"noise of {name!r}")
         if isinstance(param, str) and param not in net.params and param not in prior:
             raise DataError(f"the noise parameter {param!r} of {name!r} is neither a number nor a model parameter: "
-                            f"give it a prior to infer it", file=f, line=hline)
+                            f"give it a prior to infer it", file=f, line=hline, column=at[name])
         obs.append(Observable(name, observables.get(name, name), model, param))
     x0, start = {}, {}
     for k, v in initial.items():
@@ -89,6 +91,18 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
             raise ValueError(f"initial value for {k!r}: neither a species of the model nor an inferred parameter"
                              f"{did_you_mean(k, list(net.species) + list(prior))}")
     return {"observables": obs, "experiments": [_experiment(times, cols, lines, f, x0)], "initial": start}
+
+
+def _header_columns(f: str, hline: int, names: list[str]) -> dict[str, int | None]:
+    """The 1-based character column of each name in the header line (None where it cannot be found)."""
+    text = read_text(f, error=DataError).split("\n")[hline - 1]
+    out: dict[str, int | None] = {}
+    pos = text.find(",") + 1  # past 'time'
+    for name in names:
+        i = text.find(name, pos)
+        out[name] = None if i < 0 else i + 1
+        pos = pos if i < 0 else i + len(name)
+    return out
 
 
 def _experiment(times: Any, cols: dict[str, Any], lines: list[int], f: str, x0: dict) -> Experiment:

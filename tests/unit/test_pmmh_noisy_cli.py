@@ -92,16 +92,16 @@ def test_bad_input_names_file_and_line(tmp_path, capsys):
     csv, _ = _data(tmp_path)
     f = str(csv)
     err = _errors(tmp_path, capsys, "--data", f, "--noise", "poisson")
-    assert f"{f}:1: column 3 ('y') is neither a species of the model (X) nor an observable" in err
+    assert f"{f}:1:8: column 3 ('y') is neither a species of the model (X) nor an observable" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "poisson", "--noise", "z=normal:1")
     assert f"{f}:1: noise model given for 'z', which is not a column" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "poisson", "--noise",
                   "y=normal:sd")
-    assert f"{f}:1: the noise parameter 'sd' of 'y' is neither a number nor a model parameter: give it a prior" in err
+    assert f"{f}:1:8: the noise parameter 'sd' of 'y' is neither a number nor a model parameter: give it a prior" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "poison")
     assert "unknown noise model 'poison'" in err and "did you mean 'poisson'" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "X=poisson")
-    assert f"{f}:1: column 'y' has no noise model" in err
+    assert f"{f}:1:8: column 'y' has no noise model" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "q=X", "--noise", "poisson")
     assert f"{f}:1: observable 'q' has no column" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "normal")

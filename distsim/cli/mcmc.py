@@ -144,7 +144,7 @@ def _pmmh_options(r: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``distsim mcmc rates`` or ``distsim mcmc petab``."""
+    """Run ``distsim mcmc rates``, ``distsim mcmc petab`` or ``distsim mcmc noisy``."""
     if args.mcmc_command == "petab":
         return run_petab(args)
     if args.mcmc_command == "noisy":

@@ -58,8 +58,8 @@ def test_cli_posterior_is_pmmh_infer_with_the_same_arguments(tmp_path, capsys):
     out = tmp_path / "post.nc"
     rc = _cli("--data", str(csv), "--observable", "y=2*X", "--noise", "poisson", "--noise", "y=normal:sigma",
               "--prior", "k1=gamma:2,1", "--prior", "sigma=gamma:2,2", "--initial", "sigma=0.8",
-              "--initial", "X=3", "--species-scale", "2", "--particles", "16", "--iterations", "30", "--burn-in", "10", "--chains", "2", "--seed", "7",
-              "-o", str(out))
+              "--initial", "X=3", "--species-scale", "2", "--particles", "16", "--iterations", "30", "--burn-in", "10",
+              "--chains", "2", "--seed", "7", "-o", str(out))
     assert rc == 0, capsys.readouterr().err
     text = capsys.readouterr().out
     assert "particle marginal Metropolis-Hastings" in text and "X: poisson, y: normal" in text

@@ -19,7 +19,7 @@ REPLICATES = {4.0: 3}
 MISSING = {6.0}
 
 
-def main() -> None:
+def main(out: Path = Path(__file__).resolve().parent / "noisy_immigration_death.csv") -> None:
     net = distsim.ssa.load(ROOT / "tests" / "data" / "pmmh" / "immigration_death.rxn")
     ds = distsim.ssa.simulate(net, t_end=8, points=9, realizations=1, quantiles=None, seed=SEED, client=None,
                               backend="cpu", progress=False)
@@ -30,7 +30,7 @@ def main() -> None:
     for t, xt in zip(ds["time"].values[1:], x[1:]):
         for _ in range(REPLICATES.get(float(t), 1)):
             lines.append(f"{t:g}," + ("" if float(t) in MISSING else f"{rng.poisson(xt)}"))
-    (Path(__file__).resolve().parent / "noisy_immigration_death.csv").write_text("\n".join(lines) + "\n")
+    out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

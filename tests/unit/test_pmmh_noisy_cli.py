@@ -150,3 +150,12 @@ def test_help_lists_the_noise_models_and_a_runnable_example(capsys):
     for word in example.split():
         if word.startswith(("tests/", "examples/")):
             assert (ROOT / word).is_file(), word
+
+
+def test_the_example_csv_is_what_its_script_makes(tmp_path):
+    import runpy
+
+    make = runpy.run_path(str(ROOT / "examples" / "mcmc" / "make_noisy_csv.py"))["main"]
+    make(tmp_path / "made.csv")
+    shipped = ROOT / "examples" / "mcmc" / "noisy_immigration_death.csv"
+    assert (tmp_path / "made.csv").read_text() == shipped.read_text()

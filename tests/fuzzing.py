@@ -109,6 +109,26 @@ sample_count = 100;
 """
 
 
+# PEtab problems: the files read_problem reads (the SBML is fuzzed as "SBML"), under their own names;
+# (system_size, rounding) of each problem by its YAML's name (default: the test suite cases' 10, "error")
+PETAB = DATA / "pmmh"
+PETAB_OPTIONS = {"Perelson_Science1996.yaml": (1e-3, "nearest")}
+
+
+def _petab_seeds() -> list[dict[str, bytes]]:
+    import yaml
+
+    out = []
+    for problem in [PETAB / f"petab_{c}" / f"_{c}.yaml" for c in ("0001", "0007", "0008", "0016")] + \
+            [PETAB / "perelson_science1996" / "Perelson_Science1996.yaml"]:
+        doc = yaml.safe_load(problem.read_text())
+        (p,) = doc["problems"]
+        names = [doc["parameter_file"]] + [n for k in ("sbml_files", "condition_files", "measurement_files",
+                                                         "observable_files") for n in p[k]]
+        out.append({problem.name: _read(problem)} | {n: _read(problem.parent / n) for n in names})
+    return out
+
+
 def formats() -> list[FuzzFormat]:
     """The formats and their seeds (files of the repository, a few written here) or grammars."""
     pbn = EX / "pbn"
@@ -159,6 +179,11 @@ def formats() -> list[FuzzFormat]:
                               {"model.bnd": _BND, "model.cfg": _CFG}),
                    ("model.bnd", "model.cfg"), "paren"),
         one("antimony", sorted((DATA / "ecosystem").glob("*.ant")), "model.ant", "paren"),
+        FuzzFormat("PEtab", tuple(_petab_seeds()), tuple(sorted({n for s in _petab_seeds() for n in s
+                                                                 if n.endswith((".yaml", ".tsv"))})), "paren"),
+        FuzzFormat("noisy CSV", ({"data.csv": _read(EX / "mcmc" / "noisy_immigration_death.csv"),
+                                  "model.rxn": _read(DATA / "pmmh" / "immigration_death.rxn")},),
+                   ("data.csv",), "paren"),
         FuzzFormat("sweep YAML (grammar)", (), ("sweeps/config.yaml",), "yaml", support=True, generate=sweep_yaml),
         FuzzFormat("observations CSV (grammar)", (), ("obs.csv",), "paren", support=True, generate=observations_csv),
     ]
@@ -377,7 +402,7 @@ def cases(fmt: FuzzFormat, n: int, seed: int, others: list[bytes]) -> list[tuple
                 files[target] = _mutate_once(files[target], rnd, fmt.nesting, others)[:MAX_BYTES]
         else:
             files = dict(rnd.choice(fmt.seeds))
-            target = rnd.choice(fmt.mutable)
+            target = rnd.choice([m for m in fmt.mutable if m in files])  # seeds may name their files differently
             files[target] = mutate(files[target], rnd, fmt.nesting, others)
         out.append((f"{fmt.name}/{seed}/{i}", files))
     return out
@@ -424,6 +449,23 @@ def _load(fmt: str, d: Path) -> object:
         from distsim.mcmc import as_observations
 
         return as_observations(ssa.load(d / "ssa" / "michaelis_menten.rxn"), d / "obs.csv")
+    if fmt == "PEtab":  # read_problem and the problem `distsim mcmc petab` builds before the chains start
+        from distsim.pmmh.petab import read_problem
+        from distsim.pmmh.sampler import build_problem
+
+        (problem,) = [p for p in d.iterdir() if p.suffix == ".yaml"]
+        size, rounding = PETAB_OPTIONS.get(problem.name, (10.0, "error"))
+        p = read_problem(problem, system_size=size, rounding=rounding)
+        return build_problem(p["net"], p["observables"], p["experiments"], p["prior"], p["initial"],
+                             species_scale=size)
+    if fmt == "noisy CSV":  # `distsim mcmc noisy model.rxn --data data.csv --observable y=X --noise poisson
+        import distsim.ssa as ssa  # (--prior k1=gamma:2,1)` up to the chains' start
+        from distsim.pmmh.csvdata import read_noisy
+        from distsim.pmmh.sampler import build_problem
+
+        net, prior = ssa.load(d / "model.rxn"), {"k1": "gamma:2,1"}
+        p = read_noisy(net, d / "data.csv", noise={None: "poisson"}, observables={"y": "X"}, prior=prior)
+        return build_problem(net, p["observables"], p["experiments"], prior, p["initial"])
     if fmt in ("sweep YAML", "sweep YAML (grammar)"):
         from distsim.sweep.config import load_config
 
@@ -458,7 +500,8 @@ def _last_frame() -> str:
     return f"{Path(f.filename).name}:{f.lineno} ({f.name})"
 
 
-WARM = ("distsim.grn.problem", "distsim.mcmc", "distsim.pbn", "distsim.ssa", "distsim.sweep.config")
+WARM = ("distsim.grn.problem", "distsim.mcmc", "distsim.pbn", "distsim.pmmh", "distsim.ssa",
+        "distsim.sweep.config")
 
 
 def _worker(conn, warm: tuple[str, ...]) -> None:

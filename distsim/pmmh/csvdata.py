@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..errors import DataError, did_you_mean, read_text
 from ..mcmc.observations import read_csv
 from ..models.reactions import MAX_COUNT, ReactionNetwork
-from .observation import NOISE_MODELS, Experiment, Observable
+from .observation import NOISE_MODELS, Experiment, Observable, measurement_problem
 
 
 def parse_noise(spec: str, what: str = "noise") -> tuple[str, str | float | None]:
@@ -50,6 +50,8 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
     molecules) or an inferred parameter's starting value."""
     f = os.fspath(data)
     times, cols, lines, hline = read_csv(f, counts=False)
+    if not len(times):
+        raise DataError("no measurements: the header is the only row", file=f, line=hline)
     observables, prior, initial = dict(observables or {}), dict(prior or {}), dict(initial or {})
     names = list(cols)
     for name in observables:
@@ -90,6 +92,11 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
         else:
             raise ValueError(f"initial value for {k!r}: neither a species of the model nor an inferred parameter"
                              f"{did_you_mean(k, list(net.species) + list(prior))}")
+    for n, row in zip(lines, zip(*(cols[o.name] for o in obs))):  # the values, row by row, at their lines
+        for o, v in zip(obs, row):
+            why = None if math.isnan(v) else measurement_problem(o.noise, float(v))
+            if why:
+                raise DataError(f"column {o.name!r}: {why}", file=f, line=n, column=at[o.name])
     return {"observables": obs, "experiments": [_experiment(times, cols, lines, f, x0)], "initial": start}
 
 
@@ -109,6 +116,8 @@ def _experiment(times: Any, cols: dict[str, Any], lines: list[int], f: str, x0: 
     """One experiment: rows of equal time (consecutive) are that time's replicates."""
     groups: list[list[int]] = []
     for i, t in enumerate(times):
+        if t < 0:
+            raise DataError(f"time {t:g} is negative", file=f, line=lines[i])
         if groups and t == times[groups[-1][0]]:
             groups[-1].append(i)
         elif groups and not t > times[groups[-1][0]]:

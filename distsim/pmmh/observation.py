@@ -150,6 +150,18 @@ def compile_observables(net: ReactionNetwork, observables: Sequence[Observable],
     return out
 
 
+def measurement_problem(noise: str, y: float) -> str | None:
+    """Why the measurement ``y`` (not NaN) has no density under the noise model ``noise``, else None (the
+    readers of data files call it too, to name the line)."""
+    if not math.isfinite(y):
+        return "infinite measurement"
+    if noise in ("poisson", "negbin") and (y < 0 or y != math.floor(y)):
+        return f"{noise} noise needs counts (integers >= 0), got {y:g}"
+    if noise == "lognormal" and y <= 0:
+        return "lognormal noise needs measurements > 0"
+    return None
+
+
 def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], ex: Experiment, index: int,
                        extra: Sequence[str] = (), species_scale: float = 1.0) -> CompiledExperiment:
     """Check an experiment's times and data against the observables and noise models (``extra``: the
@@ -175,16 +187,10 @@ def compile_experiment(net: ReactionNetwork, obs: Sequence[CompiledObservable], 
         for i, v in enumerate(cols[k]):
             data[starts[i]:starts[i] + v.size, k] = v
         col = data[:, k]
-        ok = col[~np.isnan(col)]
-        noise = NOISE_MODELS[o.noise]
-        if np.any(~np.isfinite(ok)):
-            raise DataError(f"observable {o.name!r}: infinite measurement", file=src)
-        if noise in ("poisson", "negbin") and np.any((ok < 0) | (ok != np.floor(ok))):
-            bad = ok[(ok < 0) | (ok != np.floor(ok))][0]
-            raise DataError(f"observable {o.name!r}: {noise} noise needs counts (integers >= 0), got {bad:g}",
-                            file=src)
-        if noise == "lognormal" and np.any(ok <= 0):
-            raise DataError(f"observable {o.name!r}: lognormal noise needs measurements > 0", file=src)
+        for y in col[~np.isnan(col)]:
+            why = measurement_problem(NOISE_MODELS[o.noise], float(y))
+            if why:
+                raise DataError(f"observable {o.name!r}: {why}", file=src)
     counts, by_param = {}, []
     params = list(net.params) + [n for n in extra if n not in net.params]
     for k, v in ex.initial.items():

@@ -28,6 +28,7 @@ numbers nor (for species) parameter ids.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
@@ -38,27 +39,29 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..errors import ConfigError, DataError, did_you_mean
-from .observation import Experiment, Observable
+from ..errors import ConfigError, DataError, ModelError, did_you_mean, line_of_offset, read_text
+from .observation import Experiment, Observable, compile_observables, measurement_problem
 from .priors import Prior
 
 MAX_TSV_BYTES = 64 * 2**20
+MAX_DEPTH = 32  # nesting of the problem YAML's collections (PEtab needs 3)
 LN10 = math.log(10.0)
 
 
 def _tsv(path: Path) -> list[dict[str, str]]:
     """Rows of a PEtab table (header line first), each {column: text}; bounded in size."""
-    if not path.is_file():
-        raise ConfigError(f"PEtab table not found: {path}")
     if path.stat().st_size > MAX_TSV_BYTES:
         raise DataError(f"the table has more than {MAX_TSV_BYTES} bytes", file=str(path))
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.reader(fh, delimiter="\t"))
+    reader = csv.reader(io.StringIO(read_text(path, error=DataError), newline=""), delimiter="\t")
+    try:
+        rows = [(reader.line_num, r) for r in reader]
+    except csv.Error as e:
+        raise DataError(f"bad TSV row ({e})", file=str(path), line=reader.line_num) from None
     if not rows:
-        raise DataError("empty table (expected a header line)", file=str(path))
-    head = [h.strip() for h in rows[0]]
+        raise DataError("empty table (expected a header line)", file=str(path), line=1)
+    head = [h.strip() for h in rows[0][1]]
     out = []
-    for i, r in enumerate(rows[1:], start=2):
+    for i, r in rows[1:]:
         if not any(v.strip() for v in r):
             continue
         if len(r) > len(head):
@@ -67,6 +70,12 @@ def _tsv(path: Path) -> list[dict[str, str]]:
         d["__line__"] = str(i)
         out.append(d)
     return out
+
+
+def _key_line(text: str, key: str) -> int:
+    """The line of the YAML ``text`` where ``key`` (a mapping key) first appears (1 if it does not)."""
+    m = re.search(rf"^[ \t-]*['\"]?{re.escape(key)}['\"]?[ \t]*:", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
 
 
 def _number(text: str, what: str, path: Path, line: str) -> float:
@@ -87,39 +96,79 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, roundin
     path = Path(problem_yaml)
     if not path.is_file():
         raise ConfigError(f"PEtab problem file not found: {path}")
+    if path.stat().st_size > MAX_TSV_BYTES:
+        raise ConfigError(f"the problem file has more than {MAX_TSV_BYTES} bytes", file=str(path), line=1)
+    text = read_text(path, error=ConfigError)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        depth = 0  # PyYAML's composer recurses: bound the nesting first (as distsim.sweep.config does)
+        for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+            depth += isinstance(tok, (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken,
+                                      yaml.BlockSequenceStartToken, yaml.BlockMappingStartToken))
+            depth -= isinstance(tok, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken))
+            if depth > MAX_DEPTH:
+                raise ConfigError(f"collections nest more than {MAX_DEPTH} deep", file=str(path),
+                                  line=tok.start_mark.line + 1, column=tok.start_mark.column + 1)
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"not valid YAML: {e}", file=str(path)) from None
-    if not isinstance(doc, dict) or str(doc.get("format_version")) not in ("1", "1.0.0"):
-        raise ConfigError("expected a PEtab v1 problem (format_version: 1)", file=str(path))
+        mark = getattr(e, "problem_mark", None)
+        line, col = ((mark.line + 1, mark.column + 1) if mark is not None else
+                     line_of_offset(text, e.position) if isinstance(e, yaml.reader.ReaderError) else (1, None))
+        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e)
+        raise ConfigError(f"not valid YAML: {problem}", file=str(path), line=line, column=col) from None
+    except ConfigError:
+        raise
+    except ValueError as e:  # an integer of more than 4,300 digits
+        m = re.search(r"\d{4000,}", text)
+        raise ConfigError(f"not valid YAML: {e}", file=str(path), line=text.count("\n", 0, m.start()) + 1 if m else 1
+                          ) from None
+    version = doc.get("format_version") if isinstance(doc, dict) else None  # (never str(): aliases may nest deep)
+    if not (version in ("1", "1.0.0") or (type(version) is int and version == 1)):
+        raise ConfigError("expected a PEtab v1 problem (format_version: 1)", file=str(path),
+                          line=_key_line(text, "format_version"))
     probs = doc.get("problems")
     if not isinstance(probs, list) or len(probs) != 1 or not isinstance(probs[0], dict):
-        raise ConfigError("expected exactly one entry under 'problems'", file=str(path))
+        raise ConfigError("expected exactly one entry under 'problems'", file=str(path),
+                          line=_key_line(text, "problems"))
     p = probs[0]
     here = path.parent
+
+    def table(key: str, name: object) -> Path:
+        f = here / name if isinstance(name, str) and name and "\0" not in name else None
+        try:
+            if f is not None and f.is_file():
+                return f
+        except OSError:  # a name too long, ...
+            pass
+        shown = repr(name[:200]) if isinstance(name, str) else f"a {type(name).__name__}"
+        raise ConfigError(f"'{key}': {shown} is not a file next to the problem file", file=str(path),
+                          line=_key_line(text, key))
 
     def files(key: str) -> list[Path]:
         v = p.get(key)
         if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-            raise ConfigError(f"'{key}' must be a list of file names", file=str(path))
-        return [here / x for x in v]
+            raise ConfigError(f"'{key}' must be a list of file names", file=str(path), line=_key_line(text, key))
+        return [table(key, x) for x in v]
 
     sbml = files("sbml_files")
     if len(sbml) != 1:
-        raise ConfigError("expected one SBML file", file=str(path))
-    params_file = here / str(doc.get("parameter_file", ""))
+        raise ConfigError("expected one SBML file", file=str(path), line=_key_line(text, "sbml_files"))
+    params_file = table("parameter_file", doc.get("parameter_file"))
     parameters = _tsv(params_file)
     observables = [r | {"__file__": str(f)} for f in files("observable_files") for r in _tsv(f)]
     conditions = [r | {"__file__": str(f)} for f in files("condition_files") for r in _tsv(f)]
-    measurements = [r | {"__file__": str(f)} for f in files("measurement_files") for r in _tsv(f)]
+    meas_files = files("measurement_files")
+    measurements = [r | {"__file__": str(f)} for f in meas_files for r in _tsv(f)]
+    if not measurements:
+        raise DataError("no measurement (the table has no rows)", file=str(meas_files[0]), line=1)
 
     # parameters: nominal values, estimate flags, scales, priors
     nominal: dict[str, float] = {}
     prior: dict[str, Prior] = {}
     scales: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for r in parameters:
         pid, line = r.get("parameterId", ""), r["__line__"]
+        lines[pid] = int(line)
         if not pid.isidentifier():
             raise DataError(f"parameterId {pid!r} is not an identifier", file=str(params_file), line=int(line))
         nominal[pid] = _number(r.get("nominalValue", ""), f"nominalValue of {pid}", params_file, line)
@@ -131,12 +180,13 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, roundin
         if r.get("estimate", "1") in ("1", "1.0", "true", "True"):
             prior[pid] = _prior(r, pid, scale, params_file, line)
 
-    net = _network(sbml[0], nominal, system_size, rounding)
+    net = _network(sbml[0], nominal, system_size, rounding, (params_file, lines))
     model_params = set(net.params)
     obs, reads, obs_names = _observables(observables, measurements, net, nominal, prior)
     set_by = _initial_assignments(sbml[0], net, prior, nominal, system_size)
     fixed = {k: v for k, v in nominal.items() if k in model_params and k not in prior}
-    exps = _experiments(measurements, conditions, obs_names, net, fixed, system_size, set_by, nominal, prior)
+    exps = _experiments(measurements, conditions, obs_names, net, fixed, system_size, set_by, nominal, prior,
+                        {o.name: o.noise for o in obs})
     used = model_params | reads | {v for e in exps for v in e.initial.values() if isinstance(v, str)}
     for pid in list(prior):
         if pid not in used:
@@ -146,9 +196,15 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, roundin
             del prior[pid]
     if not prior:
         raise ConfigError("no estimated parameter that the model's reactions or the observables read",
-                          file=str(params_file))
+                          file=str(params_file), line=1)
     # chains start at the nominal values (PMMH works on log scale: a nominal 0 starts at the prior's center)
     initial = {k: nominal[k] if nominal[k] > 0 else prior[k].center() for k in prior}
+    for k, v in initial.items():
+        lo, hi = prior[k].support()
+        if not (0 < v < math.inf and lo <= v <= hi):
+            raise DataError(f"{k}: the chains start at {v:g} (its nominalValue, or its prior's center if that is "
+                            f"<= 0), which is not > 0 inside its prior's support ({prior[k]})", file=str(params_file),
+                            line=lines[k])
     return {"net": net, "observables": obs, "experiments": exps, "prior": prior, "initial": initial,
             "scales": {k: scales[k] for k in prior}, "source": str(path)}
 
@@ -180,8 +236,11 @@ def _prior(r: dict[str, str], pid: str, scale: str, file: Path, line: str) -> Pr
                     file=str(file), line=int(line))
 
 
-def _network(sbml: Path, nominal: dict[str, float], system_size: float, rounding: str = "error"):
-    """The SBML with the PEtab nominal values of its parameters (they may set initial amounts)."""
+def _network(sbml: Path, nominal: dict[str, float], system_size: float, rounding: str = "error",
+             where: tuple[Path, dict[str, int]] | None = None):
+    """The SBML with the PEtab nominal values of its parameters (they may set initial amounts). ``where``:
+    the parameter table and its lines, named by the error when the SBML reads but not with those values."""
+    from ..errors import DistsimError
     from ..models.formats.sbml import check_sbml_file, read_sbml_string
 
     check_sbml_file(str(sbml))
@@ -191,12 +250,34 @@ def _network(sbml: Path, nominal: dict[str, float], system_size: float, rounding
     model = doc.getModel()
     if model is None:
         raise ConfigError("no model in the SBML file", file=str(sbml))
+    own = libsbml.writeSBMLToString(doc)
+    changed = []
     for k, v in nominal.items():
         par = model.getParameter(k)
         if par is not None:
+            if par.getValue() != float(v):
+                changed.append(k)
             par.setValue(float(v))
-    return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem, system_size=system_size,
-                            rounding=rounding)
+    try:
+        return read_sbml_string(libsbml.writeSBMLToString(doc), file=str(sbml), name=sbml.stem,
+                                system_size=system_size, rounding=rounding)
+    except DistsimError as e:
+        if not changed or where is None:
+            raise
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:  # with the SBML's own values?
+                read_sbml_string(own, file=str(sbml), name=sbml.stem, system_size=system_size, rounding=rounding)
+            except DistsimError:
+                raise e from None
+        # the nominal values are to blame: the one the message names (by id, else value), else the first changed
+        def named(text: str) -> bool:
+            return re.search(rf"(?<![\w.]){re.escape(text)}(?![\w.])", e.message) is not None
+
+        k = next((k for k in changed if named(k)), None) or next((k for k in changed if named(repr(nominal[k]))),
+                                                                 changed[0])
+        raise DataError(f"{k} = {nominal[k]:g} (its nominalValue) in the SBML: {e.message}", file=str(where[0]),
+                        line=where[1][k]) from None
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -218,9 +299,12 @@ def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]],
         if all(k[:2] != key[:2] for k in seen):
             seen.append(key)
     out, reads, names = [], set(), {}
+    extra = [k for k in prior if k not in net.params]
     for r in rows:
         f, line = Path(r["__file__"]), int(r["__line__"])
         oid = r.get("observableId", "")
+        if not oid.isidentifier() or any(oid == o.name for o in out):
+            raise DataError(f"observableId {oid!r} must be a unique identifier", file=str(f), line=line)
         dist = r.get("noiseDistribution", "normal") or "normal"
         trans = r.get("observableTransformation", "lin") or "lin"
         if dist != "normal" or trans not in ("lin", "log", "log10"):
@@ -249,7 +333,12 @@ def _observables(rows: list[dict[str, str]], measurements: list[dict[str, str]],
                 # and log10 y - log10 h = (ln y - ln h) / ln 10: this is exactly lognormal (ln y ~ N(ln h, s^2)) with
                 # s = ln(10) sigma, whose normaliser sqrt(2 pi) s y is that same sqrt(2 pi) sigma y ln 10
                 noise_f = f"({LN10!r}) * ({noise_f})"
-            out.append(Observable(name, formula, "normal" if trans == "lin" else "lognormal", noise_f))
+            ob = Observable(name, formula, "normal" if trans == "lin" else "lognormal", noise_f)
+            try:  # the formulas' errors at the table's line (the problem compiles them again)
+                compile_observables(net, [ob], extra, 1.0)
+            except ModelError as e:
+                raise DataError(f"observable {oid}: {e.message}", file=str(f), line=line) from None
+            out.append(ob)
     return out, reads, names
 
 
@@ -275,11 +364,14 @@ def _fill(text: str, kind: str, oid: str, values: str, net, nominal: dict[str, f
         name = m.group(0)
         ph = re.fullmatch(rf"{kind}(\d+)_{re.escape(oid)}", name)
         if ph:
-            n = int(ph.group(1))
+            digits = ph.group(1)
+            n = int(digits) if len(digits) < 10 else 0  # (int() refuses > 4,300 digits)
             if not 1 <= n <= len(vals):
                 col = "observableParameters" if kind == "observableParameter" else "noiseParameters"
-                raise DataError(f"observable {oid}: {name} needs {n} value(s) in {col}, the measurement gives "
-                                f"{len(vals)}", file=str(where[0]), line=where[1])
+                short = name if len(name) <= 80 else f"{name[:40]}...{name[-20:]}"
+                raise DataError(f"observable {oid}: {short} needs {digits[:12]}{'...' if len(digits) > 12 else ''} "
+                                f"value(s) in {col}, the measurement gives {len(vals)}", file=str(where[0]),
+                                line=where[1])
             return value(vals[n - 1], f"{name} of observable {oid}")
         if name in nominal and name not in prior and name not in net.params:
             return f"({nominal[name]!r})"
@@ -314,7 +406,7 @@ def _initial_assignments(sbml: Path, net, prior: dict[str, Prior], nominal: dict
 def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, str]],
                  obs_names: dict[tuple[str, str, str], str], net,
                  fixed: dict[str, float], omega: float, set_by: dict[str, str], nominal: dict[str, float],
-                 prior: dict[str, Prior]) -> list[Experiment]:
+                 prior: dict[str, Prior], noise_of: dict[str, str]) -> list[Experiment]:
     names = sorted({k[0] for k in obs_names})
     conds = {r.get("conditionId", ""): r for r in conditions}
     by_cond: dict[str, dict[float, dict[str, float]]] = {}
@@ -334,6 +426,9 @@ def _experiments(measurements: list[dict[str, str]], conditions: list[dict[str, 
             raise DataError(f"time {t} must be finite and >= 0", file=str(f), line=line)
         slot = by_cond.setdefault(cid, {}).setdefault(t, {})
         oid = obs_names[(oid, r.get("observableParameters", ""), r.get("noiseParameters", ""))]
+        why = None if math.isnan(y) else measurement_problem(noise_of[oid], y)
+        if why:
+            raise DataError(f"observable {oid}: {why}", file=str(f), line=line)
         slot.setdefault(oid, []).append(y)  # replicates in the table's order
     out = []
     for cid, at in by_cond.items():

@@ -106,9 +106,10 @@ def test_bad_input_names_file_and_line(tmp_path, capsys):
     assert f"{f}:1: observable 'q' has no column" in err
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "normal")
     assert "normal noise needs a parameter" in err
-    # y is not a count: Poisson noise refuses it, naming the file
+    # y is not a count: Poisson noise refuses it, naming the file, the first such row and the column
     err = _errors(tmp_path, capsys, "--data", f, "--observable", "y=X", "--noise", "poisson")
-    assert f"{f}: observable 'y': poisson noise needs counts" in err
+    y1 = float(csv.read_text().split("\n")[1].split(",")[2])  # the first row's y, not a whole number
+    assert f"{f}:2:8: column 'y': poisson noise needs counts (integers >= 0), got {y1:g}" in err
     csv.write_text("time,X\n1,3\n3,4\n2,5\n")
     err = _errors(tmp_path, capsys, "--data", f, "--noise", "poisson")
     assert f"{f}:4: times must increase (3 then 2)" in err

@@ -80,7 +80,7 @@ def test_petab(tmp_path, name, text, error, line, phrase):
         name = "_measurements.tsv"
     if "noiseParameter" in phrase:  # a placeholder of the observable, filled from each measurement's line
         name = "_measurements.tsv"
-    with pytest.raises(error, match=None) as e:
+    with pytest.raises(error) as e:
         _load(case / "_0001.yaml")
     assert phrase in e.value.message, e.value
     assert e.value.file == str(case / name) and e.value.line == line, e.value

@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..errors import ConfigError, DataError, ModelError, did_you_mean, line_of_offset, read_text
+from ..errors import ConfigError, DataError, ModelError, did_you_mean, read_text
+from ..models.yaml_limits import load_yaml
 from .observation import Experiment, Observable, compile_observables, measurement_problem
 from .priors import Prior
 
 MAX_TSV_BYTES = 64 * 2**20
-MAX_DEPTH = 32  # nesting of the problem YAML's collections (PEtab needs 3)
 LN10 = math.log(10.0)
 
 
@@ -72,12 +72,6 @@ def _tsv(path: Path) -> list[dict[str, str]]:
     return out
 
 
-def _key_line(text: str, key: str) -> int:
-    """The line of the YAML ``text`` where ``key`` (a mapping key) first appears (1 if it does not)."""
-    m = re.search(rf"^[ \t-]*['\"]?{re.escape(key)}['\"]?[ \t]*:", text, re.M)
-    return text.count("\n", 0, m.start()) + 1 if m else 1
-
-
 def _number(text: str, what: str, path: Path, line: str) -> float:
     try:
         v = float(text)
@@ -91,44 +85,22 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, roundin
     experiments, prior, initial, and the parameter scales (ids -> 'lin'/'log'/'log10'). ``rounding``:
     the SBML reader's (``"nearest"``: initial amounts that are not whole numbers of molecules are rounded,
     recorded in the network's metadata; default: refused)."""
-    import yaml
-
     path = Path(problem_yaml)
     if not path.is_file():
         raise ConfigError(f"PEtab problem file not found: {path}")
-    if path.stat().st_size > MAX_TSV_BYTES:
-        raise ConfigError(f"the problem file has more than {MAX_TSV_BYTES} bytes", file=str(path), line=1)
-    text = read_text(path, error=ConfigError)
-    try:
-        depth = 0  # PyYAML's composer recurses: bound the nesting first (as distsim.sweep.config does)
-        for tok in yaml.scan(text, Loader=yaml.SafeLoader):
-            depth += isinstance(tok, (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken,
-                                      yaml.BlockSequenceStartToken, yaml.BlockMappingStartToken))
-            depth -= isinstance(tok, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken))
-            if depth > MAX_DEPTH:
-                raise ConfigError(f"collections nest more than {MAX_DEPTH} deep", file=str(path),
-                                  line=tok.start_mark.line + 1, column=tok.start_mark.column + 1)
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line, col = ((mark.line + 1, mark.column + 1) if mark is not None else
-                     line_of_offset(text, e.position) if isinstance(e, yaml.reader.ReaderError) else (1, None))
-        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e)
-        raise ConfigError(f"not valid YAML: {problem}", file=str(path), line=line, column=col) from None
-    except ConfigError:
-        raise
-    except ValueError as e:  # an integer of more than 4,300 digits
-        m = re.search(r"\d{4000,}", text)
-        raise ConfigError(f"not valid YAML: {e}", file=str(path), line=text.count("\n", 0, m.start()) + 1 if m else 1
-                          ) from None
+    doc, key_lines = load_yaml(path, "PEtab problem file", MAX_TSV_BYTES)
+
+    def line_of(key: str) -> int:
+        return key_lines.line(key) or 1
+
     version = doc.get("format_version") if isinstance(doc, dict) else None  # (never str(): aliases may nest deep)
     if not (version in ("1", "1.0.0") or (type(version) is int and version == 1)):
         raise ConfigError("expected a PEtab v1 problem (format_version: 1)", file=str(path),
-                          line=_key_line(text, "format_version"))
+                          line=line_of("format_version"))
     probs = doc.get("problems")
     if not isinstance(probs, list) or len(probs) != 1 or not isinstance(probs[0], dict):
         raise ConfigError("expected exactly one entry under 'problems'", file=str(path),
-                          line=_key_line(text, "problems"))
+                          line=line_of("problems"))
     p = probs[0]
     here = path.parent
 
@@ -141,17 +113,18 @@ def read_problem(problem_yaml: str | os.PathLike, *, system_size: float, roundin
             pass
         shown = repr(name[:200]) if isinstance(name, str) else f"a {type(name).__name__}"
         raise ConfigError(f"'{key}': {shown} is not a file next to the problem file", file=str(path),
-                          line=_key_line(text, key))
+                          line=line_of(key if key == "parameter_file" else f"problems[0].{key}"))
 
     def files(key: str) -> list[Path]:
         v = p.get(key)
         if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-            raise ConfigError(f"'{key}' must be a list of file names", file=str(path), line=_key_line(text, key))
+            raise ConfigError(f"'{key}' must be a list of file names", file=str(path),
+                              line=line_of(f"problems[0].{key}"))
         return [table(key, x) for x in v]
 
     sbml = files("sbml_files")
     if len(sbml) != 1:
-        raise ConfigError("expected one SBML file", file=str(path), line=_key_line(text, "sbml_files"))
+        raise ConfigError("expected one SBML file", file=str(path), line=line_of("problems[0].sbml_files"))
     params_file = table("parameter_file", doc.get("parameter_file"))
     parameters = _tsv(params_file)
     observables = [r | {"__file__": str(f)} for f in files("observable_files") for r in _tsv(f)]

@@ -269,17 +269,27 @@ def parse_initial(text: str) -> Any:
     return out
 
 
+def parse_pairs(items: list[str], option: str) -> dict[str, str]:
+    """``NAME=TEXT`` items as {name: text}, each name once."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, text = (s.strip() for s in item.partition("="))
+        if not eq or not name or not text:
+            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
+        if name in out:
+            raise UsageError(f"{option}: {name!r} is given twice")
+        out[name] = text
+    return out
+
+
 def parse_assignments(items: list[str], option: str) -> dict[str, float]:
     """``NAME=VALUE`` items as {name: float}."""
     out = {}
-    for item in items:
-        name, eq, value = item.partition("=")
+    for item, (name, text) in zip(items, parse_pairs(items, option).items()):
         try:
-            out[name.strip()] = float(value)
+            out[name] = float(text)
         except ValueError:
-            eq = ""
-        if not eq or not name.strip():
-            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
+            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}") from None
     return out
 
 

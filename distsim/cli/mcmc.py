@@ -7,8 +7,8 @@ import argparse
 import time
 from typing import Any
 
-from .common import (LazyDefault, backend, check_outputs, client, finish, positive_float, positive_int, progress,
-                     subparser)
+from .common import (LazyDefault, backend, check_outputs, client, finish, parse_pairs, positive_float, positive_int,
+                     progress, subparser)
 
 EXAMPLE = """\
 example (the Michaelis-Menten data of Niemi and Wheeler 2011; about 2 minutes on 2 CPU cores, seconds on a GPU):
@@ -240,7 +240,7 @@ def run_noisy(args: argparse.Namespace) -> int:
 
     check_outputs(args, data=[args.output])
     particles = _particles(args)
-    prior = _pairs(args.prior, "--prior")
+    prior = parse_pairs(args.prior, "--prior")
     for name, spec in prior.items():
         try:
             as_prior(name, spec)
@@ -256,14 +256,14 @@ def run_noisy(args: argparse.Namespace) -> int:
             raise UsageError(f"--noise {item!r}: {'column ' + repr(key) if key else 'the default'} is given twice")
         noise[key] = spec if eq else item
     initial: dict[str, float | str] = {}
-    for name, value in _pairs(args.initial, "--initial").items():
+    for name, value in parse_pairs(args.initial, "--initial").items():
         try:
             initial[name] = float(value)
         except ValueError:
             initial[name] = value
     net = load_network(args.model, format=args.format, reversible=args.reversible)
     try:
-        p = read_noisy(net, args.data, noise=noise, observables=_pairs(args.observable, "--observable"),
+        p = read_noisy(net, args.data, noise=noise, observables=parse_pairs(args.observable, "--observable"),
                        prior=prior, initial=initial)
     except ValueError as e:
         if type(e) is ValueError:  # a bad option value (a file's problems are DistsimErrors naming it)
@@ -271,21 +271,6 @@ def run_noisy(args: argparse.Namespace) -> int:
         raise
     return _run_pmmh(args, net, p["observables"], p["experiments"], prior, p["initial"], particles,
                      args.species_scale, {"data_file": args.data})
-
-
-def _pairs(items: list[str], option: str) -> dict[str, str]:
-    """``NAME=TEXT`` items as {name: text}, each name once."""
-    from ..errors import UsageError
-
-    out: dict[str, str] = {}
-    for item in items:
-        name, eq, text = (s.strip() for s in item.partition("="))
-        if not eq or not name or not text:
-            raise UsageError(f"{option}: expected NAME=VALUE, got {item!r}")
-        if name in out:
-            raise UsageError(f"{option}: {name!r} is given twice")
-        out[name] = text
-    return out
 
 
 def _run_pmmh(args: argparse.Namespace, net: Any, observables: list, experiments: list, prior: dict, initial: dict,

@@ -58,12 +58,15 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
         if name not in cols:
             raise DataError(f"observable {name!r} has no column (columns: {', '.join(names)})"
                             f"{did_you_mean(name, names)}", file=f, line=hline)
-    at = _header_columns(f, hline, names)
+
+    def at(name: str) -> int | None:  # an error's column (the file is read again only then)
+        return _header_columns(f, hline, names)[name]
+
     for k, name in enumerate(names, 2):
         if name not in observables and name not in net.species:
             raise DataError(f"column {k} ({name!r}) is neither a species of the model ({', '.join(net.species)}) "
                             f"nor an observable with a formula{did_you_mean(name, net.species)}", file=f, line=hline,
-                            column=at[name])
+                            column=at(name))
     for name in noise:
         if name is not None and name not in cols:
             raise DataError(f"noise model given for {name!r}, which is not a column (columns: {', '.join(names)})"
@@ -73,11 +76,11 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
         spec = noise.get(name, noise.get(None))
         if spec is None:
             raise DataError(f"column {name!r} has no noise model: give one for it or for every column "
-                            f"(e.g. normal:1, poisson)", file=f, line=hline, column=at[name])
+                            f"(e.g. normal:1, poisson)", file=f, line=hline, column=at(name))
         model, param = parse_noise(spec, f"noise of {name!r}")
         if isinstance(param, str) and param not in net.params and param not in prior:
             raise DataError(f"the noise parameter {param!r} of {name!r} is neither a number nor a model parameter: "
-                            f"give it a prior to infer it", file=f, line=hline, column=at[name])
+                            f"give it a prior to infer it", file=f, line=hline, column=at(name))
         obs.append(Observable(name, observables.get(name, name), model, param))
     x0, start = {}, {}
     for k, v in initial.items():
@@ -96,7 +99,7 @@ def read_noisy(net: ReactionNetwork, data: str | os.PathLike, *, noise: Mapping[
         for o, v in zip(obs, row):
             why = None if math.isnan(v) else measurement_problem(o.noise, float(v))
             if why:
-                raise DataError(f"column {o.name!r}: {why}", file=f, line=n, column=at[o.name])
+                raise DataError(f"column {o.name!r}: {why}", file=f, line=n, column=at(o.name))
     return {"observables": obs, "experiments": [_experiment(times, cols, lines, f, x0)], "initial": start}
 
 

@@ -143,6 +143,9 @@ def reweigh_cpu(lw, u, resample, m_out, s_out, anc):  # pragma: no cover - compi
             anc[base + i] = base + min(j, N - 1)
 
 
+RW_THREADS = 256  # threads per chain of kernels/pmmh_filter.cu's pmmh_reweigh (its RW_THREADS)
+
+
 def reweigh(xp, lw, u: np.ndarray, resample: bool) -> tuple[np.ndarray, np.ndarray, Any]:
     """(m, s) per chain on the host and the ancestors' rows (where ``lw`` lives) of
     :func:`reweigh_cpu`; ``xp`` cupy: its CUDA twin on the current GPU (only m and s come back)."""
@@ -153,8 +156,8 @@ def reweigh(xp, lw, u: np.ndarray, resample: bool) -> tuple[np.ndarray, np.ndarr
         return m, s, anc
     m, s, anc = xp.empty(G), xp.empty(G), xp.arange(G * N, dtype=xp.int64)
     cum = xp.empty(G * N)
-    filter_kernel("pmmh_reweigh")(((G + 63) // 64,), (64,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw),
-                                                            xp.asarray(u), np.int32(resample), m, s, cum, anc))
+    filter_kernel("pmmh_reweigh")((G,), (RW_THREADS,), (np.int32(G), np.int32(N), xp.ascontiguousarray(lw),
+                                                       xp.asarray(u), np.int32(resample), m, s, cum, anc))
     return xp.asnumpy(m), xp.asnumpy(s), anc
 
 

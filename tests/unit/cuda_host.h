@@ -17,6 +17,7 @@
 #define __shared__ static
 #define __constant__ static const
 #define __syncthreads() ((void)0)
+#define __launch_bounds__(...)
 #define __trap() abort()
 
 struct ds_host_dim3 { unsigned x, y, z; };

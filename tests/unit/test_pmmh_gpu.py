@@ -175,3 +175,29 @@ def test_replicates_and_log10_gpu_equal_cpu():
         b = pmmh.petab(CASES["0008"], backend="gpu", **kw)
     for v in ("a0", "b0", "k1", "k2", "log_likelihood"):
         assert np.array_equal(a[v].values, b[v].values)
+
+
+@pytest.mark.parametrize("N", [1, 255, 1000, 8192])
+def test_reweigh_kernel_equals_twin(N):
+    """kernels/pmmh_filter.cu's pmmh_reweigh (a block per chain: parallel maximum, exps and ancestors,
+    the running sum in particle order) == reweigh_cpu bit for bit: ties, signed zeros, -inf weights,
+    a NaN, an all -inf and an infinite chain, partial chunks."""
+    import cupy
+
+    from distsim.pmmh import filter as pf
+
+    rng = np.random.default_rng(N)
+    lw = np.round(rng.normal(size=(7, N)) * 4, 1)  # rounded: many equal weights
+    lw[1, ::3] = -np.inf
+    lw[2, -1] = np.nan
+    lw[3] = -np.inf
+    lw[4, N // 2] = np.inf
+    lw[5] = 0.0
+    lw[5, ::2] = -0.0
+    lw[6] = -0.0
+    u = rng.random(7)
+    for resample in (True, False):
+        cpu = pf.reweigh(np, lw, u, resample)
+        dev = pf.reweigh(cupy, cupy.asarray(lw), u, resample)
+        assert np.array_equal(cpu[0], dev[0]) and np.array_equal(np.signbit(cpu[0]), np.signbit(dev[0]))
+        assert np.array_equal(cpu[1], dev[1]) and np.array_equal(cpu[2], cupy.asnumpy(dev[2]))

@@ -28,7 +28,8 @@ extern "C" __global__ void ssa_events(
     const double* __restrict__ law_arg, const int* __restrict__ dep_start, const int* __restrict__ dep_list,
     const double* __restrict__ p0, const int* __restrict__ prog_start, const int* __restrict__ prog_op,
     const double* __restrict__ prog_arg, const int* __restrict__ ev_trigger, const int* __restrict__ ev_priority,
-    const int* __restrict__ ev_flags, const int* __restrict__ asg_start, const int* __restrict__ asg_target,
+    const int* __restrict__ ev_flags, const int* __restrict__ ev_delay,
+    const int* __restrict__ asg_start, const int* __restrict__ asg_target,
     const int* __restrict__ asg_prog, const int* __restrict__ rule_target, const int* __restrict__ rule_prog,
     const int* __restrict__ tc_op, const int* __restrict__ tc_prog, const int* __restrict__ par_theta_start,
     const int* __restrict__ par_theta, const int* __restrict__ par_law_start, const int* __restrict__ par_law,
@@ -36,6 +37,8 @@ extern "C" __global__ void ssa_events(
     long long* __restrict__ xs_, double* __restrict__ a_, double* __restrict__ aux_, double* __restrict__ stack_,
     double* __restrict__ thetas_, double* __restrict__ largs_, double* __restrict__ p_, int* __restrict__ prev_,
     long long* __restrict__ pend_, double* __restrict__ vals_, double* __restrict__ est_,
+    const int QN, const int QV, double* __restrict__ q_time_, long long* __restrict__ q_len_,
+    long long* __restrict__ q_event_, double* __restrict__ q_vals_,
     int* __restrict__ rec, unsigned long long* __restrict__ firings, unsigned long long* __restrict__ events,
     int* __restrict__ errors)
 {
@@ -48,11 +51,13 @@ extern "C" __global__ void ssa_events(
     const ds_col<long long> x{xs_ + r, RR};
     const ds_col<double> a{a_ + r, RR}, aux{aux_ + r, RR}, st{stack_ + r, RR};
     const ds_ev_work W{thetas_ + (unsigned long long)r * M, largs_ + (unsigned long long)r * L, {p_ + r, RR},
-                       {prev_ + r, RR}, {pend_ + r, RR}, {vals_ + r, RR}, {est_ + r, RR}};
+                       {prev_ + r, RR}, {pend_ + r, RR}, {vals_ + r, RR}, {est_ + r, RR},
+                       {q_time_ + r, RR}, {q_len_ + r, RR}, {q_event_ + r, RR}, {q_vals_ + r, RR}, QN, QV};
     const ds_reactions N{kind, W.theta, rct_start, rct_species, rct_stoich, law_start, law_op, W.larg};
-    const ds_events V{p0, prog_start, prog_op, prog_arg, ev_trigger, ev_priority, ev_flags, asg_start, asg_target,
-                      asg_prog, rule_target, rule_prog, tc_op, tc_prog, par_theta_start, par_theta, par_law_start,
-                      par_law, E, NR, T, P};
+    const ds_events V{p0, prog_start, prog_op, prog_arg, ev_trigger, ev_priority, ev_flags, ev_delay, asg_start,
+                      asg_target, asg_prog, rule_target, rule_prog, tc_op, tc_prog, par_theta_start, par_theta,
+                      par_law_start, par_law, E, NR, T, P};
+    const int n_tc = ds_time_stops(V);  // (next_change skipped when 0)
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     for (int s = 0; s < S; ++s) x[s] = x0[s];
     for (int d = 0; d < M; ++d) W.theta[d] = theta[d];
@@ -83,7 +88,7 @@ extern "C" __global__ void ssa_events(
         }
         double u;
         const double t_new = t + ds_method_event(a, aux, M, n_aux, draws, seed, rid, logtab, u);
-        const double t_stop = V.T > 0 ? ds_next_change(x, t, V, W) : INF;
+        const double t_stop = n_tc > 0 ? ds_next_change(x, t, V, W) : INF;
         const bool stop = t_stop <= t_new && t_stop <= grid[K - 1];
         const double t_rec = stop ? t_stop : t_new;
         while (k < K && grid[k] < t_rec) {

@@ -6,7 +6,9 @@
 // One realization's event state (ds_ev_work): its own copies of the reaction tables that parameters
 // are folded into (theta, law_arg: rows, so that ds_reactions can point at them), the mutable
 // parameters p, each trigger's previous value, each event's pending count, the values of an
-// executing event's assignments and the program stack (columns [item * R + r], ds_col).
+// executing event's assignments and the program stack (columns [item * R + r], ds_col), and the
+// scheduled executions of delayed events in the order they were scheduled: times, their number
+// (q_len[0]), events and the values of the trigger time (slot s, assignment c: item s * QV + c).
 #pragma once
 #include "kinetics.cuh"
 
@@ -14,6 +16,8 @@
 #define ERR_EVENT_VALUE 5
 #define ERR_RULE_VALUE 6
 #define ERR_EVENT_LOOP 7
+#define ERR_EVENT_DELAY 9
+#define ERR_EVENT_QUEUE 10
 // distsim/models/arith.py and events.py
 #define OP_PUSH_TIME 8
 #define OP_PUSH_PARAM 9
@@ -35,6 +39,7 @@
 // distsim/models/compile_events.py
 #define FLAG_INITIAL 1
 #define FLAG_PERSISTENT 2
+#define FLAG_TRIGGER_VALUES 4
 #ifndef DS_MAX_CASCADE
 #define DS_MAX_CASCADE 10000  // distsim/models/events.py MAX_CASCADE (defined by distsim/ssa/gpu_events.py)
 #endif
@@ -44,7 +49,7 @@
 // the tables of distsim/models/compile_events.py CompiledEvents (EventArrays) and their sizes
 struct ds_events {
     const double* p0; const int* prog_start; const int* prog_op; const double* prog_arg;
-    const int* ev_trigger; const int* ev_priority; const int* ev_flags;
+    const int* ev_trigger; const int* ev_priority; const int* ev_flags; const int* ev_delay;
     const int* asg_start; const int* asg_target; const int* asg_prog;
     const int* rule_target; const int* rule_prog; const int* tc_op; const int* tc_prog;
     const int* par_theta_start; const int* par_theta; const int* par_law_start; const int* par_law;
@@ -54,6 +59,8 @@ struct ds_events {
 struct ds_ev_work {
     double* theta; double* larg;  // this realization's rows
     ds_col<double> p; ds_col<int> prev; ds_col<long long> pend; ds_col<double> vals; ds_col<double> st;
+    ds_col<double> q_time; ds_col<long long> q_len; ds_col<long long> q_event; ds_col<double> q_vals;
+    int QN, QV;  // scheduled executions a realization can hold (event_ops.work_shape), values per execution
 };
 
 // a comparison (1.0 true, 0.0 false) or a two-argument logical operator  (compare_or_logic)
@@ -122,30 +129,92 @@ __device__ int ds_apply_rules(const X& x, const double t, const ds_events& V, co
     return ERR_NONE;
 }
 
-// every trigger: a rise from false to true makes its event pending once more; whether any did  (check_triggers)
+// event i (with a delay) triggered at t: its execution at t + delay, with the assignment values of time
+// t if it uses them; returns the error word (bad: the refused delay)  (schedule)
 template <class X>
-__device__ bool ds_check_triggers(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
-    bool rose = false;
-    for (int i = 0; i < V.E; ++i) {
-        const bool on = ds_run_program(V.ev_trigger[i], x, W.p, t, V, W.st) != 0.0;
-        if (on && W.prev[i] == 0) { W.pend[i] += 1; rose = true; }
-        W.prev[i] = on ? 1 : 0;
+__device__ __noinline__ int ds_schedule(const int i, const X& x, const double t, const ds_events& V,
+                                        const ds_ev_work& W, double& bad) {
+    const double d = ds_run_program(V.ev_delay[i], x, W.p, t, V, W.st);
+    if (!(d >= 0.0) || isinf(d)) { bad = d; return DS_ERROR_WORD(ERR_EVENT_DELAY, i); }
+    const long long n = W.q_len[0];
+    if (n >= W.QN) { bad = __longlong_as_double(0x7ff8000000000000LL); return DS_ERROR_WORD(ERR_EVENT_QUEUE, i); }
+    W.q_time[n] = t + d;
+    W.q_event[n] = i;
+    if (V.ev_flags[i] & FLAG_TRIGGER_VALUES) {
+        const int lo = V.asg_start[i], hi = V.asg_start[i + 1];
+        for (int q = lo; q < hi; ++q) W.q_vals[n * W.QV + (q - lo)] = ds_run_program(V.asg_prog[q], x, W.p, t, V, W.st);
     }
-    return rose;
+    W.q_len[0] = n + 1;
+    return ERR_NONE;
 }
 
-// the pending event to execute now (highest priority, ties in document order), or -1  (next_pending)
+// remove scheduled execution s, keeping the others in their order  (unschedule)
+__device__ __forceinline__ void ds_unschedule(const long long s, const ds_ev_work& W) {
+    const long long n = W.q_len[0];
+    for (long long r = s; r < n - 1; ++r) {
+        W.q_time[r] = W.q_time[r + 1];
+        W.q_event[r] = W.q_event[r + 1];
+        for (int c = 0; c < W.QV; ++c) W.q_vals[r * W.QV + c] = W.q_vals[(r + 1) * W.QV + c];
+    }
+    W.q_len[0] = n - 1;
+}
+
+// cancel every scheduled execution of event i  (cancel)
+__device__ __forceinline__ void ds_cancel(const int i, const ds_ev_work& W) {
+    long long s = 0;
+    while (s < W.q_len[0]) {
+        if (W.q_event[s] == i) ds_unschedule(s, W);
+        else ++s;
+    }
+}
+
+// every trigger: a rise from false to true makes its event pending once more, or schedules it at
+// t + delay; a fall cancels a non-persistent event's scheduled executions. rose: whether any event
+// became pending or was scheduled; returns the error word (bad: the refused delay)  (check_triggers)
+template <class X>
+__device__ int ds_check_triggers(const X& x, const double t, const ds_events& V, const ds_ev_work& W, bool& rose,
+                                 double& bad) {
+    rose = false;
+    for (int i = 0; i < V.E; ++i) {
+        const bool on = ds_run_program(V.ev_trigger[i], x, W.p, t, V, W.st) != 0.0;
+        if (on && W.prev[i] == 0) {
+            rose = true;
+            if (V.ev_delay[i] < 0) W.pend[i] += 1;
+            else {
+                const int word = ds_schedule(i, x, t, V, W, bad);
+                if (word != ERR_NONE) return word;
+            }
+        } else if (!on && W.prev[i] != 0 && (V.ev_flags[i] & FLAG_PERSISTENT) == 0 && V.ev_delay[i] >= 0) {
+            ds_cancel(i, W);
+        }
+        W.prev[i] = on ? 1 : 0;
+    }
+    return ERR_NONE;
+}
+
+// the pending event to execute now (highest priority, ties in document order; a pending non-persistent
+// event whose trigger is false is dropped), or -1; a scheduled execution due at t (q_time <= t) counts
+// as pending: then E + its slot (for equal priorities and events, the first scheduled; an event pending
+// without delay first)  (next_pending)
 template <class X>
 __device__ int ds_next_pending(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
     const double NEG_INF = -__longlong_as_double(0x7ff0000000000000LL);
-    int best = -1;
+    int best = -1, best_i = -1;
     double best_p = NEG_INF;
     for (int i = 0; i < V.E; ++i) {
         if (W.pend[i] == 0) continue;
         if ((V.ev_flags[i] & FLAG_PERSISTENT) == 0 && W.prev[i] == 0) { W.pend[i] = 0; continue; }
         double pr = NEG_INF;
         if (V.ev_priority[i] >= 0) pr = ds_run_program(V.ev_priority[i], x, W.p, t, V, W.st);
-        if (best < 0 || pr > best_p) { best = i; best_p = pr; }
+        if (best < 0 || pr > best_p) { best = i; best_i = i; best_p = pr; }
+    }
+    const long long n = W.q_len[0];
+    for (long long s = 0; s < n; ++s) {
+        if (W.q_time[s] > t) continue;
+        const int i = (int)W.q_event[s];
+        double pr = NEG_INF;
+        if (V.ev_priority[i] >= 0) pr = ds_run_program(V.ev_priority[i], x, W.p, t, V, W.st);
+        if (best < 0 || pr > best_p || (pr == best_p && i < best_i)) { best = V.E + (int)s; best_i = i; best_p = pr; }
     }
     return best;
 }
@@ -156,22 +225,42 @@ __device__ __noinline__ int ds_execute_pending(const X& x, const double t, const
                                               double& bad, int& n) {
     n = 0;
     while (true) {
-        const int i = ds_next_pending(x, t, V, W);
+        int i = ds_next_pending(x, t, V, W);
         if (i < 0) return ERR_NONE;
         ++n;
-        if (n > DS_MAX_CASCADE) return DS_ERROR_WORD(ERR_EVENT_LOOP, i);
-        W.pend[i] -= 1;
+        if (n > DS_MAX_CASCADE) return DS_ERROR_WORD(ERR_EVENT_LOOP, i < V.E ? i : (int)W.q_event[i - V.E]);
+        bool stored = false;
+        if (i >= V.E) {  // a scheduled execution of a delayed event
+            const int s = i - V.E;
+            i = (int)W.q_event[s];
+            stored = (V.ev_flags[i] & FLAG_TRIGGER_VALUES) != 0;
+            if (stored)
+                for (int q = 0; q < V.asg_start[i + 1] - V.asg_start[i]; ++q) W.vals[q] = W.q_vals[s * W.QV + q];
+            ds_unschedule(s, W);
+        } else {
+            W.pend[i] -= 1;
+        }
         const int lo = V.asg_start[i], hi = V.asg_start[i + 1];
-        for (int q = lo; q < hi; ++q) W.vals[q - lo] = ds_run_program(V.asg_prog[q], x, W.p, t, V, W.st);
+        if (!stored)  // every value first, then every assignment
+            for (int q = lo; q < hi; ++q) W.vals[q - lo] = ds_run_program(V.asg_prog[q], x, W.p, t, V, W.st);
         for (int q = lo; q < hi; ++q)
             if (!ds_ev_assign(V.asg_target[q], W.vals[q - lo], x, V, W)) {
                 bad = W.vals[q - lo];
                 return DS_ERROR_WORD(ERR_EVENT_VALUE, q);
             }
-        const int word = ds_apply_rules(x, t, V, W, bad);
+        int word = ds_apply_rules(x, t, V, W, bad);
         if (word != ERR_NONE) return word;
-        ds_check_triggers(x, t, V, W);
+        bool rose;
+        word = ds_check_triggers(x, t, V, W, rose, bad);
+        if (word != ERR_NONE) return word;
     }
+}
+
+// whether a scheduled execution is due at t  (due)
+__device__ __forceinline__ bool ds_due(const double t, const ds_ev_work& W) {
+    for (long long s = 0; s < W.q_len[0]; ++s)
+        if (W.q_time[s] <= t) return true;
+    return false;
 }
 
 // the triggers at time t, then the events that are pending; n: events executed  (fire_events)
@@ -179,23 +268,37 @@ template <class X>
 __device__ int ds_fire_events(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad,
                               int& n) {
     n = 0;
-    if (!ds_check_triggers(x, t, V, W)) return ERR_NONE;
+    bool rose;
+    const int word = ds_check_triggers(x, t, V, W, rose, bad);
+    if (word != ERR_NONE) return word;
+    if (!rose && !ds_due(t, W)) return ERR_NONE;
     return ds_execute_pending(x, t, V, W, bad, n);
 }
 
-// start of a realization (counts already initial): parameters, rules, initialValue, nothing pending,
-// then the events of t = 0  (reset)
+// start of a realization (counts already initial): parameters, rules, initialValue, nothing pending or
+// scheduled, then the events of t = 0  (reset)
 template <class X>
 __device__ int ds_ev_reset(const X& x, const double t, const ds_events& V, const ds_ev_work& W, double& bad) {
     for (int i = 0; i < V.P; ++i) W.p[i] = V.p0[i];
     for (int i = 0; i < V.E; ++i) { W.prev[i] = (V.ev_flags[i] & FLAG_INITIAL) ? 1 : 0; W.pend[i] = 0; }
+    W.q_len[0] = 0;
     int word = ds_apply_rules(x, t, V, W, bad);
     int n;
     if (word == ERR_NONE) word = ds_fire_events(x, t, V, W, bad, n);
     return word;
 }
 
-// the earliest instant after t at which a comparison 'time OP c' changes with the state frozen  (next_change)
+// how many kinds of stops the loop has: time comparisons and delayed events (their scheduled times);
+// none: next_change is not called  (cpu.run_realization_events' n_tc)
+__device__ __forceinline__ int ds_time_stops(const ds_events& V) {
+    int n = V.T;
+    for (int i = 0; i < V.E; ++i)
+        if (V.ev_delay[i] >= 0) ++n;
+    return n;
+}
+
+// the earliest instant after t at which a comparison 'time OP c' changes with the state frozen, or a
+// scheduled execution of a delayed event is due  (next_change)
 template <class X>
 __device__ double ds_next_change(const X& x, const double t, const ds_events& V, const ds_ev_work& W) {
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
@@ -210,5 +313,7 @@ __device__ double ds_next_change(const X& x, const double t, const ds_events& V,
         else at = t < c ? c : (t < after ? after : INF);
         if (at < best) best = at;
     }
+    for (long long s = 0; s < W.q_len[0]; ++s)  // scheduled executions of delayed events
+        if (t < W.q_time[s] && W.q_time[s] < best) best = W.q_time[s];
     return best;
 }

@@ -86,7 +86,7 @@ class CompiledEvents:
     reported: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     hybrid: bool = False  # the network is ReactionNetwork.hybrid
     cpu_only: bool = False  # hybrid, or sin/cos in a program: the CUDA kernels do not run it yet
-    delays: bool = False  # an event has a delay: CPU only (the CUDA kernels refuse it)
+    delays: bool = False  # an event has a delay: the realizations keep queues of scheduled executions
 
     @property
     def n_events(self) -> int:

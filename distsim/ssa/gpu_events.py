@@ -21,11 +21,12 @@ from ..models.compile_reactions import CompiledNetwork
 from ..models.reactions import ReactionNetwork
 from ..models.events import MAX_CASCADE
 from . import gpu
+from .event_ops import work_shape
 
 TREE_HEADER = "ssa_method_tree.cuh"  # what 'warp' (no header of its own) runs with events
-_EVENT_TABLES = ("p0", "prog_start", "prog_op", "prog_arg", "ev_trigger", "ev_priority", "ev_flags", "asg_start",
-                 "asg_target", "asg_prog", "rule_target", "rule_prog", "tc_op", "tc_prog", "par_theta_start",
-                 "par_theta", "par_law_start", "par_law")
+_EVENT_TABLES = ("p0", "prog_start", "prog_op", "prog_arg", "ev_trigger", "ev_priority", "ev_flags", "ev_delay",
+                 "asg_start", "asg_target", "asg_prog", "rule_target", "rule_prog", "tc_op", "tc_prog",
+                 "par_theta_start", "par_theta", "par_law_start", "par_law")
 _HYBRID_TABLES = ("hz_of", "rr_param", "rr_prog")
 
 
@@ -47,9 +48,6 @@ GPU_HYBRID = True
 
 def check_gpu(net: ReactionNetwork, c: CompiledNetwork) -> None:
     """Refuse what the CUDA kernels do not run (:data:`GPU_HYBRID` False: hybrid networks, sin/cos)."""
-    if c.events is not None and c.events.delays:
-        raise ModelError("the GPU backend cannot simulate event delays yet; the CPU backend does (backend='cpu')",
-                         file=net.source or None)
     if c.events is not None and len(c.events.loc_ev):
         raise ModelError("the GPU backend cannot locate event triggers on rate-rule variables yet; the CPU backend "
                          "does (backend='cpu')", file=net.source or None)
@@ -73,9 +71,9 @@ def simulate(b: Any, method: Any) -> dict:
     (hybrid networks: kernels/ssa_hybrid.cu, whatever the method)."""
     import cupy as cp
 
-    if b.compiled.events.delays or (not GPU_HYBRID and b.compiled.events.cpu_only):
-        raise ModelError("the GPU backend cannot simulate networks with event delays (or, with GPU_HYBRID off, "
-                         "time-dependent propensities, rate rules or sin/cos) yet; use backend='cpu'")
+    if not GPU_HYBRID and b.compiled.events.cpu_only:
+        raise ModelError("the GPU backend cannot simulate networks with time-dependent propensities, rate rules or "
+                         "sin/cos while GPU_HYBRID is off; use backend='cpu'")
     gpu._check_counts(b.compiled)
     firings = cp.zeros(b.compiled.n_reactions, dtype=cp.uint64)
     cont: list[np.ndarray] = []
@@ -84,6 +82,21 @@ def simulate(b: Any, method: Any) -> dict:
     if cont:  # the reported rate-rule variables on the grid, per realization (as cpu.simulate_block)
         out["continuous"] = np.concatenate(cont)[:, :, b.compiled.events.reported]
     return out
+
+
+def _queue_shape(c: CompiledNetwork) -> tuple[int, int]:
+    """(QN, QV): the scheduled executions of delayed events a realization holds (as on CPUs,
+    :func:`distsim.ssa.event_ops.work_shape`) and the stored values of each."""
+    return work_shape(c.events, c.n_reactions, len(c.law_arg))[-1], max(c.events.max_assignments, 1)
+
+
+def _queue_work(c: CompiledNetwork, n: int) -> list:
+    """The kernels' queue arguments for n realizations: QN, QV and the columns q_time, q_len, q_event, q_vals."""
+    import cupy as cp
+
+    QN, QV = _queue_shape(c)
+    return [np.int32(QN), np.int32(QV), cp.empty(QN * n, dtype=cp.float64), cp.zeros(n, dtype=cp.int64),
+            cp.empty(QN * n, dtype=cp.int64), cp.empty(QN * QV * n, dtype=cp.float64)]
 
 
 def _hybrid_chunks(b: Any, firings: Any, cont: list) -> Iterator[tuple[Any, Any, Any]]:
@@ -97,8 +110,9 @@ def _hybrid_chunks(b: Any, firings: Any, cont: list) -> Iterator[tuple[Any, Any,
     E, P, C = ce.n_events, len(ce.p0), len(ce.rr_param)
     n = C + 1
     record = bool(ce.reported.any())
+    QN, QV = _queue_shape(c)
     per_real = K * S * 4 + 8 * (S + M + c.max_stack + M + L + P + 2 * E + ce.max_assignments + ce.max_stack
-                                + 12 * n + 2 + (K * C if record else 0))
+                                + 12 * n + 2 + (K * C if record else 0) + QN * (2 + QV) + 1)
     chunk = max(gpu.BLOCK, min(R, gpu.REC_BYTES_PER_LAUNCH // per_real))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = gpu._tables(c)
@@ -115,6 +129,7 @@ def _hybrid_chunks(b: Any, firings: Any, cont: list) -> Iterator[tuple[Any, Any,
             (P, cp.float64), (E, cp.int32), (E, cp.int64), (ce.max_assignments, cp.float64), (ce.max_stack, cp.float64),
             (n, cp.float64), (n, cp.float64), (n, cp.float64), (n, cp.float64), (7 * n, cp.float64), (1, cp.float64),
             (n, cp.float64), (1, cp.int32))]
+        work[10:10] = _queue_work(c, m)  # after the event work, before the integrator's
         crec = cp.full((K * C, m) if record else (1,), np.nan, dtype=cp.float64)
         fn(((m + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
            (np.int32(m), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
@@ -135,7 +150,9 @@ def _chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]
     S, M, K, R, L = c.n_species, c.n_reactions, len(b.grid), b.realizations, len(c.law_arg)
     E, P = ce.n_events, len(ce.p0)
     n_aux = method.cpu.aux_size(M)
-    per_real = K * S * 4 + 8 * (S + 2 * M + n_aux + c.max_stack + L + P + 2 * E + ce.max_assignments + ce.max_stack)
+    QN, QV = _queue_shape(c)
+    per_real = K * S * 4 + 8 * (S + 2 * M + n_aux + c.max_stack + L + P + 2 * E + ce.max_assignments + ce.max_stack
+                                + QN * (2 + QV) + 1)
     chunk = max(gpu.BLOCK, min(R, gpu.REC_BYTES_PER_LAUNCH // per_real))
     grid = cp.asarray(np.asarray(b.grid, np.float64))
     tb = gpu._tables(c)
@@ -151,7 +168,7 @@ def _chunks(b: Any, method: Any, firings: Any) -> Iterator[tuple[Any, Any, Any]]
         work = [cp.empty(max(size, 1) * n, dtype=dt) for size, dt in (
             (S, cp.int64), (M, cp.float64), (n_aux, cp.float64), (c.max_stack, cp.float64), (M, cp.float64),
             (L, cp.float64), (P, cp.float64), (E, cp.int32), (E, cp.int64), (ce.max_assignments, cp.float64),
-            (ce.max_stack, cp.float64))]
+            (ce.max_stack, cp.float64))] + _queue_work(c, n)
         fn(((n + gpu.BLOCK - 1) // gpu.BLOCK,), (gpu.BLOCK,),
            (np.int32(n), np.uint64(b.real0 + start), np.uint32(b.seed), np.int32(S), np.int32(M), np.int32(K),
             np.int32(n_aux), np.int32(L), *gpu.table_args(tb), *et, np.int32(E), np.int32(len(ce.rule_prog)),

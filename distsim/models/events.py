@@ -36,7 +36,7 @@ trigger each other forever). Assignment rules hold at every instant: after the i
 after every reaction firing and after every event they are applied in the order of
 :attr:`ReactionNetwork.rules` (already sorted so that a rule comes after the rules it reads).
 
-**Delays** (CPU only: GPUs refuse them): an event with a ``delay`` does not become pending when its
+**Delays** (CPU and GPU, the same bits): an event with a ``delay`` does not become pending when its
 trigger rises at t; its execution is scheduled at t + delay (the delay evaluated at t; it must be
 finite and >= 0), with its assignment values evaluated at t when ``use_values_from_trigger_time``,
 else at execution. At that instant it joins the events that are pending then (the same priority

@@ -1,5 +1,6 @@
 """SBML events and assignment rules on the GPU (kernels/ssa_events.cu): the CPU's realizations bit for
-bit, for every method ('warp' runs the tree's selection here, as on CPUs), and the same errors.
+bit, for every method ('warp' runs the tree's selection here, as on CPUs), delayed events included
+(CASES' 'delay*' entries), and the same errors.
 The DSMTS event and rule cases against their analytic moments are in tests/unit/test_ssa.py."""
 
 import sys
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 from test_ssa_events import STILL, event, rule, with_events  # noqa: E402
-from test_ssa_events_host import CASES  # noqa: E402
+from test_ssa_events_host import CASES, delay_errors  # noqa: E402
 
 from distsim.ssa import load  # noqa: E402
 
@@ -49,6 +50,21 @@ def test_event_errors_gpu_equal_cpu(method):
                          quantiles=None)
             messages.append(str(info.value))
         assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("method", ["direct", "tree"])
+@pytest.mark.parametrize("case", ["negative", "nan", "queue"])
+def test_delay_errors_gpu_equal_cpu(case, method):
+    """A negative or NaN delay, more than MAX_DELAYED scheduled executions: the same first failed
+    realization and message."""
+    net = delay_errors()[case]
+    messages = []
+    for backend in ("cpu", "gpu"):
+        with pytest.raises(SimulationError) as info:
+            simulate(net, t_end=20, points=21, realizations=300, seed=1, method=method, backend=backend,
+                     quantiles=None)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
 
 
 @pytest.mark.parametrize("method", ["direct", "warp"])

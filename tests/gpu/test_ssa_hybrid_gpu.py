@@ -1,7 +1,7 @@
 """The SSA's hybrid loop on the GPU (kernels/ssa_hybrid.cu, twin of distsim.ssa.cpu.run_realization_hybrid):
 the CPU's realizations bit for bit (time-dependent laws with sin and piecewise, rate rules, events on top)
-and the same errors; event delays are refused on GPUs. The exact references (Poisson moments, crossing times) are in tests/unit/test_ssa_time_dependent.py
-and tests/unit/test_ssa_hybrid.py."""
+and the same errors, delayed events included. The exact references (Poisson moments, crossing times) are in
+tests/unit/test_ssa_time_dependent.py and tests/unit/test_ssa_hybrid.py."""
 
 import sys
 from pathlib import Path
@@ -33,6 +33,13 @@ def refilled() -> ReactionNetwork:
     return decay(events=[Event("refill", Compare(">=", Time(), Num(1.0)), (Assignment("X", -1, Param("x0")),))])
 
 
+def delayed_refill() -> ReactionNetwork:
+    """test_ssa_hybrid's refill triggered at 0.5 and executed 0.5 later (the events kernel's queue)."""
+    from distsim.models.arith import Param
+    return decay(events=[Event("refill", Compare(">=", Time(), Num(0.5)), (Assignment("X", -1, Param("x0")),),
+                               delay=Num(0.5))])
+
+
 def decay_with_loss() -> ReactionNetwork:
     """The decaying input plus a mass-action loss A -> 0 (static and moving propensities together)."""
     net = decay()
@@ -41,7 +48,7 @@ def decay_with_loss() -> ReactionNetwork:
 
 
 CASES = {"sine_birth": sine_birth, "decay": decay, "timed_event": timed_event, "refilled": refilled,
-         "decay_with_loss": decay_with_loss, "piecewise_time": switched}
+         "decay_with_loss": decay_with_loss, "piecewise_time": switched, "delayed_refill": delayed_refill}
 
 
 @pytest.mark.parametrize("method", ["direct", "warp"])
@@ -66,13 +73,3 @@ def test_hybrid_errors_gpu_equal_cpu():
             simulate(net, t_end=3.0, points=4, realizations=200, seed=1, backend=backend, quantiles=None)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1] and "fading" in msgs[0]
-
-
-def test_gpu_refuses_event_delays():
-    from distsim.errors import ModelError
-    from distsim.models.events import Assignment as A
-
-    late = Event("late", Compare(">=", Time(), Num(1.0)), (A("A", 0, Num(0.0)),), delay=Num(1.0))
-    net = ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), rate="k")], {"k": 1.0}, events=[late])
-    with pytest.raises(ModelError, match="cannot simulate event delays"):
-        simulate(net, t_end=3.0, points=4, realizations=10, seed=1, backend="gpu", quantiles=None)

@@ -127,7 +127,7 @@ def test_sbml_rate_rule_for_a_parameter():
     assert continuous.species == ("A",) and [(r.target, r.reported) for r in continuous.rate_rules] == [("S", True)]
 
 
-# ---- event delays (CPU) --------------------------------------------------------------------------
+# ---- event delays (CPU; the GPU kernels: test_ssa_events_host.py) ---------------------------------
 
 def delayed(trigger, assignments, delay=2.0, persistent=True, values_at_trigger=True) -> ReactionNetwork:
     """0 -> A at rate 1 (a clock of random firings), D and C changed only by the delayed event."""
@@ -179,12 +179,11 @@ def test_delayed_refill_of_a_rate_rule_parameter():
     poisson_checks(ds["mean"].values[:, 0], ds["variance"].values[:, 0], mu, R)
 
 
-def test_negative_delay_and_gpu_refusal():
+def test_negative_delay_and_gpu_acceptance():
     net = delayed(Compare(">=", Time(), Num(1.0)), (Assignment("D", 2, Num(1.0)),), delay=-1.0)
     with pytest.raises(SimulationError, match=r"the delay of event 'late', -1(\.0)?, is negative or not finite"):
         simulate(net, t_end=3.0, points=4, realizations=10, seed=1, backend="cpu", quantiles=None)
-    with pytest.raises(ModelError, match="cannot simulate event delays"):
-        gpu_events.check_gpu(net, compile_network(net))
+    gpu_events.check_gpu(net, compile_network(net))  # GPUs run delays too (tests/unit/test_ssa_events_host.py)
 
 
 def test_sbml_event_delay():

@@ -121,7 +121,7 @@ class Event:
     persistent: bool = True
     use_values_from_trigger_time: bool = True
     priority: Node | None = None
-    delay: Node | None = None  # evaluated at the trigger time; None: no delay (CPU only, see the module)
+    delay: Node | None = None  # evaluated at the trigger time; None: no delay (see the module)
 
 
 @dataclass(frozen=True)

@@ -90,8 +90,8 @@ def simulate(
     001's parallel acceptance-rejection election with exact exponential ratings); all are exact and
     give the same distribution. ``params``/``initial``
     override rate parameters and initial counts. Realization r uses the Philox stream (seed, r), so results do not depend on the number of
-    workers; ``max_events`` (0 = no limit) caps the events per realization. SBML events (without
-    delay) and assignment rules are simulated exactly by every method (see :mod:`distsim.models.events`);
+    workers; ``max_events`` (0 = no limit) caps the events per realization. SBML events (delayed
+    ones included) and assignment rules are simulated exactly by every method (see :mod:`distsim.models.events`);
     kinetic laws reading ``time`` (sin/cos, piecewise) and rate rules for parameters by the hybrid loop
     (:func:`distsim.ssa.cpu.run_realization_hybrid`, whatever the method: direct selection, the
     integrated hazard to stated tolerances, :mod:`distsim.ssa.hybrid_ops`).

@@ -1,6 +1,7 @@
 """Cold starts: the first call of each workload in a new process, with empty and with filled kernel caches.
 
     python3 benchmarks/cold_start.py [--workloads pbn ssa ssa-tree sweep grn mcmc] [--backend cpu|gpu] [--out t.md]
+                                     [--profile DIR]
 
 Per workload, two fresh processes share one empty cache folder (Numba's ``NUMBA_CACHE_DIR``, distsim's
 ``DISTSIM_CACHE_DIR`` for NVRTC output, CuPy's ``CUPY_CACHE_DIR``): the first ("cold") compiles every
@@ -77,9 +78,21 @@ def child(name: str, backend: str) -> dict:
     imports = time.perf_counter() - t
     from distsim.backends import compiles
 
+    prof = os.environ.get("COLD_START_PROFILE")
+    if prof:  # --profile: where the cached process's first call spends its time
+        import cProfile
+        import pstats
+
+        pr = cProfile.Profile()
     t = time.perf_counter()
-    fn()
+    if prof:
+        pr.runcall(fn)
+    else:
+        fn()
     first = time.perf_counter() - t
+    if prof:
+        with open(prof, "w") as f:
+            pstats.Stats(pr, stream=f).sort_stats("cumulative").print_stats(45)
     n, s = compiles.count(), compiles.seconds()
     t = time.perf_counter()
     fn()
@@ -87,8 +100,8 @@ def child(name: str, backend: str) -> dict:
     return dict(imports=imports, first=first, warm=warm, compiles=n, compile_s=s, again=compiles.count() - n)
 
 
-def run(name: str, backend: str, cache: Path) -> dict:
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache / "numba"), DISTSIM_CACHE_DIR=str(cache / "distsim"),
+def run(name: str, backend: str, cache: Path, profile: str | None = None) -> dict:
+    env = dict(os.environ, **({"COLD_START_PROFILE": profile} if profile else {}), NUMBA_CACHE_DIR=str(cache / "numba"), DISTSIM_CACHE_DIR=str(cache / "distsim"),
                CUPY_CACHE_DIR=str(cache / "cupy"), PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     if backend == "cpu":
         env["DISTSIM_DISABLE_GPU"] = "1"
@@ -107,7 +120,11 @@ def main() -> None:
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="write a cProfile of each cached process's first call (cumulative, top 45) into DIR")
     a = ap.parse_args()
+    if a.profile:
+        Path(a.profile).mkdir(parents=True, exist_ok=True)
     if a.child:
         print(json.dumps(child(a.child, a.backend)))
         return
@@ -120,7 +137,8 @@ def main() -> None:
     for name in a.workloads:
         with tempfile.TemporaryDirectory(prefix="distsim-cold-") as tmp:
             cold = run(name, a.backend, Path(tmp))
-            cached = run(name, a.backend, Path(tmp))
+            cached = run(name, a.backend, Path(tmp),
+                         a.profile and str(Path(a.profile) / f"cold_start_profile_{name}_{a.backend}.txt"))
         lines.append(f"| {name} | {cold['first']:.2f} | {cold['compiles']}, {cold['compile_s']:.1f} | "
                      f"{cold['notice']} | "
                      f"{cached['warm']:.3f} | {cached['first']:.2f} | {cached['first'] - cached['warm']:.2f} | "

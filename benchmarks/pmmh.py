@@ -38,17 +38,18 @@ particle's events) plus 0.7 ms per 1,000 particles (session 9, one H200: 65, 82 
 51.2k and 204.8k particles), so 2 GPUs give about 1.8x at 2 x 262k particles and 1.9x from about
 2 x 620k; hence the defaults: 256 chains x 8,192 = 2,097,152 particles per filter step, 1,048,576 per
 GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU). Many chains of 8,192 particles rather than few
-of many: the reweighting is one thread per chain, sequential over its particles, a cost per iteration
-that more GPUs do not divide. Printed per size: the whole call, the sampling time (rounds), chain
+of many: the reweighing is one block of 256 threads per chain (one thread per chain, sequential over its
+particles, until the twelfth session: 22.7 ms per interval at 128 chains on an H200, now 0.23 ms). Printed per size: the whole call, the sampling time (rounds), chain
 iterations/s, the speed-ups over the first size, and whether every draw and log-likelihood estimate
 equals the first size's bit for bit; then where each size's rounds' time went (``Run.timings``: the
 slowest task of each round, stragglers = slowest minus mean task, round overhead = round wall time
 minus its slowest task, the client's work between rounds).
 
 ``--parts``: one filter step (one iteration's filters of every chain, in-process) of ``--chains`` and of
-half as many (one of 2 GPUs' share), and the reweighing kernel alone at both sizes: 2 x step(half) -
-step(all) is the part of an iteration a second GPU does not halve; the reweighing is one thread per
-chain, sequential over its particles, so its time hardly depends on the chains.
+half as many (one of 2 GPUs' share), the time of its SSA advance launches (GPU: CUDA events around each
+launch; CPU: wall time) and the reweighing kernel alone at both sizes: 2 x step(half) - step(all) is the
+part of an iteration a second GPU does not halve, and the same difference of the advance times says how
+much of it is the SSA kernels' (the longest particle's events) rather than the host's.
 
 distsim's evaluations are of one filter at a time (one chain's view: the chains of a run add
 parallelism on top). CPU and GPU rows evaluate the same filters (keys 0..repeats-1), so their
@@ -58,6 +59,7 @@ estimates must be equal bit for bit ("same bits"). Goal (issue 34): >= 100x smfs
 from __future__ import annotations
 
 import argparse
+import contextlib
 from importlib.metadata import version
 import sys
 import time
@@ -264,10 +266,11 @@ def parts_run(a) -> list[str]:
         th = TH * np.exp(0.05 * rng.standard_normal((G, TH.size)))  # nearby chains, as after burn-in
         keys = np.arange(G)
         log_likelihoods(pr, th, N, keys, 0, backend)  # compile, allocate
-        t0 = time.perf_counter()
-        for it in range(a.repeats):
-            log_likelihoods(pr, th, N, keys, it + 1, backend)
-        step = (time.perf_counter() - t0) / a.repeats
+        with advance_timer(backend) as adv:
+            t0 = time.perf_counter()
+            for it in range(a.repeats):
+                log_likelihoods(pr, th, N, keys, it + 1, backend)
+            step = (time.perf_counter() - t0) / a.repeats
         lw = xp.asarray(rng.normal(-50.0, 5.0, (G, N)))
         u = rng.random(G)
         reweigh(xp, lw, u, True)
@@ -276,18 +279,60 @@ def parts_run(a) -> list[str]:
         for _ in range(a.repeats):
             reweigh(xp, lw, u, True)
         sync()
-        times[G] = (step, (time.perf_counter() - t0) / a.repeats)
+        times[G] = (step, (time.perf_counter() - t0) / a.repeats, adv() / a.repeats)
     G, H = a.chains, a.chains // 2
     fixed = 2 * times[H][0] - times[G][0]
     lines = [f"PMMH LV filter step ({backend}): {N} particles per chain, {n_int} observation times, mean of "
-             f"{a.repeats}", "", "| chains | filter step | reweighing (one interval) | reweighing x intervals |",
-             "|---:|---:|---:|---:|"]
+             f"{a.repeats}", "", "| chains | filter step | SSA advance x intervals | reweighing (one interval) | "
+             "reweighing x intervals |", "|---:|---:|---:|---:|---:|"]
     for g in (G, H):
-        lines.append(f"| {g} | {1e3 * times[g][0]:.1f} ms | {1e3 * times[g][1]:.2f} ms | "
+        lines.append(f"| {g} | {1e3 * times[g][0]:.1f} ms | {1e3 * times[g][2]:.1f} ms | {1e3 * times[g][1]:.2f} ms | "
                      f"{1e3 * n_int * times[g][1]:.1f} ms |")
     lines += ["", f"not halved by a second device (2 x step({H}) - step({G})): {1e3 * fixed:.1f} ms per iteration, "
-              f"of which the reweighing (x {n_int} intervals at {H} chains): {1e3 * n_int * times[H][1]:.1f} ms"]
+              f"of which the SSA advance (2 x advance({H}) - advance({G})): "
+              f"{1e3 * (2 * times[H][2] - times[G][2]):.1f} ms and the reweighing (x {n_int} intervals at {H} "
+              f"chains): {1e3 * n_int * times[H][1]:.1f} ms"]
     return lines
+
+
+@contextlib.contextmanager
+def advance_timer(backend: str):
+    """Seconds the SSA advance launches of the filter took (GPU: CUDA events around each launch; CPU: wall
+    time), summed: yields a function giving the total so far."""
+    import distsim.pmmh.filter as pf
+    import distsim.ssa.gpu_advance as ga
+
+    mod, name = (ga, "advance_device") if backend == "gpu" else (pf, "advance")
+    orig, spans = getattr(mod, name), []
+
+    def timed(*args, **kw):
+        if backend == "gpu":
+            import cupy as cp
+
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            out = orig(*args, **kw)
+            e1.record()
+            spans.append((e0, e1))
+        else:
+            t0 = time.perf_counter()
+            out = orig(*args, **kw)
+            spans.append(time.perf_counter() - t0)
+        return out
+
+    def total() -> float:
+        if backend != "gpu":
+            return sum(spans)
+        import cupy as cp
+
+        spans[-1][1].synchronize()
+        return sum(cp.cuda.get_elapsed_time(e0, e1) for e0, e1 in spans) / 1e3
+
+    setattr(mod, name, timed)
+    try:
+        yield total
+    finally:
+        setattr(mod, name, orig)
 
 
 def sampler_problem(net, obs, ex):

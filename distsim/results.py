@@ -113,7 +113,7 @@ except ImportError:
     PandasIndex = None
 
 
-def _variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None) -> xr.Variable:
+def variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None) -> xr.Variable:
     """The Variable ``(dims, values, attrs)`` of NumPy data, built without the dask check."""
     return xr.Variable(dims, np.asarray(values), attrs, fastpath=True)
 
@@ -172,8 +172,8 @@ def dataset(data: dict[str, tuple], coords: dict[str, Any]) -> xr.Dataset:
     dimension coordinates (``name: values`` or ``name: (name, values[, attrs])``, or a Variable as
     :meth:`Labels.coordinate` makes it), built without importing dask."""
     coords = {k: v if isinstance(v, (tuple, xr.Variable)) else (k, v) for k, v in coords.items()}
-    variables = {k: _variable(*v) for k, v in data.items()}
-    coord_vars = {k: v if isinstance(v, xr.Variable) else _index(*v) if v[0] in (k, (k,)) else _variable(*v)
+    variables = {k: variable(*v) for k, v in data.items()}
+    coord_vars = {k: v if isinstance(v, xr.Variable) else _index(*v) if v[0] in (k, (k,)) else variable(*v)
                   for k, v in coords.items()}
     return _direct(variables, coord_vars) or xr.Dataset(variables, coords=coord_vars)
 

@@ -4,6 +4,7 @@
 #   bash scripts/gpu-wheels.sh
 if [ ! -f /tmp/site/.distsim-wheels ] || [ "$(ls .whl | sha256sum)" != "$(cat /tmp/site/.distsim-wheels)" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || return 1
+    python3 -m compileall -q -j 0 /tmp/site > /dev/null  # .pyc as a user's pip install has them (cold starts)
     ls .whl | sha256sum > /tmp/site/.distsim-wheels
 fi
 export PYTHONPATH=/tmp/site:$PWD

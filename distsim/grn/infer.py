@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .. import engine
+from .. import engine, results
 from ..rng import check_seed
 from .ga import MODELS, MODES, SELECTIONS, Consts, GAParams, grid_shape
 from .problem import RULE_NAMES, Problem, load, unpack_links
@@ -237,7 +237,7 @@ def _dataset(problem: Problem, prm: GAParams, rec: _Record, run: engine.Run, tar
     }
     coords = {"island": np.arange(prm.islands), "generation": np.arange(gens + 1), "gene": genes, "source": genes,
               "step": np.arange(problem.iterations + 1)}
-    ds = xr.Dataset(data, coords=coords)
+    ds = results.dataset(data, coords)
     search = max(run.elapsed(), 1e-12)
     ds.attrs = run.provenance(
         workload="grn.infer", seed=prm.seed, model_name=problem.name, model_sha256=problem.digest(), model=prm.model,

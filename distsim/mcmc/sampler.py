@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .. import engine
+from .. import engine, results
 from ..models import arith
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed
@@ -301,10 +301,10 @@ def _dataset(net: ReactionNetwork, obs: Observations, rm: RateModel, der: dict[s
                                                              "units": "molecules"}),
         "observed": (("time", "species"), obs.observed.astype(np.int8), {"long_name": "1 if measured"}),
     }
-    ds = xr.Dataset(data, coords=coords)
+    ds = results.dataset(data, coords)
     diag = diagnostics.convergence(ds)
     for k, long_name in (("rhat", "rank-normalised split R-hat"), ("ess_bulk", "bulk ESS"), ("ess_tail", "tail ESS")):
-        ds.coords[k] = ("variable", diag.loc[var_names, k].to_numpy(), {"long_name": long_name})
+        ds.coords[k] = results.variable("variable", diag.loc[var_names, k].to_numpy(), {"long_name": long_name})
     total = iterations * chains
     t_rounds = max(run.round_seconds, 1e-12)
     ds.attrs = run.provenance(

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .. import engine
+from .. import engine, results
 from ..errors import ConvergenceWarning
 from ..mcmc import diagnostics
 from ..models.reactions import ReactionNetwork
@@ -436,12 +436,13 @@ def _dataset(pr: Problem, out: dict, run: engine.Run, *, seed: int, chains: int,
         "observed_value": (("observation", "observable"), np.array([r[3] for r in rows]).reshape(len(rows), -1),
                            {"long_name": "measurement (NaN: not measured)"}),
     }
-    ds = xr.Dataset(data, coords=coords)
-    ds.coords["proposal_sd"] = ("variable", np.sqrt(np.diag(out["proposal_chol"] @ out["proposal_chol"].T)),
-                                {"long_name": "sd of the kept draws' random-walk proposal of log parameter"})
+    ds = results.dataset(data, coords)
+    ds.coords["proposal_sd"] = results.variable(
+        "variable", np.sqrt(np.diag(out["proposal_chol"] @ out["proposal_chol"].T)),
+        {"long_name": "sd of the kept draws' random-walk proposal of log parameter"})
     diag = diagnostics.convergence(ds)
     for k, long_name in (("rhat", "rank-normalised split R-hat"), ("ess_bulk", "bulk ESS"), ("ess_tail", "tail ESS")):
-        ds.coords[k] = ("variable", diag.loc[names, k].to_numpy(), {"long_name": long_name})
+        ds.coords[k] = results.variable("variable", diag.loc[names, k].to_numpy(), {"long_name": long_name})
     t_rounds = max(run.round_seconds, 1e-12)
     ds.attrs = run.provenance(
         workload="pmmh.infer", seed=seed, model_name=pr.net.name, model_sha256=pr.net.digest(), chains=chains,

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .. import engine
+from .. import engine, results
 from ..models.compile_reactions import compile_network, point_tables
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seeds
@@ -251,7 +251,7 @@ def _dataset(net: ReactionNetwork, b: PointsBlock, res: dict, wall: float) -> xr
     data["firings_total"] = ("point", firings.sum(axis=1))
     data["mean_firings_per_realization"] = ("point", np.asarray([e / R for e in events], dtype=np.float64))
     data["truncated_realizations"] = ("point", res["error_counts"][:, ERR_MAX_EVENTS].astype(np.int64))
-    return xr.Dataset(data, coords=coords)
+    return results.dataset(data, coords)
 
 
 __all__ = ["BATCH_MAX_REALIZATIONS", "PointsBlock", "chunk_points", "simulate_batch", "simulate_points_block"]

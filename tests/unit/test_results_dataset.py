@@ -1,12 +1,17 @@
 """results.dataset builds the same Dataset as xarray's ordinary constructor, without importing dask."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from distsim import results
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_dataset_equals_xarray_constructor():
@@ -35,7 +40,6 @@ def test_dataset_does_not_import_dask():
 def test_dataset_of_dimension_coordinates_equals_xarray_constructor():
     """Only dimension coordinates (the Dataset built directly): the constructor's Dataset, its dimensions,
     variables and indexes in the same order; sizes that disagree are the constructor's error."""
-    import pytest
 
     data = {"p": (("b", "a"), np.zeros((2, 3)), {"units": "1"}), "q": ("c", np.arange(4, dtype=np.int8)),
             "r": ("d", np.ones(2))}
@@ -55,3 +59,30 @@ def test_dataset_of_dimension_coordinates_equals_xarray_constructor():
     assert ref.attrs == {} and results.dataset(data, coords).attrs == {}
     with pytest.raises(ValueError, match="conflicting sizes|size"):
         results.dataset({"p": ("a", np.zeros(2))}, {"a": [1, 2, 3]})
+
+
+WORKLOAD_CALLS = {
+    "ssa": "import distsim.ssa as w; w.simulate(w.load(R / 'examples/ssa/michaelis_menten.rxn'), t_end=1.0, "
+           "points=3, realizations=8, seed=1, **kw)",
+    "grn": "import distsim.grn as w; w.infer(w.load(R / 'examples/grn/mouse_eye.toml'), islands=1, population=8, "
+           "generations=2, seed=1, **kw)",
+    "mcmc": "import distsim.ssa as s, distsim.mcmc as w; w.infer_rates(s.load(R / 'examples/mcmc/michaelis_menten.rxn'), "
+            "R / 'examples/mcmc/mm_observations.csv', prior={'k1': (2.0, 1000.0), 'k2': (2.0, 10.0), 'k3': (2.0, 10.0)}, "
+            "chains=2, iterations=3, burn_in=0, seed=1, **kw)",
+    "pmmh": "import distsim.pmmh as w; w.infer(R / 'tests/data/pmmh/immigration_death.rxn', [w.Observable('y', 'X', "
+            "'poisson')], w.Experiment([1.0, 2.0], {'y': [3.0, 4.0]}), prior={'k1': ('lognormal', 0.0, 1.0), 'k2': ('lognormal', 0.0, 1.0)}, "
+            "initial={'X': 2}, particles=16, chains=2, iterations=3, burn_in=1, seed=1, **kw)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOAD_CALLS))
+def test_workload_results_do_not_import_dask_array(name):
+    """A workload run in-process builds its Dataset (and the coordinates it adds after) without xarray's
+    dask check, which imports dask.array (0.3-1.2 s of a new process's first call)."""
+    code = ("import sys, warnings; warnings.simplefilter('ignore'); from pathlib import Path; "
+            f"R = Path({str(ROOT)!r}); kw = dict(backend='cpu', progress=False); {WORKLOAD_CALLS[name]}; "
+            "print('DASK_ARRAY', 'dask.array' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "DISTSIM_DISABLE_GPU": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "DASK_ARRAY False" in r.stdout, r.stdout[-2000:]

@@ -134,3 +134,19 @@ def test_philox_cpu_equals_gpu():
     assert int(ref[0, 0]) == 0x6627E8D5 and int(ref[2, 3]) == 0x24126EA1
     assert np.array_equal(cp.asnumpy(f32), uniform_f32(ref[:, 0]))
     assert np.array_equal(cp.asnumpy(f64), uniform_f64(ref[:, 1], ref[:, 2]))
+
+
+def test_vectorised_philox_equals_the_kernels_block():
+    """philox() (NumPy array operations) gives the words of philox4x32_10, the block the Numba kernels use."""
+    from distsim.rng.philox import NUMPY_BLOCKS
+    from distsim.rng.philox import philox4x32_10
+
+    rng = np.random.default_rng(5)
+    ctr = rng.integers(0, 2**32, (500, 4), dtype=np.uint64).astype(np.uint32)
+    key = rng.integers(0, 2**32, (500, 2), dtype=np.uint64).astype(np.uint32)
+    ctr[:3] = [[0, 0, 0, 0], [2**32 - 1] * 4, [1, 2**31, 0, 2**32 - 1]]
+    got = philox(ctr, key)
+    big = np.tile(ctr, (NUMPY_BLOCKS // len(ctr) + 1, 1))  # over NUMPY_BLOCKS: the Numba loop
+    assert np.array_equal(philox(big, np.tile(key, (len(big) // len(key), 1)))[:len(ctr)], got)
+    for i in range(len(ctr)):
+        assert [int(x) for x in got[i]] == [int(x) for x in philox4x32_10(*map(int, ctr[i]), *map(int, key[i]))]

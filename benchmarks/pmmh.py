@@ -33,13 +33,15 @@ burn-in, seed 0), per-chain Haario adaptation -> pooled stages: acceptance 0.33 
 ``--scaling`` measures issue 34's 2-GPU goal (>= 1.9x on 2 GPUs for 8+ chains): the same ``pmmh.infer``
 call (LV problem, same seed) on a local cluster of 1 GPU worker, then of 2 (``--sizes``; with ``--backend
 cpu``: CPU workers), each after an untimed warm-up call of the same shape on that cluster. An
-iteration's time on one GPU is about a fixed 48 ms (16 observation times: launches, syncs, the longest
-particle's events) plus 0.7 ms per 1,000 particles (session 9, one H200: 65, 82 and 192 ms at 25.6k,
-51.2k and 204.8k particles), so 2 GPUs give about 1.8x at 2 x 262k particles and 1.9x from about
-2 x 620k; hence the defaults: 256 chains x 8,192 = 2,097,152 particles per filter step, 1,048,576 per
-GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU). Many chains of 8,192 particles rather than few
-of many: the reweighing is one block of 256 threads per chain (one thread per chain, sequential over its
-particles, until the twelfth session: 22.7 ms per interval at 128 chains on an H200, now 0.23 ms). Printed per size: the whole call, the sampling time (rounds), chain
+iteration's time on one GPU is a part that does not shrink with the particles plus a part that does
+(``--parts``, one H200, twelfth session: 686 ms at 256 chains x 8,192 particles, 359 ms at 128; not halved
+32.6 ms per iteration, of which 24.4 ms is the SSA advance kernels' tail, the longest particles' events in
+each of the 16 intervals, and 4.0 ms the reweighing), so 2 GPUs give at most about 2 / (1 + 32.6 / 686) =
+1.91x at these defaults and more with more particles per GPU; hence the defaults: 256 chains x 8,192 =
+2,097,152 particles per filter step, 1,048,576 per GPU on 2 GPUs (``--chains 64`` gives 262,144 per GPU).
+Many chains of 8,192 particles rather than few of many: the reweighing is one block of 256 threads per
+chain (until the twelfth session one thread per chain, sequential over its particles: 22.7 ms per interval
+at 128 chains on an H200, now 0.23 ms). Printed per size: the whole call, the sampling time (rounds), chain
 iterations/s, the speed-ups over the first size, and whether every draw and log-likelihood estimate
 equals the first size's bit for bit; then where each size's rounds' time went (``Run.timings``: the
 slowest task of each round, stragglers = slowest minus mean task, round overhead = round wall time

@@ -118,7 +118,7 @@ def variable(dims: str | tuple[str, ...], values: Any, attrs: dict | None = None
     return xr.Variable(dims, np.asarray(values), attrs, fastpath=True)
 
 
-def _index(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tuple:
+def coordinate(dim: str, values: Any, attrs: dict | None = None) -> xr.Variable | tuple:
     """The dimension coordinate ``(dim, values, attrs)``, its index made from a pandas Index as xarray
     makes it (``pd.Index`` of the values, the values' dtype kept), without the dask check."""
     values = np.asarray(values)
@@ -131,7 +131,7 @@ class Labels:
     """Text labels that recur from call to call (a model's state names), kept once as the rows of one
     pandas Index: :meth:`coordinate` takes rows of it, so a coordinate of long labels is not rebuilt from
     Python strings into NumPy text and a pandas Index each time (labels added since the Index was last
-    built, until they are a quarter of it: built as before). The coordinate equals :func:`_index` of the
+    built, until they are a quarter of it: built as before). The coordinate equals :func:`coordinate` of the
     same labels (NumPy's ``<U`` dtype of the longest one, the Index xarray makes)."""
 
     def __init__(self) -> None:
@@ -161,7 +161,7 @@ class Labels:
             if self._index.dtype != pd.Index(np.asarray(self.text[:1])).dtype:  # another pandas
                 self._index = pd.Index(np.asarray(self.text))
         if PandasIndexingAdapter is None or rows.size == 0 or rows.max() >= self._built:
-            return _index(dim, [self.text[i] for i in rows.tolist()], attrs)
+            return coordinate(dim, [self.text[i] for i in rows.tolist()], attrs)
         dtype = np.dtype(f"<U{max(1, int(self._lens[rows].max()))}")
         return xr.IndexVariable(dim, PandasIndexingAdapter(self._index.take(rows), dtype=dtype), attrs,
                                 fastpath=True)
@@ -173,7 +173,7 @@ def dataset(data: dict[str, tuple], coords: dict[str, Any]) -> xr.Dataset:
     :meth:`Labels.coordinate` makes it), built without importing dask."""
     coords = {k: v if isinstance(v, (tuple, xr.Variable)) else (k, v) for k, v in coords.items()}
     variables = {k: variable(*v) for k, v in data.items()}
-    coord_vars = {k: v if isinstance(v, xr.Variable) else _index(*v) if v[0] in (k, (k,)) else variable(*v)
+    coord_vars = {k: v if isinstance(v, xr.Variable) else coordinate(*v) if v[0] in (k, (k,)) else variable(*v)
                   for k, v in coords.items()}
     return _direct(variables, coord_vars) or xr.Dataset(variables, coords=coord_vars)
 

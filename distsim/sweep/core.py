@@ -305,7 +305,7 @@ def _check_arguments(adapter: Adapter, model: Any, pts: Points, fixed: dict, chu
 def _assemble(parts: dict, coords: dict, attrs: dict) -> xr.Dataset:
     """The chunks' Datasets (without a store) as one Dataset over ``point``, in point order."""
     ds = xr.concat([parts[k] for k in sorted(parts)], dim="point", coords="minimal", compat="override", join="exact")
-    ds = ds.assign_coords({k: ("point", v) for k, v in coords.items()})
+    ds = ds.assign_coords({k: results.variable("point", v) for k, v in coords.items()})
     ds.attrs = attrs
     return ds
 
@@ -337,7 +337,7 @@ def _collect(run: engine.Run, plan: _Plan, st: SweepStore | None, coords: dict[s
     parts: dict[int, xr.Dataset] = {}
     for index, part in run.stream(run_chunk, plan.tasks):
         task = plan.tasks[index]
-        part = part.assign_coords(point=np.arange(task.start, task.start + task.points.n))
+        part = part.assign_coords(point=results.coordinate("point", np.arange(task.start, task.start + task.points.n)))
         if st is None:
             parts[task.start] = part
         else:

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .. import results
+
 LAYOUT_ATTR = "sweep_layout"  # "grid" or "table": how the points were given
 PARAMETERS_ATTR = "sweep_parameters"  # JSON list of the swept column names, in the points' order
 PER_POINT = ("point", "seed")  # coordinates on `point` that are not swept values
@@ -68,10 +70,10 @@ def as_grid(ds: xr.Dataset, names: Sequence[str] | None = None) -> xr.Dataset:
             continue
         var = var.transpose("point", ...)
         out[key] = xr.Variable((*names, *var.dims[1:]), var.data.reshape(shape + var.shape[1:]), var.attrs,
-                               var.encoding)
+                               var.encoding, fastpath=True)  # NumPy data: no dask check (it imports dask.array)
     coords = {k: v for k, v in ds.coords.items() if "point" not in v.dims and k not in names}
     coords.update({k: out.pop(k) for k in list(out) if k in ds.coords})
-    coords.update({name: (name, axes[name], ds[name].attrs) for name in names})
+    coords.update({name: results.coordinate(name, axes[name], ds[name].attrs) for name in names})
     grid = xr.Dataset({k: out.get(k, ds[k].variable) for k in ds.data_vars}, coords=coords, attrs=dict(ds.attrs))
     grid.attrs[LAYOUT_ATTR] = "grid"
     grid.attrs[PARAMETERS_ATTR] = json.dumps(names)

@@ -44,23 +44,23 @@ def _same_coordinate(got, want) -> None:
 
 def test_labels_coordinate_equals_index_of_the_labels():
     """Rows in any order, repeated, a subset shorter than the table's longest label, after the table grew
-    (its Index appended), and none: each the coordinate results._index makes of the same labels."""
+    (its Index appended), and none: each the coordinate results.coordinate makes of the same labels."""
     rng = np.random.default_rng(5)
     t = results.Labels()
     t.extend(["<nil>", "A -- B", "C" * 40])
-    _same_coordinate(t.coordinate("s", [2, 0, 1], {"units": "1"}), results._index("s", ["C" * 40, "<nil>", "A -- B"],
+    _same_coordinate(t.coordinate("s", [2, 0, 1], {"units": "1"}), results.coordinate("s", ["C" * 40, "<nil>", "A -- B"],
                                                                                    {"units": "1"}))
     t.extend([f"N{i} -- " * int(k) + "Z" for i, k in enumerate(rng.integers(0, 30, 50))])
     for rows in (rng.permutation(53), rng.integers(0, 53, 80), np.array([0, 1]), np.array([5])):
-        _same_coordinate(t.coordinate("s", rows), results._index("s", [t.text[i] for i in rows]))
-    _same_coordinate(t.coordinate("s", np.zeros(0, int)), results._index("s", []))
+        _same_coordinate(t.coordinate("s", rows), results.coordinate("s", [t.text[i] for i in rows]))
+    _same_coordinate(t.coordinate("s", np.zeros(0, int)), results.coordinate("s", []))
     assert t._built == 53
     t.extend(["new", "N -- " * 40])  # fewer than a quarter of the Index: rows of them built directly
     for rows in (np.array([54, 0, 53, 7]), np.array([3, 4])):
-        _same_coordinate(t.coordinate("s", rows), results._index("s", [t.text[i] for i in rows]))
+        _same_coordinate(t.coordinate("s", rows), results.coordinate("s", [t.text[i] for i in rows]))
     assert t._built == 53
     t.extend([f"M{i}" for i in range(12)])  # a quarter more: the Index rebuilt
-    _same_coordinate(t.coordinate("s", np.arange(67)[::-1]), results._index("s", t.text[::-1]))
+    _same_coordinate(t.coordinate("s", np.arange(67)[::-1]), results.coordinate("s", t.text[::-1]))
     assert t._built == 67
     assert t.coordinate("s", [0, 1]).dtype == np.dtype("<U6")
 

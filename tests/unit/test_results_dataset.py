@@ -64,6 +64,8 @@ def test_dataset_of_dimension_coordinates_equals_xarray_constructor():
 WORKLOAD_CALLS = {
     "ssa": "import distsim.ssa as w; w.simulate(w.load(R / 'examples/ssa/michaelis_menten.rxn'), t_end=1.0, "
            "points=3, realizations=8, seed=1, **kw)",
+    "sweep": "import distsim, distsim.ssa as s; distsim.sweep(s.simulate, s.load(R / 'examples/ssa/michaelis_menten.rxn'), "
+             "[{'k1': 0.001}, {'k1': 0.002}], seed=1, t_end=1.0, points=3, realizations=4, **kw)",
     "grn": "import distsim.grn as w; w.infer(w.load(R / 'examples/grn/mouse_eye.toml'), islands=1, population=8, "
            "generations=2, seed=1, **kw)",
     "mcmc": "import distsim.ssa as s, distsim.mcmc as w; w.infer_rates(s.load(R / 'examples/mcmc/michaelis_menten.rxn'), "

@@ -21,30 +21,27 @@ _S32 = np.uint64(32)
 
 
 
-@numba.njit(inline="always", cache=True)
-def philox4x32_10(c0, c1, c2, c3, k0, k1):
-    """One Philox4x32-10 block. Arguments are integers < 2**32; returns four uint64 words < 2**32."""
-    c0 = np.uint64(c0)
-    c1 = np.uint64(c1)
-    c2 = np.uint64(c2)
-    c3 = np.uint64(c3)
-    k0 = np.uint64(k0) & MASK32
-    k1 = np.uint64(k1) & MASK32
+def _rounds(c0, c1, c2, c3, k0, k1):
+    """The ten rounds on uint64 words < 2**32: NumPy scalars in the kernels (compiled as ``_rounds_jit``),
+    arrays in :func:`philox` (the same operations, so the same words)."""
     for i in range(10):
         if i > 0:
             k0 = (k0 + W0) & MASK32
             k1 = (k1 + W1) & MASK32
         p0 = M0 * c0
         p1 = M1 * c2
-        hi0 = p0 >> _S32
-        lo0 = p0 & MASK32
-        hi1 = p1 >> _S32
-        lo1 = p1 & MASK32
-        c0 = hi1 ^ c1 ^ k0
-        c1 = lo1
-        c2 = hi0 ^ c3 ^ k1
-        c3 = lo0
+        c0, c1, c2, c3 = (p1 >> _S32) ^ c1 ^ k0, p1 & MASK32, (p0 >> _S32) ^ c3 ^ k1, p0 & MASK32
     return c0, c1, c2, c3
+
+
+_rounds_jit = numba.njit(inline="always", cache=True)(_rounds)
+
+
+@numba.njit(inline="always", cache=True)
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """One Philox4x32-10 block. Arguments are integers < 2**32; returns four uint64 words < 2**32."""
+    return _rounds_jit(np.uint64(c0), np.uint64(c1), np.uint64(c2), np.uint64(c3), np.uint64(k0) & MASK32,
+                       np.uint64(k1) & MASK32)
 
 
 @numba.njit(inline="always", cache=True)
@@ -93,17 +90,8 @@ def philox(counter, key) -> np.ndarray:
         out = np.empty((c.shape[0], 4), dtype=np.uint32)
         _philox_blocks(np.ascontiguousarray(c), np.ascontiguousarray(k[:, 0]), np.ascontiguousarray(k[:, 1]), out)
         return out.reshape(shape + (4,))
-    c0, c1, c2, c3 = c.astype(np.uint64).T
-    k = k.astype(np.uint64)
-    k0, k1 = k.T
-    for i in range(10):
-        if i > 0:
-            k0 = (k0 + W0) & MASK32
-            k1 = (k1 + W1) & MASK32
-        p0 = M0 * c0
-        p1 = M1 * c2
-        c0, c1, c2, c3 = (p1 >> _S32) ^ c1 ^ k0, p1 & MASK32, (p0 >> _S32) ^ c3 ^ k1, p0 & MASK32
-    return np.stack([c0, c1, c2, c3], axis=-1).astype(np.uint32).reshape(shape + (4,))
+    words = _rounds(*c.astype(np.uint64).T, *k.astype(np.uint64).T)
+    return np.stack(words, axis=-1).astype(np.uint32).reshape(shape + (4,))
 
 
 def uniform_f32(words) -> np.ndarray:

@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 import warnings
+from typing import Any
 
 from .. import __version__
 from .common import HelpFormatter, add_global_options
@@ -72,12 +73,22 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = warnings.formatwarning
     warnings.formatwarning = _format_warning
+    rc = None
     try:
-        return _run(args)
+        rc = _run(args)
+        return rc
     finally:
         warnings.formatwarning = previous
         if argv is None:  # the process's own command line: it ends now, and its last full garbage collection
             gc.freeze()  # would walk every object of NumPy, xarray, Numba, ... (~0.2 s of a 1 s run)
+            if rc == INTERRUPTED:
+                sys.unraisablehook = _ignore_unraisable
+
+
+def _ignore_unraisable(unraisable: Any) -> None:
+    """After "distsim: interrupted" the process only exits: objects that Ctrl-C left half-built (an LLVM
+    object of a Numba compile it stopped) may fail in their finalizers as the interpreter clears its
+    modules ("Exception ignored in ... __del__"); an interrupted run prints its one line and nothing else."""
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -93,3 +93,27 @@ def test_ctrl_c_with_an_external_scheduler_frees_its_workers(what, dask_client, 
     workers = list(dask_client.scheduler_info(n_workers=-1)["workers"])
     futures = [dask_client.submit(os.getpid, workers=[w], pure=False) for w in workers]
     assert len({f.result(timeout=GRACE_S) for f in futures}) == len(workers)
+
+
+def test_an_interrupted_command_line_prints_no_finalizer_errors(tmp_path):
+    """After "distsim: interrupted" (the process's own command line), an object that Ctrl-C left half-built
+    (an LLVM value of a stopped Numba compile, whose __del__ fails) prints nothing as the interpreter exits;
+    the same object after a normal run still reports its error."""
+    code = ("import sys, distsim.cli as cli\n"
+            "class HalfBuilt:\n"
+            "    def __del__(self):\n"
+            "        raise AttributeError('no _as_parameter_')\n"
+            "keep = HalfBuilt()\n"
+            "def interrupted(args):\n"
+            "    raise KeyboardInterrupt\n"
+            "import distsim.cli.maboss as command\n"
+            "command.run = interrupted if sys.argv[1] == 'interrupt' else (lambda args: 0)\n"
+            "sys.argv = ['distsim', 'maboss', 'model.bnd']\n"
+            "rc = cli.main()\n"
+            "del keep\n"  # its finalizer fails now, after the run, as a half-built LLVM object's does at exit
+            "sys.exit(rc)\n")
+    runs = {k: subprocess.run([sys.executable, "-c", code, k], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            for k in ("interrupt", "normal")}
+    assert runs["interrupt"].returncode == 130
+    assert runs["interrupt"].stderr == "distsim: interrupted\n", runs["interrupt"].stderr
+    assert runs["normal"].returncode == 0 and "no _as_parameter_" in runs["normal"].stderr, runs["normal"].stderr

@@ -32,7 +32,7 @@ from .store import StoreRepaired, SweepStore, locked, point_ranges
 
 @dataclass(frozen=True)
 class Chunk:
-    """One sweep task: consecutive points ``start ..`` (as columns) with their seeds."""
+    """One sweep task: points ``start, start + step, ..`` (as columns) with their seeds."""
 
     adapter: Adapter
     model: Any
@@ -40,6 +40,11 @@ class Chunk:
     start: int
     points: Points
     seeds: np.ndarray  # one per point
+    step: int = 1
+
+    def index(self) -> np.ndarray:
+        """The positions of its points in the sweep."""
+        return self.start + self.step * np.arange(self.points.n)
 
 
 def resolve_point(adapter: Adapter, model: Any, point: Mapping[str, Any]) -> dict[str, Any]:
@@ -305,6 +310,9 @@ def _check_arguments(adapter: Adapter, model: Any, pts: Points, fixed: dict, chu
 def _assemble(parts: dict, coords: dict, attrs: dict) -> xr.Dataset:
     """The chunks' Datasets (without a store) as one Dataset over ``point``, in point order."""
     ds = xr.concat([parts[k] for k in sorted(parts)], dim="point", coords="minimal", compat="override", join="exact")
+    order = np.argsort(ds["point"].values, kind="stable")
+    if (order != np.arange(len(order))).any():  # interleaved chunks
+        ds = ds.isel(point=order)
     ds = ds.assign_coords({k: results.variable("point", v) for k, v in coords.items()})
     ds.attrs = attrs
     return ds
@@ -322,9 +330,16 @@ class _Plan:
 
 def _plan(adapter: Adapter, model: Any, fixed: dict, pts: Points, seeds: np.ndarray, C: int,
           st: SweepStore | None) -> _Plan:
+    """Chunks of C consecutive points (a store's regions), or without a store K chunks of every K-th
+    point: neighbouring points of a grid cost alike, so interleaved chunks cost alike (a 10,000-point
+    MM sweep's two halves took 0.63 and 0.90 s on two GPUs); every point's answer is its own."""
     done = st.done_chunks() if st is not None else np.zeros(-(-pts.n // C), dtype=bool)
+    K = len(done)
     tasks = []
     for k in np.flatnonzero(~done):
+        if st is None:
+            tasks.append(Chunk(adapter, model, dict(fixed), int(k), pts.rows(int(k), pts.n, K), seeds[k::K], K))
+            continue
         a, b = int(k) * C, min((int(k) + 1) * C, pts.n)
         tasks.append(Chunk(adapter, model, dict(fixed), a, pts.rows(a, b), seeds[a:b]))
     resumed = int(sum(min((k + 1) * C, pts.n) - k * C for k in range(len(done)) if done[k]))
@@ -337,7 +352,7 @@ def _collect(run: engine.Run, plan: _Plan, st: SweepStore | None, coords: dict[s
     parts: dict[int, xr.Dataset] = {}
     for index, part in run.stream(run_chunk, plan.tasks):
         task = plan.tasks[index]
-        part = part.assign_coords(point=results.coordinate("point", np.arange(task.start, task.start + task.points.n)))
+        part = part.assign_coords(point=results.coordinate("point", task.index()))
         if st is None:
             parts[task.start] = part
         else:

@@ -41,9 +41,9 @@ class Points:
         """Every point as a dict, in order."""
         return [dict(zip(self.names, row)) for row in zip(*self.columns)]
 
-    def rows(self, a: int, b: int) -> Points:
-        """Points ``a .. b-1`` (a chunk's)."""
-        return Points(self.names, tuple(col[a:b] for col in self.columns), self.grid)
+    def rows(self, a: int, b: int, step: int = 1) -> Points:
+        """Points ``a, a + step, ..`` below ``b`` (a chunk's)."""
+        return Points(self.names, tuple(col[a:b:step] for col in self.columns), self.grid)
 
     def column(self, name: str) -> np.ndarray:
         col = self.columns[self.names.index(name)]

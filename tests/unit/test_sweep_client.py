@@ -127,9 +127,23 @@ def test_point_tables_fast_columns_equal_value_by_value(mm):
 def test_chunk_carries_columns_and_seeds(mm):
     pts = as_points({"k1": [1e-3, 2e-3, 3e-3], "S": [100, 200]})
     seeds = derive_seeds(4, np.arange(pts.n))
-    plan = _plan(adapters.SSA_SIMULATE, mm, FIXED, pts, seeds, 4, None)
-    assert [t.start for t in plan.tasks] == [0, 4] and [t.points.n for t in plan.tasks] == [4, 2]
-    assert plan.tasks[1].points.dicts() == [pts.point(4), pts.point(5)]
+    plan = _plan(adapters.SSA_SIMULATE, mm, FIXED, pts, seeds, 4, None)  # no store: every 2nd point
+    assert [t.start for t in plan.tasks] == [0, 1] and [t.points.n for t in plan.tasks] == [3, 3]
+    assert plan.tasks[1].index().tolist() == [1, 3, 5]
+    assert plan.tasks[1].points.dicts() == [pts.point(1), pts.point(3), pts.point(5)]
+    assert plan.tasks[1].seeds.tolist() == seeds[1::2].tolist()
+
+
+def test_store_chunks_are_consecutive_points(mm, tmp_path):
+    """A store's chunks are its regions: consecutive points."""
+    from distsim.sweep.core import _config, _open_store
+
+    pts = as_points({"k1": [1e-3, 2e-3, 3e-3], "S": [100, 200]})
+    seeds = derive_seeds(4, np.arange(pts.n))
+    config, coords = _config(adapters.SSA_SIMULATE, mm, pts, 4, FIXED, True, seeds)
+    st = _open_store(tmp_path / "s.zarr", config, coords, pts, 4)
+    plan = _plan(adapters.SSA_SIMULATE, mm, FIXED, pts, seeds, 4, st)
+    assert [t.index().tolist() for t in plan.tasks] == [[0, 1, 2, 3], [4, 5]]
     assert plan.tasks[1].seeds.tolist() == seeds[4:].tolist()
 
 

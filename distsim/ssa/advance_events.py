@@ -1,0 +1,225 @@
+"""Advance given states of a network with SBML events or assignment rules from absolute time ``t0``
+to ``t1``: the particles of a particle filter (the CPU part; the GPU twin is to come).
+
+A particle is its counts ``x`` and its event work row ``w`` (:func:`distsim.ssa.event_ops.new_work`:
+its reaction tables with the values events assigned, the mutable parameters, each trigger's previous
+value, the pending counts, the queue of delayed executions). The caller keeps them across calls as
+``states`` [R, S] and :class:`Works` (each array of the work tuple with a leading row axis), so a
+particle filter's resampling gathers rows of both with the same ancestor indices.
+
+The loop is :func:`distsim.ssa.cpu.run_realization_events`'s from the given (x, w) at ``t0``, stopping at
+the first draw past ``t1`` (a time comparison changing at ``t1`` itself is executed: the state at ``t1``
+is the one the SSA records there). Random numbers: row p of a call uses the Philox key ``(key, p)`` and
+its draw d (0, 1, ... within the call: firings and stops) the counter ``(d, e_hi, 0, 0)``, the layout of
+:mod:`distsim.ssa.advance`. So a call from 0 to t1 with ``e_hi = 0`` draws what realization p of seed
+``key`` draws in the SSA, and gives that realization's state at grid time t1 bit for bit; splitting
+[0, t1] at ta gives other draws (the second call's ``e_hi``, a fresh waiting time at ta) with the same
+law, by the memorylessness of the SSA (both tested). Hybrid networks (time-dependent propensities,
+rate rules) are refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from ..models.compile_events import CompiledEvents
+from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
+from ..models.kinetics import bad_propensity, law, mass_action, reaction_arrays
+from . import event_ops
+from .advance import MAX_EVENTS_PER_CALL
+from .cpu import (RECOMPUTE_ALL, RECOMPUTE_DEPENDENTS, RECOMPUTE_NONE, CPUMethod, _fire, method_event,
+                  method_needs_depgraph, method_reset, method_select, method_update)
+from .errors import ERR_MAX_EVENTS, ERR_NONE, ERR_PROPENSITY, error_word
+
+Works = tuple  # the 11 arrays of event_ops.new_work, each with a leading row axis
+
+
+def new_works(c: CompiledNetwork, rows: int) -> Works:
+    """Event work rows for ``rows`` particles (filled by :func:`start_events`)."""
+    M, L, P, E, V, K, Q = event_ops.work_shape(_events(c), c.n_reactions, len(c.law_arg))
+    L, P, E, V, K, Q = (max(n, 1) for n in (L, P, E, V, K, Q))
+    f = np.float64
+    return (np.empty((rows, M), f), np.empty((rows, L), f), np.empty((rows, P), f), np.zeros((rows, E), np.int8),
+            np.zeros((rows, E), np.int64), np.empty((rows, V), f), np.empty((rows, K), f), np.empty((rows, Q), f),
+            np.zeros((rows, 1), np.int64), np.zeros((rows, Q), np.int64), np.empty((rows, Q, V), f))
+
+
+@numba.njit(inline="always", cache=True)
+def _row(W, r):  # pragma: no cover - compiled
+    """Row r's work tuple (views)."""
+    return (W[0][r], W[1][r], W[2][r], W[3][r], W[4][r], W[5][r], W[6][r], W[7][r], W[8][r], W[9][r], W[10][r])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _start_rows(ev, theta, law_arg, X, W, errors, values):  # pragma: no cover - compiled
+    """Each row at time 0: its reaction tables, then event_ops.reset (rules, initial triggers, events of t = 0)."""
+    for r in range(X.shape[0]):
+        w = _row(W, r)
+        w[0][:] = theta
+        w[1][:law_arg.shape[0]] = law_arg
+        word, v = event_ops.reset(X[r], 0.0, ev, w)
+        errors[r] = word
+        values[r] = v
+
+
+def _events(c: CompiledNetwork) -> CompiledEvents:
+    if c.events is None:
+        raise ValueError("the network has no SBML events or assignment rules: advance it with distsim.ssa.advance")
+    if c.events.hybrid:
+        raise ValueError("advancing given states supports SBML events and assignment rules, not time-dependent "
+                         "propensities or rate rules yet")
+    return c.events
+
+
+def _check(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, W: Works) -> None:
+    _events(c)
+    if ce.hybrid or len(ce.p0) != len(c.events.p0) or ce.n_events != c.events.n_events:
+        raise ValueError("the events' tables are not those of this network (compile_events of it, parameters aside)")
+    if not (isinstance(states, np.ndarray) and states.dtype == np.int64 and states.ndim == 2
+            and states.flags.c_contiguous and states.shape[1] == c.n_species):
+        raise ValueError(f"states must be a C-contiguous int64 NumPy array [N, {c.n_species}]")
+    ref = new_works(c, 0)
+    if len(W) != len(ref) or any(not (isinstance(a, np.ndarray) and a.dtype == b.dtype and a.flags.c_contiguous
+                                      and a.shape == (states.shape[0],) + b.shape[1:]) for a, b in zip(W, ref)):
+        raise ValueError("works must be new_works(c, len(states)) (rows as the states')")
+
+
+def start_events(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray
+                 ) -> tuple[Works, np.ndarray, np.ndarray]:
+    """The particles' event work rows at time 0 from their initial ``states`` (int64 [N, S], changed in
+    place by rules and events of t = 0) and the network's rate and law constants ``theta`` [M],
+    ``law_arg`` [L]; ``ce``: ``c.events`` or the events compiled with other parameter values
+    (:func:`distsim.models.compile_events.compile_events`: the initial values of the parameters events
+    assign, the constants their programs read). Returns (works, error words, refused values) per row."""
+    W = new_works(c, states.shape[0])
+    _check(c, ce, states, W)
+    theta = np.ascontiguousarray(theta, np.float64)
+    law_arg = np.ascontiguousarray(law_arg, np.float64)
+    if theta.shape != (c.n_reactions,) or law_arg.shape != c.law_arg.shape:
+        raise ValueError(f"theta must be [{c.n_reactions}] and law_arg [{c.law_arg.size}]")
+    errors = np.zeros(states.shape[0], np.int32)
+    values = np.full(states.shape[0], math.nan)
+    _start_rows(event_ops.event_arrays(ce), theta, law_arg, states, W, errors, values)
+    return W, errors, values
+
+
+@numba.njit(cache=True, error_model="numpy")
+def advance_events_one(method, rid, key, net, ev, x, w, t0, t1, e_hi, max_events, a, aux, stack):
+    """Advance (x, w) in place from ``t0`` to ``t1``: (firings, error word, time, refused value or NaN)
+    (the loop of run_realization_events, lines in the same order)."""
+    M = a.shape[0]
+    _, kind, _, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
+        _, dep_start, dep_list = net
+    theta_r, larg_r = w[0], w[1]
+    n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]
+    for i in range(n_ev):
+        if ev.ev_delay[i] >= 0:
+            n_tc += 1
+    method_reset(method, aux)
+    t = t0
+    e = np.uint64(0)
+    draws = np.uint64(0)
+    hi = np.uint64(e_hi) << np.uint64(32)
+    j = -1
+    todo = RECOMPUTE_ALL
+    while True:
+        every = todo == RECOMPUTE_ALL or not method_needs_depgraph(method)
+        lo, up = (0, M) if every else (dep_start[j], dep_start[j + 1])
+        if todo == RECOMPUTE_NONE:
+            up = lo
+        for q in range(lo, up):
+            d = q if every else dep_list[q]
+            if kind[d] == KIND_MASS_ACTION:
+                v = mass_action(theta_r[d], d, x, rct_start, rct_species, rct_stoich)
+            else:
+                v = law(d, x, law_start, law_op, larg_r, stack)
+            if bad_propensity(v):
+                return e, error_word(ERR_PROPENSITY, d), t, v
+            a[d] = v
+            method_update(method, a, aux, d, v)
+        if draws >= np.uint64(MAX_EVENTS_PER_CALL):  # the draw count fills counter word 0 alone
+            return e, ERR_MAX_EVENTS, t, math.nan
+        tau, u = method_event(method, a, aux, hi | draws, key, rid)
+        t_new = t + tau
+        t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
+        stop = t_stop <= t_new and t_stop <= t1
+        if not stop and not t_new <= t1:
+            return e, ERR_NONE, t, math.nan
+        draws += np.uint64(1)
+        if stop:
+            t = t_stop
+            word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)
+            if word != ERR_NONE:
+                return e, word, t, v
+            todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_NONE
+            continue
+        if e >= np.uint64(max_events):
+            return e, ERR_MAX_EVENTS, t, math.nan
+        j = method_select(method, a, aux, u)
+        t = t_new
+        word = _fire(j, x, chg_start, chg_species, chg_delta)
+        if word != ERR_NONE:
+            return e, word, t, math.nan
+        e += np.uint64(1)
+        word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)
+        n = 0
+        if word == ERR_NONE and n_ev > 0:
+            word, v, n = event_ops.fire_events(x, t, ev, w)
+        if word != ERR_NONE:
+            return e, word, t, v
+        todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_DEPENDENTS
+
+
+def _advance_rows(method, net, ev, key, X, W, t0, t1, e_hi, max_events, aux_n, max_stack, events, errors, times,
+                  values):  # pragma: no cover - compiled
+    R = X.shape[0]
+    M = net.theta.shape[0]
+    for r in prange(R):
+        a = np.empty(M, dtype=np.float64)
+        aux = np.empty(aux_n, dtype=np.float64)
+        stack = np.empty(max(max_stack, 1), dtype=np.float64)
+        n, word, t, v = advance_events_one(method, np.uint64(r), key, net, ev, X[r], _row(W, r), t0, t1, e_hi,
+                                           max_events, a, aux, stack)
+        events[r] = n
+        errors[r] = word
+        times[r] = t
+        values[r] = v
+
+
+_advance_parallel = numba.njit(parallel=True, cache=True, error_model="numpy")(_advance_rows)
+_advance_serial = numba.njit(cache=True, error_model="numpy")(_advance_rows)
+PARALLEL_MIN_ROWS = 1024  # as distsim.ssa.advance's
+
+
+def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, states: np.ndarray, works: Works,
+                   t0: float, t1: float, *, key: int, e_hi: int, max_events: int = 10_000_000
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Advance every row of (``states``, ``works``) in place from absolute time ``t0`` to ``t1``
+    (``works`` from :func:`start_events` with the same ``ce``, or left by an earlier call); row p uses
+    the Philox key (key, p). Returns per row (firings, error words, the time of an error, its refused
+    value or NaN); a row with an error holds its state at the error."""
+    _check(c, ce, states, works)
+    if not 0 < max_events <= MAX_EVENTS_PER_CALL:
+        raise ValueError(f"max_events must be in [1, {MAX_EVENTS_PER_CALL}]")
+    if not (math.isfinite(t0) and math.isfinite(t1) and 0 <= t0 <= t1):
+        raise ValueError(f"need 0 <= t0 <= t1 (finite): t0 {t0}, t1 {t1}")
+    if not 0 <= int(key) < 2**32:
+        raise ValueError(f"key must be in [0, 2**32): {key}")
+    R = states.shape[0]
+    events = np.zeros(R, np.uint64)
+    errors = np.zeros(R, np.int32)
+    times = np.full(R, float(t0))
+    values = np.full(R, math.nan)
+    if R and t1 > t0:
+        fn = _advance_parallel if R >= PARALLEL_MIN_ROWS else _advance_serial
+        fn(method, reaction_arrays(c), event_ops.event_arrays(ce), np.uint64(int(key)), states, works,
+           float(t0), float(t1), np.uint64(e_hi), np.uint64(max_events), method.aux_size(c.n_reactions),
+           c.max_stack, events, errors, times, values)
+    return events, errors, times, values
+
+
+__all__ = ["Works", "advance_events", "advance_events_one", "new_works", "start_events"]

@@ -1,7 +1,9 @@
 """PMMH with SBML events in the particles (CPU): the filter's likelihood estimate is unbiased against
 the exact CME likelihood of immigration-death whose k1 a time event doubles at t = 1.5
 (:func:`distsim.pmmh.exact.log_likelihood` with that change), the event inside an interval and at an
-observation time; the GPU backend and hybrid networks are refused. Tolerances: 4 standard errors."""
+observation time, and of a state event setting k1 the first time X reaches 4 (each particle's k1 its
+own: the forward algorithm on (X, fired); fails if the work rows are not resampled with the counts);
+the GPU backend and hybrid networks are refused. Tolerances: 4 standard errors (fixed seeds)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.linalg import expm
 
 import distsim.pmmh as pmmh
 from distsim.errors import ConvergenceWarning, ModelError
@@ -19,6 +22,7 @@ from distsim.models.arith import Num
 from distsim.models.events import RateRule
 from distsim.pmmh import exact, sampler
 from distsim.pmmh.filter import log_likelihood, log_likelihoods
+from distsim.pmmh.observation import log_weights, noise_values
 from distsim.ssa import load
 
 from test_ssa_events import event, with_events
@@ -86,3 +90,48 @@ def test_a_run_of_a_network_with_events_goes_to_the_cpu(net):
     k1 = ds["k1"].values
     assert k1.shape == (2, 25) and np.all(k1 > 0)
     assert np.array_equal(k1, again["k1"].values)  # the seed fixes the draws
+
+
+def _exact_with_a_state_event(pr, k1, k1_after, level, max_count):
+    """The forward algorithm on (X, fired): 'X >= level' sets k1 := k1_after the first time X reaches
+    level (constant after that: later firings assign the same value)."""
+    ex = pr.experiments[0]
+    values = pr.values(np.array([k1]), ex)
+    plain = dataclasses.replace(pr.net, events=())
+    states, Q0 = exact.generator(plain.with_parameters(k1=k1), max_count)
+    _, Q1 = exact.generator(plain.with_parameters(k1=k1_after), max_count)
+    n = len(states)
+    at = {int(x): i for i, x in enumerate(states[:, 0])}
+    Q = np.zeros((2 * n, 2 * n))
+    Q[:n, :n], Q[n:, n:] = Q0, Q1
+    i, j = at[level - 1], at[level]  # the only way into X = level before the event: immigration from level - 1
+    Q[i, n + j], Q[i, j] = Q0[i, j], 0.0
+    xs = np.concatenate([states, states])
+    noise = noise_values(pr.observables, values)
+    p = np.zeros(2 * n)
+    p[at[0]] = 1.0
+    total, t_prev = 0.0, 0.0
+    for k, t in enumerate(ex.times):
+        p = np.maximum(p @ expm(Q * (t - t_prev)), 0.0)
+        lik = np.exp(log_weights(pr.observables, ex.at(k), xs, values, noise)) * p
+        total += math.log(lik.sum())
+        p, t_prev = lik / lik.sum(), float(t)
+    return total
+
+
+def test_filter_likelihood_is_unbiased_with_a_state_event_per_particle():
+    # 'X >= 4: k1 := 0.3': each particle's k1 depends on its own past (its event work row, resampled
+    # with its counts); k1 is inferred and assigned by the event (its initial value is the chain's)
+    plain = load(DATA / "immigration_death.rxn")
+    net = with_events(plain, [event(plain, "slow", "X >= 4", {"k1": "0.3"})])
+    pr = _problem(net, [1, 2, 3, 4, 5, 6], [2, 4, 3, 2, 2, 1])
+    theta = [2.0]
+    ll_exact = _exact_with_a_state_event(pr, theta[0], 0.3, 4, 40)
+    no_event = exact.log_likelihood(pr, theta, 40)
+    assert abs(no_event - ll_exact) > 0.5
+    repeats = 400
+    ll = np.array([log_likelihood(pr, np.array(theta), 16, key, 0)[0] for key in range(repeats)])
+    r = np.exp(ll - ll_exact)
+    se = r.std(ddof=1) / math.sqrt(repeats)
+    assert abs(r.mean() - 1.0) < Z * se, (r.mean(), se)
+    assert se < 0.05

@@ -16,6 +16,7 @@ import pytest
 from distsim.models.compile_reactions import compile_network
 from distsim.ssa import cpu, load
 from distsim.ssa.advance_events import advance_events, new_works, start_events
+from distsim.ssa.errors import ERR_MAX_EVENTS
 from distsim.ssa.methods import METHODS
 
 from test_ssa_events import event, ex, rule, with_events
@@ -57,12 +58,13 @@ def _start(c, n):
     return X, W
 
 
-def test_one_call_from_zero_is_the_ssa_realization(net):
+@pytest.mark.parametrize("method", ["direct", "tree", "ar"])
+def test_one_call_from_zero_is_the_ssa_realization(net, method):
     nb = busy(net)
     c = compile_network(nb)
     grid = np.array([0.4, 1.5, 2.2, 4.0, 7.5])
     R, seed = 64, 12345
-    m = METHODS["direct"].cpu
+    m = METHODS[method].cpu
     ref = cpu.simulate_block(c, method=m, real0=0, realizations=R, seed=seed, grid=grid, keep_trajectories=True)
     assert not ref["errors"].any()
     for k, t in enumerate(grid):
@@ -106,3 +108,10 @@ def test_bad_input_is_refused(net):
         advance_events(c, c.events, m, X, W[:5], 0.0, 1.0, key=1, e_hi=0)
     with pytest.raises(ValueError, match="no SBML events"):
         new_works(compile_network(net), 4)
+
+
+def test_too_many_firings_stop_a_row(net):
+    c = compile_network(switched(net))
+    X, W = _start(c, 4)
+    n, err, t, _ = advance_events(c, c.events, METHODS["direct"].cpu, X, W, 0.0, 50.0, key=1, e_hi=0, max_events=3)
+    assert np.all(err == ERR_MAX_EVENTS) and np.all(n == 3) and np.all(t < 50.0)

@@ -19,6 +19,7 @@ from distsim.ssa.advance_events import advance_events, new_works, start_events
 from distsim.ssa.errors import ERR_MAX_EVENTS
 from distsim.ssa.methods import METHODS
 
+from test_ssa import DSMTS, EVENT_CASES, reference
 from test_ssa_events import event, ex, rule, with_events
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pmmh"
@@ -115,3 +116,37 @@ def test_too_many_firings_stop_a_row(net):
     X, W = _start(c, 4)
     n, err, t, _ = advance_events(c, c.events, METHODS["direct"].cpu, X, W, 0.0, 50.0, key=1, e_hi=0, max_events=3)
     assert np.all(err == ERR_MAX_EVENTS) and np.all(n == 3) and np.all(t < 50.0)
+
+
+@pytest.mark.parametrize("case", EVENT_CASES)
+def test_dsmts_event_and_rule_cases_interval_by_interval(case):
+    # the SBML models of DSMTS with an assignment rule or events: one call from 0 is the SSA realization,
+    # and particles advanced through the 50 output intervals pass the DSMTS checks (Z within 3, Y within
+    # 5, at most 2 misses; Y with the sample's fourth moment about the known mean)
+    net = load(DSMTS / case / f"{case}-sbml-l3v1.xml")
+    c = compile_network(net)
+    t, ref = reference(case)
+    m = METHODS["direct"].cpu
+    R = 32
+    ssa = cpu.simulate_block(c, method=m, real0=0, realizations=R, seed=77, grid=t, keep_trajectories=True)
+    X, W = _start(c, R)
+    advance_events(c, c.events, m, X, W, 0.0, float(t[-1]), key=77, e_hi=0)
+    assert np.array_equal(X, ssa["trajectories"][:, -1, :])
+    n = 10_000
+    X, W = _start(c, n)
+    z_miss = {sp: 0 for sp in ref}
+    y_miss = {sp: 0 for sp in ref}
+    for i in range(1, len(t)):
+        _, err, _, _ = advance_events(c, c.events, m, X, W, float(t[i - 1]), float(t[i]), key=5, e_hi=i)
+        assert not err.any()
+        for sp, (mu, sd) in ref.items():
+            if sd[i] == 0:
+                assert np.all(X[:, net.index(sp)] == mu[i])
+                continue
+            x = X[:, net.index(sp)].astype(float)
+            z = math.sqrt(n) * (x.mean() - mu[i]) / sd[i]
+            m4 = np.mean((x - mu[i]) ** 4)
+            y = (np.mean((x - mu[i]) ** 2) - sd[i] ** 2) / math.sqrt(max(m4 - sd[i] ** 4, 2e-6 * sd[i] ** 4) / n)
+            z_miss[sp] += abs(z) >= 3
+            y_miss[sp] += abs(y) >= 5
+    assert max(z_miss.values()) <= 2 and max(y_miss.values()) <= 2, (z_miss, y_miss)

@@ -7,9 +7,10 @@ value, the pending counts, the queue of delayed executions). The caller keeps th
 ``states`` [R, S] and :class:`Works` (each array of the work tuple with a leading row axis), so a
 particle filter's resampling gathers rows of both with the same ancestor indices.
 
-The loop is :func:`distsim.ssa.cpu.run_realization_events`'s from the given (x, w) at ``t0``, stopping at
-the first draw past ``t1`` (a time comparison changing at ``t1`` itself is executed: the state at ``t1``
-is the one the SSA records there). Random numbers: row p of a call uses the Philox key ``(key, p)`` and
+The loop is :func:`distsim.ssa.cpu.events_loop`, the SSA's (:func:`run_realization_events`), from the
+given (x, w) at ``t0`` with the grid [t1]: it stops at the first draw past ``t1`` (a firing at ``t1`` or
+a time comparison changing at ``t1`` itself is executed: the state at ``t1`` is the one the SSA records
+there). Random numbers: row p of a call uses the Philox key ``(key, p)`` and
 its draw d (0, 1, ... within the call: firings and stops) the counter ``(d, e_hi, 0, 0)``, the layout of
 :mod:`distsim.ssa.advance`. So a call from 0 to t1 with ``e_hi = 0`` draws what realization p of seed
 ``key`` draws in the SSA, and gives that realization's state at grid time t1 bit for bit; splitting
@@ -27,13 +28,11 @@ import numpy as np
 from numba import prange
 
 from ..models.compile_events import CompiledEvents
-from ..models.compile_reactions import KIND_MASS_ACTION, CompiledNetwork
-from ..models.kinetics import bad_propensity, law, mass_action, reaction_arrays
+from ..models.compile_reactions import CompiledNetwork
+from ..models.kinetics import reaction_arrays
 from . import event_ops
 from .advance import MAX_EVENTS_PER_CALL
-from .cpu import (RECOMPUTE_ALL, RECOMPUTE_DEPENDENTS, RECOMPUTE_NONE, CPUMethod, _fire, method_event,
-                  method_needs_depgraph, method_reset, method_select, method_update)
-from .errors import ERR_MAX_EVENTS, ERR_NONE, ERR_PROPENSITY, error_word
+from .cpu import CPUMethod, events_loop
 
 Works = tuple  # the 11 arrays of event_ops.new_work, each with a leading row axis
 
@@ -108,82 +107,27 @@ def start_events(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, the
 
 
 @numba.njit(cache=True, error_model="numpy")
-def advance_events_one(method, rid, key, net, ev, x, w, t0, t1, e_hi, max_events, a, aux, stack):
-    """Advance (x, w) in place from ``t0`` to ``t1``: (firings, error word, time, refused value or NaN)
-    (the loop of run_realization_events, lines in the same order)."""
-    M = a.shape[0]
-    _, kind, _, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
-        _, dep_start, dep_list = net
-    theta_r, larg_r = w[0], w[1]
-    n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]
-    for i in range(n_ev):
-        if ev.ev_delay[i] >= 0:
-            n_tc += 1
-    method_reset(method, aux)
-    t = t0
-    e = np.uint64(0)
-    draws = np.uint64(0)
-    hi = np.uint64(e_hi) << np.uint64(32)
-    j = -1
-    todo = RECOMPUTE_ALL
-    while True:
-        every = todo == RECOMPUTE_ALL or not method_needs_depgraph(method)
-        lo, up = (0, M) if every else (dep_start[j], dep_start[j + 1])
-        if todo == RECOMPUTE_NONE:
-            up = lo
-        for q in range(lo, up):
-            d = q if every else dep_list[q]
-            if kind[d] == KIND_MASS_ACTION:
-                v = mass_action(theta_r[d], d, x, rct_start, rct_species, rct_stoich)
-            else:
-                v = law(d, x, law_start, law_op, larg_r, stack)
-            if bad_propensity(v):
-                return e, error_word(ERR_PROPENSITY, d), t, v
-            a[d] = v
-            method_update(method, a, aux, d, v)
-        if draws >= np.uint64(MAX_EVENTS_PER_CALL):  # the draw count fills counter word 0 alone
-            return e, ERR_MAX_EVENTS, t, math.nan
-        tau, u = method_event(method, a, aux, hi | draws, key, rid)
-        t_new = t + tau
-        t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
-        stop = t_stop <= t_new and t_stop <= t1
-        if not stop and not t_new <= t1:
-            return e, ERR_NONE, t, math.nan
-        draws += np.uint64(1)
-        if stop:
-            t = t_stop
-            word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)
-            if word != ERR_NONE:
-                return e, word, t, v
-            todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_NONE
-            continue
-        if e >= np.uint64(max_events):
-            return e, ERR_MAX_EVENTS, t, math.nan
-        j = method_select(method, a, aux, u)
-        t = t_new
-        word = _fire(j, x, chg_start, chg_species, chg_delta)
-        if word != ERR_NONE:
-            return e, word, t, math.nan
-        e += np.uint64(1)
-        word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)
-        n = 0
-        if word == ERR_NONE and n_ev > 0:
-            word, v, n = event_ops.fire_events(x, t, ev, w)
-        if word != ERR_NONE:
-            return e, word, t, v
-        todo = RECOMPUTE_ALL if n > 0 else RECOMPUTE_DEPENDENTS
+def advance_events_one(method, rid, key, net, ev, x, w, t0, end, e_hi, max_events, a, aux, stack, rec, firings):
+    """Advance (x, w) in place from ``t0`` to ``end[0]`` = t1 (> t0): (firings, error word, time, refused
+    value or NaN). :func:`distsim.ssa.cpu.events_loop` with the grid [t1] (``rec``: [1, S] scratch,
+    ``firings``: [M] scratch; the state at t1 is x after the loop)."""
+    return events_loop(method, rid, key, e_hi, np.uint64(MAX_EVENTS_PER_CALL), net, ev, end, max_events, x, a, aux,
+                       stack, rec, firings, w, t0)
 
 
 def _advance_rows(method, net, ev, key, X, W, t0, t1, e_hi, max_events, aux_n, max_stack, events, errors, times,
                   values):  # pragma: no cover - compiled
-    R = X.shape[0]
+    R, S = X.shape
     M = net.theta.shape[0]
+    end = np.full(1, t1)
     for r in prange(R):
         a = np.empty(M, dtype=np.float64)
         aux = np.empty(aux_n, dtype=np.float64)
         stack = np.empty(max(max_stack, 1), dtype=np.float64)
-        n, word, t, v = advance_events_one(method, np.uint64(r), key, net, ev, X[r], _row(W, r), t0, t1, e_hi,
-                                           max_events, a, aux, stack)
+        rec = np.empty((1, S), dtype=np.int64)
+        firings = np.zeros(M, dtype=np.int64)
+        n, word, t, v = advance_events_one(method, np.uint64(r), key, net, ev, X[r], _row(W, r), t0, end, e_hi,
+                                           max_events, a, aux, stack, rec, firings)
         events[r] = n
         errors[r] = word
         times[r] = t

@@ -6,10 +6,11 @@ CHECK_DOMAIN)``) and an iteration ``it``. Particle p over observation interval i
 experiments) draws its SSA events from key (key, p), counter (event, it * n_intervals + i, 0, 0)
 (:mod:`distsim.ssa.advance`); the systematic resampling after interval i uses key (key, CHAIN_RID),
 counter (it, i, 0, 1). So a filter's estimate depends on (seed, chain, iteration) alone.
-With SBML events or assignment rules (CPU), a particle is its counts and its event work row, advanced
+With SBML events or assignment rules, a particle is its counts and its event work row, advanced
 from absolute time to absolute time by :mod:`distsim.ssa.advance_events` (draw d: firings and stops at
-time comparisons, counter (d, it * n_intervals + i, 0, 0)) and resampled together; the events are
-compiled at each chain's parameter values.
+time comparisons, counter (d, it * n_intervals + i, 0, 0); on a GPU its twin
+:mod:`distsim.ssa.gpu_advance_events`, the rows staying on the device) and resampled together; the
+events are compiled at each chain's parameter values.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numba
 import numpy as np
 
 from ..backends.dsmath import ds_exp
-from ..errors import ModelError
 from ..models.compile_events import CompiledEvents, compile_events, parameter_slots
 from ..models.compile_reactions import CompiledNetwork, compile_network
 from ..models.reactions import ReactionNetwork
@@ -94,14 +94,10 @@ def _slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict, dict]:
 
 
 def check_network(net: ReactionNetwork) -> None:
-    """The SSA particles support every kinetic law, SBML events and assignment rules (on the CPU), but
-    not (yet) time-dependent propensities or rate rules."""
+    """The SSA particles support every kinetic law, SBML events and assignment rules, but not (yet)
+    time-dependent propensities or rate rules."""
     if net.hybrid:
         net.require_plain("particle MCMC")
-
-
-GPU_HOOKS = ("particle MCMC of networks with SBML events or assignment rules is not yet on GPUs; use "
-             "backend='cpu'")
 
 
 def _events_at(pr: Problem, values: Mapping[str, float]) -> CompiledEvents:
@@ -196,13 +192,12 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
     the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
     one it gives alone."""
     c = pr.compiled
-    hooks = c.events is not None  # particles carry event work rows W along with X (CPU)
+    hooks = c.events is not None  # particles carry event work rows W along with X
     if backend == "gpu":
-        if hooks:
-            raise ModelError(GPU_HOOKS, file=pr.net.source or None)
         import cupy as xp
 
         from ..ssa.gpu_advance import advance_device
+        from ..ssa.gpu_advance_events import to_device
 
         move, method = advance_device, METHODS[pr.method]
     else:
@@ -222,16 +217,19 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
         x0 = [ex.x0_of(v) for v in values] if ex.x0_params else [ex.x0] * G
         total[[g for g in range(G) if x0[g] is None]] = -math.inf  # no initial count at these parameters
         live = np.flatnonzero(total > -math.inf)  # chains still with a finite estimate
-        X = xp.asarray(np.repeat(np.array([x0[g] for g in live], np.int64).reshape(-1, S), N, axis=0))
-        if hooks:
+        X = np.repeat(np.array([x0[g] for g in live], np.int64).reshape(-1, S), N, axis=0)
+        if hooks:  # the work rows start on the host (rules and events of t = 0 change X)
             ces = {int(g): _events_at(pr, values[g]) for g in live}
             W = _start_hooked(pr, c, ces, X, th_all, la_all, live, keys, N, ex)
+            if xp is not np:
+                W = to_device(W)
+        X = xp.asarray(X)
         t_prev = 0.0
         for k, t in enumerate(ex.times):
             if not live.size:
                 return total, int(fired)
             if hooks:
-                events, errors = _advance_hooked(c, method, ces, X, W, live, keys, N, t_prev, float(t),
+                events, errors = _advance_hooked(xp, c, method, ces, X, W, live, keys, N, t_prev, float(t),
                                                  it * n_int + gi, pr.max_events)
             else:
                 events, errors = move(c, method, X, th_all[live], la_all[live], float(t) - t_prev, key=keys[live],
@@ -272,7 +270,8 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
             if not ok.all():
                 X = X.reshape(Gl, N, S)[xp.asarray(ok)].reshape(-1, S)
                 if hooks:
-                    W = tuple(a.reshape((Gl, N) + a.shape[1:])[ok].reshape((-1,) + a.shape[1:]) for a in W)
+                    W = tuple(a.reshape((Gl, N) + a.shape[1:])[xp.asarray(ok)].reshape((-1,) + a.shape[1:])
+                              for a in W)
                 live = live[ok]
             t_prev = float(t)
             gi += 1
@@ -297,11 +296,18 @@ def _start_hooked(pr: Problem, c: CompiledNetwork, ces: dict[int, CompiledEvents
     return tuple(np.concatenate([w[i] for w in parts]) for i in range(len(parts[0])))
 
 
-def _advance_hooked(c: CompiledNetwork, method: Any, ces: dict[int, CompiledEvents], X: np.ndarray, W: tuple,
+def _advance_hooked(xp: Any, c: CompiledNetwork, method: Any, ces: dict[int, CompiledEvents], X: Any, W: tuple,
                     live: np.ndarray, keys: np.ndarray, N: int, t0: float, t1: float, e_hi: int, max_events: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
+                    ) -> tuple[Any, Any]:
     """:func:`~distsim.ssa.advance_events.advance_events` of each live chain's rows (its own events'
-    tables, key and particles 0..N-1: the bits it gives alone), in place; (firings, error words) per row."""
+    tables, key and particles 0..N-1: the bits it gives alone), in place; (firings, error words) per row.
+    ``xp`` cupy: its GPU twin, every chain in one launch."""
+    if xp is not np:
+        from ..ssa.gpu_advance_events import advance_events_device
+
+        ev, er, _ = advance_events_device(c, [ces[int(g)] for g in live], method, X, W, t0, t1, keys=keys[live],
+                                          e_hi=e_hi, max_events=max_events)
+        return ev, er
     out = [advance_events(c, ces[int(g)], method, X[q * N:(q + 1) * N], tuple(a[q * N:(q + 1) * N] for a in W),
                           t0, t1, key=int(keys[g]), e_hi=e_hi, max_events=max_events) for q, g in enumerate(live)]
     return np.concatenate([o[0] for o in out]), np.concatenate([o[1] for o in out])

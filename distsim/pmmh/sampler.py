@@ -30,13 +30,12 @@ import numpy as np
 import xarray as xr
 
 from .. import engine, results
-from ..engine.executor import configured_backend
-from ..errors import ConvergenceWarning, ModelError
+from ..errors import ConvergenceWarning
 from ..mcmc import diagnostics
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed, derive_seeds, philox, uniform_f64
 from ..ssa.methods import METHODS, choose_method
-from .filter import (CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, GPU_HOOKS, MAX_PARTICLES, Problem, check_network,
+from .filter import (CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network,
                      log_likelihoods)
 from .observation import Experiment, as_observables, compile_experiment, compile_observables
 from .priors import as_prior
@@ -225,14 +224,6 @@ def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
     return [float(v) for v in ll]
 
 
-def _hooks_backend(backend: str | None, net: ReactionNetwork) -> str:
-    """The backend of a network with SBML events or rules: 'cpu' (asked for, or the default's 'auto')."""
-    backend = configured_backend(backend)
-    if backend not in ("cpu", "auto"):
-        raise ModelError(GPU_HOOKS, file=net.source or None)
-    return "cpu"
-
-
 def _backend(ctx: engine.ShardContext | None) -> str:
     return "cpu" if ctx is None else ctx.backend
 
@@ -356,8 +347,6 @@ def infer(
     pr = build_problem(net, observables, experiments, prior, initial, method, max_events, float(species_scale))
     if (iterations + 1) * pr.n_intervals >= 2**32:
         raise ValueError(f"iterations x observation times ({iterations} x {pr.n_intervals}) must be < 2**32")
-    if pr.compiled.events is not None:  # events and rules: CPU particles only (for now)
-        backend = _hooks_backend(backend, pr.net)
     with engine.Run("pmmh", client, backend, progress=progress, label="mcmc pmmh") as run:
         N = AUTO_START if auto else int(particles)
         while True:

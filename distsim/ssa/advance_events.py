@@ -1,5 +1,5 @@
 """Advance given states of a network with SBML events or assignment rules from absolute time ``t0``
-to ``t1``: the particles of a particle filter (the CPU part; the GPU twin is to come).
+to ``t1``: the particles of a particle filter (the GPU twin: :mod:`distsim.ssa.gpu_advance_events`).
 
 A particle is its counts ``x`` and its event work row ``w`` (:func:`distsim.ssa.event_ops.new_work`:
 its reaction tables with the values events assigned, the mutable parameters, each trigger's previous
@@ -22,6 +22,7 @@ rate rules) are refused.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -74,17 +75,33 @@ def _events(c: CompiledNetwork) -> CompiledEvents:
     return c.events
 
 
-def _check(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, W: Works) -> None:
+def _check(c: CompiledNetwork, ce: CompiledEvents, states: Any, W: Works, xp: Any = np, ref: Works | None = None
+           ) -> None:
+    """``states``, ``W``: ``xp`` arrays (NumPy; CuPy for the GPU twin) shaped and typed as ``ref``'s rows
+    (default :func:`new_works`)."""
     _events(c)
     if ce.hybrid or len(ce.p0) != len(c.events.p0) or ce.n_events != c.events.n_events:
         raise ValueError("the events' tables are not those of this network (compile_events of it, parameters aside)")
-    if not (isinstance(states, np.ndarray) and states.dtype == np.int64 and states.ndim == 2
+    if not (isinstance(states, xp.ndarray) and states.dtype == np.int64 and states.ndim == 2
             and states.flags.c_contiguous and states.shape[1] == c.n_species):
-        raise ValueError(f"states must be a C-contiguous int64 NumPy array [N, {c.n_species}]")
-    ref = new_works(c, 0)
-    if len(W) != len(ref) or any(not (isinstance(a, np.ndarray) and a.dtype == b.dtype and a.flags.c_contiguous
+        raise ValueError(f"states must be a C-contiguous int64 {xp.__name__} array [N, {c.n_species}]")
+    ref = new_works(c, 0) if ref is None else ref
+    if len(W) != len(ref) or any(not (isinstance(a, xp.ndarray) and a.dtype == b.dtype and a.flags.c_contiguous
                                       and a.shape == (states.shape[0],) + b.shape[1:]) for a, b in zip(W, ref)):
         raise ValueError("works must be new_works(c, len(states)) (rows as the states')")
+
+
+def check_call(t0: float, t1: float, keys: Any, e_hi: int, max_events: int) -> None:
+    """The arguments of an advance besides the rows (also the GPU twin's)."""
+    if not 0 <= int(e_hi) < 2**32:
+        raise ValueError(f"e_hi must be in [0, 2**32): {e_hi}")
+    if not 0 < max_events <= MAX_EVENTS_PER_CALL:
+        raise ValueError(f"max_events must be in [1, {MAX_EVENTS_PER_CALL}]")
+    if not (math.isfinite(t0) and math.isfinite(t1) and 0 <= t0 <= t1):
+        raise ValueError(f"need 0 <= t0 <= t1 (finite): t0 {t0}, t1 {t1}")
+    for key in keys:
+        if not 0 <= int(key) < 2**32:
+            raise ValueError(f"key must be in [0, 2**32): {key}")
 
 
 def start_events(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, theta: np.ndarray, law_arg: np.ndarray
@@ -147,12 +164,7 @@ def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, st
     the Philox key (key, p). Returns per row (firings, error words, the time of an error, its refused
     value or NaN); a row with an error holds its state at the error."""
     _check(c, ce, states, works)
-    if not 0 < max_events <= MAX_EVENTS_PER_CALL:
-        raise ValueError(f"max_events must be in [1, {MAX_EVENTS_PER_CALL}]")
-    if not (math.isfinite(t0) and math.isfinite(t1) and 0 <= t0 <= t1):
-        raise ValueError(f"need 0 <= t0 <= t1 (finite): t0 {t0}, t1 {t1}")
-    if not 0 <= int(key) < 2**32:
-        raise ValueError(f"key must be in [0, 2**32): {key}")
+    check_call(t0, t1, [key], e_hi, max_events)
     R = states.shape[0]
     events = np.zeros(R, np.uint64)
     errors = np.zeros(R, np.int32)
@@ -166,4 +178,4 @@ def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, st
     return events, errors, times, values
 
 
-__all__ = ["Works", "advance_events", "advance_events_one", "new_works", "start_events"]
+__all__ = ["Works", "advance_events", "advance_events_one", "check_call", "new_works", "start_events"]

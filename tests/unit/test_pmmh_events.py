@@ -3,7 +3,8 @@ the exact CME likelihood of immigration-death whose k1 a time event doubles at t
 (:func:`distsim.pmmh.exact.log_likelihood` with that change), the event inside an interval and at an
 observation time, and of a state event setting k1 the first time X reaches 4 (each particle's k1 its
 own: the forward algorithm on (X, fired); fails if the work rows are not resampled with the counts);
-the GPU backend and hybrid networks are refused. Tolerances: 4 standard errors (fixed seeds)."""
+hybrid networks are refused. Tolerances: 4 standard errors (fixed seeds). GPU == CPU:
+test_advance_events_host.py (g++) and test_advance_events_gpu.py."""
 
 from __future__ import annotations
 
@@ -67,20 +68,15 @@ def test_chains_together_give_what_each_gives_alone(net):
     assert np.array_equal(ll, np.array(alone))
 
 
-def test_gpu_backend_and_hybrid_networks_are_refused(net):
-    pr = _problem(net, [1, 2], [1, 3])
-    with pytest.raises(ModelError, match="not yet on GPUs; use backend='cpu'"):
-        log_likelihood(pr, np.array([1.0]), 8, 1, 0, backend="gpu")
+def test_hybrid_networks_are_refused(net):
     hybrid = dataclasses.replace(net, rate_rules=(RateRule("k2", "k2", -1, Num(0.0)),))
     with pytest.raises(ModelError, match="does not support time-dependent propensities or rate rules"):
         sampler.check_network(hybrid)
 
 
-def test_a_run_of_a_network_with_events_goes_to_the_cpu(net):
+def test_a_run_of_a_network_with_events(net):
     obs, exps, prior = [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment([1, 2, 3], {"y": [1, 3, 6]}), \
         {"k1": "gamma:2,1"}
-    with pytest.raises(ModelError, match="not yet on GPUs; use backend='cpu'"):
-        pmmh.infer(net, obs, exps, prior=prior, backend="gpu", iterations=4, burn_in=1, chains=1, particles=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ds = pmmh.infer(net, obs, exps, prior=prior, iterations=30, burn_in=5, chains=2, particles=16, seed=2,

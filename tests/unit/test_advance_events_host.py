@@ -188,3 +188,19 @@ def test_filter_gpu_equals_cpu(host_gpu):
 
 def test_chain_gpu_equals_cpu(host_gpu):
     check_chain()
+
+
+def test_twin_refuses_bad_input(host_gpu):
+    import cupy as cp
+
+    from distsim.ssa.gpu_advance_events import advance_events_device, to_device
+
+    c = compile_network(switched(load(DATA / "immigration_death.rxn")))
+    X, W = _start(c, c.events, 4)
+    xs, m = cp.asarray(X), METHODS["direct"]
+    with pytest.raises(ValueError, match="2 chains' events, 1 keys and 4 rows"):
+        advance_events_device(c, [c.events, c.events], m, xs, to_device(W), 0.0, 1.0, keys=np.array([1]), e_hi=0)
+    with pytest.raises(ValueError, match="works must be"):  # the CPU's int8 trigger values, not to_device's
+        advance_events_device(c, [c.events], m, xs, W, 0.0, 1.0, keys=np.array([1]), e_hi=0)
+    with pytest.raises(ValueError, match="e_hi must be"):
+        advance_events_device(c, [c.events], m, xs, to_device(W), 0.0, 1.0, keys=np.array([1]), e_hi=2**32)

@@ -449,7 +449,7 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
                        rec, firings, w, 0.0)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def events_loop(method, rid, seed, ctr_hi, max_draws, net, ev, grid, max_events, x, a, aux, stack, rec, firings, w,
                 t):
     """The event loop of :func:`run_realization_events` from the state (x, w) at time ``t`` (before

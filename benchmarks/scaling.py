@@ -39,6 +39,21 @@ class Recording(DaskExecutor):
     def __init__(self, client: Any, backend: str | None = None):
         super().__init__(client, backend or "auto")
         self.metas: list[dict] = []
+        self.t0 = time.time()
+
+    def clear(self) -> None:
+        """Forget the warm-up's tasks; the timeline starts now."""
+        self.metas.clear()
+        self.t0 = time.time()
+
+    def timeline(self, end: float) -> list[str]:
+        """One line per task of the timed call: worker, start and end (s after the call started), seconds."""
+        out = [f"    timeline: call 0.000-{end - self.t0:.3f} s"]
+        for m in sorted(self.metas, key=lambda m: m.get("start", 0.0)):
+            a = m.get("start", self.t0) - self.t0
+            out.append(f"    {m['worker']}: task {a:.3f}-{a + m['seconds']:.3f} s ({m['seconds']:.3f} s, "
+                       f"compile {m.get('compile_s', 0.0):.3f} s)")
+        return out
 
     def run_round(self, fn, run_id, round_no, payloads, on_done=None):  # type: ignore[no-untyped-def]
         out = super().run_round(fn, run_id, round_no, payloads, on_done=on_done)
@@ -57,7 +72,7 @@ def run_pbn(ex: Recording, quick: bool, args: argparse.Namespace) -> dict:
     net = load(ROOT / "examples" / "pbn" / "bbm209_sizek2019_cell_cycle_apoptosis_87n.bnet", perturbation=1e-3)
     chains = 2**18 if quick else 2**21
     steady_state(net, "v_Casp3=1", precision=1e-2, chains=4096, seed=1, client=ex)  # warm-up
-    ex.metas.clear()
+    ex.clear()
     t = time.perf_counter()
     ds = steady_state(net, "v_Casp3=1", precision=1e-4 if not quick else 3e-4, chains=chains, seed=1, client=ex)
     return dict(work=ds.attrs["steps_simulated"], unit="steps", wall=time.perf_counter() - t,
@@ -70,7 +85,7 @@ def run_ssa(ex: Recording, quick: bool, args: argparse.Namespace) -> dict:
     net = ssa.load(ROOT / "examples" / "ssa" / "michaelis_menten.rxn")
     n = args.ssa_realizations or (2**20 if quick else 2**24)
     ssa.simulate(net, t_end=100, points=101, realizations=4096, seed=1, client=ex, quantiles=None)  # warm-up
-    ex.metas.clear()
+    ex.clear()
     t = time.perf_counter()
     ds = ssa.simulate(net, t_end=100, points=101, realizations=n, seed=1, client=ex, quantiles=None,
                       keep_final=False)
@@ -102,7 +117,7 @@ def run_sweep(ex: Recording, quick: bool, args: argparse.Namespace) -> dict:
         per_task = min(len(table), HOST_REDUCE_MAX // fixed["realizations"] + 1)
     distsim.sweep(ssa.simulate, net, table[: per_task * ex.n_workers()], seed=1, client=ex, chunk_size=per_task,
                   **fixed)
-    ex.metas.clear()
+    ex.clear()
     t = time.perf_counter()
     ds = distsim.sweep(ssa.simulate, net, table, seed=1, client=ex, **fixed)
     wall = time.perf_counter() - t
@@ -120,7 +135,7 @@ def run_mcmc(ex: Recording, quick: bool, args: argparse.Namespace) -> dict:
     its = args.mcmc_iterations or (1000 if quick else 5000)
     chains = args.mcmc_chains
     mcmc.infer_rates(net, obs, prior=prior, iterations=50, burn_in=10, chains=chains, seed=1, client=ex)  # warm-up
-    ex.metas.clear()
+    ex.clear()
     t = time.perf_counter()
     ds = mcmc.infer_rates(net, obs, prior=prior, iterations=its, burn_in=its // 5, chains=chains, seed=1, client=ex)
     return dict(work=chains * its, unit=f"iterations ({chains} chains)", wall=time.perf_counter() - t,
@@ -144,6 +159,7 @@ def main() -> None:
     ap.add_argument("--mcmc-chains", type=int, default=8, help="MM chains of the mcmc workload (default 8)")
     ap.add_argument("--mcmc-iterations", type=int, default=None, help="per chain (default 5000; 1000 with --quick)")
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds per configuration)")
+    ap.add_argument("--timeline", action="store_true", help="print each timed task's start and end")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -181,6 +197,8 @@ def main() -> None:
                            tasks=len(ex.metas), check=r["check"],
                            device=", ".join(sorted({m["device"] for m in ex.metas})))
                 rows.append(row)
+                if args.timeline:
+                    print("\n".join(ex.timeline(ex.t0 + r["wall"])), flush=True)
                 print(f"{w:>6} {n} {label}: {r['wall']:8.2f} s  {rate:10.4g} {r['unit']}/s  speed-up "
                       f"{row['speedup']:.2f}x vs {sizes[0]}  overhead {100 * row['overhead']:.1f}%  "
                       f"({row['tasks']} tasks; {r['check']})", flush=True)

@@ -9,12 +9,14 @@ store them.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import json
 import os
 import platform
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -251,6 +253,31 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = False) -> Pa
     return p
 
 
+@contextlib.contextmanager
+def _numpy_only(ds: xr.Dataset):  # noqa: ANN202 (a context manager)
+    """While a Dataset of NumPy arrays is written: xarray's netCDF writer asks whether each array is a
+    dask array and which dask scheduler runs, importing dask.array and distributed to answer (0.6-0.8 s
+    of a new process that needs neither). Where neither is imported yet and no variable is chunked, both
+    answer "absent" for the write (an ImportError, which xarray and dask handle), the answers xarray
+    cached are forgotten after it, and the file is the same."""
+    from xarray.namedarray import pycompat
+
+    names = [n for n in ("dask.array", "distributed") if n not in sys.modules]
+    cache = getattr(pycompat, "_cached_duck_array_modules", None)
+    if not names or not isinstance(cache, dict) or "dask" in cache or any(v.chunks for v in ds.variables.values()):
+        yield
+        return
+    for n in names:
+        sys.modules[n] = None  # type: ignore[assignment]  (import raises ImportError)
+    try:
+        yield
+    finally:
+        for n in names:
+            if sys.modules.get(n, 0) is None:
+                del sys.modules[n]
+        cache.pop("dask", None)
+
+
 def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write to netCDF (``.nc``, via h5netcdf) or zarr (``.zarr``) atomically: the data go to a temporary
     name in the same folder, which is renamed once complete. An existing path is replaced only with
@@ -263,7 +290,8 @@ def write(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -
         tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.", dir=parent))
         target = tmp / p.name
         if fmt == "netcdf":
-            ds.to_netcdf(target, engine="h5netcdf")
+            with _numpy_only(ds):
+                ds.to_netcdf(target, engine="h5netcdf")
         else:
             # fixed-width unicode has no zarr v3 spec: store text as variable-length strings
             ds = ds.copy()

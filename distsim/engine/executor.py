@@ -101,6 +101,7 @@ def execute_shard(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: 
 def _execute(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, backend: str) -> tuple[Any, dict]:
     b = backends.resolve(backend)
     ctx = ShardContext(run_id, shard, round_no, b)
+    start = time.time()  # the meta's "start" (epoch seconds: a timeline across processes of one host)
     t0 = time.perf_counter()
     if b == "gpu":
         import cupy
@@ -116,7 +117,7 @@ def _execute(fn: ShardFn, run_id: str, round_no: int, shard: int, payload: Any, 
         result = fn(ctx, payload)
         device = backends.device_description("cpu")
     meta = {"worker": _worker_address(), "backend": b, "device": device, "seconds": time.perf_counter() - t0,
-            "pid": os.getpid()}
+            "pid": os.getpid(), "start": start}
     return result, meta
 
 

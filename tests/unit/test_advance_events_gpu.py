@@ -1,6 +1,6 @@
 """Particles of networks with SBML events and rules on the GPU (kernels/ssa_events.cu's
 ssa_advance_events): the CPU's bits, with the checks of test_advance_events_host.py run on the device
-(counts, work rows, firings, errors and times after every interval for direct, tree and ar; the DSMTS
+(counts, work rows, firings, errors and times after every interval for every method; the DSMTS
 event and rule cases; chains in one launch and chain by chain; the filter's estimates; PMMH
 iterations), and a whole PMMH run with backend 'gpu' equal to backend 'cpu'. GPU only."""
 
@@ -15,6 +15,7 @@ import distsim.pmmh as pmmh
 from distsim.errors import ConvergenceWarning
 from distsim.models.compile_reactions import compile_network
 from distsim.ssa import load
+from distsim.ssa.methods import METHODS
 
 from test_advance_events import DATA, busy, switched
 from test_advance_events_host import check_chain, check_chains, check_filter, check_twin
@@ -23,7 +24,7 @@ from test_ssa import DSMTS, EVENT_CASES
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("method", ["direct", "tree", "ar"])
+@pytest.mark.parametrize("method", list(METHODS))
 def test_gpu_equals_cpu_busy_network(method):
     c = compile_network(busy(load(DATA / "immigration_death.rxn")))
     assert check_twin(c, method, [0.4, 1.5, 1.5, 2.2, 4.0, 7.5], R=2000) > 10_000

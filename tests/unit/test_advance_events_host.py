@@ -2,7 +2,7 @@
 compiled for the host by g++ (``cuda_host.h``), launched by the unchanged
 ``distsim.ssa.gpu_advance_events`` code with NumPy standing in for CuPy (``cuda_on_host.py``), gives
 the CPU's particles bit for bit: counts, event work rows, firings, error words and times after every
-interval, for the direct, tree and ar methods, on the immigration-death network with a time event, a
+interval, for every method (warp: the tree's selection, as in the SSA), on the immigration-death network with a time event, a
 delayed state event, a self-resetting event and a rule, and on the DSMTS event and rule cases; chains
 with their own parameters in one launch (and one launch per chain when their tables differ) give
 what each gives alone on the CPU; the particle filter's estimates (backend 'gpu') are the CPU's.
@@ -155,7 +155,7 @@ def check_chain() -> None:
     assert len({t[0][0] for t in runs[0]}) > 1  # the chains moved
 
 
-@pytest.mark.parametrize("method", ["direct", "tree", "ar"])
+@pytest.mark.parametrize("method", list(METHODS))
 def test_twin_equals_cpu_busy_network(host_gpu, method):
     c = compile_network(busy(load(DATA / "immigration_death.rxn")))
     assert check_twin(c, method, [0.4, 1.5, 1.5, 2.2, 4.0, 7.5]) > 1000

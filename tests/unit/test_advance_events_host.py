@@ -2,8 +2,9 @@
 compiled for the host by g++ (``cuda_host.h``), launched by the unchanged
 ``distsim.ssa.gpu_advance_events`` code with NumPy standing in for CuPy (``cuda_on_host.py``), gives
 the CPU's particles bit for bit: counts, event work rows, firings, error words and times after every
-interval, for every method (warp: the tree's selection, as in the SSA), on the immigration-death network with a time event, a
-delayed state event, a self-resetting event and a rule, and on the DSMTS event and rule cases; chains
+interval, for every method (warp: the tree's selection, as in the SSA), on the immigration-death
+network with a time event, a delayed state event, a self-resetting event and a rule, and on the DSMTS
+event and rule cases; chains
 with their own parameters in one launch (and one launch per chain when their tables differ) give
 what each gives alone on the CPU; the particle filter's estimates (backend 'gpu') are the CPU's.
 The device itself: tests/unit/test_advance_events_gpu.py (the same checks). Skipped without g++."""

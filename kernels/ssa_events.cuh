@@ -56,6 +56,22 @@ struct ds_events {
     int E, NR, T, P;  // events, rules, time comparisons, mutable parameters
 };
 
+// the tables as kernel parameters: the reactions' (distsim/ssa/gpu.py REACTION_TABLES), then the events'
+// (distsim/ssa/gpu_events.py _EVENT_TABLES), in the order of the launches' arguments
+#define DS_EVENT_KERNEL_TABLES \
+    const long long* __restrict__ x0, const signed char* __restrict__ kind, \
+    const double* __restrict__ theta, const int* __restrict__ rct_start, const int* __restrict__ rct_species, \
+    const int* __restrict__ rct_stoich, const int* __restrict__ chg_start, const int* __restrict__ chg_species, \
+    const int* __restrict__ chg_delta, const int* __restrict__ law_start, const int* __restrict__ law_op, \
+    const double* __restrict__ law_arg, const int* __restrict__ dep_start, const int* __restrict__ dep_list, \
+    const double* __restrict__ p0, const int* __restrict__ prog_start, const int* __restrict__ prog_op, \
+    const double* __restrict__ prog_arg, const int* __restrict__ ev_trigger, const int* __restrict__ ev_priority, \
+    const int* __restrict__ ev_flags, const int* __restrict__ ev_delay, \
+    const int* __restrict__ asg_start, const int* __restrict__ asg_target, \
+    const int* __restrict__ asg_prog, const int* __restrict__ rule_target, const int* __restrict__ rule_prog, \
+    const int* __restrict__ tc_op, const int* __restrict__ tc_prog, const int* __restrict__ par_theta_start, \
+    const int* __restrict__ par_theta, const int* __restrict__ par_law_start, const int* __restrict__ par_law
+
 struct ds_ev_work {
     double* theta; double* larg;  // this realization's rows
     ds_col<double> p; ds_col<int> prev; ds_col<long long> pend; ds_col<double> vals; ds_col<double> st;

@@ -296,16 +296,22 @@ class DaskExecutor:
 Executor = LocalExecutor | DaskExecutor
 
 
+def configured_backend(backend: str | None) -> str:
+    """``backend``, or when None the Dask config key ``distsim.backend`` ('auto' unless set)."""
+    if backend is None:
+        import dask
+
+        backend = dask.config.get("distsim.backend", "auto")
+    return backend
+
+
 def executor_for(client: Any = None, backend: str | None = None) -> Executor:
     """``client``: a ``distributed.Client`` (run there), an executor (used as is), or None (the
     default Dask client if one is running, else in-process). ``backend`` None reads the Dask config key
     ``distsim.backend`` ('auto' unless set, e.g. by ``DASK_DISTSIM__BACKEND=cpu``)."""
     if isinstance(client, (LocalExecutor, DaskExecutor)):
         return client
-    if backend is None:
-        import dask
-
-        backend = dask.config.get("distsim.backend", "auto")
+    backend = configured_backend(backend)
     if client is None and "distributed" in sys.modules:  # no default client before distributed is imported
         try:
             from distributed import default_client

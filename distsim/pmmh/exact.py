@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.linalg import expm
@@ -36,20 +36,27 @@ def generator(net: ReactionNetwork, max_count: int) -> tuple[np.ndarray, np.ndar
     return states, Q
 
 
-def log_likelihood(pr: Problem, theta: np.ndarray | Mapping[str, float], max_count: int) -> float:
-    """Exact log p(data | theta) of the problem's experiments (the forward algorithm)."""
+def log_likelihood(pr: Problem, theta: np.ndarray | Mapping[str, float], max_count: int,
+                   changes: Sequence[tuple[float, Mapping[str, float]]] = ()) -> float:
+    """Exact log p(data | theta) of the problem's experiments (the forward algorithm). ``changes``:
+    (time, {parameter: value}) in time order, parameters set at those times of every experiment (the
+    CME of time events assigning constants; the network's own events and rules are not read)."""
     if isinstance(theta, Mapping):
         theta = np.array([float(theta[n]) for n in pr.names])
     total = 0.0
     for ex in pr.experiments:
-        total += _experiment(pr, np.asarray(theta, np.float64), ex, max_count)
+        total += _experiment(pr, np.asarray(theta, np.float64), ex, max_count, changes)
     return total
 
 
-def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_count: int) -> float:
+def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_count: int,
+                changes: Sequence[tuple[float, Mapping[str, float]]]) -> float:
     values = pr.values(theta, ex)
-    net = pr.net.with_parameters(**{k: v for k, v in values.items() if k in pr.net.params})
-    states, Q = generator(net, max_count)
+    pieces = [(0.0, {k: v for k, v in values.items() if k in pr.net.params})]  # (from time, parameter values)
+    for at, new in changes:
+        pieces.append((float(at), {**pieces[-1][1], **{k: float(v) for k, v in new.items()}}))
+    gens = [generator(pr.net.with_parameters(**v), max_count) for _, v in pieces]
+    states = gens[0][0]
     noise = noise_values(pr.observables, values)
     x0 = ex.x0_of(values)
     if x0 is None:
@@ -58,13 +65,16 @@ def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_coun
     if p.sum() != 1.0:
         raise ValueError("the initial state lies outside the box: raise max_count")
     total, t_prev = 0.0, 0.0
-    steps: dict[float, np.ndarray] = {}  # exp(Q dt) per distinct interval length
+    steps: dict[tuple[int, float], np.ndarray] = {}  # exp(Q dt) per piece and distinct interval length
     for k, t in enumerate(ex.times):
-        if t > t_prev:
-            dt = float(t) - t_prev
-            if dt not in steps:
-                steps[dt] = expm(Q * dt)
-            p = np.maximum(p @ steps[dt], 0.0)
+        for i, (start, _) in enumerate(pieces):  # the pieces' parts of (t_prev, t]
+            end = pieces[i + 1][0] if i + 1 < len(pieces) else math.inf
+            lo, hi = max(t_prev, start), min(float(t), end)
+            if hi > lo:
+                dt = hi - lo
+                if (i, dt) not in steps:
+                    steps[i, dt] = expm(gens[i][1] * dt)
+                p = np.maximum(p @ steps[i, dt], 0.0)
         lik = np.exp(log_weights(pr.observables, ex.at(k), states, values, noise)) * p
         z = float(lik.sum())
         if z <= 0:

@@ -6,6 +6,11 @@ CHECK_DOMAIN)``) and an iteration ``it``. Particle p over observation interval i
 experiments) draws its SSA events from key (key, p), counter (event, it * n_intervals + i, 0, 0)
 (:mod:`distsim.ssa.advance`); the systematic resampling after interval i uses key (key, CHAIN_RID),
 counter (it, i, 0, 1). So a filter's estimate depends on (seed, chain, iteration) alone.
+With SBML events or assignment rules, a particle is its counts and its event work row, advanced
+from absolute time to absolute time by :mod:`distsim.ssa.advance_events` (draw d: firings and stops at
+time comparisons, counter (d, it * n_intervals + i, 0, 0); on a GPU its twin
+:mod:`distsim.ssa.gpu_advance_events`, the rows staying on the device) and resampled together; the
+events are compiled at each chain's parameter values.
 """
 
 from __future__ import annotations
@@ -18,12 +23,12 @@ import numba
 import numpy as np
 
 from ..backends.dsmath import ds_exp
-from ..errors import ModelError
-from ..models.compile_events import parameter_slots
+from ..models.compile_events import CompiledEvents, compile_events, parameter_slots
 from ..models.compile_reactions import CompiledNetwork, compile_network
 from ..models.reactions import ReactionNetwork
 from ..rng import philox, uniform_f64
 from ..ssa.advance import advance
+from ..ssa.advance_events import advance_events, new_works, start_events
 from ..ssa.errors import ERR_MASK, ERR_MAX_EVENTS, ERR_NONE, describe
 from ..ssa.methods import METHODS
 from .observation import (CompiledExperiment, CompiledObservable, device_weights, filter_kernel, log_weights,
@@ -89,10 +94,17 @@ def _slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict, dict]:
 
 
 def check_network(net: ReactionNetwork) -> None:
-    """The SSA particles support every kinetic law, but not (yet) events, rules or time-dependent laws."""
-    if net.has_hooks:
+    """The SSA particles support every kinetic law, SBML events and assignment rules, but not (yet)
+    time-dependent propensities or rate rules."""
+    if net.hybrid:
         net.require_plain("particle MCMC")
-        raise ModelError("particle MCMC does not support SBML events or assignment rules yet", file=net.source or None)
+
+
+def _events_at(pr: Problem, values: Mapping[str, float]) -> CompiledEvents:
+    """The events and rules compiled at these parameter values (the initial values of the parameters
+    they assign, the constants their programs read)."""
+    net = pr.net.with_parameters(**{k: v for k, v in values.items() if k in pr.net.params})
+    return compile_events(net, pr.compiled.law_start)
 
 
 def _uniforms(keys: np.ndarray, it: int, n_int: int) -> np.ndarray:
@@ -180,10 +192,12 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
     the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
     one it gives alone."""
     c = pr.compiled
+    hooks = c.events is not None  # particles carry event work rows W along with X
     if backend == "gpu":
         import cupy as xp
 
         from ..ssa.gpu_advance import advance_device
+        from ..ssa.gpu_advance_events import to_device
 
         move, method = advance_device, METHODS[pr.method]
     else:
@@ -203,13 +217,23 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
         x0 = [ex.x0_of(v) for v in values] if ex.x0_params else [ex.x0] * G
         total[[g for g in range(G) if x0[g] is None]] = -math.inf  # no initial count at these parameters
         live = np.flatnonzero(total > -math.inf)  # chains still with a finite estimate
-        X = xp.asarray(np.repeat(np.array([x0[g] for g in live], np.int64).reshape(-1, S), N, axis=0))
+        X = np.repeat(np.array([x0[g] for g in live], np.int64).reshape(-1, S), N, axis=0)
+        if hooks:  # the work rows start on the host (rules and events of t = 0 change X)
+            ces = {int(g): _events_at(pr, values[g]) for g in live}
+            W = _start_hooked(pr, c, ces, X, th_all, la_all, live, keys, N, ex)
+            if xp is not np:
+                W = to_device(W)
+        X = xp.asarray(X)
         t_prev = 0.0
         for k, t in enumerate(ex.times):
             if not live.size:
                 return total, int(fired)
-            events, errors = move(c, method, X, th_all[live], la_all[live], float(t) - t_prev, key=keys[live],
-                                  e_hi=it * n_int + gi, max_events=pr.max_events)
+            if hooks:
+                events, errors = _advance_hooked(xp, c, method, ces, X, W, live, keys, N, t_prev, float(t),
+                                                 it * n_int + gi, pr.max_events)
+            else:
+                events, errors = move(c, method, X, th_all[live], la_all[live], float(t) - t_prev, key=keys[live],
+                                      e_hi=it * n_int + gi, max_events=pr.max_events)
             fired = fired + events.sum()  # stays on the device until the end
             Gl = live.size
             if batched:
@@ -241,9 +265,49 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 total[g] = total[g] + (m[q] + math.log(s[q] / N)) if ok[q] else -math.inf
             if resample:
                 X = X[anc]
+                if hooks:  # a particle is its counts and its event work row
+                    W = tuple(a[anc] for a in W)
             if not ok.all():
                 X = X.reshape(Gl, N, S)[xp.asarray(ok)].reshape(-1, S)
+                if hooks:
+                    W = tuple(a.reshape((Gl, N) + a.shape[1:])[xp.asarray(ok)].reshape((-1,) + a.shape[1:])
+                              for a in W)
                 live = live[ok]
             t_prev = float(t)
             gi += 1
     return total, int(fired)
+
+
+def _start_hooked(pr: Problem, c: CompiledNetwork, ces: dict[int, CompiledEvents], X: np.ndarray, th_all: np.ndarray,
+                  la_all: np.ndarray, live: np.ndarray, keys: np.ndarray, N: int, ex: CompiledExperiment) -> tuple:
+    """The event work rows of the live chains' particles at time 0 (rules and events of t = 0 change X in place)."""
+    parts = []
+    for q, g in enumerate(live):
+        Xq = X[q * N:(q + 1) * N]
+        Wq, err, val = start_events(c, ces[int(g)], Xq, th_all[g], la_all[g])
+        bad = np.flatnonzero(err != ERR_NONE)
+        if bad.size:
+            p = int(bad[0])
+            raise RuntimeError(describe(pr.net, int(err[p]), p, f"{ex.source}, t=0", int(keys[g]), 0.0, Xq[p],
+                                        float(val[p])))
+        parts.append(Wq)
+    if not parts:
+        return new_works(c, 0)
+    return tuple(np.concatenate([w[i] for w in parts]) for i in range(len(parts[0])))
+
+
+def _advance_hooked(xp: Any, c: CompiledNetwork, method: Any, ces: dict[int, CompiledEvents], X: Any, W: tuple,
+                    live: np.ndarray, keys: np.ndarray, N: int, t0: float, t1: float, e_hi: int, max_events: int
+                    ) -> tuple[Any, Any]:
+    """:func:`~distsim.ssa.advance_events.advance_events` of each live chain's rows (its own events'
+    tables, key and particles 0..N-1: the bits it gives alone), in place; (firings, error words) per row.
+    ``xp`` cupy: its GPU twin, every chain in one launch."""
+    if xp is not np:
+        from ..ssa.gpu_advance_events import advance_events_device
+
+        ev, er, _ = advance_events_device(c, [ces[int(g)] for g in live], method, X, W, t0, t1, keys=keys[live],
+                                          e_hi=e_hi, max_events=max_events)
+        return ev, er
+    out = [advance_events(c, ces[int(g)], method, X[q * N:(q + 1) * N], tuple(a[q * N:(q + 1) * N] for a in W),
+                          t0, t1, key=int(keys[g]), e_hi=e_hi, max_events=max_events) for q, g in enumerate(live)]
+    return np.concatenate([o[0] for o in out]), np.concatenate([o[1] for o in out])

@@ -35,7 +35,8 @@ from ..mcmc import diagnostics
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed, derive_seeds, philox, uniform_f64
 from ..ssa.methods import METHODS, choose_method
-from .filter import CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network, log_likelihoods
+from .filter import (CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network,
+                     log_likelihoods)
 from .observation import Experiment, as_observables, compile_experiment, compile_observables
 from .priors import as_prior
 

@@ -432,34 +432,45 @@ def event_work_shape(c: CompiledNetwork) -> tuple[int, ...]:
 
 
 RECOMPUTE_NONE, RECOMPUTE_DEPENDENTS, RECOMPUTE_ALL = 0, 1, 2
+NO_DRAW_LIMIT = np.uint64(2**64 - 1)  # events_loop's max_draws: none (the SSA's)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, aux, stack, rec, firings, w):
     """:func:`run_realization` for a network with events or rules (``ev``: its EventArrays, ``w``: the
     realization's event work arrays, :func:`distsim.ssa.event_ops.new_work`)."""
-    S = x.shape[0]
+    x[:] = net.x0
+    w[0][:] = net.theta
+    w[1][:net.law_arg.shape[0]] = net.law_arg
+    word, v = event_ops.reset(x, 0.0, ev, w)
+    if word != ERR_NONE:
+        return np.uint64(0), word, 0.0, v
+    return events_loop(method, rid, seed, np.uint64(0), NO_DRAW_LIMIT, net, ev, grid, max_events, x, a, aux, stack,
+                       rec, firings, w, 0.0)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def events_loop(method, rid, seed, ctr_hi, max_draws, net, ev, grid, max_events, x, a, aux, stack, rec, firings, w,
+                t):
+    """The event loop of :func:`run_realization_events` from the state (x, w) at time ``t`` (before
+    ``grid[0]``), recording ``rec[k]`` until the last grid point; also the advance of a particle
+    (:mod:`distsim.ssa.advance_events`: ``grid`` = [t1]). Draw d uses the Philox counter
+    ``(ctr_hi << 32) | d``; past ``max_draws`` draws (at most 2**32 - 1 with ``ctr_hi`` > 0) the loop
+    stops with ERR_MAX_EVENTS. Returns (firings, error word, time, refused value or NaN)."""
     M = a.shape[0]
     K = grid.shape[0]
-    x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
-        law_arg, dep_start, dep_list = net
+    _, kind, _, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
+        _, dep_start, dep_list = net
     theta_r, larg_r = w[0], w[1]
     n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]  # (hooks skipped when 0)
     for i in range(n_ev):  # delayed events stop the loop at their scheduled times too
         if ev.ev_delay[i] >= 0:
             n_tc += 1
-    for s in range(S):
-        x[s] = x0[s]
-    theta_r[:] = theta
-    larg_r[:law_arg.shape[0]] = law_arg
     method_reset(method, aux)
-    t = 0.0
     k = 0
     e = np.uint64(0)
-    draws = np.uint64(0)  # waiting times drawn: firings plus stops
-    word, v = event_ops.reset(x, t, ev, w)
-    if word != ERR_NONE:
-        return e, word, t, v
+    ctr = ctr_hi << np.uint64(32)  # the next draw's counter: firings plus stops so far in the low word
+    ctr_end = ctr + max_draws if max_draws < NO_DRAW_LIMIT else NO_DRAW_LIMIT
     j = -1
     todo = RECOMPUTE_ALL
     while True:
@@ -477,7 +488,10 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
                 return e, error_word(ERR_PROPENSITY, d), t, v
             a[d] = v
             method_update(method, a, aux, d, v)
-        tau, u = method_event(method, a, aux, draws, seed, rid)
+        if ctr >= ctr_end:
+            _record(rec, x, grid, k, math.inf)
+            return e, ERR_MAX_EVENTS, t, math.nan
+        tau, u = method_event(method, a, aux, ctr, seed, rid)
         t_new = t + tau
         t_stop = event_ops.next_change(x, t, ev, w) if n_tc > 0 else math.inf
         stop = t_stop <= t_new and t_stop <= grid[K - 1]
@@ -485,7 +499,7 @@ def run_realization_events(method, rid, seed, net, ev, grid, max_events, x, a, a
         k = _record(rec, x, grid, k, t_rec)
         if k >= K:
             return e, ERR_NONE, t, math.nan
-        draws += np.uint64(1)
+        ctr += np.uint64(1)
         if stop:  # a time comparison changes before the next firing: events, then a fresh waiting time
             t = t_stop
             word, v, n = event_ops.fire_events(x, t, ev, w) if n_ev > 0 else (ERR_NONE, math.nan, 0)

@@ -1,0 +1,66 @@
+"""Particles of networks with SBML events and rules on the GPU (kernels/ssa_events.cu's
+ssa_advance_events): the CPU's bits, with the checks of test_advance_events_host.py run on the device
+(counts, work rows, firings, errors and times after every interval for every method; the DSMTS
+event and rule cases; chains in one launch and chain by chain; the filter's estimates; PMMH
+iterations), and a whole PMMH run with backend 'gpu' equal to backend 'cpu'. GPU only."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import distsim.pmmh as pmmh
+from distsim.errors import ConvergenceWarning
+from distsim.models.compile_reactions import compile_network
+from distsim.ssa import load
+from distsim.ssa.methods import METHODS
+
+from test_advance_events import DATA, busy, switched
+from test_advance_events_host import check_chain, check_chains, check_filter, check_twin
+from test_ssa import DSMTS, EVENT_CASES
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_gpu_equals_cpu_busy_network(method):
+    c = compile_network(busy(load(DATA / "immigration_death.rxn")))
+    assert check_twin(c, method, [0.4, 1.5, 1.5, 2.2, 4.0, 7.5], R=2000) > 10_000
+
+
+@pytest.mark.parametrize("case", EVENT_CASES)
+def test_gpu_equals_cpu_dsmts(case):
+    c = compile_network(load(DSMTS / case / f"{case}-sbml-l3v1.xml"))
+    assert check_twin(c, "direct", [1.0, 5.0, 12.5, 30.0, 50.0], R=1000) > 0
+
+
+def test_gpu_stops_rows_as_the_cpu():
+    check_twin(compile_network(switched(load(DATA / "immigration_death.rxn"))), "direct", [2.0, 50.0], R=256,
+               max_events=3)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_gpu_chains_equal_each_alone(split):
+    check_chains(split)
+
+
+def test_gpu_filter_and_chains_equal_cpu():
+    check_filter()
+    check_chain()
+
+
+def test_gpu_pmmh_run_equals_cpu():
+    net = busy(load(DATA / "immigration_death.rxn"))
+    obs, exps, prior = [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment([1, 2, 3, 5], {"y": [1, 3, 6, 4]}), \
+        {"k1": "gamma:2,1"}
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for backend in ("cpu", "gpu"):
+            runs.append(pmmh.infer(net, obs, exps, prior=prior, backend=backend, iterations=40, burn_in=10, chains=2,
+                                   particles=64, seed=3, progress=False))
+    assert runs[1].attrs["backend"] == "gpu"
+    for v in ("k1", "log_likelihood", "accepted"):
+        assert np.array_equal(runs[0][v].values, runs[1][v].values), v

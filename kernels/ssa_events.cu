@@ -39,17 +39,21 @@ struct ds_grid_rec {
             for (int s = 0; s < S; ++s) rec[((unsigned long long)kk * S + s) * RR + r] = (int)x[s];
     }
     __device__ __forceinline__ void fired(const int j) const { atomicAdd(&firings[j], 1ull); }
+    __device__ __forceinline__ bool exhausted(const unsigned long long ctr) const { return false; }  // no draw limit
 };
 
-// an advance records nothing: its state at t1 (its one grid point) is x after the loop
+// an advance records nothing: its state at t1 (its one grid point) is x after the loop; at most the draws
+// below counter ctr_end (a compile-time "no limit" for the SSA, whose loop then has no compare for it)
 struct ds_no_rec {
+    unsigned long long ctr_end;
+    __device__ __forceinline__ bool exhausted(const unsigned long long ctr) const { return ctr >= ctr_end; }
     template <class X> __device__ __forceinline__ void put(const int k, const X& x, int& err) const {}
     template <class X> __device__ __forceinline__ void fill(const int k0, const int K, const X& x) const {}
     __device__ __forceinline__ void fired(const int j) const {}
 };
 
 // the event loop (cpu.events_loop) from the state (x, W) at time t, before grid[0], until the last of the
-// K grid points: draw d at counter (ctr_hi << 32) | d, at most max_draws draws (~0: no limit); e: the
+// K grid points: draw d at counter (ctr_hi << 32) | d, while rec is not exhausted; e: the
 // firings; returns the error word (t: its time, bad: a refused value of the event functions)
 template <class X, class REC>
 __device__ __forceinline__ int ds_events_loop(
@@ -57,7 +61,7 @@ __device__ __forceinline__ int ds_events_loop(
     const int n_aux, const ds_reactions& N, const ds_events& V, const ds_ev_work& W, const int* __restrict__ chg_start,
     const int* __restrict__ chg_species, const int* __restrict__ chg_delta, const int* __restrict__ dep_start,
     const int* __restrict__ dep_list, const double* __restrict__ grid, const int K, const uint32_t seed,
-    const uint32_t rid, const unsigned long long ctr_hi, const unsigned long long max_draws, const long long max_events,
+    const uint32_t rid, const unsigned long long ctr_hi, const long long max_events,
     const double2* __restrict__ logtab, const REC& rec, double& t, unsigned long long& e, double& bad)
 {
     const int n_tc = ds_time_stops(V);  // (next_change skipped when 0)
@@ -65,7 +69,6 @@ __device__ __forceinline__ int ds_events_loop(
     int k = 0;
     e = 0ull;
     unsigned long long ctr = ctr_hi << 32;  // the next draw's counter: firings plus stops so far in the low word
-    const unsigned long long ctr_end = max_draws < ~0ull ? ctr + max_draws : ~0ull;
     int j = -1;
     int todo = DS_RECOMPUTE_ALL;
     const double INF = __longlong_as_double(0x7ff0000000000000LL);
@@ -84,7 +87,7 @@ __device__ __forceinline__ int ds_events_loop(
                 ds_method_update(a, aux, n_aux, d, v);
             }
         }
-        if (ctr >= ctr_end) {
+        if (rec.exhausted(ctr)) {
             rec.fill(k, K, x);
             return ERR_MAX_EVENTS;
         }
@@ -165,7 +168,7 @@ extern "C" __global__ void ssa_events(
     int err = ds_ev_reset(x, t, V, W, bad);
     if (err == ERR_NONE)
         err = ds_events_loop(x, a, aux, st, M, n_aux, N, V, W, chg_start, chg_species, chg_delta, dep_start, dep_list,
-                             grid, K, seed, rid, 0ull, ~0ull, max_events, logtab, ds_grid_rec{rec, firings, S, RR, r},
+                             grid, K, seed, rid, 0ull, max_events, logtab, ds_grid_rec{rec, firings, S, RR, r},
                              t, e, bad);
     events[r] = e;
     errors[r] = err;
@@ -214,7 +217,8 @@ extern "C" __global__ void ssa_advance_events(
     double bad = 0.0;
     const int err = ds_events_loop(x, a, aux, st, M, n_aux, N, V, W, chg_start, chg_species, chg_delta, dep_start,
                                    dep_list, end, 1, keys[g], (uint32_t)(r - g * per), (unsigned long long)e_hi,
-                                   4294967295ull, max_events, logtab, ds_no_rec{}, t, e, bad);
+                                   max_events, logtab, ds_no_rec{((unsigned long long)e_hi << 32) + 4294967295ull},
+                                   t, e, bad);
     events[r] = e;
     errors[r] = err;
     times[r] = t;

@@ -76,7 +76,7 @@ def wire_step(setup: Any, step: Any) -> Any:
     if type(step) is not type(setup) or not dataclasses.is_dataclass(step):
         return step
     return StepDelta({f.name: getattr(step, f.name) for f in dataclasses.fields(step)
-                      if getattr(step, f.name) is not getattr(setup, f.name)})
+                      if f.init and getattr(step, f.name) is not getattr(setup, f.name)})
 
 
 def _unwire(setup: Any, step: Any) -> Any:

@@ -56,7 +56,9 @@ def run_config(label: str, client, nets, precisions, seed: int, rows: list) -> N
                   f"R-hat {row['rhat']:.3f} {row['chains']} chains x {row['length']} = {row['steps']:.3g} steps, "
                   f"{row['rounds']} rounds, {wall:.2f} s ({row['rate']:.3g} steps/s) [{row['backend']}]", flush=True)
             print(task_report(a), flush=True)
-            row.update(imbalance=a["round_imbalance_s"], overhead=a["round_overhead_s"], between=a["between_rounds_s"])
+            walls = sum(float(x) for x in a["round_wall_s"].split(","))
+            row.update(imbalance=a["round_imbalance_s"], overhead=a["round_overhead_s"], between=a["between_rounds_s"],
+                       device=a["device_seconds"], outside=wall - walls - a["between_rounds_s"])
 
 
 def task_report(a: dict) -> str:
@@ -141,7 +143,27 @@ def main() -> None:
                      f"{r['probability']:.6f} | {r['half_width']:.1e} | {r['rhat']:.3f} | {r['chains']} x {r['length']} | "
                      f"{r['steps']:.3g} | {r['rounds']} | {r['wall']:.2f} | {r['rate']:.3g} | {sp} | "
                      f"{r['imbalance']:.3f} | {r['overhead']:.3f} | {r['between']:.3f} |")
+    lines += dask_cost(rows)
     emit(lines, args.out)
+
+
+def dask_cost(rows: list[dict]) -> list[str]:
+    """Where a Dask run's extra wall time goes against the in-process run of the same network and
+    precision: its slowest tasks summed over rounds (device work in the worker), each round's wall
+    minus its slowest task (submit, transfers, results back), the client between rounds, and outside
+    the rounds (before the first: compile, the run's start; after the last: the Dataset, the release)."""
+    ref = {(r["network"], r["precision"]): r for r in rows if r["config"] == "in-process"}
+    out = []
+    for r in rows:
+        base = ref.get((r["network"], r["precision"]))
+        if base is None or r is base:
+            continue
+        d = {k: r[k] - base[k] for k in ("wall", "device", "overhead", "between", "outside")}
+        out.append(f"* {r['config']} - in-process, {r['network']} r={r['precision']:g}: wall {d['wall']:+.3f} s = "
+                   f"slowest tasks {d['device']:+.3f} + round overhead {d['overhead']:+.3f} + between rounds "
+                   f"{d['between']:+.3f} + outside the rounds {d['outside']:+.3f} ({r['rounds']} rounds; "
+                   f"{r['wall'] / base['wall']:.2f}x)")
+    return [""] + out if out else []
 
 
 if __name__ == "__main__":

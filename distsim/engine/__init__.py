@@ -23,7 +23,7 @@ from .progress import Progress
 from .run import Run, StatefulShards
 from .shards import split
 from .slices import SLICE_SECONDS, Cancelled, Slices
-from .stateful import Missing, ShardKind, StateTask, run_state_task
+from .stateful import Missing, ShardKind, StateTask, StepDelta, run_state_task, wire_step
 
 __all__ = [
     "DETERMINISTIC",
@@ -41,6 +41,7 @@ __all__ = [
     "Slices",
     "StateTask",
     "StatefulShards",
+    "StepDelta",
     "TaskError",
     "execute_shard",
     "executor_for",
@@ -48,4 +49,5 @@ __all__ = [
     "run_state_task",
     "split",
     "task_cancelled",
+    "wire_step",
 ]

@@ -21,7 +21,7 @@ from .. import results
 from .executor import OnDone, ShardFn, executor_for, new_run_id
 from .progress import Progress
 from .shards import split
-from .stateful import Missing, ShardKind, StateTask, run_state_task
+from .stateful import Missing, ShardKind, StateTask, run_state_task, wire_step
 
 REBUILD = 1 << 24  # round number of the rebuild of round r: REBUILD + r
 
@@ -153,15 +153,22 @@ class StatefulShards:
         self.kind = kind
         self.setups = list(setups)
         self.log: list[list[Any]] = [[] for _ in self.setups]
+        self.tags = [kind.tag(setup) for setup in self.setups]  # the states' cache keys, sent with later steps
         self.index = 0
 
     def __len__(self) -> int:
         return len(self.setups)
 
     def advance(self, steps: Sequence[Any] | None = None) -> list[Any]:
-        """Apply one step to every shard (``None``: each shard's step is None); the results in shard order."""
+        """Apply one step to every shard (``None``: each shard's step is None); the results in shard order.
+        The first round sends each shard's setup; later ones only the step (the worker keeps the setup:
+        see :mod:`.stateful`), the setup again only to rebuild a shard that answered :class:`Missing`."""
         steps = [None] * len(self) if steps is None else list(steps)
-        tasks = [StateTask(self.kind, setup, step, self.index) for setup, step in zip(self.setups, steps)]
+        if self.index == 0:
+            tasks = [StateTask(self.kind, setup, step, 0) for setup, step in zip(self.setups, steps)]
+        else:
+            tasks = [StateTask(self.kind, None, wire_step(setup, step), self.index, tag=tag)
+                     for setup, step, tag in zip(self.setups, steps, self.tags)]
         round_no = self.run.rounds
         out = self.run.round(run_state_task, tasks)
         missing = [s for s, r in enumerate(out) if isinstance(r, Missing)]

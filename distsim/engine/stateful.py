@@ -11,10 +11,17 @@ state (its worker died, Dask moved the task, another backend) rebuilds it.
 * The others (GRN: earlier rounds brought migrants from other shards) answer :class:`Missing`;
   the client (:class:`~distsim.engine.run.StatefulShards`, which keeps every shard's log of steps) resends the task with
   the shard's earlier steps, and the rebuilt state replays them.
+
+The setup travels once: a shard's first task carries it and the worker keeps it with the state; later
+tasks carry only the step (and the state's tag), and a step of the setup's own dataclass type only the
+fields that differ from it (:func:`wire_step`: a PBN round sends its segments, not the compiled model
+again). A task that finds no state and has no setup answers :class:`Missing` (every kind), and the
+client resends it with the setup (and, for kinds that do not replay themselves, the history).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +50,37 @@ class ShardKind:
 
 @dataclass(frozen=True, eq=False)
 class StateTask:
-    """The payload of a stateful shard task: step number ``index`` (0-based) of the shard."""
+    """The payload of a stateful shard task: step number ``index`` (0-based) of the shard. ``setup``
+    None: the worker holds it (with the state of cache key ``tag``); then ``step`` may be
+    :class:`StepDelta` (see :func:`wire_step`)."""
 
     kind: ShardKind
     setup: Any
     step: Any
     index: int
     history: tuple | None = None  # steps 0..index-1, sent only to rebuild a lost state
+    tag: str | None = None  # kind.tag(setup), sent when the setup is not
+
+
+@dataclass(frozen=True)
+class StepDelta:
+    """A step sent as the fields in which it differs from its shard's setup (same dataclass type)."""
+
+    fields: dict
+
+
+def wire_step(setup: Any, step: Any) -> Any:
+    """What of ``step`` travels to a worker that holds ``setup``: a step of the setup's own dataclass
+    type (e.g. ``dataclasses.replace(setup, ...)``) as the fields not identical to the setup's, any
+    other step as it is."""
+    if type(step) is not type(setup) or not dataclasses.is_dataclass(step):
+        return step
+    return StepDelta({f.name: getattr(step, f.name) for f in dataclasses.fields(step)
+                      if f.init and getattr(step, f.name) is not getattr(setup, f.name)})
+
+
+def _unwire(setup: Any, step: Any) -> Any:
+    return dataclasses.replace(setup, **step.fields) if isinstance(step, StepDelta) else step
 
 
 @dataclass(frozen=True)
@@ -61,6 +92,7 @@ class Missing:
 class _Entry:
     state: Any
     backend: str
+    setup: Any
     done: int = 0  # steps applied
     last: Any = None  # the result of the last step (kinds that cannot replay themselves)
 
@@ -70,20 +102,20 @@ def run_state_task(ctx: ShardContext, t: StateTask | None) -> Any:
     if t is None:
         return None
     kind = t.kind
-    tag = kind.tag(t.setup)
+    tag = kind.tag(t.setup) if t.tag is None else t.tag
     entry = registry.get(ctx.run_id, ctx.shard, tag)
     if entry is not None and entry.backend != ctx.backend:
         entry = None
     if entry is not None and entry.done == t.index + 1 and entry.last is not None:
         return entry.last  # this step already ran here (Dask recomputed the task)
     if entry is None or entry.done != t.index:
-        if t.index and t.history is None and not kind.replays_itself:
+        if t.setup is None or (t.index and t.history is None and not kind.replays_itself):
             return Missing()
-        entry = _Entry(kind.build(ctx, t.setup), ctx.backend)
+        entry = _Entry(kind.build(ctx, t.setup), ctx.backend, t.setup)
         for step in t.history or ():
-            kind.replay(ctx, entry.state, step)
+            kind.replay(ctx, entry.state, _unwire(t.setup, step))
     registry.put(ctx.run_id, ctx.shard, None, tag)  # invalid while it changes
-    result = kind.advance(ctx, entry.state, t.step)
+    result = kind.advance(ctx, entry.state, _unwire(entry.setup, t.step))
     entry.done = t.index + 1
     entry.last = None if kind.replays_itself else result
     registry.put(ctx.run_id, ctx.shard, entry, tag)

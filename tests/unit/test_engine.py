@@ -160,3 +160,66 @@ def test_a_default_client_that_is_not_running_is_not_used(monkeypatch):
 
     monkeypatch.setattr(distributed, "default_client", lambda: Stale())
     assert isinstance(executor_for(None, "cpu"), LocalExecutor)
+
+
+class _Recording(LocalExecutor):
+    """In-process, keeping every round's payloads; ``lose``: drop the cached states before those rounds
+    (as if the worker had died)."""
+
+    def __init__(self, lose=()):
+        super().__init__("cpu")
+        self.lose = set(lose)
+        self.rounds = []
+
+    def run_round(self, fn, run_id, round_no, payloads, on_done=None):
+        self.rounds.append((round_no, list(payloads)))
+        if round_no in self.lose:
+            registry.release(run_id)
+        return super().run_round(fn, run_id, round_no, payloads, on_done)
+
+
+def test_setup_travels_once(net, local_result):
+    """A stateful shard's setup (the compiled PBN) goes with its first task only; later tasks carry the
+    step's changed fields and the state's tag: a later round's payload is smaller than the model alone."""
+    import pickle
+
+    rec = _Recording()
+    ds = steady_state(net, client=rec, **SS)
+    assert_same(ds, local_result)
+    (r0, first), *later = rec.rounds
+    assert r0 == 0 and len(later) == ds.attrs["rounds"] - 1 >= 2
+    assert all(t.setup is not None and t.index == 0 for t in first)
+    for round_no, tasks in later:
+        for t, t0 in zip(tasks, first):
+            assert t.tag == t0.kind.tag(t0.setup)
+            assert t.setup is None and isinstance(t.step, engine.StepDelta) and t.index == round_no
+            assert "compiled" not in t.step.fields and "step_from" in t.step.fields
+    model = len(pickle.dumps(first[0].setup.compiled, protocol=5))
+    assert max(len(pickle.dumps(tasks, protocol=5)) for _, tasks in later) < model / 4
+
+
+def test_lost_state_without_setup_is_rebuilt(net, local_result):
+    """A task that finds no state (its worker died; here: dropped before round 2) has no setup to
+    rebuild it from: it answers Missing, and the client resends it with the setup (a PBN shard then
+    replays from step 0): the same answer."""
+    rec = _Recording(lose={2})
+    ds = steady_state(net, client=rec, **SS)
+    assert_same(ds, local_result)
+    numbers = [n for n, _ in rec.rounds]
+    assert numbers[:4] == [0, 1, 2, engine.run.REBUILD + 2] and numbers.count(engine.run.REBUILD + 2) == 1
+    redo = rec.rounds[3][1]
+    assert all(t.setup is not None and t.step.step_from > 0 for t in redo)
+
+
+def test_wire_step_keeps_other_steps_whole():
+    from dataclasses import dataclass, replace
+
+    @dataclass(frozen=True)
+    class Setup:
+        model: tuple
+        at: int
+
+    s = Setup(tuple(range(100)), 0)
+    assert engine.wire_step(s, replace(s, at=5)) == engine.StepDelta({"at": 5})
+    assert engine.wire_step(s, {"at": 5}) == {"at": 5}  # another type: sent as it is
+    assert engine.wire_step(s, Setup(tuple(range(100)), 5)).fields.keys() == {"model", "at"}  # an equal copy is sent

@@ -7,6 +7,7 @@ errors of the mean of exp(ll - ll_exact) over independent filters (fixed seeds).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -15,12 +16,14 @@ import pytest
 
 import distsim.pmmh as pmmh
 from distsim.errors import ConvergenceWarning, ModelError
-from distsim.models.arith import BinOp, Param
+from distsim.models.arith import BinOp, Num, Param, Species
+from distsim.models.events import Assignment, Compare, Event, RateRule
 from distsim.models.reactions import Reaction, ReactionNetwork
 from distsim.pmmh import exact, sampler
 from distsim.pmmh.filter import log_likelihood, log_likelihoods
 
 from test_advance_hybrid import D, sine_immigration_death
+from test_pmmh_events import _exact_with_a_state_event
 from test_ssa_hybrid import C as DECAY_C, X0 as DECAY_X0, decay
 
 Z = 4.0
@@ -117,3 +120,20 @@ def test_a_gpu_filter_is_refused_naming_the_cpu_backend():
     pr = _problem(net, {"a": "gamma:2,1"})
     with pytest.raises(ModelError, match=r"backend='cpu'"):  # before anything runs (no GPU needed to see it)
         log_likelihood(pr, np.array([2.0]), 8, 1, 0, backend="gpu")
+
+
+def test_filter_likelihood_is_unbiased_with_a_state_event_on_a_rate_rule_variable():
+    # immigration at rate k1, a rate-rule variable (k1' = 0) that 'X >= 4' sets to 0.3: each particle's k1
+    # is its own (the value in its work row, resampled with its counts); the forward algorithm on (X, fired)
+    net = ReactionNetwork.create(["X"], [0], [Reaction((), ((0, 1),), law=Param("k1"), name="immigration"),
+                                              Reaction(((0, 1),), (), rate="k2", name="death")],
+                                 {"k1": 1.0, "k2": 0.2}, rate_rules=[RateRule("r", "k1", -1, Num(0.0))],
+                                 events=[Event("slow", Compare(">=", Species(0), Num(4.0)),
+                                               (Assignment("k1", -1, Num(0.3)),))])
+    assert net.hybrid
+    pr = _problem(net, {"k1": "gamma:2,1"}, times=[1, 2, 3, 4, 5, 6], y=[2, 4, 3, 2, 2, 1])
+    theta = [2.0]
+    ll_exact = _exact_with_a_state_event(dataclasses.replace(pr, net=dataclasses.replace(pr.net, rate_rules=())),
+                                         theta[0], 0.3, 4, 40)
+    assert abs(exact.log_likelihood(pr, theta, 40) - ll_exact) > 0.5  # (without the event)
+    _unbiased(pr, theta, ll_exact)

@@ -3,7 +3,8 @@ distsim.ssa.advance_events with distsim.ssa.cpu.hybrid_loop, the SSA's loop.
 
 Bit for bit: one call from 0 to t1 with e_hi = 0 gives realization p's SSA state at t1 (counts and
 rate-rule values) of a run whose grid ends at t1. In law: particles advanced interval by interval
-(a fresh waiting time per call) have the SSA's law: immigration-death with the birth rate
+(a fresh waiting time per call) have the SSA's law (the interval ends inside or at a time event's
+instant): immigration-death with the birth rate
 k(t) = a + b sin(t) is Poisson with mean m(t) = a/d (1 - e^{-dt}) + b (d sin t - cos t + e^{-dt}) / (d^2 + 1);
 a decaying rate-rule input x' = -c x driving births at rate k x is Poisson with mean k x0 (1 - e^{-ct}) / c,
 and every particle carries x(t) = x0 e^{-ct}. Mean and variance within Z standard errors (fixed seeds)."""
@@ -120,6 +121,26 @@ def test_rate_rule_state_is_carried_across_calls():
         exact = DECAY_X0 * math.exp(-DECAY_C * t)
         assert np.all(np.abs(W[2][:, col] - exact) <= ODE_TOL * DECAY_X0), t
         assert np.all(W[16][:, 0] > 0.0)  # each particle keeps its integrator's next step size
+        t0 = t
+
+
+@pytest.mark.parametrize("cuts", [[0.5, 1.0, 2.0, 3.0], [0.7, 1.6, 3.0]])
+def test_time_event_on_the_input_interval_by_interval(cuts):
+    # x := x + x0 at t = 1, at an interval's end (executed there, not again by the next call) or inside one:
+    # after it x = x0 (e^{-c} + 1) e^{-c (t - 1)}
+    boost = Event("boost", Compare(">=", Time(), Num(1.0)), (Assignment("X", -1, BinOp("+", Param("X"),
+                                                                                        Param("x0"))),))
+    c = compile_network(decay(events=[boost]))
+    N = 20_000
+    X, W = _start(c, N)
+    t0 = 0.0
+    for i, t in enumerate(cuts):
+        _, err, _, _ = advance_events(c, c.events, METHODS["direct"].cpu, X, W, t0, t, key=5, e_hi=i)
+        assert not err.any()
+        x = X[:, 0].astype(float)
+        mu = float(decay_mean(t) if t < 1.0 else decay_mean(1.0) + (1 + math.exp(-DECAY_C)) * decay_mean(t - 1.0))
+        assert abs(x.mean() - mu) < Z * math.sqrt(mu / N), (t, x.mean(), mu)
+        assert abs(x.var(ddof=1) - mu) < Z * math.sqrt((mu + 2 * mu**2) / N), (t, x.var(), mu)
         t0 = t
 
 

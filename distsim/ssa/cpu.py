@@ -580,8 +580,9 @@ def hybrid_loop(rid, seed, ctr_hi, max_draws, net, ev, grid, max_events, x, a, s
     """The loop of :func:`run_realization_hybrid` from the state (x, w, hw) at time ``t`` (before
     ``grid[0]``; ``hw[5]`` the integrator's next step size, 0: none yet), recording ``rec[k]`` until the
     last grid point; also the advance of a hybrid particle (:mod:`distsim.ssa.advance_events`: ``grid`` =
-    [t1], a fresh waiting time at ``t``). Draw d (one per firing, and one at the start) uses the Philox
-    counter ``(ctr_hi << 32) | d``; past ``max_draws`` draws the loop stops with ERR_MAX_EVENTS. Returns
+    [t1], a fresh waiting time at ``t``). Draw d (one at the start, one after each firing) uses the Philox
+    counter ``(ctr_hi << 32) | d``; a firing whose next draw would pass ``max_draws`` draws is not made: the
+    loop stops before it with ERR_MAX_EVENTS (as at ``max_events`` firings). Returns
     (firings, error word, time, refused value or NaN); p (w[2]) holds the rate-rule values at that time."""
     M = a.shape[0]
     K = grid.shape[0]
@@ -595,7 +596,7 @@ def hybrid_loop(rid, seed, ctr_hi, max_draws, net, ev, grid, max_events, x, a, s
             n_tc += 1
     k = 0
     e = np.uint64(0)
-    ctr = ctr_hi << np.uint64(32)  # the next draw's counter: firings so far in the low word
+    ctr = ctr_hi << np.uint64(32)  # the current draw's counter: firings so far in the low word
     ctr_end = ctr + max_draws if max_draws < NO_DRAW_LIMIT else NO_DRAW_LIMIT
     t_end = grid[K - 1]
     u1, u2 = event_uniforms(ctr, seed, rid)

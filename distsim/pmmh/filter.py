@@ -10,7 +10,10 @@ With SBML events or assignment rules, a particle is its counts and its event wor
 from absolute time to absolute time by :mod:`distsim.ssa.advance_events` (draw d: firings and stops at
 time comparisons, counter (d, it * n_intervals + i, 0, 0); on a GPU its twin
 :mod:`distsim.ssa.gpu_advance_events`, the rows staying on the device) and resampled together; the
-events are compiled at each chain's parameter values.
+events are compiled at each chain's parameter values. With time-dependent propensities or rate rules
+(hybrid networks, CPU only: a GPU run is refused, :func:`check_backend`), a particle also carries its
+integrator work row (the rate-rule values live in its event work row), advanced by the SSA's hybrid
+loop (draw d: firing d, counter (d, it * n_intervals + i, 0, 0)) and resampled with the rest.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numba
 import numpy as np
 
 from ..backends.dsmath import ds_exp
+from ..errors import ModelError
 from ..models.compile_events import CompiledEvents, compile_events, parameter_slots
 from ..models.compile_reactions import CompiledNetwork, compile_network
 from ..models.reactions import ReactionNetwork
@@ -93,11 +97,13 @@ def _slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict, dict]:
     return hit
 
 
-def check_network(net: ReactionNetwork) -> None:
-    """The SSA particles support every kinetic law, SBML events and assignment rules, but not (yet)
-    time-dependent propensities or rate rules."""
-    if net.hybrid:
-        net.require_plain("particle MCMC")
+def check_backend(net: ReactionNetwork, gpu: bool) -> None:
+    """The SSA particles support every kinetic law, SBML events and assignment rules; time-dependent
+    propensities and rate rules (hybrid networks) on the CPU only: a GPU filter is refused."""
+    if gpu and net.hybrid:
+        raise ModelError("particle MCMC on a GPU does not support time-dependent propensities or rate rules yet "
+                         "(the network has kinetic laws reading time or sin/cos, or rate rules); the CPU backend "
+                         "does (backend='cpu')", file=net.source or None)
 
 
 def _events_at(pr: Problem, values: Mapping[str, float]) -> CompiledEvents:
@@ -191,8 +197,9 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
     ``backend`` 'gpu': the filter stays on the current GPU (states, those log weights, the resampling),
     the same bits; only each chain's (max, sum) comes back per interval. Each filter's estimate is the
     one it gives alone."""
+    check_backend(pr.net, backend == "gpu")
     c = pr.compiled
-    hooks = c.events is not None  # particles carry event work rows W along with X
+    hooks = c.events is not None  # particles carry event work rows W (hybrid: and integrator rows) along with X
     if backend == "gpu":
         import cupy as xp
 
@@ -265,7 +272,7 @@ def log_likelihoods(pr: Problem, thetas: np.ndarray, particles: int, keys: np.nd
                 total[g] = total[g] + (m[q] + math.log(s[q] / N)) if ok[q] else -math.inf
             if resample:
                 X = X[anc]
-                if hooks:  # a particle is its counts and its event work row
+                if hooks:  # a particle is its counts and its work rows
                     W = tuple(a[anc] for a in W)
             if not ok.all():
                 X = X.reshape(Gl, N, S)[xp.asarray(ok)].reshape(-1, S)

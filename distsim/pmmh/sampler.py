@@ -35,7 +35,7 @@ from ..mcmc import diagnostics
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed, derive_seeds, philox, uniform_f64
 from ..ssa.methods import METHODS, choose_method
-from .filter import (CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_network,
+from .filter import (CHAIN_DOMAIN, CHAIN_RID, CHECK_DOMAIN, MAX_PARTICLES, Problem, check_backend,
                      log_likelihoods)
 from .observation import Experiment, as_observables, compile_experiment, compile_observables
 from .priors import as_prior
@@ -233,7 +233,6 @@ def build_problem(net: ReactionNetwork, observables: Sequence[Any], experiments:
                   max_events: int = 10_000_000, species_scale: float = 1.0) -> Problem:
     """Check and compile the model, observables, experiments and priors (the inferred parameters are
     the keys of ``prior``: model parameters or noise parameters of the observables)."""
-    check_network(net)
     if not prior:
         raise ValueError("give a prior for every parameter to infer (prior={'k1': 'gamma:2,1', ...})")
     names = tuple(str(n) for n in prior)
@@ -348,6 +347,7 @@ def infer(
     if (iterations + 1) * pr.n_intervals >= 2**32:
         raise ValueError(f"iterations x observation times ({iterations} x {pr.n_intervals}) must be < 2**32")
     with engine.Run("pmmh", client, backend, progress=progress, label="mcmc pmmh") as run:
+        check_backend(pr.net, run.uses_gpu())
         N = AUTO_START if auto else int(particles)
         while True:
             var = check_particles(run, pr, seed, pr.initial, N)

@@ -15,8 +15,17 @@ its draw d (0, 1, ... within the call: firings and stops) the counter ``(d, e_hi
 :mod:`distsim.ssa.advance`. So a call from 0 to t1 with ``e_hi = 0`` draws what realization p of seed
 ``key`` draws in the SSA, and gives that realization's state at grid time t1 bit for bit; splitting
 [0, t1] at ta gives other draws (the second call's ``e_hi``, a fresh waiting time at ta) with the same
-law, by the memorylessness of the SSA (both tested). Hybrid networks (time-dependent propensities,
-rate rules) are refused.
+law, by the memorylessness of the SSA (both tested).
+
+Hybrid networks (time-dependent propensities, rate rules; CPU only): a particle is also its integrator
+work row (:func:`distsim.ssa.hybrid_ops.new_work`: the next step size; p in ``w`` holds the rate-rule
+values), the last 9 arrays of its :data:`Works`. The loop is :func:`distsim.ssa.cpu.hybrid_loop`, the
+SSA's (:func:`~distsim.ssa.cpu.run_realization_hybrid`), from (x, w, hw) at ``t0`` with the grid [t1]:
+draw d (one per firing, one at the start) uses the counter ``(d, e_hi, 0, 0)``. A call draws a fresh
+waiting time at ``t0`` (the integrated hazard restarts at 0): the same law, since given no firing in
+(t_last, t0] the rest of the exponential target is again exponential. A call from 0 to t1 with ``e_hi``
+= 0 gives realization p's state at t1 of an SSA run whose grid ends at t1 bit for bit (the integrator's
+steps end at the grid's end).
 """
 
 from __future__ import annotations
@@ -33,25 +42,40 @@ from ..models.compile_reactions import CompiledNetwork
 from ..models.kinetics import reaction_arrays
 from . import event_ops
 from .advance import MAX_EVENTS_PER_CALL
-from .cpu import CPUMethod, events_loop
+from .cpu import CPUMethod, events_loop, hybrid_loop
 
-Works = tuple  # the 11 arrays of event_ops.new_work, each with a leading row axis
+Works = tuple  # the 11 arrays of event_ops.new_work (then hybrid networks' 9 of hybrid_ops.new_work), rows first
+N_EVENT_WORK = 11  # the event work arrays of a Works (the rest: a hybrid network's integrator work)
 
 
 def new_works(c: CompiledNetwork, rows: int) -> Works:
-    """Event work rows for ``rows`` particles (filled by :func:`start_events`)."""
-    M, L, P, E, V, K, Q = event_ops.work_shape(_events(c), c.n_reactions, len(c.law_arg))
+    """Event work rows for ``rows`` particles (filled by :func:`start_events`); a hybrid network's also
+    get integrator work rows (no step size yet)."""
+    ce = _events(c)
+    M, L, P, E, V, K, Q = event_ops.work_shape(ce, c.n_reactions, len(c.law_arg))
     L, P, E, V, K, Q = (max(n, 1) for n in (L, P, E, V, K, Q))
     f = np.float64
-    return (np.empty((rows, M), f), np.empty((rows, L), f), np.empty((rows, P), f), np.zeros((rows, E), np.int8),
-            np.zeros((rows, E), np.int64), np.empty((rows, V), f), np.empty((rows, K), f), np.empty((rows, Q), f),
-            np.zeros((rows, 1), np.int64), np.zeros((rows, Q), np.int64), np.empty((rows, Q, V), f))
+    W = (np.empty((rows, M), f), np.empty((rows, L), f), np.empty((rows, P), f), np.zeros((rows, E), np.int8),
+         np.zeros((rows, E), np.int64), np.empty((rows, V), f), np.empty((rows, K), f), np.empty((rows, Q), f),
+         np.zeros((rows, 1), np.int64), np.zeros((rows, Q), np.int64), np.empty((rows, Q, V), f))
+    if not ce.hybrid:
+        return W
+    n, n_loc = len(ce.rr_param) + 1, max(len(ce.loc_ev), 1)  # as hybrid_ops.new_work
+    return W + (np.empty((rows, n), f), np.empty((rows, n), f), np.empty((rows, n), f), np.empty((rows, n), f),
+                np.empty((rows, 7, n), f), np.zeros((rows, 1), f), np.empty((rows, n), f),
+                np.zeros((rows, 1), np.int64), np.zeros((rows, n_loc), f))
 
 
 @numba.njit(inline="always", cache=True)
 def _row(W, r):  # pragma: no cover - compiled
     """Row r's work tuple (views)."""
     return (W[0][r], W[1][r], W[2][r], W[3][r], W[4][r], W[5][r], W[6][r], W[7][r], W[8][r], W[9][r], W[10][r])
+
+
+@numba.njit(inline="always", cache=True)
+def _hybrid_row(W, r):  # pragma: no cover - compiled
+    """Row r's integrator work tuple (views; hybrid_ops.new_work's layout)."""
+    return (W[11][r], W[12][r], W[13][r], W[14][r], W[15][r], W[16][r], W[17][r], W[18][r], W[19][r])
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -69,18 +93,20 @@ def _start_rows(ev, theta, law_arg, X, W, errors, values):  # pragma: no cover -
 def _events(c: CompiledNetwork) -> CompiledEvents:
     if c.events is None:
         raise ValueError("the network has no SBML events or assignment rules: advance it with distsim.ssa.advance")
-    if c.events.hybrid:
-        raise ValueError("advancing given states supports SBML events and assignment rules, not time-dependent "
-                         "propensities or rate rules yet")
     return c.events
 
 
-def _check(c: CompiledNetwork, ce: CompiledEvents, states: Any, W: Works, xp: Any = np, ref: Works | None = None
-           ) -> None:
+HYBRID_CPU_ONLY = ("advancing particles of a network with time-dependent propensities or rate rules runs on the CPU "
+                   "only (backend='cpu'; distsim.ssa.advance_events), not on a GPU yet")
+
+
+def _check(c: CompiledNetwork, ce: CompiledEvents, states: Any, W: Works, xp: Any = np, ref: Works | None = None,
+           hybrid: bool = False) -> None:
     """``states``, ``W``: ``xp`` arrays (NumPy; CuPy for the GPU twin) shaped and typed as ``ref``'s rows
-    (default :func:`new_works`)."""
-    _events(c)
-    if ce.hybrid or len(ce.p0) != len(c.events.p0) or ce.n_events != c.events.n_events:
+    (default :func:`new_works`). Hybrid networks only with ``hybrid`` (the CPU's advance)."""
+    if _events(c).hybrid and not hybrid:
+        raise ValueError(HYBRID_CPU_ONLY)
+    if ce.hybrid != c.events.hybrid or len(ce.p0) != len(c.events.p0) or ce.n_events != c.events.n_events:
         raise ValueError("the events' tables are not those of this network (compile_events of it, parameters aside)")
     if not (isinstance(states, xp.ndarray) and states.dtype == np.int64 and states.ndim == 2
             and states.flags.c_contiguous and states.shape[1] == c.n_species):
@@ -112,7 +138,7 @@ def start_events(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, the
     (:func:`distsim.models.compile_events.compile_events`: the initial values of the parameters events
     assign, the constants their programs read). Returns (works, error words, refused values) per row."""
     W = new_works(c, states.shape[0])
-    _check(c, ce, states, W)
+    _check(c, ce, states, W, hybrid=True)
     theta = np.ascontiguousarray(theta, np.float64)
     law_arg = np.ascontiguousarray(law_arg, np.float64)
     if theta.shape != (c.n_reactions,) or law_arg.shape != c.law_arg.shape:
@@ -151,8 +177,39 @@ def _advance_rows(method, net, ev, key, X, W, t0, t1, e_hi, max_events, aux_n, m
         values[r] = v
 
 
+@numba.njit(cache=True, error_model="numpy")
+def advance_hybrid_one(rid, key, net, ev, x, w, hw, t0, end, e_hi, max_events, a, stack, rec, firings, crec):
+    """:func:`advance_events_one` of a hybrid network (``hw``: the particle's integrator work row, ``crec``:
+    [1, C] scratch): :func:`distsim.ssa.cpu.hybrid_loop` with the grid [t1], at most
+    MAX_EVENTS_PER_CALL draws; p (``w[2]``) holds the rate-rule values at t1 after it."""
+    return hybrid_loop(rid, key, e_hi, np.uint64(MAX_EVENTS_PER_CALL), net, ev, end, max_events, x, a, stack, rec,
+                       firings, w, hw, crec, False, t0)
+
+
+def _advance_hybrid_rows(net, ev, key, X, W, t0, t1, e_hi, max_events, max_stack, events, errors, times,
+                         values):  # pragma: no cover - compiled
+    R, S = X.shape
+    M = net.theta.shape[0]
+    C = ev.rr_param.shape[0]
+    end = np.full(1, t1)
+    for r in prange(R):
+        a = np.empty(M, dtype=np.float64)
+        stack = np.empty(max(max_stack, 1), dtype=np.float64)
+        rec = np.empty((1, S), dtype=np.int64)
+        firings = np.zeros(M, dtype=np.int64)
+        crec = np.empty((1, max(C, 1)), dtype=np.float64)
+        n, word, t, v = advance_hybrid_one(np.uint64(r), key, net, ev, X[r], _row(W, r), _hybrid_row(W, r), t0, end,
+                                           e_hi, max_events, a, stack, rec, firings, crec)
+        events[r] = n
+        errors[r] = word
+        times[r] = t
+        values[r] = v
+
+
 _advance_parallel = numba.njit(parallel=True, cache=True, error_model="numpy")(_advance_rows)
 _advance_serial = numba.njit(cache=True, error_model="numpy")(_advance_rows)
+_advance_hybrid_parallel = numba.njit(parallel=True, cache=True, error_model="numpy")(_advance_hybrid_rows)
+_advance_hybrid_serial = numba.njit(cache=True, error_model="numpy")(_advance_hybrid_rows)
 PARALLEL_MIN_ROWS = 1024  # as distsim.ssa.advance's
 
 
@@ -162,8 +219,9 @@ def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, st
     """Advance every row of (``states``, ``works``) in place from absolute time ``t0`` to ``t1``
     (``works`` from :func:`start_events` with the same ``ce``, or left by an earlier call); row p uses
     the Philox key (key, p). Returns per row (firings, error words, the time of an error, its refused
-    value or NaN); a row with an error holds its state at the error."""
-    _check(c, ce, states, works)
+    value or NaN); a row with an error holds its state at the error. A hybrid network's rows advance
+    with :func:`distsim.ssa.cpu.hybrid_loop` (the direct method's selection, whatever ``method``)."""
+    _check(c, ce, states, works, hybrid=True)
     check_call(t0, t1, [key], e_hi, max_events)
     R = states.shape[0]
     events = np.zeros(R, np.uint64)
@@ -171,11 +229,17 @@ def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, st
     times = np.full(R, float(t0))
     values = np.full(R, math.nan)
     if R and t1 > t0:
-        fn = _advance_parallel if R >= PARALLEL_MIN_ROWS else _advance_serial
-        fn(method, reaction_arrays(c), event_ops.event_arrays(ce), np.uint64(int(key)), states, works,
-           float(t0), float(t1), np.uint64(e_hi), np.uint64(max_events), method.aux_size(c.n_reactions),
-           c.max_stack, events, errors, times, values)
+        net, ev = reaction_arrays(c), event_ops.event_arrays(ce)
+        if ce.hybrid:  # (the direct method's selection: no method argument, one compilation)
+            fn = _advance_hybrid_parallel if R >= PARALLEL_MIN_ROWS else _advance_hybrid_serial
+            fn(net, ev, np.uint64(int(key)), states, works, float(t0), float(t1), np.uint64(e_hi),
+               np.uint64(max_events), c.max_stack, events, errors, times, values)
+        else:
+            fn = _advance_parallel if R >= PARALLEL_MIN_ROWS else _advance_serial
+            fn(method, net, ev, np.uint64(int(key)), states, works, float(t0), float(t1), np.uint64(e_hi),
+               np.uint64(max_events), method.aux_size(c.n_reactions), c.max_stack, events, errors, times, values)
     return events, errors, times, values
 
 
-__all__ = ["Works", "advance_events", "advance_events_one", "check_call", "new_works", "start_events"]
+__all__ = ["HYBRID_CPU_ONLY", "N_EVENT_WORK", "Works", "advance_events", "advance_events_one", "advance_hybrid_one",
+           "check_call", "new_works", "start_events"]

@@ -562,31 +562,44 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
     """:func:`run_realization_events` for a hybrid network (``hw``: :func:`hybrid_ops.new_work`);
     returns (firings, error word, t, v) as that does. With ``recording``, crec[K, C] gets the rate-rule
     values on the grid (:func:`hybrid_ops.record_grid`; recording changes no step of the loop)."""
-    S = x.shape[0]
+    x[:] = net.x0
+    w[0][:] = net.theta
+    w[1][:net.law_arg.shape[0]] = net.law_arg
+    hw[5][0] = 0.0  # no step size yet
+    hw[7][0] = 0  # no grid point recorded yet
+    word, v = event_ops.reset(x, 0.0, ev, w)
+    if word != ERR_NONE:
+        return np.uint64(0), word, 0.0, v
+    return hybrid_loop(rid, seed, np.uint64(0), NO_DRAW_LIMIT, net, ev, grid, max_events, x, a, stack, rec, firings,
+                       w, hw, crec, recording, 0.0)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def hybrid_loop(rid, seed, ctr_hi, max_draws, net, ev, grid, max_events, x, a, stack, rec, firings, w, hw, crec,
+                recording, t):
+    """The loop of :func:`run_realization_hybrid` from the state (x, w, hw) at time ``t`` (before
+    ``grid[0]``; ``hw[5]`` the integrator's next step size, 0: none yet), recording ``rec[k]`` until the
+    last grid point; also the advance of a hybrid particle (:mod:`distsim.ssa.advance_events`: ``grid`` =
+    [t1], a fresh waiting time at ``t``). Draw d (one at the start, one after each firing) uses the Philox
+    counter ``(ctr_hi << 32) | d``; a firing whose next draw would pass ``max_draws`` draws is not made: the
+    loop stops before it with ERR_MAX_EVENTS (as at ``max_events`` firings). Returns
+    (firings, error word, time, refused value or NaN); p (w[2]) holds the rate-rule values at that time."""
     M = a.shape[0]
     K = grid.shape[0]
-    x0, kind, theta, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
-        law_arg, dep_start, dep_list = net
+    _, kind, _, rct_start, rct_species, rct_stoich, chg_start, chg_species, chg_delta, law_start, law_op, \
+        _, dep_start, dep_list = net
     theta_r, larg_r = w[0], w[1]
     hz_of = ev.hz_of
     n_rules, n_ev, n_tc = ev.rule_prog.shape[0], ev.ev_trigger.shape[0], ev.tc_op.shape[0]
     for i in range(n_ev):
         if ev.ev_delay[i] >= 0:
             n_tc += 1
-    for s in range(S):
-        x[s] = x0[s]
-    theta_r[:] = theta
-    larg_r[:law_arg.shape[0]] = law_arg
-    hw[5][0] = 0.0  # no step size yet
-    hw[7][0] = 0  # no grid point recorded yet
-    t = 0.0
     k = 0
     e = np.uint64(0)
+    ctr = ctr_hi << np.uint64(32)  # the current draw's counter: firings so far in the low word
+    ctr_end = ctr + max_draws if max_draws < NO_DRAW_LIMIT else NO_DRAW_LIMIT
     t_end = grid[K - 1]
-    word, v = event_ops.reset(x, t, ev, w)
-    if word != ERR_NONE:
-        return e, word, t, v
-    u1, u2 = event_uniforms(e, seed, rid)
+    u1, u2 = event_uniforms(ctr, seed, rid)
     target = neglog_u01(u1)
     lam = 0.0
     fresh = True
@@ -631,7 +644,7 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
                 return e, word, t, v
             fresh = fresh or n > 0
             continue
-        if max_events > 0 and e >= np.uint64(max_events):
+        if (max_events > 0 and e >= np.uint64(max_events)) or ctr + np.uint64(1) >= ctr_end:
             _record(rec, x, grid, k, math.inf)
             if recording:
                 hybrid_ops.record_rest(ev, w, hw, crec)
@@ -650,12 +663,13 @@ def run_realization_hybrid(rid, seed, net, ev, grid, max_events, x, a, stack, re
             return e, word, t, math.nan
         firings[j] += 1
         e += np.uint64(1)
+        ctr += np.uint64(1)
         word, v = event_ops.apply_rules(x, t, ev, w) if n_rules > 0 else (ERR_NONE, math.nan)
         if word == ERR_NONE and n_ev > 0:
             word, v, _ = event_ops.fire_events(x, t, ev, w)
         if word != ERR_NONE:
             return e, word, t, v
-        u1, u2 = event_uniforms(e, seed, rid)
+        u1, u2 = event_uniforms(ctr, seed, rid)
         target = neglog_u01(u1)
         lam = 0.0
         fresh = True

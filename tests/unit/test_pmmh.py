@@ -211,11 +211,12 @@ def test_parameters_reach_kinetic_laws():
     assert math.isfinite(ll) and fired > 0
 
 
-def test_sbml_events_are_accepted_on_the_cpu():
-    # DSMTS 00028 (events): the CPU particles carry them (test_pmmh_events.py); the GPU refuses them there
+def test_sbml_events_are_accepted():
+    # DSMTS 00028 (events): the particles carry them on either backend (test_pmmh_events.py)
     net = load(Path(__file__).resolve().parents[1] / "data" / "dsmts" / "00028" / "00028-sbml-l2v4.xml")
     assert net.has_hooks and not net.hybrid
-    sampler.check_network(net)
+    sampler.check_backend(net, gpu=False)
+    sampler.check_backend(net, gpu=True)
 
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not on PATH")

@@ -3,7 +3,7 @@ the exact CME likelihood of immigration-death whose k1 a time event doubles at t
 (:func:`distsim.pmmh.exact.log_likelihood` with that change), the event inside an interval and at an
 observation time, and of a state event setting k1 the first time X reaches 4 (each particle's k1 its
 own: the forward algorithm on (X, fired); fails if the work rows are not resampled with the counts);
-hybrid networks are refused. Tolerances: 4 standard errors (fixed seeds). GPU == CPU:
+hybrid networks are refused on a GPU. Tolerances: 4 standard errors (fixed seeds). GPU == CPU:
 test_advance_events_host.py (g++) and test_advance_events_gpu.py."""
 
 from __future__ import annotations
@@ -68,10 +68,12 @@ def test_chains_together_give_what_each_gives_alone(net):
     assert np.array_equal(ll, np.array(alone))
 
 
-def test_hybrid_networks_are_refused(net):
+def test_hybrid_networks_are_refused_on_a_gpu(net):
+    # the CPU particles carry them (test_pmmh_hybrid.py)
     hybrid = dataclasses.replace(net, rate_rules=(RateRule("k2", "k2", -1, Num(0.0)),))
-    with pytest.raises(ModelError, match="does not support time-dependent propensities or rate rules"):
-        sampler.check_network(hybrid)
+    sampler.check_backend(hybrid, gpu=False)
+    with pytest.raises(ModelError, match=r"does not support time-dependent propensities or rate rules.*backend='cpu'"):
+        sampler.check_backend(hybrid, gpu=True)
 
 
 def test_a_run_of_a_network_with_events(net):

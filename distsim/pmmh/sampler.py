@@ -224,6 +224,12 @@ def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
     return [float(v) for v in ll]
 
 
+def particles_backend(net: ReactionNetwork, backend: str | None) -> str | None:
+    """The backend a run asks for: an automatic choice ("auto", None) is the CPU for a hybrid network,
+    whose particles run on CPUs only (:func:`check_backend` refuses a GPU asked for by name)."""
+    return "cpu" if net.hybrid and backend in (None, "auto") else backend
+
+
 def _backend(ctx: engine.ShardContext | None) -> str:
     return "cpu" if ctx is None else ctx.backend
 
@@ -346,7 +352,7 @@ def infer(
     pr = build_problem(net, observables, experiments, prior, initial, method, max_events, float(species_scale))
     if (iterations + 1) * pr.n_intervals >= 2**32:
         raise ValueError(f"iterations x observation times ({iterations} x {pr.n_intervals}) must be < 2**32")
-    with engine.Run("pmmh", client, backend, progress=progress, label="mcmc pmmh") as run:
+    with engine.Run("pmmh", client, particles_backend(pr.net, backend), progress=progress, label="mcmc pmmh") as run:
         check_backend(pr.net, run.uses_gpu())
         N = AUTO_START if auto else int(particles)
         while True:

@@ -74,6 +74,9 @@ def test_hybrid_networks_are_refused_on_a_gpu(net):
     sampler.check_backend(hybrid, gpu=False)
     with pytest.raises(ModelError, match=r"does not support time-dependent propensities or rate rules.*backend='cpu'"):
         sampler.check_backend(hybrid, gpu=True)
+    # an automatic backend choice runs them on the CPU; one asked for by name is kept (and refused if a GPU)
+    assert [sampler.particles_backend(hybrid, b) for b in (None, "auto", "gpu", "cpu")] == ["cpu", "cpu", "gpu", "cpu"]
+    assert [sampler.particles_backend(net, b) for b in (None, "auto", "gpu")] == [None, "auto", "gpu"]
 
 
 def test_a_run_of_a_network_with_events(net):

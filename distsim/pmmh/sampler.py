@@ -225,9 +225,13 @@ def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
 
 
 def particles_backend(net: ReactionNetwork, backend: str | None) -> str | None:
-    """The backend a run asks for: an automatic choice ("auto", None) is the CPU for a hybrid network,
-    whose particles run on CPUs only (:func:`check_backend` refuses a GPU asked for by name)."""
-    return "cpu" if net.hybrid and backend in (None, "auto") else backend
+    """The backend a run asks for: an automatic choice ("auto", or None with no ``distsim.backend`` in
+    Dask's config) is the CPU for a hybrid network, whose particles run on CPUs only (:func:`check_backend`
+    refuses a GPU asked for by name)."""
+    if not net.hybrid:
+        return backend
+    b = engine.executor.configured_backend(backend)
+    return "cpu" if b == "auto" else b
 
 
 def _backend(ctx: engine.ShardContext | None) -> str:

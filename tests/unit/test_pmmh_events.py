@@ -77,6 +77,10 @@ def test_hybrid_networks_are_refused_on_a_gpu(net):
     # an automatic backend choice runs them on the CPU; one asked for by name is kept (and refused if a GPU)
     assert [sampler.particles_backend(hybrid, b) for b in (None, "auto", "gpu", "cpu")] == ["cpu", "cpu", "gpu", "cpu"]
     assert [sampler.particles_backend(net, b) for b in (None, "auto", "gpu")] == [None, "auto", "gpu"]
+    import dask
+
+    with dask.config.set({"distsim.backend": "gpu"}):  # a GPU named in the config is asked for by name
+        assert sampler.particles_backend(hybrid, None) == "gpu"
 
 
 def test_a_run_of_a_network_with_events(net):

@@ -49,12 +49,13 @@ def _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals):
 @numba.njit(inline="always", cache=True)
 def _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
                   internal, rates):
-    """The flip rates after node ``last`` flipped (-1: all of them; else only the nodes whose rates read it);
+    """The flip rates after node ``last`` flipped (-1: all of them; -2: none, they are current; else only the
+    nodes whose rates read it);
     returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order."""
-    if last < 0:
+    if last == -1:
         for i in range(n):
             rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
-    else:
+    elif last >= 0:
         for k in range(child_start[last], child_start[last + 1]):
             i = child_index[k]
             rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
@@ -85,9 +86,34 @@ def _transition_entropy(rates, vis_nodes, n, total, rate_internal):
 
 
 @numba.njit(inline="always", cache=True)
-def _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val):
-    """Trajectory ``traj``'s initial state in ``x``: group g's option from the uniform of counter (g, 0, 1, 0)."""
+def _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val):
+    """(x0, groups): the initial state's nodes that need no draw (groups whose first option has probability 1,
+    and the fixed nodes) in ``x0``, and the groups that need one (istate groups are disjoint)."""
+    x0 = np.zeros(n, np.uint8)
+    groups = np.zeros(grp_start.shape[0] - 1, np.int32)
+    ng = 0
     for g in range(grp_start.shape[0] - 1):
+        k = grp_start[g]
+        if grp_cum[k] < 1.0:
+            groups[ng] = g
+            ng += 1
+            continue
+        bits = opt_bits[k]  # the first option, whatever the uniform (< 1)
+        for j in range(grp_node_start[g + 1] - grp_node_start[g]):
+            x0[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
+    for i in range(n):
+        if fix_mask[i]:
+            x0[i] = fix_val[i]
+    return x0, groups[:ng]
+
+
+@numba.njit(inline="always", cache=True)
+def _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask):
+    """Trajectory ``traj``'s initial state in ``x``: ``x0`` (:func:`_start_template`), then each group g of
+    ``groups`` takes its option from the uniform of counter (g, 0, 1, 0) (fixed nodes keep their value)."""
+    x[:] = x0
+    for gi in range(groups.shape[0]):
+        g = groups[gi]
         w0, w1, w2, w3 = philox4x32_10(g, 0, 1, 0, seed, traj)
         u = u01_f64(w0, w1)
         k = grp_start[g]
@@ -95,16 +121,16 @@ def _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes,
             k += 1
         bits = opt_bits[k]
         for j in range(grp_node_start[g + 1] - grp_node_start[g]):
-            x[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
-    for i in range(x.shape[0]):
-        if fix_mask[i]:
-            x[i] = fix_val[i]
+            i = grp_nodes[grp_node_start[g] + j]
+            if not fix_mask[i]:
+                x[i] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
 
 
 @numba.njit(inline="always", cache=True)
 def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_index, tt_start, tt, val_start, vals,
                 internal, rates, seed, traj, ev, t, max_time, tick, discrete):
-    """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet) and the draws of event ``ev``:
+    """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet, -2: ``rates`` are x's) and the
+    draws of event ``ev``:
     (total, u2, t_new, th, fixed point)."""
     total, rate_internal = _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt,
                                          val_start, vals, internal, rates)
@@ -160,11 +186,16 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         x = np.zeros(n, np.uint8)
         rates = np.zeros(n, np.float64)
         vis = np.zeros(vw, np.uint64)  # the visible state: bit j of word j // 64 = visible node j
+        x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+        same_start = groups.shape[0] == 0
+        rates0 = np.zeros(n, np.float64)
+        if same_start:
+            _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                          internal, rates0)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
-            x[:] = 0
-            _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask,
-                           fix_val)
+            _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
+                           fix_mask)
             vis[:] = 0
             for i in range(n):
                 if vpos[i] >= 0 and x[i]:
@@ -179,6 +210,9 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
             fp = 0
             ovr = False
             node = -1
+            if same_start:  # every trajectory starts in x0: its rates, computed once
+                rates[:] = rates0
+                node = -2
             while True:
                 total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
@@ -291,10 +325,16 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
         rec_q = np.zeros(rec_cap, np.int64)
         x = np.zeros(n, np.uint8)
         rates = np.zeros(n, np.float64)
+        x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+        same_start = groups.shape[0] == 0
+        rates0 = np.zeros(n, np.float64)
+        if same_start:
+            _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                          internal, rates0)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
-            x[:] = 0
-            _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+            _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
+                           fix_mask)
             vis = np.int64(0)
             for i in range(n):
                 if vpos[i] >= 0 and x[i]:
@@ -307,6 +347,9 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             ev = np.int64(0)
             fp = 0
             node = -1
+            if same_start:  # every trajectory starts in x0: its rates, computed once
+                rates[:] = rates0
+                node = -2
             while True:
                 total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,

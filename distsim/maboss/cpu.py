@@ -31,9 +31,11 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..backends.dsmath import INV_LN2, ds_log, neglog_u01
+from ..backends.dsmath import INV_LN2, _f64_bits, ds_log, neglog_u01
 from ..rng.philox import philox4x32_10, u01_f64
 from .block import QUANTA, SQ_SHIFT, TH_SCALE, TH_SQ_SHIFT, TH_UNITS  # noqa: F401 -- the counts' units
+
+MEMO_BITS = 4  # 2**4 remembered entropy terms per part (most models' rates take a few values)
 
 
 
@@ -70,9 +72,10 @@ def _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt
 
 
 @numba.njit(inline="always", cache=True)
-def _transition_entropy(rates, vis_nodes, n, total, rate_internal):
+def _transition_entropy(rates, vis_nodes, n, total, rate_internal, memo_p, memo_t):
     """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model);
-    ``vis_nodes``: the visible nodes in node order."""
+    ``vis_nodes``: the visible nodes in node order. A term ``-p log2 p`` is remembered by p (``memo_p``,
+    ``memo_t``: ``MEMO`` slots, p NaN when empty): the same p gives the same bits without the log."""
     if n == 1:
         return 0.0
     tni = total - rate_internal
@@ -81,7 +84,14 @@ def _transition_entropy(rates, vis_nodes, n, total, rate_internal):
         ri = rates[vis_nodes[j]]
         if ri != 0.0:
             p = ri / tni
-            th -= (ds_log(p) * INV_LN2) * p
+            h = (np.uint64(_f64_bits(p)) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - MEMO_BITS)
+            if memo_p[h] == p:
+                term = memo_t[h]
+            else:
+                term = (ds_log(p) * INV_LN2) * p
+                memo_p[h] = p
+                memo_t[h] = term
+            th -= term
     return th
 
 
@@ -128,7 +138,7 @@ def _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start
 
 @numba.njit(inline="always", cache=True)
 def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_index, tt_start, tt, val_start, vals,
-                internal, rates, seed, traj, ev, t, max_time, tick, discrete):
+                internal, rates, seed, traj, ev, t, max_time, tick, discrete, memo_p, memo_t):
     """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet, -2: ``rates`` are x's) and the
     draws of event ``ev``:
     (total, u2, t_new, th, fixed point)."""
@@ -143,7 +153,7 @@ def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_
         t_new = t + tick
     else:
         t_new = t + neglog_u01(u01_f64(w0, w1)) / total
-    return total, u2, t_new, _transition_entropy(rates, vis_nodes, n, total, rate_internal), False
+    return total, u2, t_new, _transition_entropy(rates, vis_nodes, n, total, rate_internal, memo_p, memo_t), False
 
 
 @numba.njit(inline="always", cache=True)
@@ -189,6 +199,8 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
         same_start = groups.shape[0] == 0
         rates0 = np.zeros(n, np.float64)
+        memo_p = np.full(1 << MEMO_BITS, np.nan)
+        memo_t = np.zeros(1 << MEMO_BITS, np.float64)
         if same_start:
             _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
                           internal, rates0)
@@ -216,7 +228,8 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
             while True:
                 total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
-                                                          seed, traj, ev, t, max_time, tick, discrete)
+                                                          seed, traj, ev, t, max_time, tick, discrete, memo_p,
+                                                          memo_t)
                 if is_fp:
                     fp = 1
                 if t_new >= max_time:
@@ -328,6 +341,8 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
         x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
         same_start = groups.shape[0] == 0
         rates0 = np.zeros(n, np.float64)
+        memo_p = np.full(1 << MEMO_BITS, np.nan)
+        memo_t = np.zeros(1 << MEMO_BITS, np.float64)
         if same_start:
             _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
                           internal, rates0)
@@ -353,7 +368,8 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             while True:
                 total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
-                                                          seed, traj, ev, t, max_time, tick, discrete)
+                                                          seed, traj, ev, t, max_time, tick, discrete, memo_p,
+                                                          memo_t)
                 if is_fp:
                     fp = 1
                 if t_new >= max_time:

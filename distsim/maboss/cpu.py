@@ -2,8 +2,9 @@
 
 Random numbers: trajectory c of seed s uses the Philox key ``(s, c)``; event e (the e-th state change
 attempt, from 0) uses counter ``(e mod 2**32, e >> 32, 0, 0)``: words 0-1 the waiting time's uniform,
-words 2-3 the node's; istate group g uses counter ``(g, 0, 1, 0)``, words 0-1. The GPU kernel
-(``kernels/ctbn.cu``) draws the same words and does the same arithmetic.
+words 2-3 the node's; istate group g uses counter ``(g, 0, 1, 0)``, words 0-1 (not drawn here where its first
+option has probability 1: the uniform is < 1). The GPU kernel (``kernels/ctbn.cu``) draws the same words and does
+the same arithmetic.
 
 Time in windows is counted in integer *quanta*, ``QUANTA`` per ``time_tick``: an event at time t
 falls at quantum ``floor(t * QUANTA / time_tick)`` and window k covers quanta ``[k, k+1) * QUANTA``,

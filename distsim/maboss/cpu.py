@@ -119,6 +119,18 @@ def _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, 
 
 
 @numba.njit(inline="always", cache=True)
+def _state_words(x, vpos, xw, vis):
+    """``x`` as bits: every node (node i: bit i of ``xw``) and the visible ones (``vis``, by ``vpos``)."""
+    xw[:] = 0
+    vis[:] = 0
+    for i in range(x.shape[0]):
+        if x[i]:
+            xw[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            if vpos[i] >= 0:
+                vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
+
+
+@numba.njit(inline="always", cache=True)
 def _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask):
     """Trajectory ``traj``'s initial state in ``x``: ``x0`` (:func:`_start_template`), then each group g of
     ``groups`` takes its option from the uniform of counter (g, 0, 1, 0) (fixed nodes keep their value)."""
@@ -202,6 +214,10 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         rates0 = np.zeros(n, np.float64)
         memo_p = np.full(1 << MEMO_BITS, np.nan)
         memo_t = np.zeros(1 << MEMO_BITS, np.float64)
+        xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
+        xw0 = np.zeros(final_full.shape[1], np.uint64)
+        vis0 = np.zeros(vw, np.uint64)
+        _state_words(x0, vpos, xw0, vis0)
         if same_start:
             _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
                           internal, rates0)
@@ -209,10 +225,11 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
             traj = traj0 + c
             _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
                            fix_mask)
-            vis[:] = 0
-            for i in range(n):
-                if vpos[i] >= 0 and x[i]:
-                    vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
+            if same_start:
+                xw[:] = xw0
+                vis[:] = vis0
+            else:
+                _state_words(x, vpos, xw, vis)
             t = 0.0
             pos = np.int64(0)
             win = 0
@@ -293,6 +310,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                     break
                 node = _flip(rates, n, u2, total)
                 x[node] ^= np.uint8(1)
+                xw[node >> 6] ^= np.uint64(1) << np.uint64(node & 63)
                 if vpos[node] >= 0:
                     vis[vpos[node] >> 6] ^= np.uint64(1) << np.uint64(vpos[node] & 63)
                 t = t_new
@@ -307,11 +325,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                 break
             for w in range(vw):
                 final_vis[c, w] = vis[w]
-            for w in range(final_full.shape[1]):
-                final_full[c, w] = np.uint64(0)
-            for i in range(n):
-                if x[i]:
-                    final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            final_full[c, :] = xw
             fixed[c] = fp
             events[c] = ev
 
@@ -333,8 +347,10 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
     m_end = np.int64(n_win) * QUANTA
     parts = acc.shape[0]
     S = np.int64(n_states)
+    vw = 1
     for p in prange(parts):
         a = acc[p]
+        visw = np.zeros(vw, np.uint64)
         rec_state = np.zeros(rec_cap, np.int64)
         rec_q = np.zeros(rec_cap, np.int64)
         x = np.zeros(n, np.uint8)
@@ -344,6 +360,10 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
         rates0 = np.zeros(n, np.float64)
         memo_p = np.full(1 << MEMO_BITS, np.nan)
         memo_t = np.zeros(1 << MEMO_BITS, np.float64)
+        xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
+        xw0 = np.zeros(final_full.shape[1], np.uint64)
+        vis0 = np.zeros(vw, np.uint64)
+        _state_words(x0, vpos, xw0, vis0)
         if same_start:
             _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
                           internal, rates0)
@@ -351,10 +371,12 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             traj = traj0 + c
             _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
                            fix_mask)
-            vis = np.int64(0)
-            for i in range(n):
-                if vpos[i] >= 0 and x[i]:
-                    vis |= np.int64(1) << np.int64(vpos[i])
+            if same_start:
+                xw[:] = xw0
+                vis = np.int64(vis0[0])
+            else:
+                _state_words(x, vpos, xw, visw)
+                vis = np.int64(visw[0])
             t = 0.0
             pos = np.int64(0)
             win = 0
@@ -425,6 +447,7 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
                     break
                 node = _flip(rates, n, u2, total)
                 x[node] ^= np.uint8(1)
+                xw[node >> 6] ^= np.uint64(1) << np.uint64(node & 63)
                 if vpos[node] >= 0:
                     vis ^= np.int64(1) << np.int64(vpos[node])
                 t = t_new
@@ -433,11 +456,7 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
                 break
             a[o_ev] += ev
             a[o_final + vis] += 1
-            for w in range(final_full.shape[1]):
-                final_full[c, w] = np.uint64(0)
-            for i in range(n):
-                if x[i]:
-                    final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            final_full[c, :] = xw
             fixed[c] = fp
 
 

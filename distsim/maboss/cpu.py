@@ -20,8 +20,10 @@ a hash table per part of the trajectories when the trajectory ends (:func:`hash_
 nodes, :func:`simulate_dense` keeps only the current window's records and adds them straight into dense
 [window, state] tables, as ``kernels/ctbn.cu`` does; both give the same integer sums.
 
-After a flip only the rates that read the flipped node are recomputed; the sums over nodes are always
-taken over all of them in node order, so the bits are those of a full recomputation.
+After a flip only the rates that read the flipped node are recomputed; the sums (and the flip's scan) run over
+the nodes whose rate is not 0, kept as a bit mask, in node order: every rate is 0 or > 0 and adding a 0 changes
+no bit, so the bits are those of a full recomputation over every node. ``vis_nodes`` (the GPU kernel's list of
+visible nodes) is not read here: the entropy's terms are the mask's visible nodes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import math
 import numba
 import numpy as np
 from numba import prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from ..backends.dsmath import INV_LN2, _f64_bits, ds_log, neglog_u01
 from ..rng.philox import philox4x32_10, u01_f64
@@ -50,41 +53,61 @@ def _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals):
 
 
 @numba.njit(inline="always", cache=True)
+def _set_bit(words, i, on):
+    b = np.uint64(1) << np.uint64(i & 63)
+    if on:
+        words[i >> 6] |= b
+    else:
+        words[i >> 6] &= ~b
+
+
+@numba.njit(inline="always", cache=True)
 def _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
-                  internal, rates):
+                  internal, rates, nz):
     """The flip rates after node ``last`` flipped (-1: all of them; -2: none, they are current; else only the
     nodes whose rates read it);
-    returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order."""
+    returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order. ``nz``: bit i
+    of word i // 64 is set where node i's rate is not 0 (kept here; -2: current too)."""
     if last == -1:
         for i in range(n):
             rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
+            _set_bit(nz, i, rates[i] != 0.0)
     elif last >= 0:
         for k in range(child_start[last], child_start[last + 1]):
             i = child_index[k]
             rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
-    total = 0.0
+            _set_bit(nz, i, rates[i] != 0.0)
+    total = 0.0  # adding the zero rates (all rates are 0 or > 0) would change no bit: only nz's are added
     rate_internal = 0.0
-    for i in range(n):
-        ri = rates[i]
-        total += ri
-        if ri != 0.0 and internal[i]:
-            rate_internal += ri
+    for w in range(nz.shape[0]):
+        m = nz[w]
+        while m:
+            i = (w << 6) + trailing_zeros(m)
+            m &= m - np.uint64(1)
+            ri = rates[i]
+            total += ri
+            if internal[i]:
+                rate_internal += ri
     return total, rate_internal
 
 
 @numba.njit(inline="always", cache=True)
-def _transition_entropy(rates, vis_nodes, n, total, rate_internal, memo_p, memo_t):
-    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model);
-    ``vis_nodes``: the visible nodes in node order. A term ``-p log2 p`` is remembered by p (``memo_p``,
-    ``memo_t``: ``MEMO`` slots, p NaN when empty): the same p gives the same bits without the log."""
+def _transition_entropy(rates, nz, internal, n, total, rate_internal, memo_p, memo_t):
+    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model); its terms: the
+    visible nodes with a rate (``nz``), in node order. A term ``-p log2 p`` is remembered by p (``memo_p``,
+    ``memo_t``: ``2**MEMO_BITS`` slots, p NaN when empty): the same p gives the same bits without the log."""
     if n == 1:
         return 0.0
     tni = total - rate_internal
     th = 0.0
-    for j in range(vis_nodes.shape[0]):
-        ri = rates[vis_nodes[j]]
-        if ri != 0.0:
-            p = ri / tni
+    for w in range(nz.shape[0]):
+        m = nz[w]
+        while m:
+            i = (w << 6) + trailing_zeros(m)
+            m &= m - np.uint64(1)
+            if internal[i]:
+                continue
+            p = rates[i] / tni
             h = (np.uint64(_f64_bits(p)) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - MEMO_BITS)
             if memo_p[h] == p:
                 term = memo_t[h]
@@ -150,13 +173,13 @@ def _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start
 
 
 @numba.njit(inline="always", cache=True)
-def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_index, tt_start, tt, val_start, vals,
+def _next_event(x, n, last, child_start, child_index, nz, par_start, par_index, tt_start, tt, val_start, vals,
                 internal, rates, seed, traj, ev, t, max_time, tick, discrete, memo_p, memo_t):
     """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet, -2: ``rates`` are x's) and the
     draws of event ``ev``:
     (total, u2, t_new, th, fixed point)."""
     total, rate_internal = _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt,
-                                         val_start, vals, internal, rates)
+                                         val_start, vals, internal, rates, nz)
     if total == 0.0:
         return total, 0.0, max_time, 0.0, True
     w0, w1, w2, w3 = philox4x32_10(np.uint64(ev) & np.uint64(0xFFFFFFFF), np.uint64(ev) >> np.uint64(32), 0, 0,
@@ -166,20 +189,23 @@ def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_
         t_new = t + tick
     else:
         t_new = t + neglog_u01(u01_f64(w0, w1)) / total
-    return total, u2, t_new, _transition_entropy(rates, vis_nodes, n, total, rate_internal, memo_p, memo_t), False
+    return total, u2, t_new, _transition_entropy(rates, nz, internal, n, total, rate_internal, memo_p, memo_t), False
 
 
 @numba.njit(inline="always", cache=True)
-def _flip(rates, n, u2, total):
-    """The node that flips: the first whose cumulative rate exceeds ``u2 * total`` (node order)."""
+def _flip(rates, nz, u2, total):
+    """The node that flips: the first whose cumulative rate exceeds ``u2 * total`` (node order, the nodes with a
+    rate: ``nz``)."""
     rr = u2 * total
     node = -1
-    for i in range(n):
-        if rates[i] > 0.0:
-            node = i
-            rr -= rates[i]
+    for w in range(nz.shape[0]):
+        m = nz[w]
+        while m:
+            node = (w << 6) + trailing_zeros(m)
+            m &= m - np.uint64(1)
+            rr -= rates[node]
             if rr < 0.0:
-                break
+                return node
     return node
 
 
@@ -212,6 +238,8 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
         same_start = groups.shape[0] == 0
         rates0 = np.zeros(n, np.float64)
+        nz = np.zeros((n + 63) >> 6, np.uint64)  # the nodes with a rate, as bits (see _update_rates)
+        nz0 = np.zeros((n + 63) >> 6, np.uint64)
         memo_p = np.full(1 << MEMO_BITS, np.nan)
         memo_t = np.zeros(1 << MEMO_BITS, np.float64)
         xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
@@ -220,7 +248,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         _state_words(x0, vpos, xw0, vis0)
         if same_start:
             _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
-                          internal, rates0)
+                          internal, rates0, nz0)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
             _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
@@ -242,9 +270,10 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
             node = -1
             if same_start:  # every trajectory starts in x0: its rates, computed once
                 rates[:] = rates0
+                nz[:] = nz0
                 node = -2
             while True:
-                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, nz, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
                                                           seed, traj, ev, t, max_time, tick, discrete, memo_p,
                                                           memo_t)
@@ -308,7 +337,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                         wstart = nrec
                 if ovr or t_new >= max_time:
                     break
-                node = _flip(rates, n, u2, total)
+                node = _flip(rates, nz, u2, total)
                 x[node] ^= np.uint8(1)
                 xw[node >> 6] ^= np.uint64(1) << np.uint64(node & 63)
                 if vpos[node] >= 0:
@@ -358,6 +387,8 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
         x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
         same_start = groups.shape[0] == 0
         rates0 = np.zeros(n, np.float64)
+        nz = np.zeros((n + 63) >> 6, np.uint64)  # the nodes with a rate, as bits (see _update_rates)
+        nz0 = np.zeros((n + 63) >> 6, np.uint64)
         memo_p = np.full(1 << MEMO_BITS, np.nan)
         memo_t = np.zeros(1 << MEMO_BITS, np.float64)
         xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
@@ -366,7 +397,7 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
         _state_words(x0, vpos, xw0, vis0)
         if same_start:
             _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
-                          internal, rates0)
+                          internal, rates0, nz0)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
             _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
@@ -387,9 +418,10 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             node = -1
             if same_start:  # every trajectory starts in x0: its rates, computed once
                 rates[:] = rates0
+                nz[:] = nz0
                 node = -2
             while True:
-                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, nz, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
                                                           seed, traj, ev, t, max_time, tick, discrete, memo_p,
                                                           memo_t)
@@ -445,7 +477,7 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
                         nrec = 0
                 if over[p] or t_new >= max_time:
                     break
-                node = _flip(rates, n, u2, total)
+                node = _flip(rates, nz, u2, total)
                 x[node] ^= np.uint8(1)
                 xw[node >> 6] ^= np.uint64(1) << np.uint64(node & 63)
                 if vpos[node] >= 0:

@@ -81,31 +81,34 @@ def test_initial_states_follow_the_stream_layout(tmp_path, mutants, draws):
 
 
 @numba.njit
-def _entropies(rates, vis_nodes, totals, internals):
+def _entropies(rates, internal, totals, internals):
     memo_p = np.full(1 << cpu.MEMO_BITS, np.nan)
     memo_t = np.zeros(1 << cpu.MEMO_BITS, np.float64)
+    n = rates.shape[1]
+    nz = np.zeros((n + 63) >> 6, np.uint64)
     out = np.zeros(totals.shape[0])
     for e in range(totals.shape[0]):
-        out[e] = cpu._transition_entropy(rates[e], vis_nodes, rates.shape[1], totals[e], internals[e], memo_p,
-                                         memo_t)
+        for i in range(n):
+            cpu._set_bit(nz, i, rates[e, i] != 0.0)
+        out[e] = cpu._transition_entropy(rates[e], nz, internal, n, totals[e], internals[e], memo_p, memo_t)
     return out
 
 
 def test_remembered_entropy_terms_are_the_computed_ones():
-    """Many events of rates from a few values (hits, misses and slot collisions) give, term for term in node
-    order, the bits of ``-(ds_log(p) * INV_LN2) * p`` summed afresh."""
+    """Many events of rates from a few values (hits, misses and slot collisions), over two words of nodes, give,
+    term for term in node order, the bits of ``-(ds_log(p) * INV_LN2) * p`` summed afresh."""
     rng = np.random.default_rng(7)
-    n, events = 12, 3000
+    n, events = 70, 3000
     values = np.array([0.0, 1.0, 2.0, 0.5, 3.0, 1.0 / 3.0])
     rates = values[rng.integers(0, len(values), (events, n))]
     rates[::97] = 0.0
     rates[::97, 3] = 2.0  # one visible rate: p = 1
     internal = np.zeros(n, bool)
-    internal[[2, 7]] = True
+    internal[[2, 7, 64, 69]] = True
     vis_nodes = np.flatnonzero(~internal).astype(np.int32)
     totals = rates.sum(axis=1)
     internals = (rates * internal).sum(axis=1)
-    got = _entropies(rates, vis_nodes, totals, internals)
+    got = _entropies(rates, internal.astype(np.uint8), totals, internals)
     want = np.zeros(events)
     for e in range(events):
         th = 0.0
@@ -115,3 +118,51 @@ def test_remembered_entropy_terms_are_the_computed_ones():
                 th -= (ds_log(p) * INV_LN2) * p
         want[e] = th
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@numba.njit
+def _sums_and_flips(rates, internal, u2s):
+    n = rates.shape[1]
+    nz = np.zeros((n + 63) >> 6, np.uint64)
+    dummy_i, dummy_f, dummy_u8 = np.zeros(1, np.int32), np.zeros(1), np.zeros(1, np.uint8)
+    out = np.zeros((rates.shape[0], 2))
+    node = np.zeros((rates.shape[0], u2s.shape[0]), np.int64)
+    for e in range(rates.shape[0]):
+        for i in range(n):
+            cpu._set_bit(nz, i, rates[e, i] != 0.0)
+        r = rates[e].copy()
+        out[e, 0], out[e, 1] = cpu._update_rates(dummy_u8, n, -2, dummy_i, dummy_i, dummy_i, dummy_i, dummy_i,
+                                                 dummy_u8, dummy_i, dummy_f, internal, r, nz)
+        for k in range(u2s.shape[0]):
+            node[e, k] = cpu._flip(r, nz, u2s[k], out[e, 0])
+    return out, node
+
+
+def test_sums_and_flip_over_the_nodes_with_a_rate_are_the_full_scans():
+    """The sums over the nodes whose rate is not 0 (``nz``) and the flip chosen among them equal the scans over
+    every node in node order (zeros added, the original loops), bit for bit, over two words of nodes."""
+    rng = np.random.default_rng(11)
+    n, events = 70, 400
+    values = np.array([0.0, 0.0, 0.0, 1.0, 2.5, 1e-3, 7.0 / 3.0])
+    rates = values[rng.integers(0, len(values), (events, n))]
+    rates[::50] = 0.0  # fixed points
+    internal = (rng.random(n) < 0.3).astype(np.uint8)
+    u2s = np.concatenate([rng.random(50), [0.0, 1.0 - 2.0**-53]])
+    got, nodes = _sums_and_flips(rates, internal, u2s)
+    for e in range(events):
+        total = rate_internal = 0.0
+        for i in range(n):
+            total += rates[e, i]
+            if rates[e, i] != 0.0 and internal[i]:
+                rate_internal += rates[e, i]
+        assert (got[e, 0], got[e, 1]) == (total, rate_internal)
+        assert np.float64(got[e, 0]).tobytes() == np.float64(total).tobytes()
+        for k, u2 in enumerate(u2s):
+            rr, want = u2 * total, -1
+            for i in range(n):
+                if rates[e, i] > 0.0:
+                    want = i
+                    rr -= rates[e, i]
+                    if rr < 0.0:
+                        break
+            assert nodes[e, k] == want

@@ -166,3 +166,28 @@ def test_sums_and_flip_over_the_nodes_with_a_rate_are_the_full_scans():
                     if rr < 0.0:
                         break
             assert nodes[e, k] == want
+
+
+@pytest.mark.parametrize("words", [1, 2])
+def test_sum_rows_of_one_key_and_of_keys_equal_at_the_ends(words):
+    """``block._sum_rows`` where every row is the same (the shortcut: no sort) and where only the first and the
+    last are (the sort): the distinct rows in order with the integer sums of their values."""
+    from distsim.maboss.block import _sum_rows
+
+    rng = np.random.default_rng(5)
+    n = 1000
+    vals = rng.integers(-2**40, 2**40, n)
+    row = np.array([2**63 + 5, 7][:words], np.uint64)
+    rows = np.tile(row, (n, 1))
+    got_rows, got_sum = _sum_rows((), rows, vals)
+    np.testing.assert_array_equal(got_rows, row[None, :])
+    assert got_sum.dtype == np.int64 and got_sum.tolist() == [int(vals.sum())]
+    lead = np.full(n, 3, np.int32)
+    got_lead, got_rows, got_sum = _sum_rows((lead,), rows, vals)
+    assert got_lead.tolist() == [3] and got_sum.tolist() == [int(vals.sum())]
+    rows[1:-1:2, -1] = np.uint64(1)  # the ends equal, others not
+    got_rows, got_sum = _sum_rows((), rows, vals)
+    odd = np.zeros(n, bool)
+    odd[1:-1:2] = True
+    np.testing.assert_array_equal(got_rows[:, -1], np.array([1, row[-1]], np.uint64))
+    assert got_sum.tolist() == [int(vals[odd].sum()), int(vals[~odd].sum())]

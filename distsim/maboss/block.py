@@ -100,6 +100,8 @@ def _sum_by(keys: tuple[np.ndarray, ...], *values: np.ndarray) -> tuple:
     """Unique rows of ``keys`` (sorted) and the integer sums of ``values`` over each."""
     if keys[0].size == 0:
         return tuple(k[:0] for k in keys) + tuple(v[:0] for v in values)
+    if all(k[0] == k[-1] and (k == k[0]).all() for k in keys):  # one key (often: every trajectory's final state)
+        return tuple(k[:1] for k in keys) + tuple(np.add.reduceat(v, [0]) for v in values)
     order = np.lexsort(keys[::-1])
     ks = [k[order] for k in keys]
     new = np.ones(ks[0].size, bool)
@@ -176,7 +178,8 @@ def reduce_chunk(kw, ks, sq, sq2, full, th_acc, final_vis, final_full, fixed, ev
                                    np.concatenate([sq2[part], rn * (QUANTA >> SQ_SHIFT) ** 2]))
     final, final_n = _sum_rows((), np.asarray(final_vis), np.ones(final_vis.shape[0], np.int64))
     fpmask = fixed.astype(bool)
-    fp, fp_n = _sum_rows((), np.asarray(final_full)[fpmask], np.ones(int(fpmask.sum()), np.int64))
+    fp_rows = np.asarray(final_full) if fpmask.all() else np.asarray(final_full)[fpmask]
+    fp, fp_n = _sum_rows((), fp_rows, np.ones(fp_rows.shape[0], np.int64))
     th = th_acc.sum(axis=0)
     n_win = th.shape[1] - 1
     return {"win": win, "state": state, "q": qs, "q2": q2, "th": th[0, :n_win] + np.cumsum(th[2])[:n_win],

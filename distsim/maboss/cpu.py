@@ -2,8 +2,9 @@
 
 Random numbers: trajectory c of seed s uses the Philox key ``(s, c)``; event e (the e-th state change
 attempt, from 0) uses counter ``(e mod 2**32, e >> 32, 0, 0)``: words 0-1 the waiting time's uniform,
-words 2-3 the node's; istate group g uses counter ``(g, 0, 1, 0)``, words 0-1. The GPU kernel
-(``kernels/ctbn.cu``) draws the same words and does the same arithmetic.
+words 2-3 the node's; istate group g uses counter ``(g, 0, 1, 0)``, words 0-1 (not drawn here where its first
+option has probability 1: the uniform is < 1). The GPU kernel (``kernels/ctbn.cu``) draws the same words and does
+the same arithmetic.
 
 Time in windows is counted in integer *quanta*, ``QUANTA`` per ``time_tick``: an event at time t
 falls at quantum ``floor(t * QUANTA / time_tick)`` and window k covers quanta ``[k, k+1) * QUANTA``,
@@ -19,8 +20,10 @@ a hash table per part of the trajectories when the trajectory ends (:func:`hash_
 nodes, :func:`simulate_dense` keeps only the current window's records and adds them straight into dense
 [window, state] tables, as ``kernels/ctbn.cu`` does; both give the same integer sums.
 
-After a flip only the rates that read the flipped node are recomputed; the sums over nodes are always
-taken over all of them in node order, so the bits are those of a full recomputation.
+After a flip only the rates that read the flipped node are recomputed; the sums (and the flip's scan) run over
+the nodes whose rate is not 0, kept as a bit mask, in node order: every rate is 0 or > 0 and adding a 0 changes
+no bit, so the bits are those of a full recomputation over every node. ``vis_nodes`` (the GPU kernel's list of
+visible nodes) is not read here: the entropy's terms are the mask's visible nodes.
 """
 
 from __future__ import annotations
@@ -30,10 +33,13 @@ import math
 import numba
 import numpy as np
 from numba import prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ..backends.dsmath import INV_LN2, ds_log, neglog_u01
+from ..backends.dsmath import INV_LN2, _f64_bits, ds_log, neglog_u01
 from ..rng.philox import philox4x32_10, u01_f64
 from .block import QUANTA, SQ_SHIFT, TH_SCALE, TH_SQ_SHIFT, TH_UNITS  # noqa: F401 -- the counts' units
+
+MEMO_BITS = 4  # 2**4 remembered entropy terms per part (most models' rates take a few values)
 
 
 
@@ -47,47 +53,113 @@ def _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals):
 
 
 @numba.njit(inline="always", cache=True)
+def _set_bit(words, i, on):
+    b = np.uint64(1) << np.uint64(i & 63)
+    if on:
+        words[i >> 6] |= b
+    else:
+        words[i >> 6] &= ~b
+
+
+@numba.njit(inline="always", cache=True)
 def _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
-                  internal, rates):
-    """The flip rates after node ``last`` flipped (-1: all of them; else only the nodes whose rates read it);
-    returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order."""
-    if last < 0:
+                  internal, rates, nz):
+    """The flip rates after node ``last`` flipped (-1: all of them; -2: none, they are current; else only the
+    nodes whose rates read it);
+    returns (sum of all rates, sum of the internal nodes' non-zero rates), each summed in node order. ``nz``: bit i
+    of word i // 64 is set where node i's rate is not 0 (kept here; -2: current too)."""
+    if last == -1:
         for i in range(n):
             rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
-    else:
+            _set_bit(nz, i, rates[i] != 0.0)
+    elif last >= 0:
         for k in range(child_start[last], child_start[last + 1]):
             i = child_index[k]
             rates[i] = _node_rate(x, i, par_start, par_index, tt_start, tt, val_start, vals)
-    total = 0.0
+            _set_bit(nz, i, rates[i] != 0.0)
+    total = 0.0  # adding the zero rates (all rates are 0 or > 0) would change no bit: only nz's are added
     rate_internal = 0.0
-    for i in range(n):
-        ri = rates[i]
-        total += ri
-        if ri != 0.0 and internal[i]:
-            rate_internal += ri
+    for w in range(nz.shape[0]):
+        m = nz[w]
+        while m:
+            i = (w << 6) + trailing_zeros(m)
+            m &= m - np.uint64(1)
+            ri = rates[i]
+            total += ri
+            if internal[i]:
+                rate_internal += ri
     return total, rate_internal
 
 
 @numba.njit(inline="always", cache=True)
-def _transition_entropy(rates, vis_nodes, n, total, rate_internal):
-    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model);
-    ``vis_nodes``: the visible nodes in node order."""
+def _transition_entropy(rates, nz, internal, n, total, rate_internal, memo_p, memo_t):
+    """MaBoSS's TH: the entropy (bits) of which visible node flips next (0 for a one-node model); its terms: the
+    visible nodes with a rate (``nz``), in node order. A term ``-p log2 p`` is remembered by p (``memo_p``,
+    ``memo_t``: ``2**MEMO_BITS`` slots, p NaN when empty): the same p gives the same bits without the log."""
     if n == 1:
         return 0.0
     tni = total - rate_internal
     th = 0.0
-    for j in range(vis_nodes.shape[0]):
-        ri = rates[vis_nodes[j]]
-        if ri != 0.0:
-            p = ri / tni
-            th -= (ds_log(p) * INV_LN2) * p
+    for w in range(nz.shape[0]):
+        m = nz[w]
+        while m:
+            i = (w << 6) + trailing_zeros(m)
+            m &= m - np.uint64(1)
+            if internal[i]:
+                continue
+            p = rates[i] / tni
+            h = (np.uint64(_f64_bits(p)) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - MEMO_BITS)
+            if memo_p[h] == p:
+                term = memo_t[h]
+            else:
+                term = (ds_log(p) * INV_LN2) * p
+                memo_p[h] = p
+                memo_t[h] = term
+            th -= term
     return th
 
 
 @numba.njit(inline="always", cache=True)
-def _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val):
-    """Trajectory ``traj``'s initial state in ``x``: group g's option from the uniform of counter (g, 0, 1, 0)."""
+def _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val):
+    """(x0, groups): the initial state's nodes that need no draw (groups whose first option has probability 1,
+    and the fixed nodes) in ``x0``, and the groups that need one (istate groups are disjoint)."""
+    x0 = np.zeros(n, np.uint8)
+    groups = np.zeros(grp_start.shape[0] - 1, np.int32)
+    ng = 0
     for g in range(grp_start.shape[0] - 1):
+        k = grp_start[g]
+        if grp_cum[k] < 1.0:
+            groups[ng] = g
+            ng += 1
+            continue
+        bits = opt_bits[k]  # the first option, whatever the uniform (< 1)
+        for j in range(grp_node_start[g + 1] - grp_node_start[g]):
+            x0[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
+    for i in range(n):
+        if fix_mask[i]:
+            x0[i] = fix_val[i]
+    return x0, groups[:ng]
+
+
+@numba.njit(inline="always", cache=True)
+def _state_words(x, vpos, xw, vis):
+    """``x`` as bits: every node (node i: bit i of ``xw``) and the visible ones (``vis``, by ``vpos``)."""
+    xw[:] = 0
+    vis[:] = 0
+    for i in range(x.shape[0]):
+        if x[i]:
+            xw[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            if vpos[i] >= 0:
+                vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
+
+
+@numba.njit(inline="always", cache=True)
+def _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask):
+    """Trajectory ``traj``'s initial state in ``x``: ``x0`` (:func:`_start_template`), then each group g of
+    ``groups`` takes its option from the uniform of counter (g, 0, 1, 0) (fixed nodes keep their value)."""
+    x[:] = x0
+    for gi in range(groups.shape[0]):
+        g = groups[gi]
         w0, w1, w2, w3 = philox4x32_10(g, 0, 1, 0, seed, traj)
         u = u01_f64(w0, w1)
         k = grp_start[g]
@@ -95,19 +167,19 @@ def _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes,
             k += 1
         bits = opt_bits[k]
         for j in range(grp_node_start[g + 1] - grp_node_start[g]):
-            x[grp_nodes[grp_node_start[g] + j]] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
-    for i in range(x.shape[0]):
-        if fix_mask[i]:
-            x[i] = fix_val[i]
+            i = grp_nodes[grp_node_start[g] + j]
+            if not fix_mask[i]:
+                x[i] = np.uint8((bits >> np.uint64(j)) & np.uint64(1))
 
 
 @numba.njit(inline="always", cache=True)
-def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_index, tt_start, tt, val_start, vals,
-                internal, rates, seed, traj, ev, t, max_time, tick, discrete):
-    """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet) and the draws of event ``ev``:
+def _next_event(x, n, last, child_start, child_index, nz, par_start, par_index, tt_start, tt, val_start, vals,
+                internal, rates, seed, traj, ev, t, max_time, tick, discrete, memo_p, memo_t):
+    """The flip rates in state ``x`` (node ``last`` flipped last, -1: none yet, -2: ``rates`` are x's) and the
+    draws of event ``ev``:
     (total, u2, t_new, th, fixed point)."""
     total, rate_internal = _update_rates(x, n, last, child_start, child_index, par_start, par_index, tt_start, tt,
-                                         val_start, vals, internal, rates)
+                                         val_start, vals, internal, rates, nz)
     if total == 0.0:
         return total, 0.0, max_time, 0.0, True
     w0, w1, w2, w3 = philox4x32_10(np.uint64(ev) & np.uint64(0xFFFFFFFF), np.uint64(ev) >> np.uint64(32), 0, 0,
@@ -117,20 +189,23 @@ def _next_event(x, n, last, child_start, child_index, vis_nodes, par_start, par_
         t_new = t + tick
     else:
         t_new = t + neglog_u01(u01_f64(w0, w1)) / total
-    return total, u2, t_new, _transition_entropy(rates, vis_nodes, n, total, rate_internal), False
+    return total, u2, t_new, _transition_entropy(rates, nz, internal, n, total, rate_internal, memo_p, memo_t), False
 
 
 @numba.njit(inline="always", cache=True)
-def _flip(rates, n, u2, total):
-    """The node that flips: the first whose cumulative rate exceeds ``u2 * total`` (node order)."""
+def _flip(rates, nz, u2, total):
+    """The node that flips: the first whose cumulative rate exceeds ``u2 * total`` (node order, the nodes with a
+    rate: ``nz``)."""
     rr = u2 * total
     node = -1
-    for i in range(n):
-        if rates[i] > 0.0:
-            node = i
-            rr -= rates[i]
+    for w in range(nz.shape[0]):
+        m = nz[w]
+        while m:
+            node = (w << 6) + trailing_zeros(m)
+            m &= m - np.uint64(1)
+            rr -= rates[node]
             if rr < 0.0:
-                break
+                return node
     return node
 
 
@@ -160,15 +235,29 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         x = np.zeros(n, np.uint8)
         rates = np.zeros(n, np.float64)
         vis = np.zeros(vw, np.uint64)  # the visible state: bit j of word j // 64 = visible node j
+        x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+        same_start = groups.shape[0] == 0
+        rates0 = np.zeros(n, np.float64)
+        nz = np.zeros((n + 63) >> 6, np.uint64)  # the nodes with a rate, as bits (see _update_rates)
+        nz0 = np.zeros((n + 63) >> 6, np.uint64)
+        memo_p = np.full(1 << MEMO_BITS, np.nan)
+        memo_t = np.zeros(1 << MEMO_BITS, np.float64)
+        xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
+        xw0 = np.zeros(final_full.shape[1], np.uint64)
+        vis0 = np.zeros(vw, np.uint64)
+        _state_words(x0, vpos, xw0, vis0)
+        if same_start:
+            _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                          internal, rates0, nz0)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
-            x[:] = 0
-            _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask,
-                           fix_val)
-            vis[:] = 0
-            for i in range(n):
-                if vpos[i] >= 0 and x[i]:
-                    vis[vpos[i] >> 6] |= np.uint64(1) << np.uint64(vpos[i] & 63)
+            _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
+                           fix_mask)
+            if same_start:
+                xw[:] = xw0
+                vis[:] = vis0
+            else:
+                _state_words(x, vpos, xw, vis)
             t = 0.0
             pos = np.int64(0)
             win = 0
@@ -179,10 +268,15 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
             fp = 0
             ovr = False
             node = -1
+            if same_start:  # every trajectory starts in x0: its rates, computed once
+                rates[:] = rates0
+                nz[:] = nz0
+                node = -2
             while True:
-                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, nz, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
-                                                          seed, traj, ev, t, max_time, tick, discrete)
+                                                          seed, traj, ev, t, max_time, tick, discrete, memo_p,
+                                                          memo_t)
                 if is_fp:
                     fp = 1
                 if t_new >= max_time:
@@ -243,8 +337,9 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                         wstart = nrec
                 if ovr or t_new >= max_time:
                     break
-                node = _flip(rates, n, u2, total)
+                node = _flip(rates, nz, u2, total)
                 x[node] ^= np.uint8(1)
+                xw[node >> 6] ^= np.uint64(1) << np.uint64(node & 63)
                 if vpos[node] >= 0:
                     vis[vpos[node] >> 6] ^= np.uint64(1) << np.uint64(vpos[node] & 63)
                 t = t_new
@@ -259,11 +354,7 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
                 break
             for w in range(vw):
                 final_vis[c, w] = vis[w]
-            for w in range(final_full.shape[1]):
-                final_full[c, w] = np.uint64(0)
-            for i in range(n):
-                if x[i]:
-                    final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            final_full[c, :] = xw
             fixed[c] = fp
             events[c] = ev
 
@@ -285,20 +376,38 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
     m_end = np.int64(n_win) * QUANTA
     parts = acc.shape[0]
     S = np.int64(n_states)
+    vw = 1
     for p in prange(parts):
         a = acc[p]
+        visw = np.zeros(vw, np.uint64)
         rec_state = np.zeros(rec_cap, np.int64)
         rec_q = np.zeros(rec_cap, np.int64)
         x = np.zeros(n, np.uint8)
         rates = np.zeros(n, np.float64)
+        x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+        same_start = groups.shape[0] == 0
+        rates0 = np.zeros(n, np.float64)
+        nz = np.zeros((n + 63) >> 6, np.uint64)  # the nodes with a rate, as bits (see _update_rates)
+        nz0 = np.zeros((n + 63) >> 6, np.uint64)
+        memo_p = np.full(1 << MEMO_BITS, np.nan)
+        memo_t = np.zeros(1 << MEMO_BITS, np.float64)
+        xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
+        xw0 = np.zeros(final_full.shape[1], np.uint64)
+        vis0 = np.zeros(vw, np.uint64)
+        _state_words(x0, vpos, xw0, vis0)
+        if same_start:
+            _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                          internal, rates0, nz0)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
-            x[:] = 0
-            _initial_state(x, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
-            vis = np.int64(0)
-            for i in range(n):
-                if vpos[i] >= 0 and x[i]:
-                    vis |= np.int64(1) << np.int64(vpos[i])
+            _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
+                           fix_mask)
+            if same_start:
+                xw[:] = xw0
+                vis = np.int64(vis0[0])
+            else:
+                _state_words(x, vpos, xw, visw)
+                vis = np.int64(visw[0])
             t = 0.0
             pos = np.int64(0)
             win = 0
@@ -307,10 +416,15 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
             ev = np.int64(0)
             fp = 0
             node = -1
+            if same_start:  # every trajectory starts in x0: its rates, computed once
+                rates[:] = rates0
+                nz[:] = nz0
+                node = -2
             while True:
-                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, vis_nodes, par_start,
+                total, u2, t_new, th, is_fp = _next_event(x, n, node, child_start, child_index, nz, par_start,
                                                           par_index, tt_start, tt, val_start, vals, internal, rates,
-                                                          seed, traj, ev, t, max_time, tick, discrete)
+                                                          seed, traj, ev, t, max_time, tick, discrete, memo_p,
+                                                          memo_t)
                 if is_fp:
                     fp = 1
                 if t_new >= max_time:
@@ -363,8 +477,9 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
                         nrec = 0
                 if over[p] or t_new >= max_time:
                     break
-                node = _flip(rates, n, u2, total)
+                node = _flip(rates, nz, u2, total)
                 x[node] ^= np.uint8(1)
+                xw[node >> 6] ^= np.uint64(1) << np.uint64(node & 63)
                 if vpos[node] >= 0:
                     vis ^= np.int64(1) << np.int64(vpos[node])
                 t = t_new
@@ -373,11 +488,7 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
                 break
             a[o_ev] += ev
             a[o_final + vis] += 1
-            for w in range(final_full.shape[1]):
-                final_full[c, w] = np.uint64(0)
-            for i in range(n):
-                if x[i]:
-                    final_full[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            final_full[c, :] = xw
             fixed[c] = fp
 
 

@@ -30,6 +30,8 @@ CASES = {
     "cellcycle": (DATA / "cellcycle.bnd", DATA / "cellcycle_runcfg.cfg", {}),
     "p53-mutant": (DATA / "p53_Mdm2.bnd", DATA / "p53_Mdm2_runcfg.cfg", {"Dam": 0}),
     "calzone2010": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", None, {}),
+    # every istate fixed (the CPU draws none and computes the start's rates once), mutants among them
+    "calzone2010-mutants": (EXAMPLES / "maboss_calzone2010_cell_fate_28n.bnd", None, {"TNF": 1, "CASP3": 0}),
     "montagud133": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {}),
     "montagud133-mutants": (DATA / "Montagud2022_Prostate_Cancer.bnd", None, {"AKT": 0, "ERK": 1}),
 }

@@ -58,25 +58,36 @@ def _experiment(pr: Problem, theta: np.ndarray, ex: CompiledExperiment, max_coun
     for at, new in changes:
         pieces.append((float(at), {**pieces[-1][1], **{k: float(v) for k, v in new.items()}}))
     gens = [generator(pr.net.with_parameters(**v), max_count) for _, v in pieces]
-    states = gens[0][0]
-    noise = noise_values(pr.observables, values)
+    steps: dict[tuple[int, float], np.ndarray] = {}  # exp(Q dt) per piece and distinct interval length
+
+    def advance(p: np.ndarray, t_prev: float, t: float) -> np.ndarray:
+        for i, (start, _) in enumerate(pieces):  # the pieces' parts of (t_prev, t]
+            end = pieces[i + 1][0] if i + 1 < len(pieces) else math.inf
+            lo, hi = max(t_prev, start), min(t, end)
+            if hi > lo:
+                dt = hi - lo
+                if (i, dt) not in steps:
+                    steps[i, dt] = expm(gens[i][1] * dt)
+                p = np.maximum(p @ steps[i, dt], 0.0)
+        return p
+
+    return _forward(pr, ex, values, gens[0][0], advance)
+
+
+def _forward(pr: Problem, ex: CompiledExperiment, values: Mapping[str, float], states: np.ndarray,
+             advance: Callable[[np.ndarray, float, float], np.ndarray]) -> float:
+    """The forward algorithm over one experiment: the state distribution ``p`` over ``states`` from the
+    initial state, moved to each measurement time by ``advance(p, t_prev, t)`` and weighed there."""
     x0 = ex.x0_of(values)
     if x0 is None:
         return -math.inf
     p = np.all(states == x0, axis=1).astype(np.float64)
     if p.sum() != 1.0:
         raise ValueError("the initial state lies outside the box: raise max_count")
+    noise = noise_values(pr.observables, values)
     total, t_prev = 0.0, 0.0
-    steps: dict[tuple[int, float], np.ndarray] = {}  # exp(Q dt) per piece and distinct interval length
     for k, t in enumerate(ex.times):
-        for i, (start, _) in enumerate(pieces):  # the pieces' parts of (t_prev, t]
-            end = pieces[i + 1][0] if i + 1 < len(pieces) else math.inf
-            lo, hi = max(t_prev, start), min(float(t), end)
-            if hi > lo:
-                dt = hi - lo
-                if (i, dt) not in steps:
-                    steps[i, dt] = expm(gens[i][1] * dt)
-                p = np.maximum(p @ steps[i, dt], 0.0)
+        p = advance(p, t_prev, float(t))
         lik = np.exp(log_weights(pr.observables, ex.at(k), states, values, noise)) * p
         z = float(lik.sum())
         if z <= 0:
@@ -111,29 +122,20 @@ def log_likelihood_varying(pr: Problem, theta: np.ndarray, max_count: int, net: 
             if not np.allclose(q2, q0 + 2.0 * qp, rtol=1e-12, atol=0.0):
                 raise ValueError(f"the propensities are not linear in {name!r}")
             parts.append((rates[name], qp))
-        x0 = ex.x0_of(values)
-        if x0 is None:
-            return -math.inf
-        p = np.all(states == x0, axis=1).astype(np.float64)
-        if p.sum() != 1.0:
-            raise ValueError("the initial state lies outside the box: raise max_count")
-        noise = noise_values(pr.observables, values)
 
         def rhs(t: float, y: np.ndarray) -> np.ndarray:
             return y @ q0 + sum(f(t, values) * (y @ qp) for f, qp in parts)
 
-        t_prev = 0.0
-        for k, t in enumerate(ex.times):
-            if float(t) > t_prev:
-                sol = solve_ivp(rhs, (t_prev, float(t)), p, method="DOP853", rtol=VARYING_RTOL, atol=VARYING_ATOL)
-                if not sol.success:
-                    raise RuntimeError(f"the CME integration failed: {sol.message}")
-                p = np.maximum(sol.y[:, -1], 0.0)
-            lik = np.exp(log_weights(pr.observables, ex.at(k), states, values, noise)) * p
-            z = float(lik.sum())
-            if z <= 0:
-                return -math.inf
-            total += math.log(z)
-            p = lik / z
-            t_prev = float(t)
+        def advance(p: np.ndarray, t_prev: float, t: float) -> np.ndarray:
+            if t <= t_prev:
+                return p
+            sol = solve_ivp(rhs, (t_prev, t), p, method="DOP853", rtol=VARYING_RTOL, atol=VARYING_ATOL)
+            if not sol.success:
+                raise RuntimeError(f"the CME integration failed: {sol.message}")
+            return np.maximum(sol.y[:, -1], 0.0)
+
+        ll = _forward(pr, ex, values, states, advance)
+        if ll == -math.inf:
+            return -math.inf
+        total += ll
     return total

@@ -209,6 +209,31 @@ def _flip(rates, nz, u2, total):
     return node
 
 
+@numba.njit(inline="always", cache=True)
+def _part_start(n, n_words, vw, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val, vpos,
+                child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals, internal):
+    """A part's work arrays (x, rates, nz: the nodes with a rate as bits, see _update_rates; the entropy
+    memo; xw: x as bits, kept with x) and its trajectories' start: x0 and the option groups drawn per
+    trajectory; when none is (same_start), the start's bits xw0, visible words vis0, rates0 and nz0."""
+    x = np.zeros(n, np.uint8)
+    rates = np.zeros(n, np.float64)
+    x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
+    same_start = groups.shape[0] == 0
+    rates0 = np.zeros(n, np.float64)
+    nz = np.zeros((n + 63) >> 6, np.uint64)
+    nz0 = np.zeros((n + 63) >> 6, np.uint64)
+    memo_p = np.full(1 << MEMO_BITS, np.nan)
+    memo_t = np.zeros(1 << MEMO_BITS, np.float64)
+    xw = np.zeros(n_words, np.uint64)
+    xw0 = np.zeros(n_words, np.uint64)
+    vis0 = np.zeros(vw, np.uint64)
+    _state_words(x0, vpos, xw0, vis0)
+    if same_start:
+        _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
+                      internal, rates0, nz0)
+    return x, rates, x0, groups, same_start, rates0, nz, nz0, memo_p, memo_t, xw, xw0, vis0
+
+
 @numba.njit(parallel=True, cache=True)
 def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal, vpos, grp_start, grp_cum,
                    grp_node_start,
@@ -232,23 +257,10 @@ def simulate_chunk(par_start, par_index, tt_start, tt, val_start, vals, internal
         rec_state = np.zeros((rec_cap, vw), np.uint64)
         rec_q = np.zeros(rec_cap, np.int64)
         used = 0
-        x = np.zeros(n, np.uint8)
-        rates = np.zeros(n, np.float64)
         vis = np.zeros(vw, np.uint64)  # the visible state: bit j of word j // 64 = visible node j
-        x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
-        same_start = groups.shape[0] == 0
-        rates0 = np.zeros(n, np.float64)
-        nz = np.zeros((n + 63) >> 6, np.uint64)  # the nodes with a rate, as bits (see _update_rates)
-        nz0 = np.zeros((n + 63) >> 6, np.uint64)
-        memo_p = np.full(1 << MEMO_BITS, np.nan)
-        memo_t = np.zeros(1 << MEMO_BITS, np.float64)
-        xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
-        xw0 = np.zeros(final_full.shape[1], np.uint64)
-        vis0 = np.zeros(vw, np.uint64)
-        _state_words(x0, vpos, xw0, vis0)
-        if same_start:
-            _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
-                          internal, rates0, nz0)
+        x, rates, x0, groups, same_start, rates0, nz, nz0, memo_p, memo_t, xw, xw0, vis0 = _part_start(
+            n, final_full.shape[1], vw, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val,
+            vpos, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals, internal)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
             _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,
@@ -382,22 +394,9 @@ def simulate_dense(par_start, par_index, tt_start, tt, val_start, vals, internal
         visw = np.zeros(vw, np.uint64)
         rec_state = np.zeros(rec_cap, np.int64)
         rec_q = np.zeros(rec_cap, np.int64)
-        x = np.zeros(n, np.uint8)
-        rates = np.zeros(n, np.float64)
-        x0, groups = _start_template(n, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val)
-        same_start = groups.shape[0] == 0
-        rates0 = np.zeros(n, np.float64)
-        nz = np.zeros((n + 63) >> 6, np.uint64)  # the nodes with a rate, as bits (see _update_rates)
-        nz0 = np.zeros((n + 63) >> 6, np.uint64)
-        memo_p = np.full(1 << MEMO_BITS, np.nan)
-        memo_t = np.zeros(1 << MEMO_BITS, np.float64)
-        xw = np.zeros(final_full.shape[1], np.uint64)  # x as bits, kept with x
-        xw0 = np.zeros(final_full.shape[1], np.uint64)
-        vis0 = np.zeros(vw, np.uint64)
-        _state_words(x0, vpos, xw0, vis0)
-        if same_start:
-            _update_rates(x0, n, -1, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals,
-                          internal, rates0, nz0)
+        x, rates, x0, groups, same_start, rates0, nz, nz0, memo_p, memo_t, xw, xw0, vis0 = _part_start(
+            n, final_full.shape[1], vw, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits, fix_mask, fix_val,
+            vpos, child_start, child_index, par_start, par_index, tt_start, tt, val_start, vals, internal)
         for c in range(n_traj * p // parts, n_traj * (p + 1) // parts):
             traj = traj0 + c
             _initial_state(x, x0, groups, seed, traj, grp_start, grp_cum, grp_node_start, grp_nodes, opt_bits,

@@ -79,22 +79,30 @@ def test_one_call_from_zero_is_the_ssa_realization(net, method):
     assert not np.array_equal(X2, ref["trajectories"][:, -1, :])
 
 
+def advance_poisson(c, X, W, cuts, method, key, mean, check=None):
+    """Advance the particles (X, W) from 0 through the times ``cuts`` (call i with e_hi = i); at each,
+    X[:, 0] has the mean and variance of Poisson(mean(t)) within Z standard errors (var = m, fourth
+    central moment m + 3 m^2); ``check(t)`` checks more."""
+    N, t0 = len(X), 0.0
+    for i, t in enumerate(cuts):
+        _, err, _, _ = advance_events(c, c.events, METHODS[method].cpu, X, W, t0, t, key=key, e_hi=i)
+        assert not err.any()
+        x = X[:, 0].astype(float)
+        mu = mean(t)
+        assert abs(x.mean() - mu) < Z * math.sqrt(mu / N), (t, x.mean(), mu)
+        assert abs(x.var(ddof=1) - mu) < Z * math.sqrt((mu + 2 * mu**2) / N), (t, x.var(), mu)
+        if check is not None:
+            check(t)
+        t0 = t
+
+
 @pytest.mark.parametrize("cuts", [[1.0, 1.5, 3.0], [0.7, 2.0, 3.0]])
 def test_interval_by_interval_has_the_ssa_law(net, cuts):
     # the event at an interval's end (1.5) and inside one (0.7 .. 2.0); Poisson(mean): var = mean,
     # fourth central moment mean + 3 mean^2
     c = compile_network(switched(net))
-    N = 20_000
-    X, W = _start(c, N)
-    t0 = 0.0
-    for i, t in enumerate(cuts):
-        _, err, _, _ = advance_events(c, c.events, METHODS["direct"].cpu, X, W, t0, t, key=7, e_hi=i)
-        assert not err.any()
-        x = X[:, 0].astype(float)
-        mu = poisson_mean(t)
-        assert abs(x.mean() - mu) < Z * math.sqrt(mu / N), (t, x.mean(), mu)
-        assert abs(x.var(ddof=1) - mu) < Z * math.sqrt((mu + 2 * mu**2) / N), (t, x.var(), mu)
-        t0 = t
+    X, W = _start(c, 20_000)
+    advance_poisson(c, X, W, cuts, "direct", 7, poisson_mean)
     # the particles carry the assigned parameter: k1 doubled in every row's tables
     assert np.all(W[2][:, 0] == 2 * K1) and np.all(W[0][:, 0] == 2 * K1)
 

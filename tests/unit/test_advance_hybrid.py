@@ -26,6 +26,7 @@ from distsim.ssa.advance_events import HYBRID_CPU_ONLY, _check, advance_events, 
 from distsim.ssa.errors import ERR_MAX_EVENTS
 from distsim.ssa.methods import METHODS
 
+from test_advance_events import advance_poisson
 from test_hybrid_species import ODE_TOL, input_species
 from test_ssa_hybrid import C as DECAY_C, X0 as DECAY_X0, decay, decay_mean
 
@@ -92,36 +93,21 @@ def test_one_call_from_zero_is_the_ssa_realization(name):
 def test_sine_birth_interval_by_interval_is_poisson(cuts):
     # Poisson(m): var = m, fourth central moment m + 3 m^2
     c = compile_network(sine_immigration_death())
-    N = 20_000
-    X, W = _start(c, N)
-    t0 = 0.0
-    for i, t in enumerate(cuts):
-        _, err, _, _ = advance_events(c, c.events, METHODS["direct"].cpu, X, W, t0, t, key=11, e_hi=i)
-        assert not err.any()
-        x = X[:, 0].astype(float)
-        mu = sine_mean(t)
-        assert abs(x.mean() - mu) < Z * math.sqrt(mu / N), (t, x.mean(), mu)
-        assert abs(x.var(ddof=1) - mu) < Z * math.sqrt((mu + 2 * mu**2) / N), (t, x.var(), mu)
-        t0 = t
+    X, W = _start(c, 20_000)
+    advance_poisson(c, X, W, cuts, "direct", 11, sine_mean)
 
 
 def test_rate_rule_state_is_carried_across_calls():
     c = compile_network(decay())
-    N = 20_000
-    X, W = _start(c, N)
+    X, W = _start(c, 20_000)
     col = int(c.events.rr_param[0])  # X's slot among the mutable parameters
-    t0 = 0.0
-    for i, t in enumerate([0.4, 1.0, 2.2, 3.0]):
-        _, err, _, _ = advance_events(c, c.events, METHODS["tree"].cpu, X, W, t0, t, key=3, e_hi=i)
-        assert not err.any()
-        x = X[:, 0].astype(float)
-        mu = float(decay_mean(t))
-        assert abs(x.mean() - mu) < Z * math.sqrt(mu / N), (t, x.mean(), mu)
-        assert abs(x.var(ddof=1) - mu) < Z * math.sqrt((mu + 2 * mu**2) / N), (t, x.var(), mu)
+
+    def ode_state(t):
         exact = DECAY_X0 * math.exp(-DECAY_C * t)
         assert np.all(np.abs(W[2][:, col] - exact) <= ODE_TOL * DECAY_X0), t
         assert np.all(W[16][:, 0] > 0.0)  # each particle keeps its integrator's next step size
-        t0 = t
+
+    advance_poisson(c, X, W, [0.4, 1.0, 2.2, 3.0], "tree", 3, lambda t: float(decay_mean(t)), ode_state)
 
 
 @pytest.mark.parametrize("cuts", [[0.5, 1.0, 2.0, 3.0], [0.7, 1.6, 3.0]])
@@ -131,17 +117,9 @@ def test_time_event_on_the_input_interval_by_interval(cuts):
     boost = Event("boost", Compare(">=", Time(), Num(1.0)), (Assignment("X", -1, BinOp("+", Param("X"),
                                                                                         Param("x0"))),))
     c = compile_network(decay(events=[boost]))
-    N = 20_000
-    X, W = _start(c, N)
-    t0 = 0.0
-    for i, t in enumerate(cuts):
-        _, err, _, _ = advance_events(c, c.events, METHODS["direct"].cpu, X, W, t0, t, key=5, e_hi=i)
-        assert not err.any()
-        x = X[:, 0].astype(float)
-        mu = float(decay_mean(t) if t < 1.0 else decay_mean(1.0) + (1 + math.exp(-DECAY_C)) * decay_mean(t - 1.0))
-        assert abs(x.mean() - mu) < Z * math.sqrt(mu / N), (t, x.mean(), mu)
-        assert abs(x.var(ddof=1) - mu) < Z * math.sqrt((mu + 2 * mu**2) / N), (t, x.var(), mu)
-        t0 = t
+    X, W = _start(c, 20_000)
+    advance_poisson(c, X, W, cuts, "direct", 5, lambda t: float(
+        decay_mean(t) if t < 1.0 else decay_mean(1.0) + (1 + math.exp(-DECAY_C)) * decay_mean(t - 1.0)))
 
 
 def test_too_many_firings_stop_a_row():

@@ -7,7 +7,7 @@ rate-rule values) of a run whose grid ends at t1. In law: particles advanced int
 instant): immigration-death with the birth rate
 k(t) = a + b sin(t) is Poisson with mean m(t) = a/d (1 - e^{-dt}) + b (d sin t - cos t + e^{-dt}) / (d^2 + 1);
 a decaying rate-rule input x' = -c x driving births at rate k x is Poisson with mean k x0 (1 - e^{-ct}) / c,
-and every particle carries x(t) = x0 e^{-ct}. Mean and variance within 4 standard errors (advance_poisson) (fixed seeds)."""
+and every particle carries x(t) = x0 e^{-ct}. Mean and variance within 4 standard errors (fixed seeds)."""
 
 from __future__ import annotations
 

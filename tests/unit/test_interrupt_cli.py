@@ -117,3 +117,24 @@ def test_an_interrupted_command_line_prints_no_finalizer_errors(tmp_path):
     assert runs["interrupt"].returncode == 130
     assert runs["interrupt"].stderr == "distsim: interrupted\n", runs["interrupt"].stderr
     assert runs["normal"].returncode == 0 and "no _as_parameter_" in runs["normal"].stderr, runs["normal"].stderr
+
+
+def test_a_further_sigint_does_not_kill_an_interrupted_command_line(tmp_path):
+    """Once "distsim: interrupted" is printed (the process's own command line), one more SIGINT (a second
+    Ctrl-C) while the process exits leaves its status 130; it killed the process by signal (-2) in a CI
+    rehearsal. The same SIGINT during a normal run's exit still interrupts it."""
+    code = ("import os, signal, sys, distsim.cli as cli\n"
+            "def interrupted(args):\n"
+            "    raise KeyboardInterrupt\n"
+            "import distsim.cli.maboss as command\n"
+            "command.run = interrupted if sys.argv[1] == 'interrupt' else (lambda args: 0)\n"
+            "sys.argv = ['distsim', 'maboss', 'model.bnd']\n"
+            "rc = cli.main()\n"
+            "os.kill(os.getpid(), signal.SIGINT)\n"  # a second Ctrl-C as the process exits
+            "signal.getsignal(signal.SIGINT)\n"  # (the handler runs at the next bytecode)
+            "sys.exit(rc)\n")
+    runs = {k: subprocess.run([sys.executable, "-c", code, k], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            for k in ("interrupt", "normal")}
+    assert runs["interrupt"].returncode == 130, runs["interrupt"]
+    assert runs["interrupt"].stderr == "distsim: interrupted\n", runs["interrupt"].stderr
+    assert runs["normal"].returncode != 0 and "KeyboardInterrupt" in runs["normal"].stderr, runs["normal"]

@@ -95,25 +95,30 @@ def test_ctrl_c_with_an_external_scheduler_frees_its_workers(what, dask_client, 
     assert len({f.result(timeout=GRACE_S) for f in futures}) == len(workers)
 
 
-def test_an_interrupted_command_line_prints_no_finalizer_errors(tmp_path):
-    """After "distsim: interrupted" (the process's own command line), an object that Ctrl-C left half-built
-    (an LLVM value of a stopped Numba compile, whose __del__ fails) prints nothing as the interpreter exits;
-    the same object after a normal run still reports its error."""
-    code = ("import sys, distsim.cli as cli\n"
-            "class HalfBuilt:\n"
-            "    def __del__(self):\n"
-            "        raise AttributeError('no _as_parameter_')\n"
-            "keep = HalfBuilt()\n"
+def _command_line_runs(tmp_path: Path, before: str, after: str) -> dict[str, subprocess.CompletedProcess]:
+    """``distsim maboss model.bnd`` as the process's own command line (``cli.main()``) in a new process whose
+    command raises KeyboardInterrupt ("interrupt") or returns 0 ("normal"); ``before`` and ``after`` are
+    lines run around it (``rc`` holds main's status, which the process exits with)."""
+    code = ("import os, signal, sys, distsim.cli as cli\n" + before +
             "def interrupted(args):\n"
             "    raise KeyboardInterrupt\n"
             "import distsim.cli.maboss as command\n"
             "command.run = interrupted if sys.argv[1] == 'interrupt' else (lambda args: 0)\n"
             "sys.argv = ['distsim', 'maboss', 'model.bnd']\n"
-            "rc = cli.main()\n"
-            "del keep\n"  # its finalizer fails now, after the run, as a half-built LLVM object's does at exit
-            "sys.exit(rc)\n")
-    runs = {k: subprocess.run([sys.executable, "-c", code, k], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-            for k in ("interrupt", "normal")}
+            "rc = cli.main()\n" + after + "sys.exit(rc)\n")
+    return {k: subprocess.run([sys.executable, "-c", code, k], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path) for k in ("interrupt", "normal")}
+
+
+def test_an_interrupted_command_line_prints_no_finalizer_errors(tmp_path):
+    """After "distsim: interrupted" (the process's own command line), an object that Ctrl-C left half-built
+    (an LLVM value of a stopped Numba compile, whose __del__ fails) prints nothing as the interpreter exits;
+    the same object after a normal run still reports its error."""
+    runs = _command_line_runs(tmp_path, "class HalfBuilt:\n"
+                                        "    def __del__(self):\n"
+                                        "        raise AttributeError('no _as_parameter_')\n"
+                                        "keep = HalfBuilt()\n",
+                              "del keep\n")  # its finalizer fails after the run, as a half-built LLVM object's at exit
     assert runs["interrupt"].returncode == 130
     assert runs["interrupt"].stderr == "distsim: interrupted\n", runs["interrupt"].stderr
     assert runs["normal"].returncode == 0 and "no _as_parameter_" in runs["normal"].stderr, runs["normal"].stderr
@@ -123,18 +128,8 @@ def test_a_further_sigint_does_not_kill_an_interrupted_command_line(tmp_path):
     """Once "distsim: interrupted" is printed (the process's own command line), one more SIGINT (a second
     Ctrl-C) while the process exits leaves its status 130; it killed the process by signal (-2) in a CI
     rehearsal. The same SIGINT during a normal run's exit still interrupts it."""
-    code = ("import os, signal, sys, distsim.cli as cli\n"
-            "def interrupted(args):\n"
-            "    raise KeyboardInterrupt\n"
-            "import distsim.cli.maboss as command\n"
-            "command.run = interrupted if sys.argv[1] == 'interrupt' else (lambda args: 0)\n"
-            "sys.argv = ['distsim', 'maboss', 'model.bnd']\n"
-            "rc = cli.main()\n"
-            "os.kill(os.getpid(), signal.SIGINT)\n"  # a second Ctrl-C as the process exits
-            "signal.getsignal(signal.SIGINT)\n"  # (the handler runs at the next bytecode)
-            "sys.exit(rc)\n")
-    runs = {k: subprocess.run([sys.executable, "-c", code, k], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-            for k in ("interrupt", "normal")}
+    runs = _command_line_runs(tmp_path, "", "os.kill(os.getpid(), signal.SIGINT)\n"  # a second Ctrl-C as it exits
+                                            "signal.getsignal(signal.SIGINT)\n")  # (its handler: the next bytecode)
     assert runs["interrupt"].returncode == 130, runs["interrupt"]
     assert runs["interrupt"].stderr == "distsim: interrupted\n", runs["interrupt"].stderr
     assert runs["normal"].returncode != 0 and "KeyboardInterrupt" in runs["normal"].stderr, runs["normal"]

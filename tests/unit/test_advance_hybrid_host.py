@@ -5,9 +5,9 @@ gives the CPU's particles (distsim.ssa.advance_events: cpu.hybrid_loop) bit for 
 integrator work rows, firings, error words and times after every interval, for a sine birth rate, a
 rate-rule input with a state event, a time event on the input, an SBML species with a rate rule, and rows
 stopped by max_events; chains with their own parameters in one launch give what each gives alone on the
-CPU; the particle filter's estimates (backend 'gpu') are the CPU's for hybrid networks. A trigger on a
-rate-rule variable (located on CPUs) is refused. The device itself: tests/unit/test_advance_hybrid_gpu.py
-(the same checks). Skipped without g++."""
+CPU; the particle filter's estimates and PMMH iterations (backend 'gpu') are the CPU's for hybrid
+networks. A trigger on a rate-rule variable (located on CPUs) is refused. The device itself:
+tests/unit/test_advance_hybrid_gpu.py (the same checks). Skipped without g++."""
 
 from __future__ import annotations
 
@@ -171,6 +171,23 @@ def check_filter(particles: int = 48) -> None:
     assert np.array_equal(a, b) and fa == fb > 0 and np.all(np.isfinite(a)), (a, b)
 
 
+def check_chain(particles: int = 32) -> None:
+    """Eight PMMH iterations of two chains (sampler.iterate) of the rate-rule input with backend 'gpu' == 'cpu'."""
+    from distsim.pmmh import sampler
+
+    pr = rate_rule_problem()
+    keys = [sampler.chain_key(4, c) for c in range(2)]
+    runs = []
+    for backend in ("cpu", "gpu"):
+        now, trace = [None, None], []
+        for it in range(8):
+            now, acc, fired = sampler.iterate(pr, keys, now, it, particles, backend)
+            trace.append([(s.phi.tobytes(), s.loglik, a) for s, a in zip(now, acc)] + [fired])
+        runs.append(trace)
+    assert runs[0] == runs[1]
+    assert len({t[0][0] for t in runs[0]}) > 1  # the chains moved
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_twin_equals_cpu_interval_by_interval(host_gpu, case):
     c = compile_network(CASES[case]())
@@ -198,6 +215,10 @@ def test_chains_in_one_launch_equal_each_alone(host_gpu):
 
 def test_filter_gpu_equals_cpu(host_gpu):
     check_filter()
+
+
+def test_chain_gpu_equals_cpu(host_gpu):
+    check_chain()
 
 
 def test_located_triggers_are_refused_naming_the_cpu_backend(host_gpu):

@@ -231,10 +231,10 @@ def particles_backend(net: ReactionNetwork, backend: str | None) -> str | None:
     keeps the choice."""
     try:
         check_backend(net, True)
-        return backend
     except ModelError:
         b = engine.executor.configured_backend(backend)
         return "cpu" if b == "auto" else b
+    return backend
 
 
 def _backend(ctx: engine.ShardContext | None) -> str:

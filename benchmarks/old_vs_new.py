@@ -1,9 +1,10 @@
 """The same public calls timed with this checkout ("new") and with another ("old"), in one run.
 
-    python benchmarks/old_vs_new.py --baseline OLD_CHECKOUT [--backend gpu|cpu] [--out table.md]
+    python benchmarks/old_vs_new.py --baseline OLD_CHECKOUT [--backend gpu|cpu] [--cases ...] [--out table.md]
 
 Issue 13 asks for no speed regression from the architecture work: this runs PBN simulation, PBN
-steady state, the SSA Michaelis-Menten ensemble and DA-MCMC through their public functions, each
+steady state, the SSA Michaelis-Menten ensemble, the SSA's hybrid loop (a DSMTS birth-death with a birth rate
+modulated in time: ``--cases ssa_hybrid``) and DA-MCMC through their public functions, each
 in its own process importing distsim from one checkout (PYTHONPATH), in-process (no Dask), first a
 small warm-up call (kernel compilation stays out of the time), then the timed call. Every case
 runs with a fixed seed, and the last column says whether old and new gave the same numbers bit
@@ -33,9 +34,24 @@ MM = "examples/ssa/michaelis_menten.rxn"
 PRIOR = {"k1": (2.0, 1000.0), "k2": (2.0, 10.0), "k3": (2.0, 10.0)}
 # (warm-up size, timed size) per backend
 SIZES = {
-    "gpu": {"pbn_sim": (4096, 2**20), "pbn_steady": (1e-2, 1e-4), "ssa_mm": (4096, 2**24), "mcmc": (20, 2000)},
-    "cpu": {"pbn_sim": (256, 2**14), "pbn_steady": (1e-2, 2e-3), "ssa_mm": (256, 2**16), "mcmc": (4, 60)},
+    "gpu": {"pbn_sim": (4096, 2**20), "pbn_steady": (1e-2, 1e-4), "ssa_mm": (4096, 2**24), "mcmc": (20, 2000),
+            "ssa_hybrid": (4096, 2**18)},
+    "cpu": {"pbn_sim": (256, 2**14), "pbn_steady": (1e-2, 2e-3), "ssa_mm": (256, 2**16), "mcmc": (4, 60),
+            "ssa_hybrid": (256, 2**12)},
 }
+
+
+def hybrid_birth_death():
+    """DSMTS 001-01's birth-death (X0 = 100, birth 0.1 X, death 0.11 X) with the birth rate modulated in time,
+    0.1 (1 + 0.5 sin t) X: the SSA's hybrid loop (kernels/ssa_hybrid.cu on GPUs), to t = 50 with 51 points."""
+    from distsim.models.arith import BinOp, Call, Num, Param, Species, Time
+    from distsim.models.reactions import Reaction, ReactionNetwork
+
+    mod = BinOp("+", Num(1.0), BinOp("*", Num(0.5), Call("sin", (Time(),))))
+    birth = BinOp("*", BinOp("*", Param("lam"), mod), Species(0))
+    return ReactionNetwork.create(["X"], [100], [Reaction(((0, 1),), ((0, 2),), law=birth, name="birth"),
+                                                 Reaction(((0, 1),), (), rate="mu", name="death")],
+                                  {"lam": 0.1, "mu": 0.11})
 
 
 def _digest(*arrays) -> str:
@@ -70,6 +86,12 @@ def _case(name: str, size, backend: str) -> tuple[float, str, str]:
     if name == "ssa_mm":
         net = distsim.ssa.load(root / MM)
         ds = distsim.ssa.simulate(net, t_end=100, points=101, realizations=int(size), seed=1, quantiles=None, **kw)
+        dt = time.perf_counter() - t0
+        return dt, f"{float(ds.attrs['firings_total']) / dt:.3g} firings/s", _digest(ds["mean"].values,
+                                                                                      ds["variance"].values)
+    if name == "ssa_hybrid":
+        ds = distsim.ssa.simulate(hybrid_birth_death(), t_end=50, points=51, realizations=int(size), seed=1,
+                                  quantiles=None, **kw)
         dt = time.perf_counter() - t0
         return dt, f"{float(ds.attrs['firings_total']) / dt:.3g} firings/s", _digest(ds["mean"].values,
                                                                                       ds["variance"].values)

@@ -333,3 +333,33 @@ __device__ double ds_next_change(const X& x, const double t, const ds_events& V,
         if (t < W.q_time[s] && W.q_time[s] < best) best = W.q_time[s];
     return best;
 }
+
+// What a loop records (the REC template argument of ssa_events.cu's ds_events_loop and ssa_hybrid.cu's
+// ds_hybrid_loop). The SSA's: grid states as int32 columns rec[(k S + s) R + r] (ERR_OVERFLOW past
+// 2**31 - 1) and the firings per reaction
+struct ds_grid_rec {
+    int* rec; unsigned long long* firings; int S; unsigned long long RR; int r;
+    template <class X> __device__ __forceinline__ void put(const int k, const X& x, int& err) const {
+        for (int s = 0; s < S; ++s) {
+            const long long v = x[s];
+            if (v > 2147483647LL) err = ERR_OVERFLOW;
+            rec[((unsigned long long)k * S + s) * RR + r] = (int)v;
+        }
+    }
+    template <class X> __device__ __forceinline__ void fill(const int k0, const int K, const X& x) const {
+        for (int kk = k0; kk < K; ++kk)
+            for (int s = 0; s < S; ++s) rec[((unsigned long long)kk * S + s) * RR + r] = (int)x[s];
+    }
+    __device__ __forceinline__ void fired(const int j) const { atomicAdd(&firings[j], 1ull); }
+    __device__ __forceinline__ bool exhausted(const unsigned long long ctr) const { return false; }  // no draw limit
+};
+
+// an advance records nothing: its state at t1 (its one grid point) is x after the loop; at most the draws
+// below counter ctr_end (a compile-time "no limit" for the SSA, whose loop then has no compare for it)
+struct ds_no_rec {
+    unsigned long long ctr_end;
+    __device__ __forceinline__ bool exhausted(const unsigned long long ctr) const { return ctr >= ctr_end; }
+    template <class X> __device__ __forceinline__ void put(const int k, const X& x, int& err) const {}
+    template <class X> __device__ __forceinline__ void fill(const int k0, const int K, const X& x) const {}
+    __device__ __forceinline__ void fired(const int j) const {}
+};

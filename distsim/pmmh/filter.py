@@ -11,9 +11,10 @@ from absolute time to absolute time by :mod:`distsim.ssa.advance_events` (draw d
 time comparisons, counter (d, it * n_intervals + i, 0, 0); on a GPU its twin
 :mod:`distsim.ssa.gpu_advance_events`, the rows staying on the device) and resampled together; the
 events are compiled at each chain's parameter values. With time-dependent propensities or rate rules
-(hybrid networks, CPU only: a GPU run is refused, :func:`check_backend`), a particle also carries its
-integrator work row (the rate-rule values live in its event work row), advanced by the SSA's hybrid
-loop (draw d: firing d, counter (d, it * n_intervals + i, 0, 0)) and resampled with the rest.
+(hybrid networks), a particle also carries its integrator work row (the rate-rule values live in its
+event work row), advanced by the SSA's hybrid loop (draw d: firing d, counter (d, it * n_intervals + i,
+0, 0); on a GPU kernels/ssa_hybrid.cu's twin, except triggers that read rate-rule variables:
+:func:`check_backend`) and resampled with the rest.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import numba
 import numpy as np
 
 from ..backends.dsmath import ds_exp
-from ..errors import ModelError
 from ..models.compile_events import CompiledEvents, compile_events, parameter_slots
 from ..models.compile_reactions import CompiledNetwork, compile_network
 from ..models.reactions import ReactionNetwork
@@ -34,6 +34,7 @@ from ..rng import philox, uniform_f64
 from ..ssa.advance import advance
 from ..ssa.advance_events import advance_events, new_works, start_events
 from ..ssa.errors import ERR_MASK, ERR_MAX_EVENTS, ERR_NONE, describe
+from ..ssa.gpu_events import check_gpu
 from ..ssa.methods import METHODS
 from .observation import (CompiledExperiment, CompiledObservable, device_weights, filter_kernel, log_weights,
                           log_weights_batched, noise_values)
@@ -98,12 +99,11 @@ def _slots(net: ReactionNetwork, c: CompiledNetwork) -> tuple[dict, dict]:
 
 
 def check_backend(net: ReactionNetwork, gpu: bool) -> None:
-    """The SSA particles support every kinetic law, SBML events and assignment rules; time-dependent
-    propensities and rate rules (hybrid networks) on the CPU only: a GPU filter is refused."""
+    """The SSA particles support every kinetic law, SBML events, assignment rules, time-dependent
+    propensities and rate rules (hybrid networks) on either backend; a GPU filter refuses what the GPU
+    SSA refuses (:func:`distsim.ssa.gpu_events.check_gpu`: triggers that read rate-rule variables)."""
     if gpu and net.hybrid:
-        raise ModelError("particle MCMC on a GPU does not support time-dependent propensities or rate rules yet "
-                         "(the network has kinetic laws reading time or sin/cos, or rate rules); the CPU backend "
-                         "does (backend='cpu')", file=net.source or None)
+        check_gpu(net, compile_network(net))
 
 
 def _events_at(pr: Problem, values: Mapping[str, float]) -> CompiledEvents:

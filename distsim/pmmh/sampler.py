@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from .. import engine, results
-from ..errors import ConvergenceWarning
+from ..errors import ConvergenceWarning, ModelError
 from ..mcmc import diagnostics
 from ..models.reactions import ReactionNetwork
 from ..rng import check_seed, derive_seeds, philox, uniform_f64
@@ -226,12 +226,15 @@ def run_check(ctx: engine.ShardContext, b: CheckBlock) -> list[float]:
 
 def particles_backend(net: ReactionNetwork, backend: str | None) -> str | None:
     """The backend a run asks for: an automatic choice ("auto", or None with no ``distsim.backend`` in
-    Dask's config) is the CPU for a hybrid network, whose particles run on CPUs only (:func:`check_backend`
-    refuses a GPU asked for by name)."""
-    if not net.hybrid:
-        return backend
-    b = engine.executor.configured_backend(backend)
-    return "cpu" if b == "auto" else b
+    Dask's config) is the CPU for a network whose particles run on CPUs only (triggers that read rate-rule
+    variables: :func:`check_backend` refuses a GPU asked for by name); any other network, hybrid ones too,
+    keeps the choice."""
+    try:
+        check_backend(net, True)
+    except ModelError:
+        b = engine.executor.configured_backend(backend)
+        return "cpu" if b == "auto" else b
+    return backend
 
 
 def _backend(ctx: engine.ShardContext | None) -> str:

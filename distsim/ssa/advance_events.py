@@ -17,7 +17,7 @@ its draw d (0, 1, ... within the call: firings and stops) the counter ``(d, e_hi
 [0, t1] at ta gives other draws (the second call's ``e_hi``, a fresh waiting time at ta) with the same
 law, by the memorylessness of the SSA (both tested).
 
-Hybrid networks (time-dependent propensities, rate rules; CPU only): a particle is also its integrator
+Hybrid networks (time-dependent propensities, rate rules): a particle is also its integrator
 work row (:func:`distsim.ssa.hybrid_ops.new_work`: the next step size; p in ``w`` holds the rate-rule
 values), the last 9 arrays of its :data:`Works`. The loop is :func:`distsim.ssa.cpu.hybrid_loop`, the
 SSA's (:func:`~distsim.ssa.cpu.run_realization_hybrid`), from (x, w, hw) at ``t0`` with the grid [t1]:
@@ -25,7 +25,8 @@ draw d (one per firing, one at the start) uses the counter ``(d, e_hi, 0, 0)``. 
 waiting time at ``t0`` (the integrated hazard restarts at 0): the same law, since given no firing in
 (t_last, t0] the rest of the exponential target is again exponential. A call from 0 to t1 with ``e_hi``
 = 0 gives realization p's state at t1 of an SSA run whose grid ends at t1 bit for bit (the integrator's
-steps end at the grid's end).
+steps end at the grid's end). The GPU twin runs kernels/ssa_hybrid.cu's ``ssa_advance_hybrid``, but not
+triggers that read rate-rule variables (located here: :data:`LOCATED_CPU_ONLY`).
 """
 
 from __future__ import annotations
@@ -96,16 +97,16 @@ def _events(c: CompiledNetwork) -> CompiledEvents:
     return c.events
 
 
-HYBRID_CPU_ONLY = ("advancing particles of a network with time-dependent propensities or rate rules runs on the CPU "
-                   "only (backend='cpu'; distsim.ssa.advance_events), not on a GPU yet")
+LOCATED_CPU_ONLY = ("advancing particles of a network whose event triggers read rate-rule variables (located "
+                    "triggers) runs on the CPU only (backend='cpu'; distsim.ssa.advance_events), not on a GPU yet")
 
 
 def _check(c: CompiledNetwork, ce: CompiledEvents, states: Any, W: Works, xp: Any = np, ref: Works | None = None,
-           hybrid: bool = False) -> None:
+           gpu: bool = False) -> None:
     """``states``, ``W``: ``xp`` arrays (NumPy; CuPy for the GPU twin) shaped and typed as ``ref``'s rows
-    (default :func:`new_works`). Hybrid networks only with ``hybrid`` (the CPU's advance)."""
-    if _events(c).hybrid and not hybrid:
-        raise ValueError(HYBRID_CPU_ONLY)
+    (default :func:`new_works`). ``gpu`` (the GPU twin): located triggers are refused."""
+    if gpu and len(_events(c).loc_ev):
+        raise ValueError(LOCATED_CPU_ONLY)
     if ce.hybrid != c.events.hybrid or len(ce.p0) != len(c.events.p0) or ce.n_events != c.events.n_events:
         raise ValueError("the events' tables are not those of this network (compile_events of it, parameters aside)")
     if not (isinstance(states, xp.ndarray) and states.dtype == np.int64 and states.ndim == 2
@@ -138,7 +139,7 @@ def start_events(c: CompiledNetwork, ce: CompiledEvents, states: np.ndarray, the
     (:func:`distsim.models.compile_events.compile_events`: the initial values of the parameters events
     assign, the constants their programs read). Returns (works, error words, refused values) per row."""
     W = new_works(c, states.shape[0])
-    _check(c, ce, states, W, hybrid=True)
+    _check(c, ce, states, W)
     theta = np.ascontiguousarray(theta, np.float64)
     law_arg = np.ascontiguousarray(law_arg, np.float64)
     if theta.shape != (c.n_reactions,) or law_arg.shape != c.law_arg.shape:
@@ -221,7 +222,7 @@ def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, st
     the Philox key (key, p). Returns per row (firings, error words, the time of an error, its refused
     value or NaN); a row with an error holds its state at the error. A hybrid network's rows advance
     with :func:`distsim.ssa.cpu.hybrid_loop` (the direct method's selection, whatever ``method``)."""
-    _check(c, ce, states, works, hybrid=True)
+    _check(c, ce, states, works)
     check_call(t0, t1, [key], e_hi, max_events)
     R = states.shape[0]
     events = np.zeros(R, np.uint64)
@@ -241,5 +242,5 @@ def advance_events(c: CompiledNetwork, ce: CompiledEvents, method: CPUMethod, st
     return events, errors, times, values
 
 
-__all__ = ["HYBRID_CPU_ONLY", "N_EVENT_WORK", "Works", "advance_events", "advance_events_one", "advance_hybrid_one",
+__all__ = ["LOCATED_CPU_ONLY", "N_EVENT_WORK", "Works", "advance_events", "advance_events_one", "advance_hybrid_one",
            "check_call", "new_works", "start_events"]

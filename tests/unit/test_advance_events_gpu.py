@@ -66,25 +66,25 @@ def test_gpu_pmmh_run_equals_cpu():
         assert np.array_equal(runs[0][v].values, runs[1][v].values), v
 
 
-def test_gpu_refuses_hybrid_particles_naming_the_cpu_backend():
-    # hybrid particles advance on the CPU only (test_advance_hybrid.py, test_pmmh_hybrid.py): the device advance
-    # and a PMMH run with backend 'gpu' refuse them before running anything
+def test_gpu_refuses_located_triggers_naming_the_cpu_backend():
+    # hybrid particles run on the GPU (test_advance_hybrid_gpu.py), but triggers on rate-rule variables (located on
+    # CPUs) do not: the device advance and a PMMH run with backend 'gpu' refuse them before running anything
     import cupy as cp
 
     from distsim.errors import ModelError
     from distsim.ssa.advance_events import start_events
     from distsim.ssa.gpu_advance_events import advance_events_device, to_device
 
-    from test_advance_hybrid import sine_immigration_death
+    from test_advance_hybrid import located
 
-    net = sine_immigration_death()
+    net = located()
     c = compile_network(net)
-    X = np.zeros((4, 1), np.int64)
+    X = np.repeat(c.x0[None, :].astype(np.int64), 4, axis=0)
     W, _, _ = start_events(c, c.events, X, c.theta, c.law_arg)
     with pytest.raises(ValueError, match=r"runs on the CPU only \(backend='cpu'"):
         advance_events_device(c, [c.events], METHODS["direct"], cp.asarray(X), to_device(W), 0.0, 1.0,
                               keys=np.array([1]), e_hi=0)
     with pytest.raises(ModelError, match=r"the CPU backend does \(backend='cpu'\)"):
-        pmmh.infer(net, [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment([1, 2], {"y": [2, 4]}),
-                   prior={"d": "gamma:2,1"}, backend="gpu", iterations=5, burn_in=1, chains=1, particles=8,
+        pmmh.infer(net, [pmmh.Observable("y", "A", "poisson")], pmmh.Experiment([1, 2], {"y": [2, 4]}),
+                   prior={"k": "gamma:2,1"}, backend="gpu", iterations=5, burn_in=1, chains=1, particles=8,
                    progress=False)

@@ -7,7 +7,8 @@ rate-rule values) of a run whose grid ends at t1. In law: particles advanced int
 instant): immigration-death with the birth rate
 k(t) = a + b sin(t) is Poisson with mean m(t) = a/d (1 - e^{-dt}) + b (d sin t - cos t + e^{-dt}) / (d^2 + 1);
 a decaying rate-rule input x' = -c x driving births at rate k x is Poisson with mean k x0 (1 - e^{-ct}) / c,
-and every particle carries x(t) = x0 e^{-ct}. Mean and variance within 4 standard errors (fixed seeds)."""
+and every particle carries x(t) = x0 e^{-ct}. Mean and variance within 4 standard errors (fixed seeds).
+The GPU twin: tests/unit/test_advance_hybrid_host.py."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from distsim.models.events import Assignment, Compare, Event
 from distsim.models.formats.sbml import read_sbml_string
 from distsim.models.reactions import Reaction, ReactionNetwork
 from distsim.ssa import cpu
-from distsim.ssa.advance_events import HYBRID_CPU_ONLY, _check, advance_events, new_works, start_events
+from distsim.ssa.advance_events import LOCATED_CPU_ONLY, _check, advance_events, new_works, start_events
 from distsim.ssa.errors import ERR_MAX_EVENTS
 from distsim.ssa.methods import METHODS
 
@@ -135,7 +136,13 @@ def test_work_rows_and_the_gpu_refusal():
     X, W = _start(c, 5)
     with pytest.raises(ValueError, match="works must be"):
         advance_events(c, c.events, METHODS["direct"].cpu, X, W[:11], 0.0, 1.0, key=1, e_hi=0)
-    # the GPU twin's check (distsim.ssa.gpu_advance_events) refuses hybrid networks, naming the CPU backend
+    # the GPU twin's check (distsim.ssa.gpu_advance_events) takes hybrid networks (test_advance_hybrid_host.py)
+    # but refuses triggers on rate-rule variables, naming the CPU backend
+    _check(c, c.events, X, W, gpu=True)
+    cl = compile_network(located())
+    assert len(cl.events.loc_ev)
+    Xl, Wl = _start(cl, 5)
+    _check(cl, cl.events, Xl, Wl)
     with pytest.raises(ValueError, match=r"runs on the CPU only \(backend='cpu'"):
-        _check(c, c.events, X, W)
-    assert "not on a GPU" in HYBRID_CPU_ONLY
+        _check(cl, cl.events, Xl, Wl, gpu=True)
+    assert "not on a GPU" in LOCATED_CPU_ONLY

@@ -3,8 +3,8 @@ the exact CME likelihood of immigration-death whose k1 a time event doubles at t
 (:func:`distsim.pmmh.exact.log_likelihood` with that change), the event inside an interval and at an
 observation time, and of a state event setting k1 the first time X reaches 4 (each particle's k1 its
 own: the forward algorithm on (X, fired); fails if the work rows are not resampled with the counts);
-hybrid networks are refused on a GPU. Tolerances: 4 standard errors (fixed seeds). GPU == CPU:
-test_advance_events_host.py (g++) and test_advance_events_gpu.py."""
+hybrid networks run on either backend, a trigger on a rate-rule variable on the CPU only. Tolerances: 4
+standard errors (fixed seeds). GPU == CPU: test_advance_events_host.py (g++) and test_advance_events_gpu.py."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from scipy.linalg import expm
 import distsim.pmmh as pmmh
 from distsim.errors import ConvergenceWarning, ModelError
 from distsim.models.arith import Num
+from distsim.models.compile_reactions import compile_network
 from distsim.models.events import RateRule
 from distsim.pmmh import exact, sampler
 from distsim.pmmh.filter import log_likelihood, log_likelihoods
@@ -68,19 +69,27 @@ def test_chains_together_give_what_each_gives_alone(net):
     assert np.array_equal(ll, np.array(alone))
 
 
-def test_hybrid_networks_are_refused_on_a_gpu(net):
-    # the CPU particles carry them (test_pmmh_hybrid.py)
-    hybrid = dataclasses.replace(net, rate_rules=(RateRule("k2", "k2", -1, Num(0.0)),))
+def test_particles_backend_of_hybrid_networks(net):
+    # hybrid particles run on either backend (test_pmmh_hybrid.py, test_advance_hybrid_host.py); a trigger on a
+    # rate-rule variable only on the CPU: an automatic choice takes it, a GPU asked for by name is refused
+    hybrid = dataclasses.replace(net, parameters=net.parameters + (("z", 1.0),),
+                                 rate_rules=(RateRule("z", "z", -1, Num(-0.1)),))
+    assert hybrid.hybrid
     sampler.check_backend(hybrid, gpu=False)
-    with pytest.raises(ModelError, match=r"does not support time-dependent propensities or rate rules.*backend='cpu'"):
-        sampler.check_backend(hybrid, gpu=True)
-    # an automatic backend choice runs them on the CPU; one asked for by name is kept (and refused if a GPU)
-    assert [sampler.particles_backend(hybrid, b) for b in (None, "auto", "gpu", "cpu")] == ["cpu", "cpu", "gpu", "cpu"]
+    sampler.check_backend(hybrid, gpu=True)
+    assert [sampler.particles_backend(hybrid, b) for b in (None, "auto", "gpu", "cpu")] == [None, "auto", "gpu", "cpu"]
     assert [sampler.particles_backend(net, b) for b in (None, "auto", "gpu")] == [None, "auto", "gpu"]
+    located = with_events(hybrid, [event(hybrid, "low", "z < 0.5", {"z": "1"})])
+    assert len(compile_network(located).events.loc_ev)
+    sampler.check_backend(located, gpu=False)
+    with pytest.raises(ModelError, match=r"cannot locate event triggers on rate-rule variables.*backend='cpu'"):
+        sampler.check_backend(located, gpu=True)
+    assert [sampler.particles_backend(located, b) for b in (None, "auto", "gpu", "cpu")] == ["cpu", "cpu", "gpu",
+                                                                                             "cpu"]
     import dask
 
     with dask.config.set({"distsim.backend": "gpu"}):  # a GPU named in the config is asked for by name
-        assert sampler.particles_backend(hybrid, None) == "gpu"
+        assert sampler.particles_backend(located, None) == "gpu"
 
 
 def test_a_run_of_a_network_with_events(net):

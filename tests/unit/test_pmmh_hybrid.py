@@ -2,8 +2,9 @@
 estimate is unbiased against the exact CME likelihood of immigration-death with the birth rate
 k(t) = a + b sin(t) (:func:`distsim.pmmh.exact.log_likelihood_varying`: p' = p Q(t) integrated), and of
 births driven by a decaying rate-rule input (k x(t), x = x0 e^{-ct}); chains together give what each
-gives alone; an end-to-end run; a GPU filter is refused naming the CPU backend. Tolerances: 4 standard
-errors of the mean of exp(ll - ll_exact) over independent filters (fixed seeds)."""
+gives alone; an end-to-end run; a GPU filter refuses triggers on rate-rule variables (GPU == CPU:
+test_advance_hybrid_host.py, test_advance_hybrid_gpu.py). Tolerances: 4 standard errors of the mean of
+exp(ll - ll_exact) over independent filters (fixed seeds)."""
 
 from __future__ import annotations
 
@@ -111,14 +112,20 @@ def test_a_run_of_a_hybrid_network():
     assert np.array_equal(d, again["d"].values)  # the seed fixes the draws
 
 
-def test_a_gpu_filter_is_refused_naming_the_cpu_backend():
+def test_a_gpu_filter_is_accepted_but_for_located_triggers():
+    # hybrid particles run on GPUs (test_advance_hybrid_host.py: the GPU filter == the CPU's on the host); a
+    # trigger on a rate-rule variable (located on CPUs) is refused before anything runs, naming the CPU backend
     net = sine_immigration_death()
     sampler.check_backend(net, gpu=False)
-    with pytest.raises(ModelError, match=r"particle MCMC on a GPU does not support time-dependent propensities "
-                                         r"or rate rules yet .*the CPU backend does \(backend='cpu'\)"):
-        sampler.check_backend(net, gpu=True)
-    pr = _problem(net, {"a": "gamma:2,1"})
-    with pytest.raises(ModelError, match=r"backend='cpu'"):  # before anything runs (no GPU needed to see it)
+    sampler.check_backend(net, gpu=True)
+    low = decay(events=[Event("low", Compare("<", Param("X"), Num(2.0)), (Assignment("X", -1, Param("x0")),))])
+    sampler.check_backend(low, gpu=False)
+    with pytest.raises(ModelError, match=r"cannot locate event triggers on rate-rule variables yet; the CPU backend "
+                                         r"does \(backend='cpu'\)"):
+        sampler.check_backend(low, gpu=True)
+    pr = sampler.build_problem(low, [pmmh.Observable("y", "A", "poisson")], [pmmh.Experiment([1, 2], {"y": [2, 4]})],
+                               {"k": "gamma:2,1"})
+    with pytest.raises(ModelError, match=r"backend='cpu'"):  # (no GPU needed to see it)
         log_likelihood(pr, np.array([2.0]), 8, 1, 0, backend="gpu")
 
 

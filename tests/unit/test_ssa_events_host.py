@@ -19,7 +19,7 @@ from distsim.models.compile_reactions import compile_network
 from distsim.models.events import Assignment, Compare, Logic
 from distsim.ssa import cpu, gpu, gpu_events, load
 from distsim.ssa.block import SSABlock
-from distsim.ssa.errors import ERR_EVENT_DELAY, ERR_EVENT_QUEUE, ERR_MASK, ERR_NONE
+from distsim.ssa.errors import ERR_EVENT_DELAY, ERR_EVENT_QUEUE, ERR_MASK, ERR_MAX_EVENTS, ERR_NONE, ERR_PROPENSITY
 from distsim.ssa.methods import METHODS
 
 from cuda_on_host import GXX, HostModule, fake_cupy
@@ -178,3 +178,51 @@ def test_hybrid_kernel_with_a_delayed_event_on_the_host_equals_the_cpu(host_gpu)
     on_gpu = {"trajectories": rec.transpose(2, 0, 1), "events": ev, "errors": er, "firings": firings}
     for k in ("trajectories", "events", "errors", "firings"):
         assert np.array_equal(on_gpu[k].astype(np.int64), on_cpu[k].astype(np.int64)), k
+
+
+def hybrid_cases() -> dict:
+    """Hybrid networks for kernels/ssa_hybrid.cu's SSA kernel (its loop is ds_hybrid_loop, shared with the
+    particle advance): a sine birth rate, a piecewise law of time, a rate-rule input with a mass-action loss
+    (static and moving propensities), a rate-rule species recorded on the grid, and a law that turns negative
+    (an error word)."""
+    from distsim.models.arith import BinOp, Time
+    from distsim.models.formats.sbml import read_sbml_string
+    from distsim.models.reactions import Reaction, ReactionNetwork
+
+    from test_hybrid_species import input_species
+    from test_ssa_time_dependent import sine_birth, switched
+
+    net = decay()
+    loss = ReactionNetwork.create(["A"], [0], [*net.reactions, Reaction(((0, 1),), (), rate="c")], net.params,
+                                  rate_rules=net.rate_rules)
+    fading = ReactionNetwork.create(["A"], [0], [Reaction((), ((0, 1),), law=BinOp("-", Num(0.2), Time()))])
+    return {"sine": sine_birth, "piecewise": switched, "decay-with-loss": lambda: loss,
+            "species-rate-rule": lambda: read_sbml_string(input_species()), "fading": lambda: fading}
+
+
+@pytest.mark.parametrize("max_events", [0, 7])
+@pytest.mark.parametrize("case", list(hybrid_cases()))
+def test_hybrid_kernel_on_the_host_equals_the_cpu(host_gpu, case, max_events):
+    """ssa_hybrid (ds_hybrid_loop recording the grid) == cpu.simulate_block bit for bit: grid states, events,
+    error words, firings and the rate-rule values on the grid; with max_events, rows stopped by it too."""
+    c = compile_network(hybrid_cases()[case]())
+    grid, R = np.linspace(0.0, 4.0, 9), 60
+    b = SSABlock(c, 3, 0, R, grid, "direct", True, True, max_events=max_events)
+    firings = np.zeros(c.n_reactions, np.uint64)
+    cont: list = []
+    (rec, ev, er), = gpu_events._hybrid_chunks(b, firings, cont)
+    on_cpu = cpu.simulate_block(c, method=METHODS["direct"].cpu, real0=0, realizations=R, seed=3, grid=grid,
+                                keep_trajectories=True, max_events=max_events)
+    on_gpu = {"trajectories": rec.transpose(2, 0, 1), "events": ev, "errors": er, "firings": firings}
+    codes = set((on_cpu["errors"] & ERR_MASK).tolist())
+    stops = {ERR_MAX_EVENTS} if max_events else set()
+    expected = {ERR_PROPENSITY} if case == "fading" else stops
+    assert expected <= codes <= expected | stops | {ERR_NONE}, codes
+    for k in ("events", "errors", "firings"):
+        assert np.array_equal(on_gpu[k].astype(np.int64), on_cpu[k].astype(np.int64)), k
+    kept = np.isin(on_cpu["errors"] & ERR_MASK, [ERR_NONE, ERR_MAX_EVENTS])  # (a row stopped by an error: no grid)
+    assert kept.any() == (case != "fading")
+    assert np.array_equal(on_gpu["trajectories"][kept].astype(np.int64), on_cpu["trajectories"][kept])
+    if "continuous" in on_cpu:
+        got = np.concatenate(cont)[:, :, c.events.reported]
+        assert np.array_equal(got, on_cpu["continuous"], equal_nan=True)

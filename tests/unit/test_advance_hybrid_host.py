@@ -1,0 +1,233 @@
+"""The GPU twin of the hybrid particle advance without a GPU: kernels/ssa_hybrid.cu's ssa_advance_hybrid
+(ds_hybrid_loop, the SSA hybrid kernel's loop) compiled for the host by g++ (``cuda_host.h``), launched by
+the unchanged ``distsim.ssa.gpu_advance_events`` code with NumPy standing in for CuPy (``cuda_on_host.py``),
+gives the CPU's particles (distsim.ssa.advance_events: cpu.hybrid_loop) bit for bit: counts, event and
+integrator work rows, firings, error words and times after every interval, for a sine birth rate, a
+rate-rule input with a state event, a time event on the input, an SBML species with a rate rule, and rows
+stopped by max_events; chains with their own parameters in one launch give what each gives alone on the
+CPU; the particle filter's estimates and PMMH iterations (backend 'gpu') are the CPU's for hybrid
+networks. A trigger on a rate-rule variable (located on CPUs) is refused. The device itself:
+tests/unit/test_advance_hybrid_gpu.py (the same checks). Skipped without g++."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from distsim.models.arith import Num, Param, Species
+from distsim.models.compile_events import compile_events
+from distsim.models.compile_reactions import compile_network
+from distsim.models.events import Assignment, Compare, Event
+from distsim.models.formats.sbml import read_sbml_string
+from distsim.ssa import gpu, gpu_advance
+from distsim.ssa.advance_events import advance_events, start_events
+from distsim.ssa.errors import ERR_MAX_EVENTS
+from distsim.ssa.methods import METHODS
+
+from cuda_on_host import GXX, HostModule, fake_cupy
+from test_advance_hybrid import located, refilled, sine_immigration_death
+from test_hybrid_species import input_species
+from test_ssa_hybrid import decay
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
+SAME = (0, 1, 2, 3, 4, 8, 11, 12, 13, 14, 15, 16)  # event rows, queue length, integrator y0 y1 yt ys k, step size
+QUEUE = (7, 9, 10)  # the queue's times, events and values: compared where a slot is in use (q_len)
+
+
+@pytest.fixture(scope="module")
+def host_kernel_dir(tmp_path_factory):
+    """One build directory per module: each kernel source is compiled once (HostModule keys by its hash)."""
+    return tmp_path_factory.mktemp("host_kernels")
+
+
+@pytest.fixture
+def host_gpu(monkeypatch, host_kernel_dir):
+    """distsim.ssa's GPU launches with kernels compiled for the host and NumPy for CuPy."""
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    monkeypatch.setattr(gpu, "_module", lambda key, source, options=(): HostModule(source(), host_kernel_dir))
+    monkeypatch.setattr(gpu_advance, "_tables", gpu._tables)
+
+
+def state_event():
+    """The decaying rate-rule input refilled to x0 when the count A reaches 5 (a trigger on a species)."""
+    return decay(events=[Event("refill", Compare(">=", Species(0), Num(5.0)), (Assignment("X", -1, Param("x0")),))])
+
+
+CASES = {"sine": sine_immigration_death, "rate-rule-state-event": state_event, "time-event": refilled,
+         "species-rate-rule": lambda: read_sbml_string(input_species())}
+
+
+def _start(c, ce, n, theta=None, law_arg=None):
+    X = np.repeat(c.x0[None, :].astype(np.int64), n, axis=0)
+    W, err, _ = start_events(c, ce, X, c.theta if theta is None else theta, c.law_arg if law_arg is None else law_arg)
+    assert not err.any()
+    return X, W
+
+
+def same_rows(W1, W2) -> bool:
+    """Work rows equal bit for bit (scratch aside: assignment values, program stack, free queue slots, the
+    integrator's grid state and located triggers, which an advance does not use)."""
+    if len(W1) != len(W2) or not all(np.array_equal(W1[i].view(np.uint8), W2[i].view(np.uint8)) for i in SAME):
+        return False
+    for r in range(len(W1[8])):
+        n = int(W1[8][r, 0])
+        if not all(np.array_equal(W1[i][r, :n].view(np.uint8), W2[i][r, :n].view(np.uint8)) for i in QUEUE):
+            return False
+    return True
+
+
+def check_twin(c, cuts, R: int = 48, key: int = 777, max_events: int = 10_000_000, method: str = "direct") -> int:
+    """CPU and GPU twin advance the same rows interval by interval: equal after each; returns the firings."""
+    from distsim.ssa.gpu_advance_events import advance_events_gpu
+
+    assert c.events.hybrid
+    m = METHODS[method]
+    X, W = _start(c, c.events, R)
+    Xg, Wg = X.copy(), tuple(a.copy() for a in W)
+    t0, fired = 0.0, 0
+    for i, t in enumerate(cuts):
+        n, err, tm, _ = advance_events(c, c.events, m.cpu, X, W, t0, t, key=key, e_hi=i + 1, max_events=max_events)
+        ng, errg, tmg = advance_events_gpu(c, c.events, m, Xg, Wg, t0, t, key=key, e_hi=i + 1, max_events=max_events)
+        assert np.array_equal(X, Xg) and same_rows(W, Wg), t
+        assert np.array_equal(n, ng) and np.array_equal(err, errg) and np.array_equal(tm, tmg), t
+        fired += int(n.sum())
+        t0 = t
+    assert np.all(W[16] > 0.0)  # every particle carries its integrator's next step size
+    return fired
+
+
+def check_chains(N: int = 40) -> None:
+    """Three chains of the sine birth rate (own a, b, d and key) in one launch == each alone on the CPU."""
+    import cupy as cp
+
+    from distsim.ssa.gpu_advance_events import advance_events_device, to_device, to_host
+
+    net = sine_immigration_death()
+    c = compile_network(net)
+    keys, m = np.array([5, 17, 3]), METHODS["direct"]
+    ces, starts = [], []
+    for a, b, d in [(2.0, 1.5, 0.3), (3.0, 0.5, 0.6), (1.0, 1.0, 0.1)]:
+        at = net.with_parameters(a=a, b=b, d=d)
+        ca = compile_network(at)
+        ce = compile_events(at, c.law_start)
+        ces.append(ce)
+        starts.append(_start(c, ce, N, ca.theta, ca.law_arg))
+    assert not np.array_equal(ces[0].prog_arg, ces[1].prog_arg)  # the moving propensities' constants differ
+    X = np.concatenate([s[0] for s in starts])
+    W = tuple(np.concatenate([s[1][i] for s in starts]) for i in range(len(starts[0][1])))
+    xs, Wd = cp.asarray(X.copy()), to_device(tuple(a.copy() for a in W))  # (NumPy for CuPy: no copy)
+    t0 = 0.0
+    for i, t in enumerate([0.8, 2.0, 2.0, 4.5]):
+        ev, er, tm = advance_events_device(c, ces, m, xs, Wd, t0, t, keys=keys, e_hi=i, max_events=10_000)
+        for g in range(3):
+            rows = slice(g * N, (g + 1) * N)
+            Wc = tuple(a[rows] for a in W)
+            n, err, tc, _ = advance_events(c, ces[g], m.cpu, X[rows], Wc, t0, t, key=int(keys[g]), e_hi=i,
+                                           max_events=10_000)
+            assert np.array_equal(cp.asnumpy(xs)[rows], X[rows]) and same_rows(Wc, tuple(a[rows] for a in to_host(Wd)))
+            assert np.array_equal(n, cp.asnumpy(ev)[rows]) and np.array_equal(err, cp.asnumpy(er)[rows])
+            assert np.array_equal(tc, cp.asnumpy(tm)[rows])
+        t0 = t
+    assert not np.array_equal(X[:N], X[N:2 * N])  # the chains differ (parameters, keys)
+
+
+def rate_rule_problem():
+    """test_pmmh_hybrid's births driven by the decaying rate-rule input, observed with Poisson noise; k inferred."""
+    import distsim.pmmh as pmmh
+    from distsim.pmmh import sampler
+
+    return sampler.build_problem(decay(), [pmmh.Observable("y", "A", "poisson")],
+                                 [pmmh.Experiment([0.5, 1.0, 2.0, 3.0], {"y": [5, 9, 13, 15]})], {"k": "gamma:2,1"})
+
+
+def sine_problem():
+    import distsim.pmmh as pmmh
+    from distsim.pmmh import sampler
+
+    return sampler.build_problem(sine_immigration_death(), [pmmh.Observable("y", "X", "poisson")],
+                                 [pmmh.Experiment([1, 2, 3, 4], {"y": [2, 5, 6, 6]}),
+                                  pmmh.Experiment([0.5, 2.5], {"y": [1, 4]})], {"d": "gamma:2,1"})
+
+
+def check_filter(particles: int = 48) -> None:
+    """log_likelihoods with backend 'gpu' == 'cpu' bit for bit: the rate-rule input (four chains; the second,
+    k = 1e-12, makes no A and drops out with its particles' work rows) and the sine birth rate (two
+    experiments)."""
+    from distsim.pmmh.filter import log_likelihoods
+
+    pr = rate_rule_problem()
+    thetas, keys = np.array([[3.0], [1e-12], [1.5], [6.0]]), np.array([3, 7, 9, 4])
+    for it in (0, 5):
+        a, fa = log_likelihoods(pr, thetas, particles, keys, it, "cpu")
+        b, fb = log_likelihoods(pr, thetas, particles, keys, it, "gpu")
+        assert np.array_equal(a, b) and fa == fb > 0, (a, b)
+        assert a[1] == -np.inf and np.all(np.isfinite(a[[0, 2, 3]])), a
+    pr = sine_problem()
+    thetas, keys = np.array([[0.3], [0.1], [0.9]]), np.array([11, 2, 8])
+    a, fa = log_likelihoods(pr, thetas, particles, keys, 2, "cpu")
+    b, fb = log_likelihoods(pr, thetas, particles, keys, 2, "gpu")
+    assert np.array_equal(a, b) and fa == fb > 0 and np.all(np.isfinite(a)), (a, b)
+
+
+def check_chain(particles: int = 32) -> None:
+    """Eight PMMH iterations of two chains (sampler.iterate) of the rate-rule input with backend 'gpu' == 'cpu'."""
+    from distsim.pmmh import sampler
+
+    pr = rate_rule_problem()
+    keys = [sampler.chain_key(4, c) for c in range(2)]
+    runs = []
+    for backend in ("cpu", "gpu"):
+        now, trace = [None, None], []
+        for it in range(8):
+            now, acc, fired = sampler.iterate(pr, keys, now, it, particles, backend)
+            trace.append([(s.phi.tobytes(), s.loglik, a) for s, a in zip(now, acc)] + [fired])
+        runs.append(trace)
+    assert runs[0] == runs[1]
+    assert len({t[0][0] for t in runs[0]}) > 1  # the chains moved
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_twin_equals_cpu_interval_by_interval(host_gpu, case):
+    c = compile_network(CASES[case]())
+    assert check_twin(c, [0.4, 1.0, 1.0, 1.7, 3.0, 4.5]) > 100
+
+
+def test_twin_ignores_the_method_as_the_cpu(host_gpu):
+    # hybrid particles use the direct method's selection whatever the method (as the SSA's hybrid loop)
+    check_twin(compile_network(sine_immigration_death()), [1.0, 2.5], R=16, method="tree")
+
+
+def test_twin_stops_a_row_as_the_cpu(host_gpu):
+    from distsim.ssa.gpu_advance_events import advance_events_gpu
+
+    c = compile_network(sine_immigration_death())
+    X, W = _start(c, c.events, 8)
+    n, err, t = advance_events_gpu(c, c.events, METHODS["direct"], X, W, 0.0, 50.0, key=1, e_hi=0, max_events=3)
+    assert np.all(err == ERR_MAX_EVENTS) and np.all(n == 3) and np.all(t < 50.0)
+    check_twin(c, [2.0, 50.0], R=8, max_events=3)
+
+
+def test_chains_in_one_launch_equal_each_alone(host_gpu):
+    check_chains()
+
+
+def test_filter_gpu_equals_cpu(host_gpu):
+    check_filter()
+
+
+def test_chain_gpu_equals_cpu(host_gpu):
+    check_chain()
+
+
+def test_located_triggers_are_refused_naming_the_cpu_backend(host_gpu):
+    import cupy as cp
+
+    from distsim.ssa.gpu_advance_events import advance_events_device, to_device
+
+    c = compile_network(located())
+    X, W = _start(c, c.events, 4)
+    with pytest.raises(ValueError, match=r"read rate-rule variables .* runs on the CPU only \(backend='cpu'"):
+        advance_events_device(c, [c.events], METHODS["direct"], cp.asarray(X), to_device(W), 0.0, 1.0,
+                              keys=np.array([1]), e_hi=0)

@@ -260,6 +260,27 @@ class _PinGPU(WorkerPlugin):
         worker._distsim_gpu = k % self.n_gpus
 
 
+TRIM_KEY, DASK_TRIM_DEFAULT = "MALLOC_TRIM_THRESHOLD_", "65536"
+
+
+@contextlib.contextmanager
+def glibc_malloc_defaults() -> Iterator[None]:
+    """Nannies made inside leave distributed's default ``MALLOC_TRIM_THRESHOLD_=65536`` out of their
+    workers' environment (``distributed.nanny.pre-spawn-environ``; a value other than that default is
+    the user's and is kept). Setting it turns off glibc's dynamic mmap threshold: every host array over
+    128 KiB is then mapped and unmapped afresh, and a GPU worker's host side of a steady-state run
+    (Sizek, r = 1e-4: copies back, counts) took 0.39 s where the same run in a plain process took 0.22 s
+    (benchmarks/RESULTS.md, fourteenth session)."""
+    key = "distributed.nanny.pre-spawn-environ"
+    env = dict(dask.config.get(key, None) or {})
+    if str(env.get(TRIM_KEY)) != DASK_TRIM_DEFAULT:
+        yield
+        return
+    del env[TRIM_KEY]
+    with dask.config.set({key: env}):
+        yield
+
+
 def connect(
     address: str | None = None,
     *,
@@ -295,14 +316,15 @@ def connect(
     n_gpu = _gpus_to_use(gpus, n_workers)
     if n_gpu and _gpu_stack_usable():
         return _gpu_client(n_gpu, threads_per_worker, processes, dashboard_address, cluster_kwargs)
-    cluster = LocalCluster(
-        n_workers=planned_workers(False, n_workers, threads_per_worker),
-        threads_per_worker=threads_per_worker,
-        processes=processes,
-        resources={"CPU": threads_per_worker},
-        dashboard_address=dashboard_address,
-        **cluster_kwargs,
-    )
+    with glibc_malloc_defaults():
+        cluster = LocalCluster(
+            n_workers=planned_workers(False, n_workers, threads_per_worker),
+            threads_per_worker=threads_per_worker,
+            processes=processes,
+            resources={"CPU": threads_per_worker},
+            dashboard_address=dashboard_address,
+            **cluster_kwargs,
+        )
     return _LocalClient(cluster)
 
 
@@ -373,23 +395,25 @@ def _gpu_client(n_gpu: int, threads_per_worker: int, processes: bool, dashboard_
     except Exception:
         LocalCUDACluster = None
     if LocalCUDACluster is not None:
-        cluster = LocalCUDACluster(
+        with glibc_malloc_defaults():
+            cluster = LocalCUDACluster(
+                n_workers=n_gpu,
+                threads_per_worker=threads_per_worker,
+                resources={"GPU": 1},
+                device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
+                dashboard_address=dashboard_address,
+                **cluster_kwargs,
+            )
+        return _LocalClient(cluster)
+    with glibc_malloc_defaults():
+        cluster = LocalCluster(
             n_workers=n_gpu,
             threads_per_worker=threads_per_worker,
+            processes=processes,
             resources={"GPU": 1},
-            device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
             dashboard_address=dashboard_address,
             **cluster_kwargs,
         )
-        return _LocalClient(cluster)
-    cluster = LocalCluster(
-        n_workers=n_gpu,
-        threads_per_worker=threads_per_worker,
-        processes=processes,
-        resources={"GPU": 1},
-        dashboard_address=dashboard_address,
-        **cluster_kwargs,
-    )
     client = _LocalClient(cluster)
     client.register_plugin(_PinGPU(n_gpu))
     return client

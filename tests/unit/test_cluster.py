@@ -72,6 +72,28 @@ def test_issue_one_liner_starts_and_exits_cleanly():
     assert "Client" in r.stdout
 
 
+def test_local_workers_keep_glibc_malloc_defaults():
+    """distributed's default MALLOC_TRIM_THRESHOLD_=65536 stays out of a local cluster's workers (it turns off
+    glibc's dynamic mmap threshold: host arrays over 128 KiB are mapped afresh each time); the workers'
+    other pre-spawn settings stay, and so does a value the user chose."""
+    code = ("import os, distsim; c = distsim.connect(gpus=False, n_workers=1)\n"
+            "print(sorted(c.run(lambda: (os.environ.get('MALLOC_TRIM_THRESHOLD_'), os.environ.get('OMP_NUM_THREADS')))"
+            ".values()))\nc.close(); c.cluster.close()")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[(None, '1')]", r.stdout
+    from distsim.cluster import glibc_malloc_defaults
+
+    key = "distributed.nanny.pre-spawn-environ"
+    with glibc_malloc_defaults():
+        assert "MALLOC_TRIM_THRESHOLD_" not in dask.config.get(key)
+        assert str(dask.config.get(key)["OMP_NUM_THREADS"]) == "1"
+    assert str(dask.config.get(key)["MALLOC_TRIM_THRESHOLD_"]) == "65536"  # Dask's own config is left as it was
+    with dask.config.set({key + ".MALLOC_TRIM_THRESHOLD_": 131072}), glibc_malloc_defaults():
+        assert dask.config.get(key)["MALLOC_TRIM_THRESHOLD_"] == 131072
+
+
 def test_backend_from_dask_config():
     with dask.config.set({"distsim.backend": "cpu"}):
         ex = executor_for(LocalExecutor(), None)

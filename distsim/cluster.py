@@ -266,18 +266,16 @@ TRIM_KEY, DASK_TRIM_DEFAULT = "MALLOC_TRIM_THRESHOLD_", "65536"
 @contextlib.contextmanager
 def glibc_malloc_defaults() -> Iterator[None]:
     """Nannies made inside leave distributed's default ``MALLOC_TRIM_THRESHOLD_=65536`` out of their
-    workers' environment (``distributed.nanny.pre-spawn-environ``; a value other than that default is
-    the user's and is kept). Setting it turns off glibc's dynamic mmap threshold: every host array over
-    128 KiB is then mapped and unmapped afresh, and a GPU worker's host side of a steady-state run
-    (Sizek, r = 1e-4: copies back, counts) took 0.39 s where the same run in a plain process took 0.22 s
-    (benchmarks/RESULTS.md, fourteenth session)."""
-    key = "distributed.nanny.pre-spawn-environ"
-    env = dict(dask.config.get(key, None) or {})
-    if str(env.get(TRIM_KEY)) != DASK_TRIM_DEFAULT:
+    workers' environment (``distributed.nanny.pre-spawn-environ``, where None unsets a variable; a value
+    other than that default is the user's and is kept). Setting it turns off glibc's dynamic mmap
+    threshold: every host array over 128 KiB is then mapped and unmapped afresh, and a GPU worker's host
+    side of a steady-state run (Sizek, r = 1e-4: copies back, counts) took 0.39 s where the same run in a
+    plain process took 0.22 s (benchmarks/RESULTS.md, fourteenth session)."""
+    key = "distributed.nanny.pre-spawn-environ." + TRIM_KEY
+    if str(dask.config.get(key, None)) != DASK_TRIM_DEFAULT:
         yield
         return
-    del env[TRIM_KEY]
-    with dask.config.set({key: env}):
+    with dask.config.set({key: None}):
         yield
 
 

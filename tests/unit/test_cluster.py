@@ -87,7 +87,7 @@ def test_local_workers_keep_glibc_malloc_defaults():
 
     key = "distributed.nanny.pre-spawn-environ"
     with glibc_malloc_defaults():
-        assert "MALLOC_TRIM_THRESHOLD_" not in dask.config.get(key)
+        assert dask.config.get(key)["MALLOC_TRIM_THRESHOLD_"] is None  # None: the nanny leaves it unset
         assert str(dask.config.get(key)["OMP_NUM_THREADS"]) == "1"
     assert str(dask.config.get(key)["MALLOC_TRIM_THRESHOLD_"]) == "65536"  # Dask's own config is left as it was
     with dask.config.set({key + ".MALLOC_TRIM_THRESHOLD_": 131072}), glibc_malloc_defaults():

@@ -122,13 +122,9 @@ extern "C" __global__ void ssa_events(
     const unsigned long long RR = (unsigned long long)R;
     const ds_col<long long> x{xs_ + r, RR};
     const ds_col<double> a{a_ + r, RR}, aux{aux_ + r, RR}, st{stack_ + r, RR};
-    const ds_ev_work W{thetas_ + (unsigned long long)r * M, largs_ + (unsigned long long)r * L, {p_ + r, RR},
-                       {prev_ + r, RR}, {pend_ + r, RR}, {vals_ + r, RR}, {est_ + r, RR},
-                       {q_time_ + r, RR}, {q_len_ + r, RR}, {q_event_ + r, RR}, {q_vals_ + r, RR}, QN, QV};
+    const ds_ev_work W = DS_KERNEL_WORK_COLUMNS(r, RR);
     const ds_reactions N{kind, W.theta, rct_start, rct_species, rct_stoich, law_start, law_op, W.larg};
-    const ds_events V{p0, prog_start, prog_op, prog_arg, ev_trigger, ev_priority, ev_flags, ev_delay, asg_start,
-                      asg_target, asg_prog, rule_target, rule_prog, tc_op, tc_prog, par_theta_start, par_theta,
-                      par_law_start, par_law, E, NR, T, P};
+    const ds_events V = DS_KERNEL_EVENTS(prog_arg);
     const uint32_t rid = (uint32_t)(real0 + (unsigned long long)r);
     for (int s = 0; s < S; ++s) x[s] = x0[s];
     for (int d = 0; d < M; ++d) W.theta[d] = theta[d];
@@ -174,15 +170,9 @@ extern "C" __global__ void ssa_advance_events(
     const unsigned long long RR = (unsigned long long)R, rr = (unsigned long long)r;
     const ds_col<long long> x{xs + rr * S, 1ull};
     const ds_col<double> a{a_ + r, RR}, aux{aux_ + r, RR}, st{stack_ + r, RR};
-    const int PW = P > 0 ? P : 1;
-    const ds_ev_work W{thetas_ + rr * M, largs_ + rr * L, {p_ + rr * PW, 1ull}, {prev_ + rr * EW, 1ull},
-                       {pend_ + rr * EW, 1ull}, {vals_ + rr * VW, 1ull}, {est_ + rr * SW, 1ull},
-                       {q_time_ + rr * QN, 1ull}, {q_len_ + rr, 1ull}, {q_event_ + rr * QN, 1ull},
-                       {q_vals_ + rr * QN * QV, 1ull}, QN, QV};
+    const ds_ev_work W = DS_KERNEL_WORK_ROWS(rr);
     const ds_reactions N{kind, W.theta, rct_start, rct_species, rct_stoich, law_start, law_op, W.larg};
-    const ds_events V{p0, prog_start, prog_op, prog_arg + (long long)g * PA, ev_trigger, ev_priority, ev_flags,
-                      ev_delay, asg_start, asg_target, asg_prog, rule_target, rule_prog, tc_op, tc_prog,
-                      par_theta_start, par_theta, par_law_start, par_law, E, NR, T, P};
+    const ds_events V = DS_KERNEL_EVENTS(prog_arg + (long long)g * PA);
     double t = t0;
     unsigned long long e = 0ull;
     double bad = 0.0;

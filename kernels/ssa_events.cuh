@@ -79,6 +79,24 @@ struct ds_ev_work {
     int QN, QV;  // scheduled executions a realization can hold (event_ops.work_shape), values per execution
 };
 
+// In a kernel with DS_EVENT_KERNEL_TABLES, the sizes E, NR, T, P, M, L, QN, QV and the work arrays thetas_ ..
+// q_vals_ in scope: the events with program constants prog (an advance kernel's: chain g's, prog_arg + g PA),
+#define DS_KERNEL_EVENTS(prog) \
+    ds_events{p0, prog_start, prog_op, (prog), ev_trigger, ev_priority, ev_flags, ev_delay, asg_start, asg_target, \
+              asg_prog, rule_target, rule_prog, tc_op, tc_prog, par_theta_start, par_theta, par_law_start, par_law, \
+              E, NR, T, P}
+// realization r's work in the SSA kernels' layout (theta and larg rows, the rest columns of stride RR),
+#define DS_KERNEL_WORK_COLUMNS(r, RR) \
+    ds_ev_work{thetas_ + (unsigned long long)(r) * M, largs_ + (unsigned long long)(r) * L, {p_ + (r), RR}, \
+               {prev_ + (r), RR}, {pend_ + (r), RR}, {vals_ + (r), RR}, {est_ + (r), RR}, {q_time_ + (r), RR}, \
+               {q_len_ + (r), RR}, {q_event_ + (r), RR}, {q_vals_ + (r), RR}, QN, QV}
+// and particle row rr's work in the advance kernels' layout (rows first, as the CPU's; widths EW, VW, SW)
+#define DS_KERNEL_WORK_ROWS(rr) \
+    ds_ev_work{thetas_ + (rr) * M, largs_ + (rr) * L, {p_ + (rr) * (P > 0 ? P : 1), 1ull}, {prev_ + (rr) * EW, 1ull}, \
+               {pend_ + (rr) * EW, 1ull}, {vals_ + (rr) * VW, 1ull}, {est_ + (rr) * SW, 1ull}, \
+               {q_time_ + (rr) * QN, 1ull}, {q_len_ + (rr), 1ull}, {q_event_ + (rr) * QN, 1ull}, \
+               {q_vals_ + (rr) * QN * QV, 1ull}, QN, QV}
+
 // a comparison (1.0 true, 0.0 false) or a two-argument logical operator  (compare_or_logic)
 __device__ __forceinline__ double ds_compare_or_logic(const int op, const double a, const double b) {
     bool r;

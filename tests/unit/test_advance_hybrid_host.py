@@ -22,18 +22,17 @@ from distsim.models.compile_reactions import compile_network
 from distsim.models.events import Assignment, Compare, Event
 from distsim.models.formats.sbml import read_sbml_string
 from distsim.ssa import gpu, gpu_advance
-from distsim.ssa.advance_events import advance_events, start_events
+from distsim.ssa.advance_events import advance_events
 from distsim.ssa.errors import ERR_MAX_EVENTS
 from distsim.ssa.methods import METHODS
 
 from cuda_on_host import GXX, HostModule, fake_cupy
+from test_advance_events_host import _start, chains_in_one_launch, same_rows
 from test_advance_hybrid import located, refilled, sine_immigration_death
 from test_hybrid_species import input_species
 from test_ssa_hybrid import decay
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
-SAME = (0, 1, 2, 3, 4, 8, 11, 12, 13, 14, 15, 16)  # event rows, queue length, integrator y0 y1 yt ys k, step size
-QUEUE = (7, 9, 10)  # the queue's times, events and values: compared where a slot is in use (q_len)
 
 
 @pytest.fixture(scope="module")
@@ -59,25 +58,6 @@ CASES = {"sine": sine_immigration_death, "rate-rule-state-event": state_event, "
          "species-rate-rule": lambda: read_sbml_string(input_species())}
 
 
-def _start(c, ce, n, theta=None, law_arg=None):
-    X = np.repeat(c.x0[None, :].astype(np.int64), n, axis=0)
-    W, err, _ = start_events(c, ce, X, c.theta if theta is None else theta, c.law_arg if law_arg is None else law_arg)
-    assert not err.any()
-    return X, W
-
-
-def same_rows(W1, W2) -> bool:
-    """Work rows equal bit for bit (scratch aside: assignment values, program stack, free queue slots, the
-    integrator's grid state and located triggers, which an advance does not use)."""
-    if len(W1) != len(W2) or not all(np.array_equal(W1[i].view(np.uint8), W2[i].view(np.uint8)) for i in SAME):
-        return False
-    for r in range(len(W1[8])):
-        n = int(W1[8][r, 0])
-        if not all(np.array_equal(W1[i][r, :n].view(np.uint8), W2[i][r, :n].view(np.uint8)) for i in QUEUE):
-            return False
-    return True
-
-
 def check_twin(c, cuts, R: int = 48, key: int = 777, max_events: int = 10_000_000, method: str = "direct") -> int:
     """CPU and GPU twin advance the same rows interval by interval: equal after each; returns the firings."""
     from distsim.ssa.gpu_advance_events import advance_events_gpu
@@ -100,10 +80,6 @@ def check_twin(c, cuts, R: int = 48, key: int = 777, max_events: int = 10_000_00
 
 def check_chains(N: int = 40) -> None:
     """Three chains of the sine birth rate (own a, b, d and key) in one launch == each alone on the CPU."""
-    import cupy as cp
-
-    from distsim.ssa.gpu_advance_events import advance_events_device, to_device, to_host
-
     net = sine_immigration_death()
     c = compile_network(net)
     keys, m = np.array([5, 17, 3]), METHODS["direct"]
@@ -115,21 +91,7 @@ def check_chains(N: int = 40) -> None:
         ces.append(ce)
         starts.append(_start(c, ce, N, ca.theta, ca.law_arg))
     assert not np.array_equal(ces[0].prog_arg, ces[1].prog_arg)  # the moving propensities' constants differ
-    X = np.concatenate([s[0] for s in starts])
-    W = tuple(np.concatenate([s[1][i] for s in starts]) for i in range(len(starts[0][1])))
-    xs, Wd = cp.asarray(X.copy()), to_device(tuple(a.copy() for a in W))  # (NumPy for CuPy: no copy)
-    t0 = 0.0
-    for i, t in enumerate([0.8, 2.0, 2.0, 4.5]):
-        ev, er, tm = advance_events_device(c, ces, m, xs, Wd, t0, t, keys=keys, e_hi=i, max_events=10_000)
-        for g in range(3):
-            rows = slice(g * N, (g + 1) * N)
-            Wc = tuple(a[rows] for a in W)
-            n, err, tc, _ = advance_events(c, ces[g], m.cpu, X[rows], Wc, t0, t, key=int(keys[g]), e_hi=i,
-                                           max_events=10_000)
-            assert np.array_equal(cp.asnumpy(xs)[rows], X[rows]) and same_rows(Wc, tuple(a[rows] for a in to_host(Wd)))
-            assert np.array_equal(n, cp.asnumpy(ev)[rows]) and np.array_equal(err, cp.asnumpy(er)[rows])
-            assert np.array_equal(tc, cp.asnumpy(tm)[rows])
-        t0 = t
+    X = chains_in_one_launch(c, ces, m, starts, keys, [0.8, 2.0, 2.0, 4.5])
     assert not np.array_equal(X[:N], X[N:2 * N])  # the chains differ (parameters, keys)
 
 

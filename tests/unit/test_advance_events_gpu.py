@@ -53,8 +53,12 @@ def test_gpu_filter_and_chains_equal_cpu():
 
 def test_gpu_pmmh_run_equals_cpu():
     net = busy(load(DATA / "immigration_death.rxn"))
-    obs, exps, prior = [pmmh.Observable("y", "X", "poisson")], pmmh.Experiment([1, 2, 3, 5], {"y": [1, 3, 6, 4]}), \
-        {"k1": "gamma:2,1"}
+    pmmh_gpu_equals_cpu(net, [pmmh.Observable("y", "X", "poisson")],
+                        pmmh.Experiment([1, 2, 3, 5], {"y": [1, 3, 6, 4]}), {"k1": "gamma:2,1"})
+
+
+def pmmh_gpu_equals_cpu(net, obs, exps, prior):
+    """A short PMMH run on the GPU == the same on the CPU (draws, log-likelihoods, acceptances): the GPU's run."""
     runs = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -62,8 +66,9 @@ def test_gpu_pmmh_run_equals_cpu():
             runs.append(pmmh.infer(net, obs, exps, prior=prior, backend=backend, iterations=40, burn_in=10, chains=2,
                                    particles=64, seed=3, progress=False))
     assert runs[1].attrs["backend"] == "gpu"
-    for v in ("k1", "log_likelihood", "accepted"):
+    for v in (*prior, "log_likelihood", "accepted"):
         assert np.array_equal(runs[0][v].values, runs[1][v].values), v
+    return runs[1]
 
 
 def test_gpu_refuses_located_triggers_naming_the_cpu_backend():

@@ -27,7 +27,7 @@ from distsim.ssa.methods import METHODS
 from cuda_on_host import GXX
 from test_advance_events import DATA, busy, switched
 from test_ssa import DSMTS, EVENT_CASES
-from test_pmmh_filter_host import host_gpu  # noqa: F401 (the fixture: kernels on the host, NumPy for CuPy)
+from test_pmmh_filter_host import host_gpu, host_kernel_dir  # noqa: F401 (fixtures: kernels on the host, NumPy for CuPy)
 from test_ssa_events import event, with_events
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
@@ -71,6 +71,8 @@ def check_twin(c, method: str, cuts, R: int = 64, key: int = 12345, max_events: 
         assert np.array_equal(n, ng) and np.array_equal(err, errg) and np.array_equal(tm, tmg), (method, t)
         fired += int(n.sum())
         t0 = t
+    if len(W) > 11:
+        assert np.all(W[16] > 0.0)  # every hybrid particle carries its integrator's next step size
     return fired
 
 

@@ -11,8 +11,6 @@ tests/unit/test_advance_hybrid_gpu.py (the same checks). Skipped without g++."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
@@ -21,32 +19,19 @@ from distsim.models.compile_events import compile_events
 from distsim.models.compile_reactions import compile_network
 from distsim.models.events import Assignment, Compare, Event
 from distsim.models.formats.sbml import read_sbml_string
-from distsim.ssa import gpu, gpu_advance
 from distsim.ssa.advance_events import advance_events
 from distsim.ssa.errors import ERR_MAX_EVENTS
 from distsim.ssa.methods import METHODS
 
-from cuda_on_host import GXX, HostModule, fake_cupy
+from cuda_on_host import GXX
 from test_advance_events_host import _start, chains_in_one_launch, same_rows
+from test_advance_events_host import check_twin as events_twin
+from test_pmmh_filter_host import host_gpu, host_kernel_dir  # noqa: F401 (fixtures: kernels on the host)
 from test_advance_hybrid import located, refilled, sine_immigration_death
 from test_hybrid_species import input_species
 from test_ssa_hybrid import decay
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
-
-
-@pytest.fixture(scope="module")
-def host_kernel_dir(tmp_path_factory):
-    """One build directory per module: each kernel source is compiled once (HostModule keys by its hash)."""
-    return tmp_path_factory.mktemp("host_kernels")
-
-
-@pytest.fixture
-def host_gpu(monkeypatch, host_kernel_dir):
-    """distsim.ssa's GPU launches with kernels compiled for the host and NumPy for CuPy."""
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
-    monkeypatch.setattr(gpu, "_module", lambda key, source, options=(): HostModule(source(), host_kernel_dir))
-    monkeypatch.setattr(gpu_advance, "_tables", gpu._tables)
 
 
 def state_event():
@@ -59,23 +44,9 @@ CASES = {"sine": sine_immigration_death, "rate-rule-state-event": state_event, "
 
 
 def check_twin(c, cuts, R: int = 48, key: int = 777, max_events: int = 10_000_000, method: str = "direct") -> int:
-    """CPU and GPU twin advance the same rows interval by interval: equal after each; returns the firings."""
-    from distsim.ssa.gpu_advance_events import advance_events_gpu
-
+    """CPU and GPU twin advance the same hybrid rows interval by interval: equal after each; returns the firings."""
     assert c.events.hybrid
-    m = METHODS[method]
-    X, W = _start(c, c.events, R)
-    Xg, Wg = X.copy(), tuple(a.copy() for a in W)
-    t0, fired = 0.0, 0
-    for i, t in enumerate(cuts):
-        n, err, tm, _ = advance_events(c, c.events, m.cpu, X, W, t0, t, key=key, e_hi=i + 1, max_events=max_events)
-        ng, errg, tmg = advance_events_gpu(c, c.events, m, Xg, Wg, t0, t, key=key, e_hi=i + 1, max_events=max_events)
-        assert np.array_equal(X, Xg) and same_rows(W, Wg), t
-        assert np.array_equal(n, ng) and np.array_equal(err, errg) and np.array_equal(tm, tmg), t
-        fired += int(n.sum())
-        t0 = t
-    assert np.all(W[16] > 0.0)  # every particle carries its integrator's next step size
-    return fired
+    return events_twin(c, method, cuts, R, key, max_events)
 
 
 def check_chains(N: int = 40) -> None:

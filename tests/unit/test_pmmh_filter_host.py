@@ -26,11 +26,17 @@ pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="session")
+def host_kernel_dir(tmp_path_factory):
+    """One build directory for the session: each kernel source is compiled once (HostModule keys by its hash)."""
+    return tmp_path_factory.mktemp("host_kernels")
+
+
 @pytest.fixture
-def host_gpu(monkeypatch, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("host_kernels")
+def host_gpu(monkeypatch, host_kernel_dir):
+    """distsim.ssa's GPU launches with kernels compiled for the host and NumPy for CuPy."""
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
-    monkeypatch.setattr(gpu, "_module", lambda key, source, options=(): HostModule(source(), workdir))
+    monkeypatch.setattr(gpu, "_module", lambda key, source, options=(): HostModule(source(), host_kernel_dir))
     monkeypatch.setattr(gpu_advance, "_tables", gpu._tables)
 
 

@@ -741,10 +741,19 @@ class _Resolver:
     file: str  # the .bnd
     where: str  # where the $variables come from, for the error message
 
-    def __call__(self, t: Any, decl: _NodeDecl, stack: tuple[str, ...], done: dict[int, Any] | None = None) -> Term:
+    def __call__(self, t: Any, decl: _NodeDecl, stack: tuple[str, ...], done: dict[int, Any] | None = None,
+                 reads: set[int] | None = None) -> Term:
         """``t`` resolved in node ``decl``; ``stack``: the attributes being resolved (a cycle is an error);
-        ``done``: subtrees resolved by earlier calls for this node (:func:`_rebuild`)."""
-        return _rebuild(t, self.leaf, decl.attrs, stack, decl.name, self.file, done)
+        ``done``: subtrees resolved by earlier calls for this node (:func:`_rebuild`); ``reads`` gets the
+        index of every node resolved (those of ``done``'s subtrees when they were)."""
+        leaf = self.leaf
+        if reads is not None:
+            def leaf(ref: _Ref) -> Term:
+                term = self.leaf(ref)
+                if isinstance(term, Var):
+                    reads.add(term.index)
+                return term
+        return _rebuild(t, leaf, decl.attrs, stack, decl.name, self.file, done)
 
     def leaf(self, t: _Ref) -> Term:
         if t.kind == "node":
@@ -768,14 +777,17 @@ def _flip_rates(i: int, decl: _NodeDecl, resolve: _Resolver) -> _Rates | None:
     done: dict[int, Any] = {}  # resolved subtrees, shared by rate_up and rate_down (both read @logic) ...
     memo: dict = {}  # ... and their cases and conditions (keyed by id: `terms` keeps the terms alive)
     terms = []
+    reads: set[int] = set()  # the nodes either rate reads
     for attr, default, state in (("rate_up", default_up, False), ("rate_down", default_down, True)):
         try:
-            terms.append(resolve(a.get(attr, default), decl, (attr,), done))
+            terms.append(resolve(a.get(attr, default), decl, (attr,), done, reads))
             table = cases(terms[-1], memo)
         except TooComplex as e:
             raise ModelError(f"node {decl.name!r}: {attr}: {e}", file=resolve.file, line=decl.line) from None
-        # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down)
-        table = {v: g2 for v, g in table.items() if satisfiable(g2 := substitute(g, i, state))}
+        # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down) (substitute would
+        # give each condition itself when the rates never read the node)
+        table = {v: g2 for v, g in table.items()
+                 if satisfiable(g2 := substitute(g, i, state) if i in reads else g)}
         for v in table:
             if math.isnan(v) or v < 0 or math.isinf(v):
                 raise ModelError(f"node {decl.name!r}: {attr} is {v} in some states; a rate must be a finite "

@@ -150,3 +150,32 @@ def test_token_errors_name_line_and_column(text, cfg, line, col, message):
     with pytest.raises(ModelError, match=re.escape(message)) as e:
         _tokenize(text, "m.bnd", cfg=cfg)
     assert (e.value.file, e.value.line, e.value.column) == ("m.bnd", line, col)
+
+
+def test_rate_tables_by_brute_force(tmp_path):
+    """Each node's rate tables (with and without reading the node itself, @logic in both rates) against the
+    rates computed by hand in every state."""
+    from distsim.models.boolean import evaluate
+    from distsim.models.formats.maboss import read_rates
+
+    bnd = tmp_path / "m.bnd"
+    bnd.write_text("Node A { logic = A | B; }\n"
+                   "Node B { logic = !A; rate_up = @logic ? 2 : 0; rate_down = @logic ? 0 : 0.5; }\n"
+                   "Node C { logic = A & B; rate_up = C ? 3 : @logic; rate_down = 1; }\n")
+    m = read_rates(bnd)
+    states = np.array([[(r >> k) & 1 for k in range(3)] for r in range(8)], dtype=bool)
+    A, B, C = states.T
+    want = {  # (rate_up where the node is 0, rate_down where it is 1), by hand
+        "A": ((A | B) * 1.0, np.where(A | B, 0.0, 1.0)),
+        "B": (np.where(~A, 2.0, 0.0), np.where(~A, 0.0, 0.5)),
+        "C": (np.where(C, 3.0, (A & B) * 1.0), np.ones(8)),
+    }
+    for i, name in enumerate(m.nodes):
+        for x_i, table in enumerate(m.rates[i]):
+            at = states[:, i] == bool(x_i)
+            rate = np.full(8, np.nan)
+            for v, g in table.items():
+                holds = evaluate(g, states) & at
+                assert not np.any(holds & ~np.isnan(rate)), (name, x_i)  # the conditions are disjoint
+                rate[holds] = v
+            np.testing.assert_array_equal(rate[at], want[name][x_i][at], err_msg=f"{name} {x_i}")

@@ -179,3 +179,33 @@ def test_rate_tables_by_brute_force(tmp_path):
                 assert not np.any(holds & ~np.isnan(rate)), (name, x_i)  # the conditions are disjoint
                 rate[holds] = v
             np.testing.assert_array_equal(rate[at], want[name][x_i][at], err_msg=f"{name} {x_i}")
+
+
+def _flat_reference(cls, args, unit, zero):
+    """mk_and/mk_or's folding as it was: the complement check makes !b for every operand b."""
+    out, seen = [], set()
+    for a in args:
+        for b in (a.args if isinstance(a, cls) else (a,)):
+            if isinstance(b, Const):
+                if b.value == zero.value:
+                    return zero
+                continue
+            if b not in seen:
+                seen.add(b)
+                out.append(b)
+    for b in out:
+        if mk_not(b) in seen:
+            return zero
+    if not out:
+        return unit
+    return out[0] if len(out) == 1 else cls(tuple(out))
+
+
+def test_and_or_fold_as_before():
+    rng = random.Random(5)
+    for trial in range(3000):
+        n_vars = rng.randint(1, 4)
+        args = [_raw(rng, n_vars, 2) if rng.random() < 0.5 else _folded(rng, n_vars, 2) for _ in range(rng.randint(0, 5))]
+        for mk, cls, unit, zero in ((mk_and, And, Const(True), Const(False)), (mk_or, Or, Const(False), Const(True))):
+            got, want = mk(*args), _flat_reference(cls, args, unit, zero)
+            assert got == want and repr(got) == repr(want), (trial, args)

@@ -205,7 +205,8 @@ def test_and_or_fold_as_before():
     rng = random.Random(5)
     for trial in range(3000):
         n_vars = rng.randint(1, 4)
-        args = [_raw(rng, n_vars, 2) if rng.random() < 0.5 else _folded(rng, n_vars, 2) for _ in range(rng.randint(0, 5))]
+        make = [_raw, _folded]
+        args = [make[rng.random() < 0.5](rng, n_vars, 2) for _ in range(rng.randint(0, 5))]
         for mk, cls, unit, zero in ((mk_and, And, Const(True), Const(False)), (mk_or, Or, Const(False), Const(True))):
             got, want = mk(*args), _flat_reference(cls, args, unit, zero)
             assert got == want and repr(got) == repr(want), (trial, args)

@@ -21,7 +21,7 @@ from typing import Any, Union
 import numpy as np
 
 from .arith import BinOp, Call, Neg, Num
-from .boolean import FALSE, TRUE, And, AtLeast, Const, Expr, Not, Or, Var, Xor, evaluate, postorder, variables
+from .boolean import FALSE, TRUE, And, AtLeast, Const, Expr, Not, Or, Var, Xor, children, postorder, variables
 
 MAX_CASES = 4096  # distinct (value, condition) pairs one term may have
 MAX_EXACT_VARS = 20  # truth-table checks (pruning, equivalence) up to this many variables
@@ -82,8 +82,8 @@ def _flat(cls: type, args: tuple[Expr, ...] | list[Expr], unit: Const, zero: Con
             if b not in seen:
                 seen.add(b)
                 out.append(b)
-    for b in out:
-        if mk_not(b) in seen:
+    for b in out:  # a complementary pair (x, !x): checking each !x finds every pair, and makes no Not
+        if isinstance(b, Not) and b.arg in seen:
             return zero
     if not out:
         return unit
@@ -111,37 +111,102 @@ def mk_xor(*args: Expr) -> Expr:
 
 
 def substitute(e: Expr, i: int, value: bool) -> Expr:
-    """``e`` with node ``i`` replaced by the constant ``value``, folded (no recursion on depth)."""
-    new: dict[int, Expr] = {}
-    for x in postorder(e):
+    """``e`` with node ``i`` replaced by the constant ``value``, folded (no recursion on depth). Only the
+    nodes above an occurrence of node ``i`` are rebuilt: a subtree without it is kept as it is (already
+    folded, as every condition the mk_* constructors build is; ``e`` itself when it does not read node ``i``)."""
+    order = postorder(e)
+    new: dict[int, Expr] = {}  # the rebuilt nodes: those that read node i
+    for x in order:
         if isinstance(x, Var):
-            r: Expr = Const(bool(value)) if x.index == i else x
-        elif isinstance(x, Const):
-            r = x
-        elif isinstance(x, Not):
-            r = mk_not(new[id(x.arg)])
+            if x.index == i:
+                new[id(x)] = Const(bool(value))
+            continue
+        if isinstance(x, Const):
+            continue
+        if isinstance(x, Not):
+            if id(x.arg) in new:
+                new[id(x)] = mk_not(new[id(x.arg)])
+            continue
+        if not any(id(a) in new for a in x.args):  # type: ignore[attr-defined]
+            continue
+        args = tuple(new.get(id(a), a) for a in x.args)  # type: ignore[attr-defined]
+        if isinstance(x, And):
+            r: Expr = mk_and(*args)
+        elif isinstance(x, Or):
+            r = mk_or(*args)
+        elif isinstance(x, Xor):
+            r = mk_xor(*args)
         else:
-            args = tuple(new[id(a)] for a in x.args)  # type: ignore[attr-defined]
-            if isinstance(x, And):
-                r = mk_and(*args)
-            elif isinstance(x, Or):
-                r = mk_or(*args)
-            elif isinstance(x, Xor):
-                r = mk_xor(*args)
-            else:
-                assert isinstance(x, AtLeast)
-                r = AtLeast(args, x.k)
+            assert isinstance(x, AtLeast)
+            r = AtLeast(args, x.k)
         new[id(x)] = r
-    return new[id(e)]
+    return new.get(id(e), e)
 
 
-def _table(e: Expr, over: tuple[int, ...]) -> np.ndarray:
+def _column(k: int, j: int) -> int:
+    """The rows of a ``k``-variable truth table where variable ``j`` is 1, as the bits of an int (row r:
+    bit r; variable j: bit j of r): blocks of 2**j ones after 2**j zeros, repeated."""
+    key = (k, j)
+    m = _COLUMNS.get(key)
+    if m is None:
+        block = ((1 << (1 << j)) - 1) << (1 << j)
+        m = block * (((1 << (1 << k)) - 1) // ((1 << (2 << j)) - 1))  # one copy per 2**(j+1) rows
+        if len(_COLUMNS) < 4096:
+            _COLUMNS[key] = m
+    return m
+
+
+_COLUMNS: dict[tuple[int, int], int] = {}
+
+
+def _bits(e: Expr, over: tuple[int, ...], order: list[Expr] | None = None) -> int:
+    """``e``'s truth table over the variables ``over`` (all of its own) as the bits of an int: bit r is its value
+    where ``over[j]`` is bit j of r. Exact Boolean algebra on ints: a row costs a bit, not a byte, and no
+    NumPy call per operation (satisfiable and equivalent of small conditions, the reader's inner loop)."""
     k = len(over)
-    rows = np.arange(1 << k, dtype=np.int64)
-    vals = np.zeros((1 << k, (max(over) + 1) if over else 1), dtype=bool)
-    for j, v in enumerate(over):
-        vals[:, v] = (rows >> j) & 1
-    return evaluate(e, vals)
+    full = (1 << (1 << k)) - 1
+    col = {v: _column(k, j) for j, v in enumerate(over)}
+    done: dict[int, int] = {}
+    users: dict[int, int] = {}  # parents still to read a node's value (freed after the last one)
+    order = postorder(e) if order is None else order  # (``order``: e's postorder, when the caller has it)
+    for x in order:
+        for c in children(x):
+            users[id(c)] = users.get(id(c), 0) + 1
+
+    def take(c: Expr) -> int:
+        users[id(c)] -= 1
+        return done[id(c)] if users[id(c)] else done.pop(id(c))
+
+    for x in order:
+        if isinstance(x, Var):
+            r = col[x.index]
+        elif isinstance(x, Const):
+            r = full if x.value else 0
+        elif isinstance(x, Not):
+            r = full ^ take(x.arg)
+        elif isinstance(x, And):
+            r = full
+            for a in x.args:
+                r &= take(a)
+        elif isinstance(x, Or):
+            r = 0
+            for a in x.args:
+                r |= take(a)
+        elif isinstance(x, Xor):
+            r = 0
+            for a in x.args:
+                r ^= take(a)
+        elif isinstance(x, AtLeast):
+            ge = [full] + [0] * x.k  # ge[m]: rows where at least m of the operands so far hold
+            for a in x.args:
+                v = take(a)
+                for m in range(x.k, 0, -1):
+                    ge[m] |= ge[m - 1] & v
+            r = ge[x.k] if x.k >= 0 else full
+        else:
+            raise TypeError(f"not an expression: {x!r}")
+        done[id(x)] = r
+    return done[id(e)]
 
 
 def equivalent(a: Expr, b: Expr) -> bool | None:
@@ -149,7 +214,7 @@ def equivalent(a: Expr, b: Expr) -> bool | None:
     over = tuple(sorted(set(variables(a)) | set(variables(b))))
     if len(over) > MAX_EXACT_VARS:
         return None
-    return bool(np.array_equal(_table(a, over), _table(b, over)))
+    return _bits(a, over) == _bits(b, over)
 
 
 _SAT: dict[Expr, bool] = {}  # satisfiable's answers by expression (immutable; a reader asks again and again)
@@ -163,8 +228,9 @@ def satisfiable(e: Expr) -> bool:
     known = _SAT.get(e)
     if known is not None:
         return known
-    over = variables(e)
-    r = len(over) > MAX_EXACT_VARS or bool(_table(e, over).any())
+    order = postorder(e)
+    over = tuple(sorted({x.index for x in order if isinstance(x, Var)}))
+    r = len(over) > MAX_EXACT_VARS or _bits(e, over, order) != 0
     if len(_SAT) >= _SAT_MAX:
         _SAT.clear()
     _SAT[e] = r
@@ -218,13 +284,15 @@ def _merge(pairs, limit: int = MAX_CASES) -> dict[float, Expr]:
     return out
 
 
-def cases(t: Term) -> dict[float, Expr]:
+def cases(t: Term, memo: dict | None = None) -> dict[float, Expr]:
     """``{value: condition}``: in every state exactly one condition holds and ``t`` equals its value.
 
     Conditions that no state satisfies are dropped when they have at most
-    :data:`MAX_EXACT_VARS` variables. A NaN value (0/0) is kept under the key ``math.nan``.
+    :data:`MAX_EXACT_VARS` variables. A NaN value (0/0) is kept under the key ``math.nan``. ``memo``:
+    one dict shared by calls on terms with common subtrees computes those once (keyed by id: the
+    caller keeps every term alive while it uses the memo).
     """
-    return _walk(t, _CASES)
+    return _walk(t, _CASES, memo)
 
 
 def to_bool(t: Term) -> Expr:
@@ -270,10 +338,10 @@ def _needs(t: Term, want: int) -> list[tuple[Term, int]]:
     return [(a, _CASES) for a in _term_children(t)]
 
 
-def _walk(root: Term, want: int) -> Any:
+def _walk(root: Term, want: int, memo: dict | None = None) -> Any:
     """The cases or the condition of ``root``, computed with an explicit stack (MathML and MaBoSS
     terms may nest deeper than Python's recursion limit)."""
-    memo: dict[tuple[int, int], Any] = {}
+    memo = {} if memo is None else memo  # (id of a term, _CASES | _BOOL) -> its cases | condition
     stack: list[tuple[Term, int, bool]] = [(root, want, False)]
     while stack:
         t, w, ready = stack.pop()

@@ -69,6 +69,7 @@ def test_provenance_names_dasks_version_without_importing_it():
 def test_reader_same_tables_with_satisfiable_remembered(name):
     """The reader's rate tables are the same whether ``satisfiable`` answers from its memo or computes."""
     from distsim.models import logic
+    from distsim.models.boolean import truth_table
     from distsim.models.formats.maboss import read_rates
 
     files = (DATA / f"{name}.bnd", DATA / f"{name}.cfg")
@@ -81,4 +82,4 @@ def test_reader_same_tables_with_satisfiable_remembered(name):
     logic._SAT.clear()
     for e in {g for r in cold.rates if r is not None for table in r for g in table.values()}:
         over = logic.variables(e)
-        assert logic.satisfiable(e) == (len(over) > logic.MAX_EXACT_VARS or bool(logic._table(e, over).any()))
+        assert logic.satisfiable(e) == (len(over) > logic.MAX_EXACT_VARS or bool(truth_table(e).any()))

@@ -71,7 +71,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..arith import BinOp, Call, Neg, Num
 from ..boolean import MAX_DEPTH, Expr, Var
@@ -111,8 +111,9 @@ class MabossConfig:
 # ---- tokens ---------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"""
-  (?P<ws>[ \t\f\v\r]+)
-| (?P<nl>\n)
+  [ \t\f\v\r]*  # the spaces before a token, skipped by the same match
+  (?:
+  (?P<nl>\n)
 | (?P<block>/\*)
 | (?P<line>//[^\n]*)
 | (?P<num>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)
@@ -120,11 +121,13 @@ _TOKEN = re.compile(r"""
 | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
 | (?P<str>")
 | (?P<op>==|!=|<=|>=|&&|\|\||[-+*/<>!&|^?:;,=@{}()\[\].\#])
+| (?P<end>\Z)
+  )
 """, re.X)
+_SPACES = re.compile(r"[ \t\f\v\r]*")
 
 
-@dataclass(frozen=True)
-class _Tok:
+class _Tok(NamedTuple):
     kind: str  # num var name str op eof
     value: str
     line: int
@@ -133,26 +136,36 @@ class _Tok:
 
 def _tokenize(text: str, file: str, cfg: bool) -> list[_Tok]:
     toks: list[_Tok] = []
+    append, match = toks.append, _TOKEN.match
     pos, line, line_start = 0, 1, 0
-    while pos < len(text):
-        col = pos - line_start + 1
-        if not cfg and text[pos] == "#" and col == 1:  # '#' comment at the start of a line (.bnd)
+    while True:
+        if pos == line_start and not cfg and text.startswith("#", pos):  # a '#' comment at a line's start (.bnd)
             end = text.find("\n", pos)
             pos = len(text) if end < 0 else end
             continue
-        m = _TOKEN.match(text, pos)
+        m = match(text, pos)
         if m is None:
-            raise ModelError(f"unexpected character {text[pos]!r}", file=file, line=line, column=col)
+            at = _SPACES.match(text, pos).end()
+            raise ModelError(f"unexpected character {text[at]!r}", file=file, line=line, column=at - line_start + 1)
         kind = m.lastgroup
+        start = m.start(kind)
         if kind == "nl":
             line, line_start = line + 1, m.end()
+        elif kind in ("num", "var", "name", "op"):
+            if kind == "op" and m.group(kind) == "#":
+                raise ModelError("'#' is PopMaBoSS syntax (or a comment not at the start of a line), which is not "
+                                 "supported", file=file, line=line, column=start - line_start + 1)
+            append(_Tok(kind, m.group(kind), line, start - line_start + 1))
+        elif kind == "end":
+            pos = m.end()
+            break
         elif kind == "block":
             end = text.find("*/", m.end())
             if end < 0:
-                raise ModelError("comment '/*' is never closed", file=file, line=line, column=col)
-            line += text.count("\n", pos, end)
-            if "\n" in text[pos:end]:
-                line_start = text.rfind("\n", pos, end) + 1
+                raise ModelError("comment '/*' is never closed", file=file, line=line, column=start - line_start + 1)
+            if "\n" in text[start:end]:
+                line += text.count("\n", start, end)
+                line_start = text.rfind("\n", start, end) + 1
             pos = end + 2
             continue
         elif kind == "str":
@@ -160,18 +173,13 @@ def _tokenize(text: str, file: str, cfg: bool) -> list[_Tok]:
             while k < len(text) and text[k] != '"':
                 k += 2 if text[k] == "\\" else 1
             if k >= len(text):
-                raise ModelError("string is never closed", file=file, line=line, column=col)
-            toks.append(_Tok("str", text[m.end():k], line, col))
-            line += text.count("\n", m.end(), k)
+                raise ModelError("string is never closed", file=file, line=line, column=start - line_start + 1)
+            append(_Tok("str", text[m.end():k], line, start - line_start + 1))
             if "\n" in text[m.end():k]:
+                line += text.count("\n", m.end(), k)
                 line_start = text.rfind("\n", m.end(), k) + 1
             pos = k + 1
             continue
-        elif kind == "op" and m.group() == "#":
-            raise ModelError("'#' is PopMaBoSS syntax (or a comment not at the start of a line), which is not "
-                             "supported", file=file, line=line, column=col)
-        elif kind in ("num", "var", "name", "op"):
-            toks.append(_Tok(kind, m.group(), line, col))
         pos = m.end()
     toks.append(_Tok("eof", "", line, pos - line_start + 1))
     return toks
@@ -199,7 +207,10 @@ class _Parser:
 
     # tokens
     def peek(self, k: int = 0) -> _Tok:
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+        try:
+            return self.toks[self.i + k]
+        except IndexError:  # past the end: the eof token
+            return self.toks[-1]
 
     def next(self) -> _Tok:
         t = self.peek()
@@ -469,7 +480,7 @@ class _Cfg:
 
 def _constant(e: Any, variables: dict[str, float], p: _Parser, at: _Tok) -> float:
     """The value of a .cfg expression (numbers and $variables only)."""
-    term = _substitute_vars(e, variables, p.file)
+    term = e if isinstance(e, Num) else _substitute_vars(e, variables, p.file)  # (a number: most lines)
     try:
         table = cases(term)
     except TooComplex as ex:  # pragma: no cover - constants have one case
@@ -521,15 +532,17 @@ def _with_children(t: Any, c: list[Any]) -> Any:
 
 
 def _rebuild(root: Any, leaf: Callable[[_Ref], Term], attrs: dict[str, Any] | None = None, path: tuple[str, ...] = (),
-             node: str = "", file: str = "") -> Term:
+             node: str = "", file: str = "", done: dict[int, Any] | None = None) -> Term:
     """``root`` with every reference replaced, children before parents, with an explicit stack.
 
     ``leaf(ref)`` gives the term of a node or ``$variable`` reference. ``@name`` is replaced by the
     attribute ``attrs[name]`` of ``node``, itself rebuilt; ``path``: the attributes being rebuilt (a
     cycle is an error). References are met left to right, as a recursive walk meets them; a subtree
-    reached twice (an attribute used twice) is rebuilt once and shared.
+    reached twice (an attribute used twice) is rebuilt once and shared; ``done`` (by the id of the parsed
+    subtree: the caller keeps them alive) shares them with later calls for the same node (one that
+    succeeded left no cycle through them).
     """
-    done: dict[int, Any] = {}
+    done = {} if done is None else done
     todo: list[tuple[Any, tuple[str, ...], bool]] = [(root, path, False)]
     while todo:
         t, at, ready = todo.pop()
@@ -728,9 +741,19 @@ class _Resolver:
     file: str  # the .bnd
     where: str  # where the $variables come from, for the error message
 
-    def __call__(self, t: Any, decl: _NodeDecl, stack: tuple[str, ...]) -> Term:
-        """``t`` resolved in node ``decl``; ``stack``: the attributes being resolved (a cycle is an error)."""
-        return _rebuild(t, self.leaf, decl.attrs, stack, decl.name, self.file)
+    def __call__(self, t: Any, decl: _NodeDecl, stack: tuple[str, ...], done: dict[int, Any] | None = None,
+                 reads: set[int] | None = None) -> Term:
+        """``t`` resolved in node ``decl``; ``stack``: the attributes being resolved (a cycle is an error);
+        ``done``: subtrees resolved by earlier calls for this node (:func:`_rebuild`); ``reads`` gets the
+        index of every node resolved (those of ``done``'s subtrees when they were)."""
+        leaf = self.leaf
+        if reads is not None:
+            def leaf(ref: _Ref) -> Term:
+                term = self.leaf(ref)
+                if isinstance(term, Var):
+                    reads.add(term.index)
+                return term
+        return _rebuild(t, leaf, decl.attrs, stack, decl.name, self.file, done)
 
     def leaf(self, t: _Ref) -> Term:
         if t.kind == "node":
@@ -751,13 +774,20 @@ def _flip_rates(i: int, decl: _NodeDecl, resolve: _Resolver) -> _Rates | None:
     default_up = Cond(_Ref("alias", "logic", decl.line, 1), Num(1.0), Num(0.0)) if "logic" in a else Num(0.0)
     default_down = Cond(_Ref("alias", "logic", decl.line, 1), Num(0.0), Num(1.0)) if "logic" in a else Num(0.0)
     pair = []
+    done: dict[int, Any] = {}  # resolved subtrees, shared by rate_up and rate_down (both read @logic) ...
+    memo: dict = {}  # ... and their cases and conditions (keyed by id: `terms` keeps the terms alive)
+    terms = []
+    reads: set[int] = set()  # the nodes either rate reads
     for attr, default, state in (("rate_up", default_up, False), ("rate_down", default_down, True)):
         try:
-            table = cases(resolve(a.get(attr, default), decl, (attr,)))
+            terms.append(resolve(a.get(attr, default), decl, (attr,), done, reads))
+            table = cases(terms[-1], memo)
         except TooComplex as e:
             raise ModelError(f"node {decl.name!r}: {attr}: {e}", file=resolve.file, line=decl.line) from None
-        # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down)
-        table = {v: g2 for v, g in table.items() if satisfiable(g2 := substitute(g, i, state))}
+        # the rate applies only in states where the node is 0 (rate_up) or 1 (rate_down) (substitute would
+        # give each condition itself when the rates never read the node)
+        table = {v: g2 for v, g in table.items()
+                 if satisfiable(g2 := substitute(g, i, state) if i in reads else g)}
         for v in table:
             if math.isnan(v) or v < 0 or math.isinf(v):
                 raise ModelError(f"node {decl.name!r}: {attr} is {v} in some states; a rate must be a finite "

@@ -19,7 +19,7 @@ import warnings
 from typing import Any
 
 from .. import __version__
-from .common import HelpFormatter, add_global_options
+from .common import HelpFormatter, add_global_options, catch_sigint, sigint_met
 
 # one module per command: distsim/cli/<name>.py with register(subparsers) and run(args) -> exit status
 COMMANDS = ("info", "pbn", "ssa", "grn", "mcmc", "maboss", "sweep", "export")
@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = warnings.formatwarning
     warnings.formatwarning = _format_warning
     rc = None
+    if argv is None and threading.current_thread() is threading.main_thread():
+        catch_sigint()
     try:
         rc = _run(args)
         if argv is None and _may_exit_now(args, rc):
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     finally:
         warnings.formatwarning = previous
+        sigint_met()  # (a Ctrl-C the command outran is not raised again as the process ends)
         if argv is None:  # the process's own command line: it ends now, and its last full garbage collection
             gc.freeze()  # would walk every object of NumPy, xarray, Numba, ... (~0.2 s of a 1 s run)
             if rc == INTERRUPTED:
@@ -136,6 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return importlib.import_module(f"{__name__}.{args.command}").run(args)
     except KeyboardInterrupt:
+        sigint_met()
         print("distsim: interrupted", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:  # the reader of our output went away (`distsim ... | head`): stop quietly

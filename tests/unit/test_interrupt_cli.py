@@ -135,3 +135,42 @@ def test_a_further_sigint_does_not_kill_an_interrupted_command_line(tmp_path):
     assert runs["interrupt"].returncode == 130, runs["interrupt"]
     assert runs["interrupt"].stderr == "distsim: interrupted\n", runs["interrupt"].stderr
     assert runs["normal"].returncode != 0 and "KeyboardInterrupt" in runs["normal"].stderr, runs["normal"]
+
+
+_SWALLOWED = """
+import gc, os, signal, sys, time
+from distsim.cli import common
+if sys.argv[1] == "ours":
+    common.catch_sigint()
+
+def callback(phase, info):  # as distributed's scheduler hooks one into every collection
+    if phase == "start" and not sent:
+        sent.append(1)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs here, inside the callback: Python drops its exception
+            pass
+
+sent = []
+gc.callbacks.append(callback)
+t0 = time.perf_counter()
+try:
+    gc.collect()
+    while time.perf_counter() - t0 < 5:
+        time.sleep(0.01)
+    print("not interrupted")
+except KeyboardInterrupt:
+    common.sigint_met()
+    print(f"interrupted after {time.perf_counter() - t0:.2f} s")
+"""
+
+
+def test_a_ctrl_c_dropped_by_a_garbage_collector_callback_is_raised_again():
+    """Python drops an exception raised in a gc callback; the command line's handler raises it again (and
+    prints no "Exception ignored" report), where Python's own lets the run go on."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = {how: subprocess.run([sys.executable, "-c", _SWALLOWED, how], capture_output=True, text=True, timeout=60,
+                                env=env) for how in ("python", "ours")}
+    assert runs["python"].stdout.strip() == "not interrupted" and "KeyboardInterrupt" in runs["python"].stderr
+    out = runs["ours"].stdout.strip()
+    assert out.startswith("interrupted after") and float(out.split()[2]) < 2.0, runs["ours"]
+    assert runs["ours"].stderr == "", runs["ours"].stderr

@@ -11,11 +11,8 @@ starts), reading and compiling the model, the backend's start in the first shard
 context on a GPU), kernel loading, the simulation, the Dataset, the CSV/netCDF files and the exit. The phases are measured by wrapping distsim's functions; the child's output is its own.
 
 The exit: ``distsim maboss`` run in-process ends at once after its atexit functions (``cli._exit_now``:
-no teardown of modules, CuPy or the CUDA context); ``--normal-exit`` sets DISTSIM_NORMAL_EXIT for the ordinary
-exit, to compare. The GPU's start: an in-process run without --cpu starts CuPy and the CUDA context in a
-background thread (``engine.executor.start_gpu``) while it imports and reads the model; ``--no-gpu-start``
-leaves it to the first shard, to compare. (These two options come first, before the model.) The phases are
-printed by an atexit function (it runs on either exit).
+no teardown of modules, CuPy or the CUDA context); ``--normal-exit`` (first option) sets DISTSIM_NORMAL_EXIT
+for the ordinary exit, to compare. The phases are printed by an atexit function (it runs either way).
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = "DISTSIM_PHASES_CHILD"
-NO_GPU_START = "DISTSIM_PHASES_NO_GPU_START"
 
 
 def _since_start() -> float:
@@ -104,15 +100,6 @@ def child(argv: list[str]) -> None:
         wrap(gpu, "run_gpu_chunk", "GPU: kernel launches + reductions")
     except ImportError:
         pass
-    if os.environ.pop(NO_GPU_START, None):  # the GPU starts in the first shard, as without start_gpu
-        import threading
-
-        def not_started(backend):
-            t = threading.Thread(target=lambda: None)
-            t.start()
-            return t
-
-        executor.start_gpu = not_started
     # the CLI imports its functions at call time (from ..maboss import ...): patch the package too
     wrap(distsim.maboss, "write_csv", "write the CSV files (via the CLI)")
     run = cli._run
@@ -161,10 +148,8 @@ def main() -> None:
         print(__doc__)
         return
     argv = sys.argv[1:]
-    env = {}
-    while argv and argv[0] in ("--normal-exit", "--no-gpu-start"):
-        env["DISTSIM_NORMAL_EXIT" if argv.pop(0) == "--normal-exit" else NO_GPU_START] = "1"
-    rows, wall = phases(["maboss", *argv], env=env)
+    normal = argv[:1] == ["--normal-exit"]
+    rows, wall = phases(["maboss", *argv[normal:]], env={"DISTSIM_NORMAL_EXIT": "1"} if normal else None)
     for name, w, c in rows:
         print(f"{w:8.3f} s  {c:8.3f} s CPU  {name}")
     print(f"{wall:8.3f} s  whole process (wall)")

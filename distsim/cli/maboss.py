@@ -44,20 +44,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    args.in_process = runs_in_process(args)
-    gpu_start = None
-    if args.in_process and not args.cpu:  # a run on this process's GPU (if any): its start goes on meanwhile
-        from ..engine.executor import start_gpu
-
-        gpu_start = start_gpu(backend(args))
-    try:
-        return _run(args)
-    finally:
-        if gpu_start is not None:
-            gpu_start.join()
-
-
-def _run(args: argparse.Namespace) -> int:
     from ..maboss import knockout_screen, maboss, write_csv
 
     csv_files = [f"{args.csv}_probtraj.csv", f"{args.csv}_fp.csv"] if args.csv else []
@@ -73,6 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     opts = dict(trajectories=args.trajectories, max_time=args.max_time, time_tick=args.time_tick, seed=args.seed,
                 discrete_time=None if args.discrete_time is None else args.discrete_time == "1")
     t0 = time.perf_counter()
+    args.in_process = runs_in_process(args)
     with client(args) as dask_client:
         run_opts = dict(client=dask_client, backend=backend(args), progress=progress(args))
         if args.screen:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -44,26 +43,6 @@ OnDone = Callable[[int], None]  # called with the shard index as each task of a 
 
 def _gpu_index() -> int:
     return int(getattr(backends.dask_worker(), "_distsim_gpu", 0) or 0)
-
-
-def start_gpu(backend: str | None) -> threading.Thread:
-    """Start, in a background thread, what this process's first GPU shard of a run with ``backend`` (None:
-    Dask's config key, :func:`configured_backend`) would start: CuPy's import, the device check
-    (``backends.gpu_available``, remembered) and the CUDA context and memory pool of the device a shard here
-    runs on, so that an in-process run's imports and model reading go on meanwhile (the driver's calls
-    release the GIL). Nothing for the CPU backend; without CuPy or a usable GPU the thread finds none,
-    quietly (errors are the shard's to meet). Join the thread before the process ends."""
-    def start() -> None:
-        with contextlib.suppress(Exception):
-            if configured_backend(backend) in ("auto", "gpu") and backends.gpu_available():
-                import cupy
-
-                with cupy.cuda.Device(_gpu_index()):
-                    cupy.empty(1, dtype=cupy.uint8)  # the context and the memory pool, as a first array makes them
-
-    thread = threading.Thread(target=start, name="distsim-gpu-start", daemon=True)
-    thread.start()
-    return thread
 
 
 def _worker_address() -> str:

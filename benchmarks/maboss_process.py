@@ -9,15 +9,10 @@ CPU seconds): interpreter start, the command line (``distsim.cli``), the workloa
 (``distsim.maboss``: NumPy, xarray, ...; Numba with the first CPU kernel call), the cluster (if one
 starts), reading and compiling the model, the backend's start in the first shard (CuPy and the CUDA
 context on a GPU), kernel loading, the simulation, the Dataset, the CSV/netCDF files and the exit. The phases are measured by wrapping distsim's functions; the child's output is its own.
-
-The exit: ``distsim maboss`` run in-process ends at once after its atexit functions (``cli._exit_now``:
-no teardown of modules, CuPy or the CUDA context); ``--normal-exit`` (first option) sets DISTSIM_NORMAL_EXIT
-for the ordinary exit, to compare. The phases are printed by an atexit function (it runs either way).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import subprocess
@@ -64,13 +59,7 @@ def child(argv: list[str]) -> None:
 
         setattr(mod, attr, timed)
 
-    def report() -> None:  # the last atexit function to run: the others are timed
-        mark("atexit functions (the ordinary exit's and distsim's fast one's)")
-        out = {"t_start": t_start, "marks": marks, "spans": spans}
-        print("DISTSIM_PHASES " + json.dumps(out), file=sys.stderr, flush=True)
-
     mark("start")
-    atexit.register(report)
     import distsim.cli as cli
 
     mark("import distsim.cli")
@@ -102,20 +91,12 @@ def child(argv: list[str]) -> None:
         pass
     # the CLI imports its functions at call time (from ..maboss import ...): patch the package too
     wrap(distsim.maboss, "write_csv", "write the CSV files (via the CLI)")
-    run = cli._run
-
-    def command(args):
-        try:
-            return run(args)
-        finally:
-            mark("distsim.cli.main: the command")
-
-    cli._run = command
     mark("patching")
     sys.argv = ["distsim", *argv]
-    rc = cli.main()  # as the console script calls it (argv None: the process's own command line; an
-    mark("distsim.cli.main: after the command (an ordinary exit)")  # in-process run ends inside it)
-    sys.exit(rc)
+    rc = cli.main()  # as the console script calls it (argv None: the process's own command line)
+    mark("distsim.cli.main")
+    out = {"t_start": t_start, "marks": marks, "spans": spans, "rc": rc}
+    print("DISTSIM_PHASES " + json.dumps(out), file=sys.stderr, flush=True)
 
 
 def phases(argv: list[str], env: dict | None = None) -> tuple[list[tuple[str, float, float]], float]:
@@ -133,7 +114,7 @@ def phases(argv: list[str], env: dict | None = None) -> tuple[list[tuple[str, fl
     for (_, t0, c0), (name, t1, c1) in zip(marks, marks[1:]):
         rows.append((name, t1 - t0, c1 - c0))
     rows += [(f"  of which: {k} ({n}x)", s, c) for k, (s, c, n) in d["spans"].items()]
-    rows.append(("exit (after the atexit functions; the rest of the wall time)",
+    rows.append(("exit (after main returned; the rest of the wall time)",
                  wall - d["t_start"] - (marks[-1][1] - marks[0][1]), float("nan")))
     return rows, wall
 
@@ -147,9 +128,7 @@ def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         return
-    argv = sys.argv[1:]
-    normal = argv[:1] == ["--normal-exit"]
-    rows, wall = phases(["maboss", *argv[normal:]], env={"DISTSIM_NORMAL_EXIT": "1"} if normal else None)
+    rows, wall = phases(["maboss", *sys.argv[1:]])
     for name, w, c in rows:
         print(f"{w:8.3f} s  {c:8.3f} s CPU  {name}")
     print(f"{wall:8.3f} s  whole process (wall)")

@@ -7,14 +7,12 @@ print one line ``distsim: error: ...`` and exit with status 2; an interrupted ru
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import gc
 import importlib
 import os
 import signal
 import sys
-import threading
 import warnings
 from typing import Any
 
@@ -82,8 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         catch_sigint()
     try:
         rc = _run(args)
-        if argv is None and _may_exit_now(args, rc):
-            _exit_now(rc)  # (returns only if the streams could not be flushed: the ordinary exit then)
         return rc
     finally:
         warnings.formatwarning = previous
@@ -96,35 +92,6 @@ def main(argv: list[str] | None = None) -> int:
                 # through its exit: status -2 where 130 is promised (seen once in a CI rehearsal)
                 with contextlib.suppress(ValueError):  # (not the main thread: signals are not ours)
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _may_exit_now(args: argparse.Namespace, rc: int) -> bool:
-    """Whether this process may end at once (os._exit) after its command: a command that opts in
-    (``EXIT_AT_ONCE`` in its module: it leaves every output written, closed and renamed before it returns),
-    run in this process (Dask never imported its client: no cluster, no workers), no thread left to wait
-    for, no profiler or debugger (``sys.setprofile``/``settrace``: cProfile writes its file after the run)
-    and DISTSIM_NORMAL_EXIT unset (C-level tools that report at exit, e.g. Nsight Systems). An ordinary
-    exit then only tears down what the process built (modules, NumPy/xarray/Numba objects, CuPy and the
-    CUDA context): 0.03 s of a CPU run, more on a GPU."""
-    return (getattr(importlib.import_module(f"{__name__}.{args.command}"), "EXIT_AT_ONCE", False)
-            and rc != INTERRUPTED and "distributed" not in sys.modules
-            and not os.environ.get("DISTSIM_NORMAL_EXIT")
-            and sys.getprofile() is None and sys.gettrace() is None
-            and all(t.daemon or t is threading.main_thread() for t in threading.enumerate()))
-
-
-def _exit_now(rc: int) -> None:
-    """End the process with status ``rc`` as an ordinary exit would, less its teardown: the atexit functions
-    (logging's flush, weakref finalizers, multiprocessing's children, ...), the standard streams flushed,
-    then os._exit. Returns if a stream cannot be flushed (a closed pipe): the ordinary exit reports it."""
-    atexit._run_exitfuncs()
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-    except (OSError, ValueError):
-        return
-    os._exit(rc)
 
 
 def _ignore_unraisable(unraisable: Any) -> None:

@@ -12,7 +12,6 @@ from .common import backend, check_outputs, client, finish, parse_assignments, p
 
 
 SHOWN_FIXED_POINTS = 10  # fixed points printed in the summary
-EXIT_AT_ONCE = True  # every output is written, closed and renamed before run returns (cli._may_exit_now)
 
 
 def register(subparsers: Any) -> None:

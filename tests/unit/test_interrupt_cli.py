@@ -98,8 +98,7 @@ def test_ctrl_c_with_an_external_scheduler_frees_its_workers(what, dask_client, 
 def _command_line_runs(tmp_path: Path, before: str, after: str) -> dict[str, subprocess.CompletedProcess]:
     """``distsim maboss model.bnd`` as the process's own command line (``cli.main()``) in a new process whose
     command raises KeyboardInterrupt ("interrupt") or returns 0 ("normal"); ``before`` and ``after`` are
-    lines run around it (``rc`` holds main's status, which the process exits with). DISTSIM_NORMAL_EXIT: the
-    normal run returns from main and exits the ordinary way (not cli._exit_now), as these tests compare."""
+    lines run around it (``rc`` holds main's status, which the process exits with)."""
     code = ("import os, signal, sys, distsim.cli as cli\n" + before +
             "def interrupted(args):\n"
             "    raise KeyboardInterrupt\n"
@@ -107,9 +106,8 @@ def _command_line_runs(tmp_path: Path, before: str, after: str) -> dict[str, sub
             "command.run = interrupted if sys.argv[1] == 'interrupt' else (lambda args: 0)\n"
             "sys.argv = ['distsim', 'maboss', 'model.bnd']\n"
             "rc = cli.main()\n" + after + "sys.exit(rc)\n")
-    env = {**os.environ, "DISTSIM_NORMAL_EXIT": "1"}
     return {k: subprocess.run([sys.executable, "-c", code, k], capture_output=True, text=True, timeout=120,
-                              cwd=tmp_path, env=env) for k in ("interrupt", "normal")}
+                              cwd=tmp_path) for k in ("interrupt", "normal")}
 
 
 def test_an_interrupted_command_line_prints_no_finalizer_errors(tmp_path):

@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import warnings
 from typing import Any
 

@@ -9,3 +9,8 @@ if [ ! -f /tmp/site/.distsim-wheels ] || [ "$(ls .whl | sha256sum)" != "$(cat /t
 fi
 export PYTHONPATH=/tmp/site:$PWD
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}
+# The image sets PYTHONDONTWRITEBYTECODE=1 and its site-packages hold no .pyc: every new process compiled
+# NumPy's, pandas', CuPy's and distsim's sources (0.7 s). A user's pip install writes .pyc, so bytecode goes to a
+# cache here (a process's imports are compiled once per machine; new-process timings take a warm-up run first).
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pyc}

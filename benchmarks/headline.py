@@ -7,8 +7,8 @@
     python3 benchmarks/headline.py --only grn pbn.steady --code ../old   # another checkout's distsim (A/B)
 
 Figures (ids; ``--list`` prints them with their sizes): PBN kernel (Sizek, Montagud) and end to end,
-PBN steady state through Dask (Sizek, Montagud r = 1e-4), SSA Michaelis-Menten and large networks
-(cyclic chain N = 1e3, 1e4 with the warp kernel), the batched MM sweep (default and ``tree``), DA-MCMC
+PBN steady state through Dask (Sizek, Montagud r = 1e-4) and Sizek's through Dask over in-process (issue 33's
+1.3x), SSA Michaelis-Menten and large networks (cyclic chain N = 1e3, 1e4 with the warp kernel), the batched MM sweep (default and ``tree``), DA-MCMC
 (4 chains), GRN mouse eye to the optimum, and 1 vs 2 GPUs (PBN steady state, Montagud r = 1e-5) when
 two GPUs are visible. Each is first run at a small size (the warm-up: compiles every kernel, so a
 broken figure fails in the first seconds and compile time stays out of the timings; its seconds are
@@ -176,6 +176,23 @@ def pbn_steady(path: Path, target: str) -> Callable[[Ctx, Any], tuple[float, str
     return run
 
 
+def pbn_steady_dask_ratio(ctx: Ctx, precision: float) -> tuple[float, str]:
+    """Issue 33's goal (<= 1.3x): Sizek's steady state through Dask (one GPU; on CPUs two single-threaded
+    workers) over the same run in this process (same answer checked)."""
+    import distsim.pbn as pbn
+
+    net = pbn.load(SIZEK, perturbation=1e-3)
+    walls, probs = [], []
+    for client in (_local(ctx), ctx.client(1 if ctx.backend == "gpu" else 2)):
+        pbn.steady_state(net, "v_Casp3=1", precision=1e-2, seed=1, client=client)  # compiles, here or on the workers
+        ds, wall = _timed(lambda: pbn.steady_state(net, "v_Casp3=1", precision=precision, seed=1, client=client))
+        walls.append(wall)
+        probs.append(float(ds.probability[0]))
+    if probs[0] != probs[1]:
+        raise RuntimeError(f"in-process and Dask differ: {probs}")
+    return walls[1] / walls[0], f"in-process {walls[0]:.3f} s, Dask {walls[1]:.3f} s, r={precision:g}"
+
+
 def pbn_two_gpus(ctx: Ctx, precision: float) -> tuple[float, str]:
     """Speed-up of 2 GPUs over 1 (same answer checked): Montagud's steady state through Dask."""
     import distsim.pbn as pbn
@@ -299,6 +316,10 @@ FIGURES: list[Figure] = [
     Figure("pbn.steady.montagud", "PBN steady state through Dask, Montagud r=1e-4", "s", False,
            pbn_steady(MONTAGUD, "v_Proliferation=1"), {"gpu": (1e-2, 1e-4), "cpu": (1e-2, 5e-3)},
            "python3 benchmarks/pbn_steady_state.py --gpus 1 --precisions 1e-4 1e-5 --cpu-precisions 1e-4"),
+    Figure("pbn.steady.dask", "PBN steady state, Dask over in-process, Sizek r=1e-4", "x", False,
+           pbn_steady_dask_ratio, {"gpu": (None, 1e-4), "cpu": (None, 2e-3)},
+           "python3 benchmarks/pbn_steady_state.py --gpus 1 --cpu-precisions --precisions 1e-4 --networks sizek "
+           "--in-process", noise=0.15),
     Figure("ssa.mm", "SSA Michaelis-Menten ensemble, in-process", "firings/s", True, ssa_mm,
            {"gpu": (2**21, 2**24), "cpu": (256, 2**15)},
            "python3 benchmarks/old_vs_new.py --baseline OLD --backend gpu --cases ssa_mm"),

@@ -272,10 +272,8 @@ def glibc_malloc_defaults() -> Iterator[None]:
     side of a steady-state run (Sizek, r = 1e-4: copies back, counts) took 0.39 s where the same run in a
     plain process took 0.22 s (benchmarks/RESULTS.md, fourteenth session)."""
     key = "distributed.nanny.pre-spawn-environ." + TRIM_KEY
-    if str(dask.config.get(key, None)) != DASK_TRIM_DEFAULT:
-        yield
-        return
-    with dask.config.set({key: None}):
+    dasks_own = str(dask.config.get(key, None)) == DASK_TRIM_DEFAULT
+    with dask.config.set({key: None}) if dasks_own else contextlib.nullcontext():
         yield
 
 
@@ -312,9 +310,9 @@ def connect(
     if sec is not None:
         cluster_kwargs["security"] = sec
     n_gpu = _gpus_to_use(gpus, n_workers)
-    if n_gpu and _gpu_stack_usable():
-        return _gpu_client(n_gpu, threads_per_worker, processes, dashboard_address, cluster_kwargs)
     with glibc_malloc_defaults():
+        if n_gpu and _gpu_stack_usable():
+            return _gpu_client(n_gpu, threads_per_worker, processes, dashboard_address, cluster_kwargs)
         cluster = LocalCluster(
             n_workers=planned_workers(False, n_workers, threads_per_worker),
             threads_per_worker=threads_per_worker,
@@ -393,25 +391,23 @@ def _gpu_client(n_gpu: int, threads_per_worker: int, processes: bool, dashboard_
     except Exception:
         LocalCUDACluster = None
     if LocalCUDACluster is not None:
-        with glibc_malloc_defaults():
-            cluster = LocalCUDACluster(
-                n_workers=n_gpu,
-                threads_per_worker=threads_per_worker,
-                resources={"GPU": 1},
-                device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
-                dashboard_address=dashboard_address,
-                **cluster_kwargs,
-            )
-        return _LocalClient(cluster)
-    with glibc_malloc_defaults():
-        cluster = LocalCluster(
+        cluster = LocalCUDACluster(
             n_workers=n_gpu,
             threads_per_worker=threads_per_worker,
-            processes=processes,
             resources={"GPU": 1},
+            device_memory_limit=0,  # state lives in distsim's worker registry, not in Dask's spill
             dashboard_address=dashboard_address,
             **cluster_kwargs,
         )
+        return _LocalClient(cluster)
+    cluster = LocalCluster(
+        n_workers=n_gpu,
+        threads_per_worker=threads_per_worker,
+        processes=processes,
+        resources={"GPU": 1},
+        dashboard_address=dashboard_address,
+        **cluster_kwargs,
+    )
     client = _LocalClient(cluster)
     client.register_plugin(_PinGPU(n_gpu))
     return client

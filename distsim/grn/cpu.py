@@ -237,38 +237,30 @@ def _breed_one(ch, A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_muta
 def breed(A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p, conn_q, link_thr,
           rule_thr, allowed, ca, cr, cru):
     """Children ca/cr [P, W, n], cru [P, n] of parents A/R/Ru (kernels/grn_ga.cu's grn_cross and
-    grn_revert_mutate, one child at a time); par [P] (see _parents); threads."""
+    grn_revert_mutate, one child at a time); par [P] (see _parents). Always threads: measured faster than
+    one thread from 64 children of 32 words up (5 vs 8 us)."""
     for ch in prange(ca.shape[0]):
-        _breed_one(ch, A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p,
-                   conn_q, link_thr, rule_thr, allowed, ca, cr, cru)
-
-
-@numba.njit(cache=True)
-def breed_serial(A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p, conn_q,
-                 link_thr, rule_thr, allowed, ca, cr, cru):
-    """:func:`breed` on one thread."""
-    for ch in range(ca.shape[0]):
-        _breed_one(ch, A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p,
+        _breed_one(np.int64(ch), A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p,
                    conn_q, link_thr, rule_thr, allowed, ca, cr, cru)
 
 
 @numba.njit(cache=True)
 def select(order, act, rep, rules, score, ca, cr, cru, cs, out_act, out_rep, out_rules, out_score):
     """out[k, i] = individual order[k, i] of island k (< N: parent, else child order - N), i < N."""
-    K, N = score.shape
+    K, N, W, G = act.shape
     for k in range(K):
         for i in range(N):
             s = order[k, i]
-            if s < N:
-                out_act[k, i] = act[k, s]
-                out_rep[k, i] = rep[k, s]
-                out_rules[k, i] = rules[k, s]
-                out_score[k, i] = score[k, s]
-            else:
-                out_act[k, i] = ca[k, s - N]
-                out_rep[k, i] = cr[k, s - N]
-                out_rules[k, i] = cru[k, s - N]
-                out_score[k, i] = cs[k, s - N]
+            parent = s < N
+            src = s if parent else s - N
+            sa, sr, sru = (act, rep, rules) if parent else (ca, cr, cru)
+            for w in range(W):
+                for j in range(G):
+                    out_act[k, i, w, j] = sa[k, src, w, j]
+                    out_rep[k, i, w, j] = sr[k, src, w, j]
+            for j in range(G):
+                out_rules[k, i, j] = sru[k, src, j]
+            out_score[k, i] = score[k, src] if parent else cs[k, src]
 
 
 @numba.njit(cache=True)

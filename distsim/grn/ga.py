@@ -170,9 +170,7 @@ class CPUOps:
         generation ``gen``: steps 2-4 of the module docstring; ``parents`` [K, N] as :class:`Breeding` says."""
         c = self.c
         ca, cr, cru = np.empty_like(act), np.empty_like(rep), np.empty_like(rules)
-        P = act.shape[0]
-        kernel = cpu.breed if P * c.W * c.n >= PARALLEL_WORK else cpu.breed_serial
-        kernel(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules),
+        cpu.breed(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules),
                np.ascontiguousarray(parents, np.int64).reshape(-1), b.paired, b.N, b.seed, islands.astype(np.int64),
                gen, cpu.P_CROSS, cpu.P_MUTATE, b.extra, c.nnz_ref, c.conn_p, c.conn_q, np.uint64(b.link_threshold),
                np.uint64(b.rule_threshold), c.allowed, ca, cr, cru)

@@ -135,9 +135,6 @@ class CPUOps:
     def asnumpy(self, a: Any) -> np.ndarray:
         return np.asarray(a)
 
-    def popcount(self, a: np.ndarray) -> np.ndarray:
-        return np.bitwise_count(a)
-
     def evaluate(self, act: np.ndarray, rep: np.ndarray, rules: np.ndarray) -> np.ndarray:
         c = self.c
         P = act.shape[0]

@@ -39,7 +39,6 @@ class GPUOps:
         self._select = mod.get_function("grn_select")
         self._update_best = mod.get_function("grn_update_best")
         self.allowed = cupy.asarray(c.allowed)
-        self._popc = cupy.ElementwiseKernel("uint32 x", "int32 y", "y = __popc(x)", "grn_popc")
         self.x0 = cupy.asarray(c.x0)
         self.target = cupy.asarray(c.target)
         self.ref_act = cupy.asarray(c.ref_act)
@@ -57,9 +56,6 @@ class GPUOps:
 
     def asnumpy(self, a: Any) -> np.ndarray:
         return self.xp.asnumpy(a)
-
-    def popcount(self, a: Any) -> Any:
-        return self._popc(a)
 
     def evaluate(self, act: Any, rep: Any, rules: Any) -> Any:
         cp, c = self.xp, self.c

@@ -167,10 +167,15 @@ extern "C" __global__ void grn_update_best(long long K, int N, int W, int G, lon
     const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= K) return;
     const long long WG = (long long)W * G;
-    long long b = 0;
-    for (long long i = 1; i < N; ++i)
-        if (score[k * N + i] < score[k * N + b]) b = i;
-    const bool better = score[k * N + b] < best_score[k];
+    long long b = 0, bs = score[k * N];
+    for (long long i = 1; i < N; ++i) {
+        const long long s = score[k * N + i];
+        if (s < bs) {
+            bs = s;
+            b = i;
+        }
+    }
+    const bool better = bs < best_score[k];
     const long long src = k * N + b;
     for (long long e = 0; e < WG; ++e) {
         o_act[k * WG + e] = better ? act[src * WG + e] : best_act[k * WG + e];

@@ -270,11 +270,13 @@ def update_best(gen, score, act, rep, rules, best_score, best_act, best_rep, bes
     K, N = score.shape
     for k in range(K):
         b = 0
+        bs = score[k, 0]
         for i in range(1, N):
-            if score[k, i] < score[k, b]:
+            if score[k, i] < bs:
+                bs = score[k, i]
                 b = i
-        if score[k, b] < best_score[k]:
-            o_score[k] = score[k, b]
+        if bs < best_score[k]:
+            o_score[k] = bs
             o_act[k] = act[k, b]
             o_rep[k] = rep[k, b]
             o_rules[k] = rules[k, b]

@@ -240,8 +240,8 @@ def breed(A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra
     grn_revert_mutate, one child at a time); par [P] (see _parents). Always threads: measured faster than
     one thread from 64 children of 32 words up (5 vs 8 us)."""
     for ch in prange(ca.shape[0]):
-        _breed_one(np.int64(ch), A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p,
-                   conn_q, link_thr, rule_thr, allowed, ca, cr, cru)
+        _breed_one(np.int64(ch), A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref,
+                   conn_p, conn_q, link_thr, rule_thr, allowed, ca, cr, cru)
 
 
 @numba.njit(cache=True)

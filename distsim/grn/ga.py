@@ -282,7 +282,7 @@ class IslandBlock:
 
     # -- one generation ---------------------------------------------------------------------------------------
     def step(self) -> None:
-        xp, ops, prm = self.xp, self.ops, self.prm
+        xp, ops, c, prm = self.xp, self.ops, self.c, self.prm
         K, N = self.K, self.N
         g = self.generation + 1
         u64 = xp.uint64
@@ -302,7 +302,6 @@ class IslandBlock:
         ca, cr, cru = ops.breed(self._flat(self.act), self._flat(self.rep), self._flat(self.rules), parents,
                                 self.islands, g, self.breeding)  # steps 2-4
         cs = ops.evaluate(ca, cr, cru).reshape(K, N)
-        c = self.c
         self._replace(ca.reshape(K, N, c.W, c.n), cr.reshape(K, N, c.W, c.n), cru.reshape(K, N, c.n), cs, parents)
         self.generation = g
         self._update_best()

@@ -237,11 +237,19 @@ def _breed_one(ch, A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_muta
 def breed(A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p, conn_q, link_thr,
           rule_thr, allowed, ca, cr, cru):
     """Children ca/cr [P, W, n], cru [P, n] of parents A/R/Ru (kernels/grn_ga.cu's grn_cross and
-    grn_revert_mutate, one child at a time); par [P] (see _parents). Always threads: measured faster than
-    one thread from 64 children of 32 words up (5 vs 8 us)."""
+    grn_revert_mutate, one child at a time); par [P] (see _parents); threads."""
     for ch in prange(ca.shape[0]):
         _breed_one(np.int64(ch), A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref,
                    conn_p, conn_q, link_thr, rule_thr, allowed, ca, cr, cru)
+
+
+@numba.njit(cache=True)
+def breed_serial(A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p, conn_q,
+                 link_thr, rule_thr, allowed, ca, cr, cru):
+    """:func:`breed` on one thread (small populations: no fork/join cost)."""
+    for ch in range(ca.shape[0]):
+        _breed_one(ch, A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_mutate, extra, nnz_ref, conn_p,
+                   conn_q, link_thr, rule_thr, allowed, ca, cr, cru)
 
 
 @numba.njit(cache=True)

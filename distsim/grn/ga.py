@@ -135,13 +135,17 @@ class CPUOps:
     def asnumpy(self, a: Any) -> np.ndarray:
         return np.asarray(a)
 
+    def _parallel(self, P: int) -> bool:
+        """Whether the kernels of P individuals use threads (breeding with evaluation: the same rule)."""
+        c = self.c
+        return P * c.W * c.n * (c.steps + 1) >= PARALLEL_WORK
+
     def evaluate(self, act: np.ndarray, rep: np.ndarray, rules: np.ndarray) -> np.ndarray:
         c = self.c
         P = act.shape[0]
         out = np.empty(P, np.int64)
         if P:
-            parallel = P * c.W * c.n * (c.steps + 1) >= PARALLEL_WORK
-            kernel = cpu.evaluate if parallel else cpu.evaluate_serial
+            kernel = cpu.evaluate if self._parallel(P) else cpu.evaluate_serial
             kernel(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules), c.x0, c.target,
                    c.ref_act, c.ref_rep, c.steps, c.wn, c.wl, out)
         return out
@@ -167,7 +171,8 @@ class CPUOps:
         generation ``gen``: steps 2-4 of the module docstring; ``parents`` [K, N] as :class:`Breeding` says."""
         c = self.c
         ca, cr, cru = np.empty_like(act), np.empty_like(rep), np.empty_like(rules)
-        cpu.breed(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules),
+        kernel = cpu.breed if self._parallel(act.shape[0]) else cpu.breed_serial
+        kernel(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules),
                np.ascontiguousarray(parents, np.int64).reshape(-1), b.paired, b.N, b.seed, islands.astype(np.int64),
                gen, cpu.P_CROSS, cpu.P_MUTATE, b.extra, c.nnz_ref, c.conn_p, c.conn_q, np.uint64(b.link_threshold),
                np.uint64(b.rule_threshold), c.allowed, ca, cr, cru)

@@ -196,6 +196,23 @@ def test_breed_select_update_best_equal_the_array_code(problems, model, selectio
     assert reverted > 0, "no child was reverted for its connectivity: the revert path was not exercised"
 
 
+class Threaded(Recording):
+    """Recording whose kernels always use threads (the blocks here are below PARALLEL_WORK)."""
+
+    def _parallel(self, P):
+        return True
+
+
+@pytest.mark.parametrize("model,selection,mode", [("island", "elitist", "standard"), ("cellular", "elitist", "faithful")])
+def test_threaded_breed_equals_the_array_code(problems, model, selection, mode):
+    c, prm, b, ops = run_block(problems["planted45-tight"], model, selection, mode, 0.5, 1.0, ops_cls=Threaded)
+    calls = [(args, out) for kind, args, out in ops.calls if kind == "breed"]
+    assert len(calls) == 6
+    for (A, R, Ru, parents, islands, g, _), out in calls:
+        want = reference_breed(c, prm, islands, A, R, Ru, parents, g)[:3]
+        assert all(np.array_equal(x, y) for x, y in zip(out, want))
+
+
 def test_mutation_changes_exactly_what_rate_one_says(problems):
     """Rate 1: every child has one link position changed to another value (never left as it was) and one
     rule changed, relative to the unmutated child (rates 0) of the same parents and generation."""

@@ -168,7 +168,8 @@ extern "C" __global__ void grn_update_best(long long K, int N, int W, int G, lon
     if (k >= K) return;
     const long long WG = (long long)W * G;
     long long b = 0, bs = score[k * N];
-    for (long long i = 1; i < N; ++i) {
+#pragma unroll 8
+    for (long long i = 1; i < N; ++i) {  // one thread scans the island: unrolled, its loads overlap
         const long long s = score[k * N + i];
         if (s < bs) {
             bs = s;

@@ -119,8 +119,8 @@ extern "C" __global__ void grn_revert_mutate(long long P, const unsigned int* __
         const long long inc = 1 + (long long)(((unsigned long long)r1.y * (unsigned long long)(na - 1)) >> 32);
         const unsigned char old = cru[ch * G + node];
         long long p = 0;
-        for (int a = 0; a < na; ++a)
-            if (allowed[a] == old) p = a;
+        for (int q = 0; q < na; ++q)
+            if (allowed[q] == old) p = q;
         cru[ch * G + node] = allowed[(p + inc) % na];
     }
 }

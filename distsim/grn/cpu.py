@@ -227,9 +227,9 @@ def _breed_one(ch, A, R, Ru, par, paired, N, seed, islands, gen, p_cross, p_muta
         inc = 1 + np.int64(below(r5, na - 1))
         old = cru[ch, node]
         p = 0
-        for a in range(na):
-            if allowed[a] == old:
-                p = a
+        for q in range(na):
+            if allowed[q] == old:
+                p = q
         cru[ch, node] = allowed[(p + inc) % na]
 
 

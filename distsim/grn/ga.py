@@ -227,6 +227,8 @@ class IslandBlock:
                                  _threshold(prm.rule_mutation) if rules_mutate else 0)
         self.base = (xp.arange(K, dtype=xp.int64) * N)[:, None]
         self.index = xp.arange(2 * N, dtype=xp.int64)
+        self.ranks = xp.repeat(self.index[None, :N], K, axis=0)  # [K, N]
+        self.ranked = False  # every island in key order (its argsort is self.ranks): set by (mu + lambda)
         self.neigh = xp.asarray(neighbours(N, moore=prm.mode == "standard")) if prm.cellular else None
         self.act, self.rep = ops.init_links(prm.seed, self.islands, N)
         words = ops.rng(prm.seed, self.islands, cpu.P_INIT_RULE, 0, N, (n + 3) // 4)[..., :n]
@@ -269,6 +271,7 @@ class IslandBlock:
         rows = xp.arange(self.K)[:, None]
         for arr, new in zip((self.act, self.rep, self.rules, self.score), incoming):
             arr[rows, worst] = new
+        self.ranked = False
 
     def migrate(self, external: tuple | None) -> None:
         """Ring migration inside the block; ``external`` (host arrays) feeds the first island when the ring
@@ -295,7 +298,7 @@ class IslandBlock:
             m = xp.argmin(self._keys(self.score)[:, self.neigh], axis=2)  # [K, N]
             parents = self.neigh[self.index[:N][None, :], m]
         elif prm.selection == "elitist":  # ranks, paired (0,1), (2,3), ...
-            parents = xp.argsort(self._keys(self.score), axis=1)
+            parents = self.ranks if self.ranked else xp.argsort(self._keys(self.score), axis=1)
         else:
             wgt = self.score.max(axis=1, keepdims=True) - self.score + 1  # int64 >= 1
             cum = xp.cumsum(wgt.reshape(-1))
@@ -324,6 +327,7 @@ class IslandBlock:
             order = xp.argsort(self._keys(xp.concatenate([self.score, cs], axis=1)), axis=1)
             self.act, self.rep, self.rules, self.score = self.ops.select(
                 order, (self.act, self.rep, self.rules, self.score), (ca, cr, cru, cs))
+            self.ranked = True  # scores now rise with the index, so keys do strictly
         elif prm.selection == "elitist":  # faithful: every slot is crossed, children overwrite the pair
             self.act, self.rep, self.rules, self.score = ca, cr, cru, cs
         else:  # faithful roulette: child k overwrites its head parent's (parents[k]) slot; the last child wins

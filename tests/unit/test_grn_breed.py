@@ -213,6 +213,25 @@ def test_threaded_breed_equals_the_array_code(problems, model, selection, mode):
         assert all(np.array_equal(x, y) for x, y in zip(out, want))
 
 
+def test_ranked_islands_need_no_parent_sort(problems):
+    """(mu + lambda) leaves every island in key order, so elitist parents are the ranks without a sort:
+    the parents breed gets are the argsort of the keys every generation, migrations (which unrank) included."""
+    c = Consts.of(problems["mouse"])
+    prm = GAParams("island", "elitist", "standard", 32, 3, 2, 3, 0.5, 0.5, 11, 9, 0)
+    ops = Recording(c)
+    b = IslandBlock(ops, c, prm, np.array([0, 4, 5]))
+    want, ranked = [], []
+    for g in range(9):
+        if g % 3 == 0:
+            b.migrate(None)
+        want.append(np.argsort(b._keys(b.score), axis=1))
+        ranked.append(b.ranked)
+        b.step()
+    got = [args[3] for kind, args, _ in ops.calls if kind == "breed"]
+    assert len(got) == 9 and all(np.array_equal(x, y) for x, y in zip(got, want))
+    assert ranked == [False, True, True] * 3
+
+
 def test_mutation_changes_exactly_what_rate_one_says(problems):
     """Rate 1: every child has one link position changed to another value (never left as it was) and one
     rule changed, relative to the unmutated child (rates 0) of the same parents and generation."""

@@ -152,7 +152,8 @@ extern "C" __global__ void grn_select(long long total, const long long* __restri
 }
 
 // Best so far of island k, one thread per island: the island's best (lowest score, then lowest index)
-// replaces the kept best when strictly better (at generation gen); every output is written.
+// replaces the kept best when strictly better (at generation gen); every output is written, with the
+// island's lowest and summed score (its statistics).
 extern "C" __global__ void grn_update_best(long long K, int N, int W, int G, long long gen,
                                            const long long* __restrict__ score, const unsigned int* __restrict__ act,
                                            const unsigned int* __restrict__ rep,
@@ -163,14 +164,16 @@ extern "C" __global__ void grn_update_best(long long K, int N, int W, int G, lon
                                            const unsigned char* __restrict__ best_rules,
                                            const long long* __restrict__ best_gen, long long* __restrict__ o_score,
                                            unsigned int* __restrict__ o_act, unsigned int* __restrict__ o_rep,
-                                           unsigned char* __restrict__ o_rules, long long* __restrict__ o_gen) {
+                                           unsigned char* __restrict__ o_rules, long long* __restrict__ o_gen,
+                                           long long* __restrict__ o_min, long long* __restrict__ o_sum) {
     const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= K) return;
     const long long WG = (long long)W * G;
-    long long b = 0, bs = score[k * N];
+    long long b = 0, bs = score[k * N], sum = bs;
 #pragma unroll 8
     for (long long i = 1; i < N; ++i) {  // one thread scans the island: unrolled, its loads overlap
         const long long s = score[k * N + i];
+        sum += s;
         if (s < bs) {
             bs = s;
             b = i;
@@ -185,4 +188,6 @@ extern "C" __global__ void grn_update_best(long long K, int N, int W, int G, lon
     for (long long j = 0; j < G; ++j) o_rules[k * G + j] = better ? rules[src * G + j] : best_rules[k * G + j];
     o_score[k] = better ? score[src] : best_score[k];
     o_gen[k] = better ? gen : best_gen[k];
+    o_min[k] = bs;
+    o_sum[k] = sum;
 }

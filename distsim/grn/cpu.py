@@ -273,16 +273,21 @@ def select(order, act, rep, rules, score, ca, cr, cru, cs, out_act, out_rep, out
 
 @numba.njit(cache=True)
 def update_best(gen, score, act, rep, rules, best_score, best_act, best_rep, best_rules, best_gen, o_score, o_act,
-                o_rep, o_rules, o_gen):
-    """Per island: the best (lowest score, then index) replaces the kept best when strictly better."""
+                o_rep, o_rules, o_gen, o_min, o_sum):
+    """Per island: the best (lowest score, then index) replaces the kept best when strictly better; the
+    island's lowest and summed score."""
     K, N = score.shape
     for k in range(K):
         b = 0
         bs = score[k, 0]
+        total = bs
         for i in range(1, N):
+            total += score[k, i]
             if score[k, i] < bs:
                 bs = score[k, i]
                 b = i
+        o_min[k] = bs
+        o_sum[k] = total
         if bs < best_score[k]:
             o_score[k] = bs
             o_act[k] = act[k, b]

@@ -189,8 +189,9 @@ class CPUOps:
     def update_best(self, gen: int, current: tuple, best: tuple) -> tuple[np.ndarray, ...]:
         """New (score, act, rep, rules, generation) of the best so far per island from ``best`` (the same
         five) and the ``current`` (score, act, rep, rules) population: each island's best (lowest key)
-        replaces it when strictly better."""
-        out = tuple(np.empty_like(a) for a in best)
+        replaces it when strictly better; then the current islands' lowest and summed scores [K]."""
+        K = current[0].shape[0]
+        out = tuple(np.empty_like(a) for a in best) + (np.empty(K, np.int64), np.empty(K, np.int64))
         cpu.update_best(gen, *(np.ascontiguousarray(a) for a in current + best), *out)
         return out
 
@@ -229,6 +230,7 @@ class IslandBlock:
         self.index = xp.arange(2 * N, dtype=xp.int64)
         self.ranks = xp.repeat(self.index[None, :N], K, axis=0)  # [K, N]
         self.ranked = False  # every island in key order (its argsort is self.ranks): set by (mu + lambda)
+        self._stats: tuple[Any, Any] | None = None  # stats() of the current scores, when known
         self.neigh = xp.asarray(neighbours(N, moore=prm.mode == "standard")) if prm.cellular else None
         self.act, self.rep = ops.init_links(prm.seed, self.islands, N)
         words = ops.rng(prm.seed, self.islands, cpu.P_INIT_RULE, 0, N, (n + 3) // 4)[..., :n]
@@ -254,7 +256,9 @@ class IslandBlock:
 
     def stats(self) -> tuple[Any, Any]:
         """(best score, sum of scores) per island, device arrays [K]."""
-        return self.score.min(axis=1), self.score.sum(axis=1)
+        if self._stats is None:
+            self._stats = self.score.min(axis=1), self.score.sum(axis=1)
+        return self._stats
 
     # -- migration --------------------------------------------------------------------------------------------
     def emigrants(self) -> tuple[Any, Any, Any, Any]:
@@ -272,6 +276,7 @@ class IslandBlock:
         for arr, new in zip((self.act, self.rep, self.rules, self.score), incoming):
             arr[rows, worst] = new
         self.ranked = False
+        self._stats = None
 
     def migrate(self, external: tuple | None) -> None:
         """Ring migration inside the block; ``external`` (host arrays) feeds the first island when the ring
@@ -342,9 +347,11 @@ class IslandBlock:
             self.score = xp.where(take, cs.reshape(-1)[src].reshape(K, N), self.score)
 
     def _update_best(self) -> None:
-        (self.best_score, self.best_act, self.best_rep, self.best_rules, self.best_generation) = self.ops.update_best(
+        *best, s_min, s_sum = self.ops.update_best(
             self.generation, (self.score, self.act, self.rep, self.rules),
             (self.best_score, self.best_act, self.best_rep, self.best_rules, self.best_generation))
+        self.best_score, self.best_act, self.best_rep, self.best_rules, self.best_generation = best
+        self._stats = s_min, s_sum
 
 
 def _threshold(prob: float) -> int:

@@ -138,7 +138,7 @@ class GPUOps:
         """:meth:`CPUOps.update_best <distsim.grn.ga.CPUOps.update_best>` on the device (grn_update_best)."""
         cp, c = self.xp, self.c
         K, N = current[0].shape
-        out = tuple(cp.empty_like(a) for a in best)
+        out = tuple(cp.empty_like(a) for a in best) + (cp.empty(K, cp.int64), cp.empty(K, cp.int64))
         if K:
             self._update_best(((K + BLOCK - 1) // BLOCK,), (BLOCK,),
                               (np.int64(K), np.int32(N), np.int32(c.W), np.int32(c.n), np.int64(gen),

@@ -110,7 +110,7 @@ def reference_update_best(gen, current, best):
     better = s < b_score
     return (np.where(better, s, b_score), np.where(better[:, None, None], act[rows, i], b_act),
             np.where(better[:, None, None], rep[rows, i], b_rep), np.where(better[:, None], rules[rows, i], b_rules),
-            np.where(better, gen, b_gen))
+            np.where(better, gen, b_gen), score.min(axis=1), score.sum(axis=1))
 
 
 # ------------------------------------------------------------------------------------------ recorded blocks
@@ -215,7 +215,8 @@ def test_threaded_breed_equals_the_array_code(problems, model, selection, mode):
 
 def test_ranked_islands_need_no_parent_sort(problems):
     """(mu + lambda) leaves every island in key order, so elitist parents are the ranks without a sort:
-    the parents breed gets are the argsort of the keys every generation, migrations (which unrank) included."""
+    the parents breed gets are the argsort of the keys every generation, migrations (which unrank) included;
+    the statistics update_best leaves are those of the scores, also after a migration."""
     c = Consts.of(problems["mouse"])
     prm = GAParams("island", "elitist", "standard", 32, 3, 2, 3, 0.5, 0.5, 11, 9, 0)
     ops = Recording(c)
@@ -224,6 +225,7 @@ def test_ranked_islands_need_no_parent_sort(problems):
     for g in range(9):
         if g % 3 == 0:
             b.migrate(None)
+        assert all(np.array_equal(x, y) for x, y in zip(b.stats(), (b.score.min(axis=1), b.score.sum(axis=1))))
         want.append(np.argsort(b._keys(b.score), axis=1))
         ranked.append(b.ranked)
         b.step()

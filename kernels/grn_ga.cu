@@ -1,4 +1,6 @@
-// GRN inference GA (seed 002): population evaluation, Philox draws and initial links.
+// GRN inference GA (seed 002): population evaluation, Philox draws and initial links; breeding, the
+// survivors' gather and the best-so-far update are in grn_breed.cuh (no warp intrinsics: tests compile it
+// for the host).
 // Mirrors distsim/grn/cpu.py line by line; same Philox addresses, same integer scores.
 //
 // Individuals are bit-packed: act/rep [P][W][n] uint32; word (w, j) holds sources 32w..32w+31 of
@@ -134,3 +136,5 @@ extern "C" __global__ void grn_init_links(unsigned int seed, const long long* __
     act[q] = a;
     rep[q] = r;
 }
+
+#include "grn_breed.cuh"

@@ -1,9 +1,10 @@
 """The GA on one device: a block of islands advanced together, written once for NumPy and CuPy.
 
-Every array op here runs unchanged on ``numpy`` (CPU backend) or ``cupy`` (GPU backend); the three
-kernels (evaluation, Philox draws, initial links) come from :mod:`.cpu` or :mod:`.gpu`. All
-decisions are integer or Philox-addressed, and sorting uses unique integer keys
-(``score * 2N + index``), so both backends produce identical populations generation by generation.
+Every array op here runs unchanged on ``numpy`` (CPU backend) or ``cupy`` (GPU backend); the kernels
+(evaluation, Philox draws, initial links, breeding = steps 2-4 below, the (mu + lambda) survivors'
+gather, the best-so-far update) come from :mod:`.cpu` or :mod:`.gpu`, behind ``ops``. All decisions
+are integer or Philox-addressed, and sorting uses unique integer keys (``score * 2N + index``), so
+both backends produce identical populations generation by generation.
 
 Generation g of an island (``model`` 'master-slave'/'island' = panmictic, 'cellular'/'hybrid' =
 torus grid):
@@ -75,6 +76,18 @@ class GAParams:
         return self.islands > 1 and self.migration_rate > 0
 
 
+@dataclass(frozen=True)
+class Breeding:
+    """What breeding (steps 2-4) takes besides the population; fixed for a run."""
+
+    seed: int
+    N: int  # population per island
+    paired: int  # 1: panmictic pairs (parents = ranks), 0: cellular (parents = each cell's mate)
+    extra: int  # 1 in faithful mode: the link cut c keeps [0, c] from the head
+    link_threshold: int  # mutation thresholds on a 32-bit word (see _threshold); 0: none
+    rule_threshold: int
+
+
 @dataclass(frozen=True, eq=False)
 class Consts:
     """A problem in the packed form the kernels use (host NumPy arrays)."""
@@ -122,16 +135,17 @@ class CPUOps:
     def asnumpy(self, a: Any) -> np.ndarray:
         return np.asarray(a)
 
-    def popcount(self, a: np.ndarray) -> np.ndarray:
-        return np.bitwise_count(a)
+    def _parallel(self, P: int) -> bool:
+        """Whether the kernels of P individuals use threads (breeding with evaluation: the same rule)."""
+        c = self.c
+        return P * c.W * c.n * (c.steps + 1) >= PARALLEL_WORK
 
     def evaluate(self, act: np.ndarray, rep: np.ndarray, rules: np.ndarray) -> np.ndarray:
         c = self.c
         P = act.shape[0]
         out = np.empty(P, np.int64)
         if P:
-            parallel = P * c.W * c.n * (c.steps + 1) >= PARALLEL_WORK
-            kernel = cpu.evaluate if parallel else cpu.evaluate_serial
+            kernel = cpu.evaluate if self._parallel(P) else cpu.evaluate_serial
             kernel(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules), c.x0, c.target,
                    c.ref_act, c.ref_rep, c.steps, c.wn, c.wl, out)
         return out
@@ -150,6 +164,36 @@ class CPUOps:
 
     def scatter_max(self, target: np.ndarray, index: np.ndarray, values: np.ndarray) -> None:
         np.maximum.at(target, index, values)
+
+    def breed(self, act: np.ndarray, rep: np.ndarray, rules: np.ndarray, parents: np.ndarray, islands: np.ndarray,
+              gen: int, b: Breeding) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Children (act [P, W, n], rep, rules [P, n]) of the population act/rep/rules [P = K N, ...] at
+        generation ``gen``: steps 2-4 of the module docstring; ``parents`` [K, N] as :class:`Breeding` says."""
+        c = self.c
+        ca, cr, cru = np.empty_like(act), np.empty_like(rep), np.empty_like(rules)
+        kernel = cpu.breed if self._parallel(act.shape[0]) else cpu.breed_serial
+        kernel(np.ascontiguousarray(act), np.ascontiguousarray(rep), np.ascontiguousarray(rules),
+               np.ascontiguousarray(parents, np.int64).reshape(-1), b.paired, b.N, b.seed, islands.astype(np.int64),
+               gen, cpu.P_CROSS, cpu.P_MUTATE, b.extra, c.nnz_ref, c.conn_p, c.conn_q, np.uint64(b.link_threshold),
+               np.uint64(b.rule_threshold), c.allowed, ca, cr, cru)
+        return ca, cr, cru
+
+    def select(self, order: np.ndarray, parents: tuple, children: tuple) -> tuple[np.ndarray, ...]:
+        """(act, rep, rules, score) [K, N, ...]: individual order[k, i] (< N: of ``parents``, else child
+        order - N of ``children``, each (act, rep, rules, score)) for i < N."""
+        K, N = parents[3].shape
+        out = tuple(np.empty((K, N) + a.shape[2:], a.dtype) for a in parents)
+        cpu.select(order, *(np.ascontiguousarray(a) for a in parents + children), *out)
+        return out
+
+    def update_best(self, gen: int, current: tuple, best: tuple) -> tuple[np.ndarray, ...]:
+        """New (score, act, rep, rules, generation) of the best so far per island from ``best`` (the same
+        five) and the ``current`` (score, act, rep, rules) population: each island's best (lowest key)
+        replaces it when strictly better; then the current islands' lowest and summed scores [K]."""
+        K = current[0].shape[0]
+        out = tuple(np.empty_like(a) for a in best) + (np.empty(K, np.int64), np.empty(K, np.int64))
+        cpu.update_best(gen, *(np.ascontiguousarray(a) for a in current + best), *out)
+        return out
 
 
 def grid_shape(N: int) -> tuple[int, int]:
@@ -178,13 +222,15 @@ class IslandBlock:
         K, N, n = len(self.islands), prm.population, c.n
         self.K, self.N = K, N
         self.allowed = xp.asarray(c.allowed)
-        pos_of = np.zeros(4, np.int64)
-        pos_of[c.allowed] = np.arange(len(c.allowed))
-        self.pos_of = xp.asarray(pos_of)
-        self.word_lo = xp.asarray((np.arange(n)[None, :] * n + 32 * np.arange(c.W)[:, None]).astype(np.int64))
-        self.gene = xp.arange(n, dtype=xp.int64)
+        rules_mutate = prm.rule_mutation > 0 and len(c.allowed) > 1
+        self.breeding = Breeding(prm.seed, N, int(not prm.cellular), int(prm.mode == "faithful"),
+                                 _threshold(prm.link_mutation) if prm.link_mutation > 0 else 0,
+                                 _threshold(prm.rule_mutation) if rules_mutate else 0)
         self.base = (xp.arange(K, dtype=xp.int64) * N)[:, None]
         self.index = xp.arange(2 * N, dtype=xp.int64)
+        self.ranks = xp.repeat(self.index[None, :N], K, axis=0)  # [K, N]
+        self.ranked = False  # every island in key order (its argsort is self.ranks): set by (mu + lambda)
+        self._stats: tuple[Any, Any] | None = None  # stats() of the current scores, when known
         self.neigh = xp.asarray(neighbours(N, moore=prm.mode == "standard")) if prm.cellular else None
         self.act, self.rep = ops.init_links(prm.seed, self.islands, N)
         words = ops.rng(prm.seed, self.islands, cpu.P_INIT_RULE, 0, N, (n + 3) // 4)[..., :n]
@@ -210,7 +256,9 @@ class IslandBlock:
 
     def stats(self) -> tuple[Any, Any]:
         """(best score, sum of scores) per island, device arrays [K]."""
-        return self.score.min(axis=1), self.score.sum(axis=1)
+        if self._stats is None:
+            self._stats = self.score.min(axis=1), self.score.sum(axis=1)
+        return self._stats
 
     # -- migration --------------------------------------------------------------------------------------------
     def emigrants(self) -> tuple[Any, Any, Any, Any]:
@@ -227,6 +275,8 @@ class IslandBlock:
         rows = xp.arange(self.K)[:, None]
         for arr, new in zip((self.act, self.rep, self.rules, self.score), incoming):
             arr[rows, worst] = new
+        self.ranked = False
+        self._stats = None
 
     def migrate(self, external: tuple | None) -> None:
         """Ring migration inside the block; ``external`` (host arrays) feeds the first island when the ring
@@ -246,86 +296,30 @@ class IslandBlock:
     # -- one generation ---------------------------------------------------------------------------------------
     def step(self) -> None:
         xp, ops, c, prm = self.xp, self.ops, self.c, self.prm
-        K, N, n = self.K, self.N, c.n
+        K, N = self.K, self.N
         g = self.generation + 1
-        n2 = n * n
         u64 = xp.uint64
-        if prm.cellular:
-            keys = self._keys(self.score)
-            m = xp.argmin(keys[:, self.neigh], axis=2)  # [K, N]
-            head = xp.broadcast_to(self.index[:N], (K, N))
-            tail = self.neigh[self.index[:N][None, :], m]
-            w = ops.rng(prm.seed, self.islands, cpu.P_CROSS, g, N, 1)
-            cut = ((w[..., 0].astype(u64) * u64(n2)) >> u64(32)).astype(xp.int64)
+        if prm.cellular:  # each cell's mate: its best neighbour
+            m = xp.argmin(self._keys(self.score)[:, self.neigh], axis=2)  # [K, N]
+            parents = self.neigh[self.index[:N][None, :], m]
+        elif prm.selection == "elitist":  # ranks, paired (0,1), (2,3), ...
+            parents = self.ranks if self.ranked else xp.argsort(self._keys(self.score), axis=1)
         else:
-            if prm.selection == "elitist":
-                order = xp.argsort(self._keys(self.score), axis=1)
-            else:
-                wgt = self.score.max(axis=1, keepdims=True) - self.score + 1  # int64 >= 1
-                cum = xp.cumsum(wgt.reshape(-1))
-                start = cum.reshape(K, N)[:, :1] - wgt[:, :1]
-                total = wgt.sum(axis=1, keepdims=True).astype(u64)
-                w = ops.rng(prm.seed, self.islands, cpu.P_SELECT, g, N, 1).astype(u64)
-                u = (((w[..., 0] << u64(32)) | w[..., 1]) % total).astype(xp.int64) + start
-                order = xp.searchsorted(cum, u.reshape(-1), side="right").reshape(K, N) - self.base
-            p1, p2 = order[:, 0::2], order[:, 1::2]
-            w = ops.rng(prm.seed, self.islands, cpu.P_CROSS, g, N // 2, 1)
-            c_pair = ((w[..., 0].astype(u64) * u64(n2)) >> u64(32)).astype(xp.int64)
-            head = xp.stack([p1, p2], axis=2).reshape(K, N)
-            tail = xp.stack([p2, p1], axis=2).reshape(K, N)
-            cut = xp.repeat(c_pair, 2, axis=1)
-        gh = (head + self.base).reshape(-1)
-        gt = (tail + self.base).reshape(-1)
-        link_cut = cut.reshape(-1) + (1 if prm.mode == "faithful" else 0)
-        rule_cut = cut.reshape(-1) // n + 1
-        A, R, Ru = self._flat(self.act), self._flat(self.rep), self._flat(self.rules)
-        nb = xp.clip(link_cut[:, None, None] - self.word_lo[None], 0, 32).astype(u64)
-        one = xp.ones_like(nb)
-        mask = ((one << nb) - one).astype(xp.uint32)  # head bits of each word
-        ah, rh = A[gh], R[gh]
-        ca = (ah & mask) | (A[gt] & ~mask)
-        cr = (rh & mask) | (R[gt] & ~mask)
-        cru = xp.where(self.gene[None, :] < rule_cut[:, None], Ru[gh], Ru[gt])
-        nnz = ops.popcount(ca | cr).sum(axis=(1, 2)).astype(xp.int64)
-        bad = xp.abs(nnz - c.nnz_ref) * c.conn_q >= c.conn_p * n2
-        ca = xp.where(bad[:, None, None], ah, ca)
-        cr = xp.where(bad[:, None, None], rh, cr)
-        cru = xp.where(bad[:, None], Ru[gh], cru)
-        self._mutate(ca, cr, cru, g)
+            wgt = self.score.max(axis=1, keepdims=True) - self.score + 1  # int64 >= 1
+            cum = xp.cumsum(wgt.reshape(-1))
+            start = cum.reshape(K, N)[:, :1] - wgt[:, :1]
+            total = wgt.sum(axis=1, keepdims=True).astype(u64)
+            w = ops.rng(prm.seed, self.islands, cpu.P_SELECT, g, N, 1).astype(u64)
+            u = (((w[..., 0] << u64(32)) | w[..., 1]) % total).astype(xp.int64) + start
+            parents = xp.searchsorted(cum, u.reshape(-1), side="right").reshape(K, N) - self.base
+        ca, cr, cru = ops.breed(self._flat(self.act), self._flat(self.rep), self._flat(self.rules), parents,
+                                self.islands, g, self.breeding)  # steps 2-4
         cs = ops.evaluate(ca, cr, cru).reshape(K, N)
-        self._replace(ca.reshape(K, N, c.W, n), cr.reshape(K, N, c.W, n), cru.reshape(K, N, n), cs, head)
+        self._replace(ca.reshape(K, N, c.W, c.n), cr.reshape(K, N, c.W, c.n), cru.reshape(K, N, c.n), cs, parents)
         self.generation = g
         self._update_best()
 
-    def _mutate(self, ca: Any, cr: Any, cru: Any, g: int) -> None:
-        xp, c, prm = self.xp, self.c, self.prm
-        u64 = xp.uint64
-        n, n2 = c.n, c.n * c.n
-        P = ca.shape[0]
-        w = self.ops.rng(prm.seed, self.islands, cpu.P_MUTATE, g, self.N, 2).reshape(P, 8).astype(u64)
-        ch = xp.arange(P)
-        if prm.link_mutation > 0:
-            do = w[:, 0] < u64(_threshold(prm.link_mutation))
-            pos = ((w[:, 1] * u64(n2)) >> u64(32)).astype(xp.int64)
-            j, i = pos // n, pos % n
-            wd = i >> 5
-            bit = (xp.ones(P, xp.uint32) << (i & 31).astype(xp.uint32))
-            aw, rw = ca[ch, wd, j], cr[ch, wd, j]
-            v = ((aw & bit) != 0).astype(xp.int64) - ((rw & bit) != 0).astype(xp.int64)
-            table = xp.asarray(np.array([[0, 1], [1, -1], [0, -1]], np.int64))  # other values of -1, 0, +1
-            new = table[v + 1, (w[:, 2] >> u64(31)).astype(xp.int64)]
-            ca[ch, wd, j] = xp.where(do, xp.where(new == 1, aw | bit, aw & ~bit), aw)
-            cr[ch, wd, j] = xp.where(do, xp.where(new == -1, rw | bit, rw & ~bit), rw)
-        na = len(c.allowed)
-        if prm.rule_mutation > 0 and na > 1:
-            do = w[:, 3] < u64(_threshold(prm.rule_mutation))
-            node = ((w[:, 4] * u64(n)) >> u64(32)).astype(xp.int64)
-            inc = 1 + ((w[:, 5] * u64(na - 1)) >> u64(32)).astype(xp.int64)
-            old = cru[ch, node]
-            new = self.allowed[(self.pos_of[old.astype(xp.int64)] + inc) % na]
-            cru[ch, node] = xp.where(do, new, old)
-
-    def _replace(self, ca: Any, cr: Any, cru: Any, cs: Any, head: Any) -> None:
+    def _replace(self, ca: Any, cr: Any, cru: Any, cs: Any, parents: Any) -> None:
         xp, prm = self.xp, self.prm
         K, N = self.K, self.N
         if prm.cellular:
@@ -335,17 +329,15 @@ class IslandBlock:
             self.rules = xp.where(take[..., None], cru, self.rules)
             self.score = xp.where(take, cs, self.score)
         elif prm.mode == "standard":  # (mu + lambda): the best N of parents and children
-            keep = xp.argsort(self._keys(xp.concatenate([self.score, cs], axis=1)), axis=1)[:, :N]
-            rows = xp.arange(K)[:, None]
-            self.act = xp.concatenate([self.act, ca], axis=1)[rows, keep]
-            self.rep = xp.concatenate([self.rep, cr], axis=1)[rows, keep]
-            self.rules = xp.concatenate([self.rules, cru], axis=1)[rows, keep]
-            self.score = xp.concatenate([self.score, cs], axis=1)[rows, keep]
+            order = xp.argsort(self._keys(xp.concatenate([self.score, cs], axis=1)), axis=1)
+            self.act, self.rep, self.rules, self.score = self.ops.select(
+                order, (self.act, self.rep, self.rules, self.score), (ca, cr, cru, cs))
+            self.ranked = True  # scores now rise with the index, so keys do strictly
         elif prm.selection == "elitist":  # faithful: every slot is crossed, children overwrite the pair
             self.act, self.rep, self.rules, self.score = ca, cr, cru, cs
-        else:  # faithful roulette: child k overwrites its head parent's slot; the last child wins a slot
+        else:  # faithful roulette: child k overwrites its head parent's (parents[k]) slot; the last child wins
             winner = xp.full(K * N, -1, xp.int32)
-            self.ops.scatter_max(winner, (head + self.base).reshape(-1), xp.arange(K * N, dtype=xp.int32))
+            self.ops.scatter_max(winner, (parents + self.base).reshape(-1), xp.arange(K * N, dtype=xp.int32))
             take = (winner >= 0).reshape(K, N)
             src = xp.maximum(winner, 0)
             flat = lambda a: a.reshape((K * N,) + a.shape[2:])  # noqa: E731
@@ -355,16 +347,11 @@ class IslandBlock:
             self.score = xp.where(take, cs.reshape(-1)[src].reshape(K, N), self.score)
 
     def _update_best(self) -> None:
-        xp = self.xp
-        i = self._best_index()
-        rows = xp.arange(self.K)
-        s = self.score[rows, i]
-        better = s < self.best_score
-        self.best_score = xp.where(better, s, self.best_score)
-        self.best_act = xp.where(better[:, None, None], self.act[rows, i], self.best_act)
-        self.best_rep = xp.where(better[:, None, None], self.rep[rows, i], self.best_rep)
-        self.best_rules = xp.where(better[:, None], self.rules[rows, i], self.best_rules)
-        self.best_generation = xp.where(better, self.generation, self.best_generation)
+        *best, s_min, s_sum = self.ops.update_best(
+            self.generation, (self.score, self.act, self.rep, self.rules),
+            (self.best_score, self.best_act, self.best_rep, self.best_rules, self.best_generation))
+        self.best_score, self.best_act, self.best_rep, self.best_rules, self.best_generation = best
+        self._stats = s_min, s_sum
 
 
 def _threshold(prob: float) -> int:

@@ -1,7 +1,8 @@
 """GPU kernels of the GRN GA (CuPy RawModule from ``kernels/grn_ga.cu``) behind :class:`GPUOps`.
 
-The GA itself (:mod:`.ga`) runs unchanged on CuPy arrays; only evaluation, Philox draws and the
-initial links are custom kernels, each a line-by-line port of :mod:`.cpu`.
+The GA itself (:mod:`.ga`) runs unchanged on CuPy arrays; evaluation, Philox draws, the initial links,
+breeding, the survivors' gather and the best-so-far update are custom kernels, each a line-by-line port
+of :mod:`.cpu`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..backends import cuda
 from . import cpu
-from .ga import Consts
+from .ga import Breeding, Consts
 
 BLOCK = 256
 
@@ -33,7 +34,11 @@ class GPUOps:
         self._eval = mod.get_function("grn_evaluate")
         self._fill = mod.get_function("grn_philox_fill")
         self._init = mod.get_function("grn_init_links")
-        self._popc = cupy.ElementwiseKernel("uint32 x", "int32 y", "y = __popc(x)", "grn_popc")
+        self._cross = mod.get_function("grn_cross")
+        self._revert_mutate = mod.get_function("grn_revert_mutate")
+        self._select = mod.get_function("grn_select")
+        self._update_best = mod.get_function("grn_update_best")
+        self.allowed = cupy.asarray(c.allowed)
         self.x0 = cupy.asarray(c.x0)
         self.target = cupy.asarray(c.target)
         self.ref_act = cupy.asarray(c.ref_act)
@@ -51,9 +56,6 @@ class GPUOps:
 
     def asnumpy(self, a: Any) -> np.ndarray:
         return self.xp.asnumpy(a)
-
-    def popcount(self, a: Any) -> Any:
-        return self._popc(a)
 
     def evaluate(self, act: Any, rep: Any, rules: Any) -> Any:
         cp, c = self.xp, self.c
@@ -95,3 +97,50 @@ class GPUOps:
 
     def scatter_max(self, target: Any, index: Any, values: Any) -> None:
         self.xp.maximum.at(target, index, values)  # not cupyx.scatter_max: importing cupyx costs 0.26 s (cupyx.scipy)
+
+    def breed(self, act: Any, rep: Any, rules: Any, parents: Any, islands: np.ndarray, gen: int,
+              b: Breeding) -> tuple[Any, Any, Any]:
+        """:meth:`CPUOps.breed <distsim.grn.ga.CPUOps.breed>` on the device (grn_cross, grn_revert_mutate)."""
+        cp, c = self.xp, self.c
+        act, rep, rules = cp.ascontiguousarray(act), cp.ascontiguousarray(rep), cp.ascontiguousarray(rules)
+        par = cp.ascontiguousarray(parents.astype(cp.int64, copy=False))
+        P = act.shape[0]
+        ca, cr, cru = cp.empty_like(act), cp.empty_like(rep), cp.empty_like(rules)
+        if not P:
+            return ca, cr, cru
+        nnz = cp.zeros(P, cp.uint64)
+        isl = self._dev_islands(islands)
+        total = P * (c.W * c.n + c.n)
+        self._cross(((total + BLOCK - 1) // BLOCK,), (BLOCK,),
+                    (np.int64(total), act, rep, rules, par, np.int32(b.paired), np.int32(b.N), np.int32(c.W),
+                     np.int32(c.n), np.uint32(b.seed), isl, np.uint32(gen), np.uint32(cpu.P_CROSS), np.int64(b.extra),
+                     ca, cr, cru, nnz))
+        self._revert_mutate(((P + BLOCK - 1) // BLOCK,), (BLOCK,),
+                            (np.int64(P), act, rep, rules, par, np.int32(b.paired), np.int32(b.N), np.int32(c.W),
+                             np.int32(c.n), np.uint32(b.seed), isl, np.uint32(gen), np.uint32(cpu.P_MUTATE), nnz,
+                             np.int64(c.nnz_ref), np.int64(c.conn_p), np.int64(c.conn_q), np.uint64(b.link_threshold),
+                             np.uint64(b.rule_threshold), self.allowed, np.int32(len(c.allowed)), ca, cr, cru))
+        return ca, cr, cru
+
+    def select(self, order: Any, parents: tuple, children: tuple) -> tuple[Any, ...]:
+        """:meth:`CPUOps.select <distsim.grn.ga.CPUOps.select>` on the device (grn_select)."""
+        cp, c = self.xp, self.c
+        K, N = parents[3].shape
+        out = tuple(cp.empty((K, N) + a.shape[2:], a.dtype) for a in parents)
+        total = K * N * c.W * c.n
+        if total:
+            self._select(((total + BLOCK - 1) // BLOCK,), (BLOCK,),
+                         (np.int64(total), cp.ascontiguousarray(order), np.int32(N), np.int32(c.W), np.int32(c.n),
+                          *(cp.ascontiguousarray(a) for a in parents + children), *out))
+        return out
+
+    def update_best(self, gen: int, current: tuple, best: tuple) -> tuple[Any, ...]:
+        """:meth:`CPUOps.update_best <distsim.grn.ga.CPUOps.update_best>` on the device (grn_update_best)."""
+        cp, c = self.xp, self.c
+        K, N = current[0].shape
+        out = tuple(cp.empty_like(a) for a in best) + (cp.empty(K, cp.int64), cp.empty(K, cp.int64))
+        if K:
+            self._update_best(((K + BLOCK - 1) // BLOCK,), (BLOCK,),
+                              (np.int64(K), np.int32(N), np.int32(c.W), np.int32(c.n), np.int64(gen),
+                               *(cp.ascontiguousarray(a) for a in current + best), *out))
+        return out

@@ -1,5 +1,6 @@
 """GRN GA on the GPU: the fixtures, kernels equal to the CPU ones bit for bit, and CPU == GPU runs."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 import distsim.grn as grn
 from distsim.engine import LocalExecutor
 from distsim.grn import cpu
-from distsim.grn.ga import Consts, CPUOps
+from distsim.grn.ga import MODELS, MODES, SELECTIONS, Consts, CPUOps, GAParams, IslandBlock
 from distsim.grn.problem import pack_links
 
 pytestmark = pytest.mark.gpu
@@ -69,10 +70,67 @@ def test_philox_and_initial_links_gpu_equal_cpu(n):
     ca, cr = c.init_links(11, isl, 20)
     ga, gr = g.init_links(11, isl, 20)
     assert np.array_equal(ga.get(), ca) and np.array_equal(gr.get(), cr)
-    x = np.random.default_rng(0).integers(0, 2**32, 1000, dtype=np.uint64).astype(np.uint32)
-    import cupy as cp
 
-    assert np.array_equal(g.popcount(cp.asarray(x)).get(), np.bitwise_count(x))
+
+class Checked(CPUOps):
+    """CPUOps whose breed/select/update_best also run on the device (GPUOps) and must give the same bits."""
+
+    def __init__(self, c):
+        from distsim.grn.gpu import GPUOps
+
+        super().__init__(c)
+        self.gpu = GPUOps(c)
+        self.checked = {"breed": 0, "select": 0, "update_best": 0}
+
+    def _same(self, kind, got, want):
+        assert len(got) == len(want)
+        for x, y in zip(got, want):
+            x = x.get()
+            assert x.dtype == y.dtype and np.array_equal(x, y), kind
+        self.checked[kind] += 1
+
+    def breed(self, act, rep, rules, parents, islands, gen, b):
+        import cupy as cp
+
+        out = super().breed(act, rep, rules, parents, islands, gen, b)
+        dev = [cp.asarray(a) for a in (act, rep, rules, parents)]
+        self._same("breed", self.gpu.breed(*dev, islands, gen, b), out)
+        return out
+
+    def select(self, order, parents, children):
+        import cupy as cp
+
+        out = super().select(order, parents, children)
+        dev = lambda t: tuple(cp.asarray(a) for a in t)  # noqa: E731
+        self._same("select", self.gpu.select(cp.asarray(order), dev(parents), dev(children)), out)
+        return out
+
+    def update_best(self, gen, current, best):
+        import cupy as cp
+
+        out = super().update_best(gen, current, best)
+        dev = lambda t: tuple(cp.asarray(a) for a in t)  # noqa: E731
+        self._same("update_best", self.gpu.update_best(gen, dev(current), dev(best)), out)
+        return out
+
+
+@pytest.mark.parametrize("model,selection,mode", [(m, s, d) for m in MODELS for s in SELECTIONS for d in MODES
+                                                  if not (m in ("cellular", "hybrid") and s == "roulette")])
+def test_breed_select_update_best_gpu_equal_cpu(mouse, model, selection, mode):
+    """grn_cross/grn_revert_mutate/grn_select/grn_update_best on the device == the Numba twins, every
+    generation of blocks of one, two and ten words per row (the 45-gene one with connectivity reverts)."""
+    probs = (mouse, dataclasses.replace(grn.planted(45, seed=1), max_connectivity_distance=0.005),
+             grn.planted(300, seed=2))
+    for prob, N, gens in zip(probs, (512, 64, 16), (12, 12, 4)):
+        c = Consts.of(prob)
+        ops = Checked(c)
+        prm = GAParams(model, selection, mode, N, 3, 2, 3, 0.5, 1.0, 5, gens, 0)
+        b = IslandBlock(ops, c, prm, np.array([0, 6, 9]))
+        for g in range(gens):
+            if g % 3 == 0:
+                b.migrate(None)
+            b.step()
+        assert ops.checked["breed"] == gens and ops.checked["update_best"] == gens
 
 
 def same(a, b):

@@ -526,7 +526,7 @@ def main() -> None:
     if args.update:
         out = Path(args.baseline_out or args.baseline)
         new = update_records(base, rows, str(datetime.date.today()))
-        out.write_text(json.dumps(new, indent=1) + "\n")
+        out.write_text(json.dumps(new, indent=2) + "\n")
         print(f"# wrote {out}", flush=True)
     sys.exit(1 if bad else 0)
 

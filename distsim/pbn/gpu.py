@@ -395,20 +395,28 @@ def _results(runs: Runs, T: int, n: int, pooled: np.ndarray, chain_ones: np.ndar
 
 REG_FILE = 65536  # 32-bit registers per SM (sm_70 .. sm_90)
 MAX_BLOCKS_PER_SM = 2048 // BLOCK
+DENSEST = 8  # resident blocks per SM the search below stops at (64 registers a thread)
+SPILL_OK = 256  # bytes of local memory a thread may spill in a denser build (L1-resident)
 
 
 def _compile_for_occupancy(src: str) -> tuple[Any, int]:
     """The module and its resident blocks per SM. The register allocation of these long generated
-    kernels jumps between occupancy levels with small code changes (the same 133-node kernel took 168
-    or 220 registers: 3 or 2 blocks per SM); when a build asking for one more resident block
-    (``__launch_bounds__`` minimum) needs no spilling, that build is used."""
+    kernels jumps between occupancy levels with small code changes; more resident blocks hide the
+    latency of the Philox and logic chains (the kernel is latency-bound: Nsight Compute on Sizek at 3
+    blocks/SM, 36% of issue slots used). From the compiler's own build, builds asking for one more
+    resident block (``__launch_bounds__`` minimum) are taken while they do add one and spill at most
+    SPILL_OK bytes: on an H200 (benchmarks/RESULTS.md, fifteenth session) Sizek 3 -> 5 blocks ran 1.27x,
+    Montagud 3 -> 4 1.13x (224 B spilled; 5 blocks spill 448 B and ran slower); networks whose first
+    build already spills more (247, 321 nodes) keep it."""
     mod = cuda.load_module(src)
     per_sm = _blocks_per_sm(mod.get_function("pbn_sliced"))
-    if per_sm < MAX_BLOCKS_PER_SM:
+    while per_sm < min(DENSEST, MAX_BLOCKS_PER_SM):
         denser = cuda.load_module(f"#define DS_MINB {per_sm + 1}\n" + src)
         fn = denser.get_function("pbn_sliced")
-        if fn.local_size_bytes == 0 and _blocks_per_sm(fn) > per_sm:
-            return denser, _blocks_per_sm(fn)
+        blocks = _blocks_per_sm(fn)
+        if fn.local_size_bytes > SPILL_OK or blocks <= per_sm:
+            break
+        mod, per_sm = denser, blocks
     return mod, per_sm
 
 

@@ -221,7 +221,6 @@ class IslandBlock:
         self.islands = np.asarray(islands, np.int64)
         K, N, n = len(self.islands), prm.population, c.n
         self.K, self.N = K, N
-        self.allowed = xp.asarray(c.allowed)
         rules_mutate = prm.rule_mutation > 0 and len(c.allowed) > 1
         self.breeding = Breeding(prm.seed, N, int(not prm.cellular), int(prm.mode == "faithful"),
                                  _threshold(prm.link_mutation) if prm.link_mutation > 0 else 0,
@@ -235,10 +234,10 @@ class IslandBlock:
         self.act, self.rep = ops.init_links(prm.seed, self.islands, N)
         words = ops.rng(prm.seed, self.islands, cpu.P_INIT_RULE, 0, N, (n + 3) // 4)[..., :n]
         pick = (words.astype(xp.uint64) * xp.uint64(len(c.allowed))) >> xp.uint64(32)
-        self.rules = self.allowed[pick.astype(xp.int64)]
+        self.rules = xp.asarray(c.allowed)[pick.astype(xp.int64)]
         self.score = ops.evaluate(self._flat(self.act), self._flat(self.rep), self._flat(self.rules)).reshape(K, N)
         self.generation = 0
-        i = self._best_index()
+        i = xp.argmin(self._keys(self.score), axis=1)  # each island's best: lowest score, then index
         rows = xp.arange(K)
         self.best_score = self.score[rows, i]
         self.best_act, self.best_rep, self.best_rules = self.act[rows, i], self.rep[rows, i], self.rules[rows, i]
@@ -250,9 +249,6 @@ class IslandBlock:
 
     def _keys(self, score: Any) -> Any:
         return score * (2 * self.N) + self.index[: score.shape[1]]
-
-    def _best_index(self) -> Any:
-        return self.xp.argmin(self._keys(self.score), axis=1)
 
     def stats(self) -> tuple[Any, Any]:
         """(best score, sum of scores) per island, device arrays [K]."""
